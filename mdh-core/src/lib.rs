@@ -1,0 +1,44 @@
+//! `mdh-core`: the mdh compiler as a library.
+//!
+//! Data flows one way: tokens → [`spec::Kernel`] ([`parse`]) → checked kernel
+//! ([`check`]) → code ([`codegen`]). The proc macro (`mdh-macros`) and the tuner
+//! call the same functions. [`interp`] evaluates a kernel's high-level
+//! definition directly and is the oracle of every test.
+
+pub mod check;
+pub mod codegen;
+pub mod desc;
+pub mod error;
+pub mod interp;
+pub mod parse;
+pub mod spec;
+
+pub use error::Error;
+pub use spec::Kernel;
+
+use proc_macro2::TokenStream;
+
+/// Parses and checks a kernel from its tokens (what `mdh!` receives).
+pub fn compile(tokens: TokenStream) -> syn::Result<Kernel> {
+    let mut kernel = parse::parse_kernel(tokens)?;
+    check::check(&mut kernel)?;
+    Ok(kernel)
+}
+
+/// Parses and checks a kernel from source text, e.g. a generated module's
+/// `SPEC` constant. Errors are rendered as text.
+pub fn compile_str(source: &str) -> Result<Kernel, Error> {
+    let tokens: TokenStream = source
+        .parse()
+        .map_err(|e| Error::Spec(format!("cannot tokenize kernel source: {e}")))?;
+    compile(tokens).map_err(|e| Error::Spec(e.to_string()))
+}
+
+/// The whole expansion of `mdh! { ... }`: a module with the kernel's API, or
+/// `compile_error!`s with the spans of the offending tokens.
+pub fn expand(tokens: TokenStream) -> TokenStream {
+    match compile(tokens) {
+        Ok(kernel) => codegen::module(&kernel),
+        Err(e) => e.to_compile_error(),
+    }
+}

@@ -1,0 +1,569 @@
+//! The high-level representation of a kernel: the paper's
+//! `out_view ∘ md_hom(f, (⊗1, …, ⊗D)) ∘ inp_view` (its Fig. 6), as parsed from
+//! the `mdh!` tokens. Spans are kept so that every later check can point at the
+//! offending tokens.
+
+use proc_macro2::{Span, TokenStream};
+use syn::Ident;
+
+/// Element types of buffers, params and scalar-function values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ScalarType {
+    F32,
+    F64,
+    I8,
+    I16,
+    I32,
+    I64,
+    U8,
+    U16,
+    U32,
+    U64,
+    /// Only for size parameters, MDA indices and loop counters; not a buffer type.
+    Usize,
+    Bool,
+}
+
+impl ScalarType {
+    pub const BUFFER_TYPES: [ScalarType; 11] = [
+        ScalarType::F32,
+        ScalarType::F64,
+        ScalarType::I8,
+        ScalarType::I16,
+        ScalarType::I32,
+        ScalarType::I64,
+        ScalarType::U8,
+        ScalarType::U16,
+        ScalarType::U32,
+        ScalarType::U64,
+        ScalarType::Bool,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ScalarType::F32 => "f32",
+            ScalarType::F64 => "f64",
+            ScalarType::I8 => "i8",
+            ScalarType::I16 => "i16",
+            ScalarType::I32 => "i32",
+            ScalarType::I64 => "i64",
+            ScalarType::U8 => "u8",
+            ScalarType::U16 => "u16",
+            ScalarType::U32 => "u32",
+            ScalarType::U64 => "u64",
+            ScalarType::Usize => "usize",
+            ScalarType::Bool => "bool",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<ScalarType> {
+        Some(match s {
+            "f32" => ScalarType::F32,
+            "f64" => ScalarType::F64,
+            "i8" => ScalarType::I8,
+            "i16" => ScalarType::I16,
+            "i32" => ScalarType::I32,
+            "i64" => ScalarType::I64,
+            "u8" => ScalarType::U8,
+            "u16" => ScalarType::U16,
+            "u32" => ScalarType::U32,
+            "u64" => ScalarType::U64,
+            "usize" => ScalarType::Usize,
+            "bool" => ScalarType::Bool,
+            _ => return None,
+        })
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, ScalarType::F32 | ScalarType::F64)
+    }
+
+    pub fn is_int(self) -> bool {
+        !self.is_float() && self != ScalarType::Bool
+    }
+
+    pub fn is_signed(self) -> bool {
+        matches!(
+            self,
+            ScalarType::I8 | ScalarType::I16 | ScalarType::I32 | ScalarType::I64
+        ) || self.is_float()
+    }
+}
+
+impl std::fmt::Display for ScalarType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A size expression in a shape or in `md_hom[...]`: integer arithmetic over
+/// size parameters (`I`, `P + R - 1`, `2 * P + R - 1`, `64`).
+#[derive(Clone, Debug)]
+pub enum SizeExpr {
+    Const(u64, Span),
+    Param(Ident),
+    Add(Box<SizeExpr>, Box<SizeExpr>),
+    Sub(Box<SizeExpr>, Box<SizeExpr>),
+    Mul(Box<SizeExpr>, Box<SizeExpr>),
+}
+
+/// An affine expression `Σ c_d · dim_d + Σ c_s · size_s + c` with integer
+/// coefficients: one component of an index function.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Affine {
+    /// One coefficient per md_hom dimension.
+    pub dims: Vec<i64>,
+    /// One coefficient per size parameter (in `Kernel::size_params` order).
+    pub sizes: Vec<i64>,
+    pub constant: i64,
+}
+
+/// An index function `|d1, …, dD| (e1, …, eR)`.
+#[derive(Clone, Debug)]
+pub struct IndexFn {
+    /// The closure's parameter names, one per md_hom dimension.
+    pub params: Vec<Ident>,
+    /// One affine expression per buffer dimension.
+    pub components: Vec<Affine>,
+    /// Spans of the component expressions (for errors).
+    pub component_spans: Vec<Span>,
+    pub span: Span,
+}
+
+/// `BUF: TYPE[SHAPE]`
+#[derive(Clone, Debug)]
+pub struct BufferDecl {
+    pub name: Ident,
+    pub ty: ScalarType,
+    pub ty_span: Span,
+    pub shape: Vec<SizeExpr>,
+    pub span: Span,
+}
+
+/// `NAME: TYPE` in `params(...)`.
+#[derive(Clone, Debug)]
+pub struct ParamDecl {
+    pub name: Ident,
+    pub ty: ScalarType,
+    pub ty_span: Span,
+}
+
+/// The index functions of one buffer in `inp_view` or `out_view`.
+#[derive(Clone, Debug)]
+pub struct View {
+    pub buffer: Ident,
+    pub accesses: Vec<IndexFn>,
+}
+
+/// A binary operator usable as a combine operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BuiltinOp {
+    Add,
+    Mul,
+    Max,
+    Min,
+}
+
+impl BuiltinOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            BuiltinOp::Add => "+",
+            BuiltinOp::Mul => "*",
+            BuiltinOp::Max => "max",
+            BuiltinOp::Min => "min",
+        }
+    }
+}
+
+/// The operator ⊕ of a PW or PS combine operator.
+#[derive(Clone, Debug)]
+pub enum ReduceOp {
+    Builtin(BuiltinOp, Span),
+    /// `|a, b| expr`: user-defined, associative (and commutative for PW).
+    Closure(Closure2),
+}
+
+impl ReduceOp {
+    pub fn span(&self) -> Span {
+        match self {
+            ReduceOp::Builtin(_, s) => *s,
+            ReduceOp::Closure(c) => c.span,
+        }
+    }
+
+    /// Two operators are the same if they are the same built-in or textually
+    /// equal closures (used for the paper's Lemma 1).
+    pub fn same_as(&self, other: &ReduceOp) -> bool {
+        match (self, other) {
+            (ReduceOp::Builtin(a, _), ReduceOp::Builtin(b, _)) => a == b,
+            (ReduceOp::Closure(a), ReduceOp::Closure(b)) => a.text == b.text,
+            _ => false,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            ReduceOp::Builtin(op, _) => op.name().to_string(),
+            ReduceOp::Closure(c) => c.text.clone(),
+        }
+    }
+}
+
+/// A user-defined binary operator `|a, b| expr`.
+#[derive(Clone, Debug)]
+pub struct Closure2 {
+    pub lhs: Ident,
+    pub rhs: Ident,
+    pub body: Expr,
+    /// Normalized token text, for comparing operators.
+    pub text: String,
+    pub span: Span,
+}
+
+/// The combine operator of one dimension.
+#[derive(Clone, Debug)]
+pub enum CombineOp {
+    /// Concatenation `++`: the dimension is kept in the output.
+    Cc(Span),
+    /// Point-wise combination: the dimension is reduced, one operator per
+    /// output access (a single operator applies to all).
+    Pw(Vec<ReduceOp>, Span),
+    /// Prefix-sum: the dimension is kept and scanned.
+    Ps(Vec<ReduceOp>, Span),
+}
+
+impl CombineOp {
+    pub fn span(&self) -> Span {
+        match self {
+            CombineOp::Cc(s) | CombineOp::Pw(_, s) | CombineOp::Ps(_, s) => *s,
+        }
+    }
+
+    pub fn kind(&self) -> DimKind {
+        match self {
+            CombineOp::Cc(_) => DimKind::Cc,
+            CombineOp::Pw(..) => DimKind::Pw,
+            CombineOp::Ps(..) => DimKind::Ps,
+        }
+    }
+
+    /// The operator applied to output access `k` (None for CC).
+    pub fn op_for(&self, k: usize) -> Option<&ReduceOp> {
+        match self {
+            CombineOp::Cc(_) => None,
+            CombineOp::Pw(ops, _) | CombineOp::Ps(ops, _) => {
+                Some(if ops.len() == 1 { &ops[0] } else { &ops[k] })
+            }
+        }
+    }
+}
+
+/// What a combine operator does to its dimension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DimKind {
+    Cc,
+    Pw,
+    Ps,
+}
+
+impl DimKind {
+    /// Whether the dimension survives into the output (CC and PS do).
+    pub fn is_kept(self) -> bool {
+        self != DimKind::Pw
+    }
+}
+
+/// One dimension of the md_hom.
+#[derive(Clone, Debug)]
+pub struct Dim {
+    pub size: SizeExpr,
+    pub span: Span,
+}
+
+/// The scalar function `|a, b, …| body` or `|[y, x], a, …| body`.
+#[derive(Clone, Debug)]
+pub struct ScalarFn {
+    /// Names bound to the MDA indices by a leading slice pattern, if any.
+    pub index_params: Option<Vec<Ident>>,
+    /// One parameter per input access, in `inp_view` order.
+    pub params: Vec<Ident>,
+    pub body: Expr,
+    pub span: Span,
+}
+
+/// A whole `mdh!` kernel.
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    /// `///` doc comments (the attribute tokens, re-emitted on the module).
+    pub attrs: Vec<TokenStream>,
+    /// The visibility tokens (`pub`, `pub(crate)`, or empty).
+    pub vis: TokenStream,
+    pub name: Ident,
+    pub inputs: Vec<BufferDecl>,
+    pub outputs: Vec<BufferDecl>,
+    pub params: Vec<ParamDecl>,
+    /// Size parameters in order of first appearance (shapes, then md_hom).
+    pub size_params: Vec<Ident>,
+    pub dims: Vec<Dim>,
+    pub scalar_fn: ScalarFn,
+    pub ops: Vec<CombineOp>,
+    /// Span of the operator tuple (for count mismatches).
+    pub ops_span: Span,
+    pub md_hom_span: Span,
+    pub inp_view: Vec<View>,
+    pub out_view: Vec<View>,
+    /// The original tokens of the kernel, for `SPEC`.
+    pub source: String,
+}
+
+impl Kernel {
+    pub fn dim_kinds(&self) -> Vec<DimKind> {
+        self.ops.iter().map(CombineOp::kind).collect()
+    }
+
+    /// Input accesses in scalar-function parameter order: (buffer index, index fn).
+    pub fn input_accesses(&self) -> Vec<(usize, &IndexFn)> {
+        self.accesses(&self.inp_view, &self.inputs)
+    }
+
+    /// Output accesses in scalar-function result order: (buffer index, index fn).
+    pub fn output_accesses(&self) -> Vec<(usize, &IndexFn)> {
+        self.accesses(&self.out_view, &self.outputs)
+    }
+
+    fn accesses<'a>(&'a self, views: &'a [View], bufs: &[BufferDecl]) -> Vec<(usize, &'a IndexFn)> {
+        let mut out = Vec::new();
+        for v in views {
+            if let Some(b) = bufs.iter().position(|b| b.name == v.buffer) {
+                for a in &v.accesses {
+                    out.push((b, a));
+                }
+            }
+        }
+        out
+    }
+
+    pub fn size_index(&self, name: &str) -> Option<usize> {
+        self.size_params.iter().position(|s| s == name)
+    }
+}
+
+// ----------------------------------------------------------------------------
+// Scalar-function expressions (also the bodies of user-defined operators).
+
+/// An expression of the scalar-function subset. `ty` is filled by the checker.
+#[derive(Clone, Debug)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+    pub ty: Option<Type>,
+}
+
+/// Types of scalar-function expressions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Type {
+    Scalar(ScalarType),
+    Tuple(Vec<ScalarType>),
+    /// `()`: statements, loops, `if` without `else`.
+    Unit,
+    /// `break`: coerces to anything.
+    Never,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    And,
+    Or,
+}
+
+impl BinOp {
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+        )
+    }
+
+    pub fn is_logical(self) -> bool {
+        matches!(self, BinOp::And | BinOp::Or)
+    }
+
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::And => "&&",
+            BinOp::Or => "||",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnOp {
+    Neg,
+    Not,
+}
+
+/// The whitelisted methods (`x.sqrt()`, `a.max(b)`, `a.mul_add(b, c)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    Abs,
+    Sqrt,
+    Exp,
+    Ln,
+    Powi,
+    Powf,
+    Sin,
+    Cos,
+    Tanh,
+    Floor,
+    Ceil,
+    Min,
+    Max,
+    MulAdd,
+}
+
+impl Method {
+    pub const ALL: [Method; 14] = [
+        Method::Abs,
+        Method::Sqrt,
+        Method::Exp,
+        Method::Ln,
+        Method::Powi,
+        Method::Powf,
+        Method::Sin,
+        Method::Cos,
+        Method::Tanh,
+        Method::Floor,
+        Method::Ceil,
+        Method::Min,
+        Method::Max,
+        Method::MulAdd,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Abs => "abs",
+            Method::Sqrt => "sqrt",
+            Method::Exp => "exp",
+            Method::Ln => "ln",
+            Method::Powi => "powi",
+            Method::Powf => "powf",
+            Method::Sin => "sin",
+            Method::Cos => "cos",
+            Method::Tanh => "tanh",
+            Method::Floor => "floor",
+            Method::Ceil => "ceil",
+            Method::Min => "min",
+            Method::Max => "max",
+            Method::MulAdd => "mul_add",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Method> {
+        Method::ALL.into_iter().find(|m| m.name() == s)
+    }
+
+    /// Number of arguments besides the receiver.
+    pub fn arity(self) -> usize {
+        match self {
+            Method::Powi | Method::Powf | Method::Min | Method::Max => 1,
+            Method::MulAdd => 2,
+            _ => 0,
+        }
+    }
+
+    /// Whether the method exists only on floats.
+    pub fn float_only(self) -> bool {
+        !matches!(self, Method::Abs | Method::Min | Method::Max)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum Lit {
+    /// An integer literal with its suffix type, if any.
+    Int(u128, Option<ScalarType>),
+    /// A float literal with its suffix type, if any.
+    Float(f64, Option<ScalarType>),
+    Bool(bool),
+}
+
+#[derive(Clone, Debug)]
+pub enum ExprKind {
+    Lit(Lit),
+    /// A closure parameter, a `let` binding, a param, a size parameter or an
+    /// index name.
+    Var(Ident),
+    Unary(UnOp, Box<Expr>),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    Cast(Box<Expr>, ScalarType),
+    MethodCall(Box<Expr>, Method, Vec<Expr>),
+    /// `if c { … } else …`; the else branch is a block or another `if`.
+    If(Box<Expr>, Block, Option<Box<Expr>>),
+    Block(Block),
+    Tuple(Vec<Expr>),
+    /// `x = e` or `x op= e` (compound assignment carries the operator).
+    Assign(Ident, Option<BinOp>, Box<Expr>),
+    /// `for v in lo..hi { … }` (`v` is `None` for `_`).
+    For(Option<Ident>, Box<Expr>, Box<Expr>, Block),
+    Break,
+}
+
+#[derive(Clone, Debug)]
+pub struct Block {
+    pub stmts: Vec<Stmt>,
+    /// The value of the block, if it ends in an expression without `;`.
+    pub tail: Option<Box<Expr>>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub enum Stmt {
+    Let {
+        name: Ident,
+        mutable: bool,
+        ty: Option<ScalarType>,
+        init: Option<Expr>,
+        span: Span,
+    },
+    Expr(Expr),
+}
+
+impl Expr {
+    pub fn new(kind: ExprKind, span: Span) -> Expr {
+        Expr {
+            kind,
+            span,
+            ty: None,
+        }
+    }
+
+    /// The checked scalar type (panics if unchecked or not scalar; only called
+    /// on checked specs by the back ends).
+    pub fn scalar_ty(&self) -> Option<ScalarType> {
+        match &self.ty {
+            Some(Type::Scalar(t)) => Some(*t),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! trybuild UI tests of the mdh! macro live in tests/.
