@@ -1,3 +1,58 @@
-//! mdh facade (being written).
+//! # mdh: Multi-Dimensional Homomorphisms in Rust
+//!
+//! Write a data-parallel computation once, as the MDH paper's
+//! `out_view ∘ md_hom(f, (⊗1, …, ⊗D)) ∘ inp_view`, inside [`mdh!`]; get a
+//! parallel CPU kernel (and, with the `opencl` / `cuda` features, GPU
+//! kernels) for any input size.
+//!
+//! ```
+//! use mdh::mdh;
+//!
+//! mdh! {
+//!     /// Matrix-vector multiplication: w = M · v
+//!     pub kernel matvec {
+//!         inp(M: f32[I, K], v: f32[K]),
+//!         out(w: f32[I]),
+//!         out_view(w: |i, k| (i)),
+//!         md_hom[I, K](|m, x| m * x, (CC, PW(+))),
+//!         inp_view(M: |i, k| (i, k), v: |i, k| (k)),
+//!     }
+//! }
+//!
+//! let (m, v) = (vec![1.0f32; 512 * 4096], vec![2.0f32; 4096]);
+//! let mut w = vec![0.0f32; 512];
+//! matvec::cpu(&m, &v, &mut w, matvec::Sizes { I: 512, K: 4096 })?;
+//! assert!(w.iter().all(|&x| x == 8192.0));
+//! # Ok::<(), mdh::Error>(())
+//! ```
+//!
+//! Each kernel becomes a module with `Sizes`, `cpu(inputs…, outputs…,
+//! params…, Sizes) -> Result<(), Error>`, and `SPEC`, the kernel's source,
+//! which [`reference`] evaluates with the reference interpreter.
+
 pub use mdh_core::Error;
 pub use mdh_macros::mdh;
+
+pub mod cpu;
+
+/// The reference interpreter: evaluates a kernel's high-level definition
+/// directly. It is slow and obviously correct; tests compare generated
+/// kernels with it.
+pub mod reference {
+    pub use mdh_core::interp::{run, Buffer, Value};
+
+    /// Parses and checks a kernel's source (a generated module's `SPEC`).
+    pub fn kernel(spec: &str) -> Result<mdh_core::Kernel, crate::Error> {
+        mdh_core::compile_str(spec)
+    }
+}
+
+/// What generated code refers to. Not a public API.
+#[doc(hidden)]
+pub mod __rt {
+    pub use crate::cpu::{execute, Region, SyncPtr};
+    pub use mdh_core::desc::{AccessDesc, AffineDesc, BufDesc, KernelDesc, SizeOp};
+    pub use mdh_core::spec::DimKind;
+    pub use std::borrow::Cow;
+    pub use std::sync::OnceLock;
+}

@@ -1,7 +1,133 @@
-//! Code generators.
-use crate::spec::Kernel;
-use proc_macro2::TokenStream;
+//! Code generators: the module a kernel expands to, and its back ends.
 
-pub fn module(_kernel: &Kernel) -> TokenStream {
-    TokenStream::new()
+pub mod cpu;
+pub mod rust_expr;
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use crate::desc::{AffineDesc, BufDesc, KernelDesc, SizeOp};
+use crate::spec::{DimKind, Kernel};
+
+/// The module `NAME` with `Sizes`, `SPEC`, `desc()` and the back ends.
+pub fn module(k: &Kernel) -> TokenStream {
+    let name = &k.name;
+    let vis = &k.vis;
+    let attrs = &k.attrs;
+    let sizes = &k.size_params;
+    let ns = sizes.len();
+    let size_strs: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
+    let spec = &k.source;
+    let desc = desc_tokens(&KernelDesc::from_kernel(k));
+    let cpu = cpu::cpu_fn(k);
+    quote! {
+        #(#attrs)*
+        #[allow(non_snake_case, non_camel_case_types, unused, clippy::all)]
+        #vis mod #name {
+            /// The values of the kernel's size parameters for one call.
+            #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+            pub struct Sizes {
+                #(pub #sizes: usize,)*
+            }
+
+            impl Sizes {
+                /// The size parameters' names, in the order of [`Sizes::values`].
+                pub const NAMES: [&'static str; #ns] = [#(#size_strs),*];
+
+                /// The size parameters' values, in declaration order.
+                pub fn values(&self) -> [usize; #ns] {
+                    [#(self.#sizes),*]
+                }
+            }
+
+            /// The kernel's source: the tuner and the reference interpreter
+            /// (`mdh::reference::kernel(SPEC)`) read the kernel from it.
+            pub const SPEC: &str = #spec;
+
+            /// The run-time description of the index space and the views.
+            pub fn desc() -> &'static ::mdh::__rt::KernelDesc {
+                static DESC: ::mdh::__rt::OnceLock<::mdh::__rt::KernelDesc> = ::mdh::__rt::OnceLock::new();
+                DESC.get_or_init(|| #desc)
+            }
+
+            #cpu
+        }
+    }
+}
+
+/// The path of a `DimKind` value in generated code.
+pub(crate) fn dim_kind(k: DimKind) -> TokenStream {
+    match k {
+        DimKind::Cc => quote!(::mdh::__rt::DimKind::Cc),
+        DimKind::Pw => quote!(::mdh::__rt::DimKind::Pw),
+        DimKind::Ps => quote!(::mdh::__rt::DimKind::Ps),
+    }
+}
+
+fn cow_slice(items: Vec<TokenStream>) -> TokenStream {
+    quote!(::mdh::__rt::Cow::Owned(::std::vec![#(#items),*]))
+}
+
+fn size_code(code: &[SizeOp]) -> TokenStream {
+    cow_slice(
+        code.iter()
+            .map(|op| match op {
+                SizeOp::Const(c) => quote!(::mdh::__rt::SizeOp::Const(#c)),
+                SizeOp::Param(p) => quote!(::mdh::__rt::SizeOp::Param(#p)),
+                SizeOp::Add => quote!(::mdh::__rt::SizeOp::Add),
+                SizeOp::Sub => quote!(::mdh::__rt::SizeOp::Sub),
+                SizeOp::Mul => quote!(::mdh::__rt::SizeOp::Mul),
+            })
+            .collect(),
+    )
+}
+
+fn affine(a: &AffineDesc) -> TokenStream {
+    let dims = cow_slice(a.dims.iter().map(|c| quote!(#c)).collect());
+    let sizes = cow_slice(a.sizes.iter().map(|c| quote!(#c)).collect());
+    let c = a.constant;
+    quote!(::mdh::__rt::AffineDesc { dims: #dims, sizes: #sizes, constant: #c })
+}
+
+fn buf(b: &BufDesc) -> TokenStream {
+    let name = b.name.as_ref();
+    let shape = cow_slice(b.shape.iter().map(|s| size_code(s)).collect());
+    let accesses = cow_slice(
+        b.accesses
+            .iter()
+            .map(|a| {
+                let comps = cow_slice(a.components.iter().map(affine).collect());
+                quote!(::mdh::__rt::AccessDesc { components: #comps })
+            })
+            .collect(),
+    );
+    quote!(::mdh::__rt::BufDesc { name: ::mdh::__rt::Cow::Borrowed(#name), shape: #shape, accesses: #accesses })
+}
+
+/// The tokens that rebuild `d` at run time in the generated module.
+fn desc_tokens(d: &KernelDesc) -> TokenStream {
+    let name = d.name.as_ref();
+    let sp = cow_slice(
+        d.size_params
+            .iter()
+            .map(|s| {
+                let s = s.as_ref();
+                quote!(::mdh::__rt::Cow::Borrowed(#s))
+            })
+            .collect(),
+    );
+    let dims = cow_slice(d.dims.iter().map(|c| size_code(c)).collect());
+    let kinds = cow_slice(d.kinds.iter().map(|k| dim_kind(*k)).collect());
+    let inputs = cow_slice(d.inputs.iter().map(buf).collect());
+    let outputs = cow_slice(d.outputs.iter().map(buf).collect());
+    quote! {
+        ::mdh::__rt::KernelDesc {
+            name: ::mdh::__rt::Cow::Borrowed(#name),
+            size_params: #sp,
+            dims: #dims,
+            kinds: #kinds,
+            inputs: #inputs,
+            outputs: #outputs,
+        }
+    }
 }

@@ -1,0 +1,244 @@
+//! Emission of checked scalar-function expressions as Rust. Integer
+//! arithmetic wraps (as in the interpreter), literals carry their checked
+//! types, so the generated code means exactly what the interpreter computes.
+
+use proc_macro2::{Ident, Literal, Span, TokenStream};
+use quote::{format_ident, quote};
+
+use crate::spec::{BinOp, Block, BuiltinOp, Expr, ExprKind, Lit, Method, ReduceOp, ScalarType, Stmt, Type, UnOp};
+
+pub fn ty(t: ScalarType) -> TokenStream {
+    let id = Ident::new(t.name(), Span::call_site());
+    quote!(#id)
+}
+
+fn checked_ty(e: &Expr) -> ScalarType {
+    // The checker fills every node; an unchecked node is a bug in mdh, and
+    // i32 keeps the output compilable so the bug shows as a test failure.
+    e.scalar_ty().unwrap_or(ScalarType::I32)
+}
+
+/// A literal of type `t` with value `v` (integers that do not fit `t` wrap,
+/// like `v as t`).
+pub fn int_lit(v: u128, t: ScalarType) -> TokenStream {
+    let fits = |max: u128| v <= max;
+    let l = match t {
+        ScalarType::F32 => Literal::f32_suffixed(v as f32),
+        ScalarType::F64 => Literal::f64_suffixed(v as f64),
+        ScalarType::I8 if fits(i8::MAX as u128) => Literal::i8_suffixed(v as i8),
+        ScalarType::I16 if fits(i16::MAX as u128) => Literal::i16_suffixed(v as i16),
+        ScalarType::I32 if fits(i32::MAX as u128) => Literal::i32_suffixed(v as i32),
+        ScalarType::I64 if fits(i64::MAX as u128) => Literal::i64_suffixed(v as i64),
+        ScalarType::U8 if fits(u8::MAX as u128) => Literal::u8_suffixed(v as u8),
+        ScalarType::U16 if fits(u16::MAX as u128) => Literal::u16_suffixed(v as u16),
+        ScalarType::U32 if fits(u32::MAX as u128) => Literal::u32_suffixed(v as u32),
+        ScalarType::U64 if fits(u64::MAX as u128) => Literal::u64_suffixed(v as u64),
+        ScalarType::Usize if fits(u64::MAX as u128) => Literal::usize_suffixed(v as usize),
+        ScalarType::Bool => return if v != 0 { quote!(true) } else { quote!(false) },
+        _ => {
+            let l = Literal::u128_suffixed(v);
+            let t = ty(t);
+            return quote!((#l as #t));
+        }
+    };
+    quote!(#l)
+}
+
+pub fn float_lit(v: f64, t: ScalarType) -> TokenStream {
+    match t {
+        ScalarType::F32 if (v as f32).is_finite() => {
+            let l = Literal::f32_suffixed(v as f32);
+            quote!(#l)
+        }
+        ScalarType::F64 if v.is_finite() => {
+            let l = Literal::f64_suffixed(v);
+            quote!(#l)
+        }
+        ScalarType::F32 => quote!(::core::primitive::f32::INFINITY),
+        _ => quote!(::core::primitive::f64::INFINITY),
+    }
+}
+
+/// The neutral element of a built-in operator on `t`.
+pub fn identity(op: BuiltinOp, t: ScalarType) -> TokenStream {
+    let tt = ty(t);
+    match (op, t.is_float()) {
+        (BuiltinOp::Add, _) => int_lit(0, t),
+        (BuiltinOp::Mul, _) => int_lit(1, t),
+        (BuiltinOp::Max, true) => quote!(#tt::NEG_INFINITY),
+        (BuiltinOp::Min, true) => quote!(#tt::INFINITY),
+        (BuiltinOp::Max, false) => quote!(#tt::MIN),
+        (BuiltinOp::Min, false) => quote!(#tt::MAX),
+    }
+}
+
+/// `a ⊕ b` for a combine operator on values of type `t`.
+pub fn combine(op: &ReduceOp, t: ScalarType, a: &TokenStream, b: &TokenStream) -> TokenStream {
+    match op {
+        ReduceOp::Builtin(op, _) => {
+            let bin = match op {
+                BuiltinOp::Add => BinOp::Add,
+                BuiltinOp::Mul => BinOp::Mul,
+                BuiltinOp::Max => return min_max(Method::Max, t, a, b),
+                BuiltinOp::Min => return min_max(Method::Min, t, a, b),
+            };
+            binary(bin, t, a, b)
+        }
+        ReduceOp::Closure(c) => {
+            let (l, r) = (&c.lhs, &c.rhs);
+            let body = expr(&c.body);
+            let tt = ty(t);
+            quote!({ let #l: #tt = #a; let #r: #tt = #b; #body })
+        }
+    }
+}
+
+fn min_max(m: Method, t: ScalarType, a: &TokenStream, b: &TokenStream) -> TokenStream {
+    let name = format_ident!("{}", m.name());
+    if t.is_float() {
+        quote!((#a).#name(#b))
+    } else {
+        quote!(::core::cmp::Ord::#name(#a, #b))
+    }
+}
+
+fn binary(op: BinOp, t: ScalarType, a: &TokenStream, b: &TokenStream) -> TokenStream {
+    if t.is_int() {
+        let wrapping = match op {
+            BinOp::Add => Some("wrapping_add"),
+            BinOp::Sub => Some("wrapping_sub"),
+            BinOp::Mul => Some("wrapping_mul"),
+            BinOp::Div => Some("wrapping_div"),
+            BinOp::Rem => Some("wrapping_rem"),
+            _ => None,
+        };
+        if let Some(w) = wrapping {
+            let w = format_ident!("{}", w);
+            return quote!((#a).#w(#b));
+        }
+    }
+    let sym: TokenStream = op.symbol().parse().unwrap_or_default();
+    quote!((#a #sym #b))
+}
+
+pub fn expr(e: &Expr) -> TokenStream {
+    match &e.kind {
+        ExprKind::Lit(Lit::Bool(b)) => quote!(#b),
+        ExprKind::Lit(Lit::Int(v, _)) => int_lit(*v, checked_ty(e)),
+        ExprKind::Lit(Lit::Float(v, _)) => float_lit(*v, checked_ty(e)),
+        ExprKind::Var(id) => quote!(#id),
+        ExprKind::Unary(UnOp::Not, a) => {
+            let a = expr(a);
+            quote!((!#a))
+        }
+        ExprKind::Unary(UnOp::Neg, a) => {
+            let t = checked_ty(a);
+            let a = expr(a);
+            if t.is_int() {
+                quote!((#a).wrapping_neg())
+            } else {
+                quote!((-#a))
+            }
+        }
+        ExprKind::Binary(op, a, b) => {
+            // Operand type decides the arithmetic (comparisons return bool).
+            let t = checked_ty(a);
+            binary(*op, t, &expr(a), &expr(b))
+        }
+        ExprKind::Cast(a, t) => {
+            let a = expr(a);
+            let t = ty(*t);
+            quote!(((#a) as #t))
+        }
+        ExprKind::MethodCall(recv, m, args) => {
+            let t = checked_ty(recv);
+            let r = expr(recv);
+            let args: Vec<TokenStream> = args.iter().map(expr).collect();
+            match m {
+                Method::Min | Method::Max => min_max(*m, t, &r, &args.first().cloned().unwrap_or_default()),
+                Method::Abs if t.is_int() => quote!((#r).wrapping_abs()),
+                _ => {
+                    let name = format_ident!("{}", m.name());
+                    quote!((#r).#name(#(#args),*))
+                }
+            }
+        }
+        ExprKind::If(c, then, els) => {
+            let c = expr(c);
+            let then = block(then);
+            match els {
+                Some(e) => {
+                    let e = expr(e);
+                    quote!(if #c #then else #e)
+                }
+                None => quote!(if #c #then),
+            }
+        }
+        ExprKind::Block(b) => block(b),
+        ExprKind::Tuple(items) => {
+            let items = items.iter().map(expr);
+            quote!((#(#items,)*))
+        }
+        ExprKind::Assign(id, None, v) => {
+            let v = expr(v);
+            quote!(#id = #v)
+        }
+        ExprKind::Assign(id, Some(op), v) => {
+            let t = checked_ty(v);
+            let rhs = binary(*op, t, &quote!(#id), &expr(v));
+            quote!(#id = #rhs)
+        }
+        ExprKind::For(var, lo, hi, body) => {
+            let var = match var {
+                Some(v) => quote!(#v),
+                None => quote!(_),
+            };
+            let (lo, hi, body) = (expr(lo), expr(hi), block(body));
+            quote!(for #var in (#lo)..(#hi) #body)
+        }
+        ExprKind::Break => quote!(break),
+    }
+}
+
+pub fn block(b: &Block) -> TokenStream {
+    let stmts = b.stmts.iter().map(|s| match s {
+        Stmt::Let {
+            name,
+            mutable,
+            ty: annot,
+            init,
+            ..
+        } => {
+            let m = mutable.then(|| quote!(mut));
+            let annot = annot.map(|t| {
+                let t = ty(t);
+                quote!(: #t)
+            });
+            match init {
+                Some(i) => {
+                    let i = expr(i);
+                    quote!(let #m #name #annot = #i;)
+                }
+                None => quote!(let #m #name #annot;),
+            }
+        }
+        Stmt::Expr(e) => {
+            let e = expr(e);
+            quote!(#e;)
+        }
+    });
+    let tail = b.tail.as_ref().map(|t| expr(t));
+    quote!({ #(#stmts)* #tail })
+}
+
+/// The Rust type of a checked expression's value.
+pub fn type_of(t: &Type) -> TokenStream {
+    match t {
+        Type::Scalar(s) => ty(*s),
+        Type::Tuple(ts) => {
+            let ts = ts.iter().map(|t| ty(*t));
+            quote!((#(#ts,)*))
+        }
+        Type::Unit | Type::Never => quote!(()),
+    }
+}

@@ -1,0 +1,401 @@
+//! The parallel CPU driver shared by every generated kernel: the paper's
+//! de-composition of the index space into parts run as rayon tasks, and the
+//! re-composition of their results (concatenation for CC and PS dimensions,
+//! the combine operator for PW dimensions, a parallel prefix-sum for PS).
+//!
+//! Generated code supplies three closures: `compute` folds the scalar function
+//! over the reduced (PW) part of a region for each kept point of it, `combine`
+//! applies the combine operators to two partial results, and `write` stores
+//! results through the output views. Everything about parallelism lives here,
+//! once.
+
+use rayon::prelude::*;
+
+use mdh_core::spec::DimKind;
+use mdh_core::Error;
+
+/// A box of the index space: one half-open range per md_hom dimension.
+pub type Region<const D: usize> = [(usize, usize); D];
+
+/// Below this many index-space points a kernel runs as one task: splitting
+/// would cost more than it saves.
+const SEQUENTIAL_POINTS: usize = 1 << 14;
+/// Tasks per rayon thread, so that uneven parts still balance.
+const TASKS_PER_THREAD: usize = 4;
+
+/// A raw pointer that may cross threads. Generated kernels write outputs
+/// through it; the writes of different tasks are to disjoint elements because
+/// output views are injective over the kept dimensions (checked at compile
+/// time), distinct accesses of one buffer are disjoint (checked in
+/// `KernelDesc::bind`), and each kept point belongs to exactly one task.
+#[derive(Clone, Copy, Debug)]
+pub struct SyncPtr<T>(*mut T);
+
+// SAFETY: see the type's documentation: users of the pointer only write
+// disjoint, in-bounds elements from different threads.
+unsafe impl<T: Send> Send for SyncPtr<T> {}
+unsafe impl<T: Send> Sync for SyncPtr<T> {}
+
+impl<T> SyncPtr<T> {
+    pub fn new(slice: &mut [T]) -> Self {
+        SyncPtr(slice.as_mut_ptr())
+    }
+
+    /// Writes element `i`.
+    ///
+    /// # Safety
+    /// `i` is in bounds of the slice the pointer came from, the slice outlives
+    /// the write, and no other thread accesses element `i` concurrently.
+    #[inline(always)]
+    pub unsafe fn write(self, i: usize, v: T) {
+        unsafe { self.0.add(i).write(v) }
+    }
+
+    /// Reads element `i` (same contract as [`SyncPtr::write`]).
+    ///
+    /// # Safety
+    /// As for `write`.
+    #[inline(always)]
+    pub unsafe fn read(self, i: usize) -> T
+    where
+        T: Copy,
+    {
+        unsafe { self.0.add(i).read() }
+    }
+}
+
+/// Splits `0..extent` into `parts` nearly equal, non-empty ranges.
+fn chunks(extent: usize, parts: usize) -> Vec<(usize, usize)> {
+    let parts = parts.clamp(1, extent.max(1));
+    (0..parts)
+        .map(|j| (extent * j / parts, extent * (j + 1) / parts))
+        .collect()
+}
+
+/// How many parts each dimension in `dims` gets so that together they reach
+/// about `target` parts, outer dimensions first.
+fn parts_for(ext: &[usize], dims: &[usize], mut target: usize) -> Vec<usize> {
+    let mut parts = vec![1; ext.len()];
+    for &d in dims {
+        if target <= 1 {
+            break;
+        }
+        let p = target.min(ext[d]).max(1);
+        parts[d] = p;
+        target = target.div_ceil(p);
+    }
+    parts
+}
+
+/// All regions of the grid that `parts` cuts out of `full` along `dims`.
+fn grid<const D: usize>(full: Region<D>, ext: &[usize], parts: &[usize]) -> Vec<Region<D>> {
+    let mut regions = vec![full];
+    for d in 0..D {
+        if parts[d] <= 1 {
+            continue;
+        }
+        let cs = chunks(ext[d], parts[d]);
+        regions = regions
+            .into_iter()
+            .flat_map(|r| {
+                cs.iter().map(move |&c| {
+                    let mut r = r;
+                    r[d] = c;
+                    r
+                })
+            })
+            .collect();
+    }
+    regions
+}
+
+fn count_kept<const D: usize>(r: &Region<D>, kinds: &[DimKind; D]) -> usize {
+    (0..D)
+        .filter(|&d| kinds[d].is_kept())
+        .map(|d| r[d].1 - r[d].0)
+        .product()
+}
+
+/// Runs a kernel over the index space `ext` whose dimensions have `kinds`.
+///
+/// `compute(region, out)` pushes, for each kept point of `region` in
+/// row-major order of the kept dimensions, the combination of the scalar
+/// function over the region's PW ranges (never empty). `write(region, vals)`
+/// stores one value per kept point of `region`, same order. `identity` is the
+/// neutral element of the operators, if they have one (used when a PW
+/// dimension is empty).
+pub fn execute<A, const D: usize>(
+    kernel: &str,
+    ext: [usize; D],
+    kinds: [DimKind; D],
+    identity: Option<A>,
+    compute: impl Fn(&Region<D>, &mut Vec<A>) + Sync,
+    combine: impl Fn(A, A) -> A + Sync,
+    write: impl Fn(&Region<D>, &[A]) + Sync,
+) -> Result<(), Error>
+where
+    A: Copy + Send + Sync,
+{
+    let full: Region<D> = std::array::from_fn(|d| (0, ext[d]));
+    let kept: Vec<usize> = (0..D).filter(|&d| kinds[d].is_kept()).collect();
+    let reduced: Vec<usize> = (0..D).filter(|&d| !kinds[d].is_kept()).collect();
+    let kept_total: usize = kept.iter().map(|&d| ext[d]).product();
+    if kept_total == 0 {
+        return Ok(());
+    }
+    let red_total: usize = reduced.iter().map(|&d| ext[d]).product();
+    let threads = rayon::current_num_threads().max(1);
+    let target = if kept_total.saturating_mul(red_total) < SEQUENTIAL_POINTS {
+        1
+    } else {
+        threads * TASKS_PER_THREAD
+    };
+    let kept_parts = parts_for(&ext, &kept, target);
+    let kept_regions = grid(full, &ext, &kept_parts);
+
+    if red_total == 0 {
+        let Some(id) = identity else {
+            let dim = reduced.iter().copied().find(|&d| ext[d] == 0).unwrap_or(0);
+            return Err(Error::EmptyReduction {
+                kernel: kernel.to_string(),
+                dim,
+            });
+        };
+        kept_regions
+            .par_iter()
+            .for_each(|r| write(r, &vec![id; count_kept(r, &kinds)]));
+        return Ok(());
+    }
+
+    // Split PW dimensions too when the kept dimensions alone cannot feed the threads.
+    let n_kept_regions = kept_regions.len();
+    let red_parts = if n_kept_regions < threads && target > 1 {
+        parts_for(&ext, &reduced, target.div_ceil(n_kept_regions))
+    } else {
+        vec![1; D]
+    };
+    let red_regions: Vec<Region<D>> = grid(full, &ext, &red_parts);
+
+    // One kept region's results: its parts along PW dimensions are computed
+    // in parallel and combined in order.
+    let kept_region_values = |kr: &Region<D>| -> Vec<A> {
+        let merge = |rr: &Region<D>| -> Region<D> {
+            std::array::from_fn(|d| if kinds[d].is_kept() { kr[d] } else { rr[d] })
+        };
+        let part = |rr: &Region<D>| {
+            let mut v = Vec::with_capacity(count_kept(kr, &kinds));
+            compute(&merge(rr), &mut v);
+            v
+        };
+        if red_regions.len() == 1 {
+            return part(&red_regions[0]);
+        }
+        let partials: Vec<Vec<A>> = red_regions.par_iter().map(part).collect();
+        let mut it = partials.into_iter();
+        let mut acc = it.next().unwrap_or_default();
+        for p in it {
+            for (a, b) in acc.iter_mut().zip(p) {
+                *a = combine(*a, b);
+            }
+        }
+        acc
+    };
+
+    let has_ps = kinds.contains(&DimKind::Ps);
+    if !has_ps {
+        kept_regions
+            .par_iter()
+            .for_each(|kr| write(kr, &kept_region_values(kr)));
+        return Ok(());
+    }
+
+    // PS dimensions: reduce the PW part into a dense array over the kept
+    // dimensions, scan it along each PS dimension (innermost first, which is
+    // the nesting order of the md_hom formula), then write it out.
+    let kept_ext: Vec<usize> = kept.iter().map(|&d| ext[d]).collect();
+    let mut dense: Vec<A> = Vec::with_capacity(kept_total);
+    {
+        let spare = dense.spare_capacity_mut();
+        let ptr = SyncPtr::new(spare);
+        kept_regions.par_iter().for_each(|kr| {
+            let vals = kept_region_values(kr);
+            for_each_kept_offset(kr, &kept, &kept_ext, |n, off| {
+                // SAFETY: kept regions partition the kept box, so every
+                // offset is written exactly once and is < kept_total.
+                unsafe { ptr.write(off, std::mem::MaybeUninit::new(vals[n])) }
+            });
+        });
+    }
+    // SAFETY: every element 0..kept_total was initialized above.
+    unsafe { dense.set_len(kept_total) };
+    for (axis, &d) in kept.iter().enumerate().rev() {
+        if kinds[d] == DimKind::Ps {
+            scan_axis(&mut dense, &kept_ext, axis, &combine);
+        }
+    }
+    let dense = &dense;
+    kept_regions.par_iter().for_each(|kr| {
+        let mut vals = Vec::with_capacity(count_kept(kr, &kinds));
+        for_each_kept_offset(kr, &kept, &kept_ext, |_, off| vals.push(dense[off]));
+        write(kr, &vals);
+    });
+    Ok(())
+}
+
+/// Calls `f(n, offset)` for the n-th kept point of `r` (row-major over the kept
+/// dimensions) and its offset in the dense row-major array over `kept_ext`.
+fn for_each_kept_offset<const D: usize>(
+    r: &Region<D>,
+    kept: &[usize],
+    kept_ext: &[usize],
+    mut f: impl FnMut(usize, usize),
+) {
+    let k = kept.len();
+    let mut idx: Vec<usize> = kept.iter().map(|&d| r[d].0).collect();
+    let count: usize = kept.iter().map(|&d| r[d].1 - r[d].0).product();
+    for n in 0..count {
+        let off = idx.iter().zip(kept_ext).fold(0, |o, (&i, &e)| o * e + i);
+        f(n, off);
+        // Odometer step over the region's kept ranges.
+        for a in (0..k).rev() {
+            idx[a] += 1;
+            if idx[a] < r[kept[a]].1 {
+                break;
+            }
+            idx[a] = r[kept[a]].0;
+        }
+    }
+}
+
+/// Inclusive prefix combination of `data` (dense, row-major over `ext`) along
+/// `axis`, in index order so that non-commutative operators stay correct.
+fn scan_axis<A: Copy + Send + Sync>(data: &mut [A], ext: &[usize], axis: usize, combine: &(impl Fn(A, A) -> A + Sync)) {
+    let n = ext[axis];
+    let inner: usize = ext[axis + 1..].iter().product();
+    let lines = data.len() / n.max(1);
+    let threads = rayon::current_num_threads().max(1);
+    if n <= 1 {
+        return;
+    }
+    if lines >= threads || data.len() < SEQUENTIAL_POINTS {
+        // Enough independent lines: scan each sequentially, lines in parallel.
+        data.par_chunks_mut(n * inner).for_each(|block| {
+            for j in 0..inner {
+                for i in 1..n {
+                    block[i * inner + j] = combine(block[(i - 1) * inner + j], block[i * inner + j]);
+                }
+            }
+        });
+        return;
+    }
+    // Few long lines: the classic three-phase parallel scan per line
+    // (scan chunks, combine the chunk totals in order, apply the carries).
+    for line in data.chunks_mut(n * inner) {
+        for j in 0..inner {
+            let parts = chunks(n, threads * TASKS_PER_THREAD);
+            let ptr = SyncPtr::new(line);
+            let at = move |i: usize| i * inner + j;
+            // SAFETY (all three phases): chunks are disjoint ranges of
+            // `0..n`, each touched by one task; offsets are < line.len().
+            parts.par_iter().for_each(|&(lo, hi)| unsafe {
+                for i in lo + 1..hi {
+                    ptr.write(at(i), combine(ptr.read(at(i - 1)), ptr.read(at(i))));
+                }
+            });
+            let mut carries = Vec::with_capacity(parts.len());
+            let mut carry: Option<A> = None;
+            for &(_, hi) in &parts {
+                carries.push(carry);
+                // SAFETY: as above, sequential here.
+                let total = unsafe { ptr.read(at(hi - 1)) };
+                carry = Some(match carry {
+                    Some(c) => combine(c, total),
+                    None => total,
+                });
+            }
+            parts.par_iter().zip(carries).for_each(|(&(lo, hi), c)| {
+                if let Some(c) = c {
+                    for i in lo..hi {
+                        // SAFETY: as above.
+                        unsafe { ptr.write(at(i), combine(c, ptr.read(at(i)))) };
+                    }
+                }
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sum_kernel(n: usize, kinds: [DimKind; 1]) -> Vec<u64> {
+        let out = std::sync::Mutex::new(vec![0u64; n]);
+        execute::<u64, 1>(
+            "t",
+            [n],
+            kinds,
+            Some(0),
+            |r, o| {
+                if kinds[0].is_kept() {
+                    for i in r[0].0..r[0].1 {
+                        o.push(i as u64 + 1);
+                    }
+                } else {
+                    o.push((r[0].0..r[0].1).map(|i| i as u64 + 1).sum());
+                }
+            },
+            |a, b| a + b,
+            |r, vals| {
+                let mut out = out.lock().unwrap();
+                if kinds[0].is_kept() {
+                    for (i, v) in (r[0].0..r[0].1).zip(vals) {
+                        out[i] = *v;
+                    }
+                } else {
+                    out[0] = vals[0];
+                }
+            },
+        )
+        .unwrap();
+        out.into_inner().unwrap()
+    }
+
+    #[test]
+    fn reductions_split_across_tasks_combine_to_the_total() {
+        for n in [1, 2, 17, 1 << 15, 100_003] {
+            let want = (n as u64) * (n as u64 + 1) / 2;
+            assert_eq!(sum_kernel(n, [DimKind::Pw])[0], want, "n = {n}");
+        }
+    }
+
+    #[test]
+    fn prefix_sums_are_inclusive_and_ordered() {
+        for n in [1, 5, 1 << 15, 70_001] {
+            let got = sum_kernel(n, [DimKind::Ps]);
+            let mut acc = 0;
+            for (i, g) in got.iter().enumerate() {
+                acc += i as u64 + 1;
+                assert_eq!(*g, acc, "n = {n}, i = {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn regions_partition_the_space() {
+        let ext = [7usize, 13, 5];
+        let full: Region<3> = std::array::from_fn(|d| (0, ext[d]));
+        let parts = parts_for(&ext, &[0, 1, 2], 40);
+        let mut seen = vec![0u8; 7 * 13 * 5];
+        for r in grid(full, &ext, &parts) {
+            for a in r[0].0..r[0].1 {
+                for b in r[1].0..r[1].1 {
+                    for c in r[2].0..r[2].1 {
+                        seen[(a * 13 + b) * 5 + c] += 1;
+                    }
+                }
+            }
+        }
+        assert!(seen.iter().all(|&s| s == 1));
+    }
+}
