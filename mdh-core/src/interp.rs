@@ -1,1 +1,976 @@
-//! Reference interpreter. (Being written.)
+//! The reference interpreter: evaluates a kernel's high-level definition
+//! `out_view ∘ md_hom(f, (⊗1, …, ⊗D)) ∘ inp_view` (the paper's Fig. 6)
+//! directly, point by point. It is the oracle of every test, so it is written
+//! to be obviously right rather than fast:
+//!
+//! for every kept point `c` (the CC and PS coordinates) and every output
+//! access `k`,
+//!
+//! ```text
+//! out_k[c] = ⊕_k  f(p)_k   over all points p with p_CC = c_CC, p_PS <= c_PS
+//!                          (component-wise) and any p_PW,
+//!                          visited in lexicographic order of the non-CC dims
+//! ```
+//!
+//! written at `out_view_k(c with PW coordinates 0)`. An empty PW dimension
+//! gives the operator's neutral element (user-defined operators have none:
+//! [`Error::EmptyReduction`]); an empty kept dimension writes nothing.
+//!
+//! Scalar-function semantics are Rust's: integer arithmetic wraps, casts are
+//! `as` casts, floats are computed in their own precision, methods are the
+//! std methods of the receiver type. Integer division by zero is an
+//! [`Error::Argument`], not a panic.
+
+use std::fmt;
+
+use proc_macro2::Ident;
+
+use crate::desc::{Bound, KernelDesc, Linear};
+use crate::error::Error;
+use crate::spec::{
+    BinOp, Block, BufferDecl, BuiltinOp, DimKind, Expr, ExprKind, IndexFn, Kernel, Lit, Method, ReduceOp,
+    ScalarType, Stmt, Type, UnOp,
+};
+
+// ----------------------------------------------------------------------------
+// Variant lists. `numeric!(m!(args))` calls `m!([F32, F64, …], args)`, so the
+// per-type code below is written once and expanded for every type.
+
+macro_rules! numeric {
+    ($m:ident!($($a:tt)*)) => {
+        $m!([F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, Usize], $($a)*)
+    };
+}
+
+macro_rules! any_type {
+    ($m:ident!($($a:tt)*)) => {
+        $m!([F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, Usize, Bool], $($a)*)
+    };
+}
+
+macro_rules! floats {
+    ($m:ident!($($a:tt)*)) => {
+        $m!([F32, F64], $($a)*)
+    };
+}
+
+/// Like `numeric!`, with the Rust type of each variant.
+macro_rules! numeric_typed {
+    ($m:ident!($($a:tt)*)) => {
+        $m!(
+            [F32 f32, F64 f64, I8 i8, I16 i16, I32 i32, I64 i64, U8 u8, U16 u16, U32 u32, U64 u64, Usize usize],
+            $($a)*
+        )
+    };
+}
+
+/// `on1!([variants], v, x => body)`: `Some(body)` with `x` bound to the
+/// payload when `v` is one of the variants, else `None`.
+macro_rules! on1 {
+    ([$($V:ident),*], $v:expr, $x:ident => $body:expr) => {
+        match $v {
+            $(Value::$V($x) => Some($body),)*
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    };
+}
+
+/// `on2!([variants], a, b, x, y => body)`: `Some(body)` when `a` and `b` are
+/// the same variant (one of the list), else `None`.
+macro_rules! on2 {
+    ([$($V:ident),*], $a:expr, $b:expr, $x:ident, $y:ident => $body:expr) => {
+        match ($a, $b) {
+            $((Value::$V($x), Value::$V($y)) => Some($body),)*
+            _ => None,
+        }
+    };
+}
+
+// ----------------------------------------------------------------------------
+// Values and buffers.
+
+/// One scalar value of the scalar-function language.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value {
+    F32(f32),
+    F64(f64),
+    I8(i8),
+    I16(i16),
+    I32(i32),
+    I64(i64),
+    U8(u8),
+    U16(u16),
+    U32(u32),
+    U64(u64),
+    Usize(usize),
+    Bool(bool),
+}
+
+macro_rules! value_impls {
+    ($($V:ident $t:ty),*) => {
+        impl Value {
+            /// The value's type.
+            pub fn ty(&self) -> ScalarType {
+                match self {
+                    $(Value::$V(_) => ScalarType::$V,)*
+                }
+            }
+        }
+
+        impl fmt::Display for Value {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self {
+                    $(Value::$V(x) => fmt::Debug::fmt(x, f),)*
+                }
+            }
+        }
+
+        $(impl From<$t> for Value {
+            fn from(x: $t) -> Value {
+                Value::$V(x)
+            }
+        })*
+    };
+}
+
+value_impls!(
+    F32 f32, F64 f64, I8 i8, I16 i16, I32 i32, I64 i64, U8 u8, U16 u16, U32 u32, U64 u64, Usize usize, Bool bool
+);
+
+impl Value {
+    /// Rust's `as` cast to `to` (`None` for a cast to `bool`, which Rust
+    /// does not have either, except from `bool` itself).
+    pub fn cast(self, to: ScalarType) -> Option<Value> {
+        any_type!(on1!(self, x => x.cast_to(to))).flatten()
+    }
+}
+
+/// A host buffer of one element type (row-major).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Buffer {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    I8(Vec<i8>),
+    I16(Vec<i16>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+    U64(Vec<u64>),
+    Bool(Vec<bool>),
+}
+
+macro_rules! buffer_impls {
+    ($($V:ident $t:ty, $as:ident, $as_mut:ident;)*) => {
+        impl Buffer {
+            /// The element type.
+            pub fn ty(&self) -> ScalarType {
+                match self {
+                    $(Buffer::$V(_) => ScalarType::$V,)*
+                }
+            }
+
+            /// The number of elements.
+            pub fn len(&self) -> usize {
+                match self {
+                    $(Buffer::$V(v) => v.len(),)*
+                }
+            }
+
+            pub fn is_empty(&self) -> bool {
+                self.len() == 0
+            }
+
+            /// Element `i`. Panics if `i` is out of bounds, like slice indexing.
+            pub fn get(&self, i: usize) -> Value {
+                match self {
+                    $(Buffer::$V(v) => Value::$V(v[i]),)*
+                }
+            }
+
+            /// Sets element `i`. Panics if `i` is out of bounds or the value's
+            /// type is not the element type.
+            pub fn set(&mut self, i: usize, x: Value) {
+                match (self, x) {
+                    $((Buffer::$V(v), Value::$V(x)) => v[i] = x,)*
+                    (b, x) => panic!("cannot store a {} value in a buffer of {}", x.ty(), b.ty()),
+                }
+            }
+
+            /// A buffer of `len` zeros (`false`) of type `ty`. Panics for
+            /// `usize`, which is not a buffer type.
+            pub fn zeros(ty: ScalarType, len: usize) -> Buffer {
+                match ty {
+                    $(ScalarType::$V => Buffer::$V(vec![<$t>::default(); len]),)*
+                    ScalarType::Usize => panic!("usize is not a buffer element type"),
+                }
+            }
+
+            $(
+                #[doc = concat!("The elements, if this is a buffer of `", stringify!($t), "`.")]
+                pub fn $as(&self) -> Option<&[$t]> {
+                    match self {
+                        Buffer::$V(v) => Some(v),
+                        _ => None,
+                    }
+                }
+
+                #[doc = concat!("The elements, mutably, if this is a buffer of `", stringify!($t), "`.")]
+                pub fn $as_mut(&mut self) -> Option<&mut [$t]> {
+                    match self {
+                        Buffer::$V(v) => Some(v),
+                        _ => None,
+                    }
+                }
+            )*
+        }
+
+        $(impl From<Vec<$t>> for Buffer {
+            fn from(v: Vec<$t>) -> Buffer {
+                Buffer::$V(v)
+            }
+        })*
+    };
+}
+
+buffer_impls! {
+    F32 f32, as_f32, as_f32_mut;
+    F64 f64, as_f64, as_f64_mut;
+    I8 i8, as_i8, as_i8_mut;
+    I16 i16, as_i16, as_i16_mut;
+    I32 i32, as_i32, as_i32_mut;
+    I64 i64, as_i64, as_i64_mut;
+    U8 u8, as_u8, as_u8_mut;
+    U16 u16, as_u16, as_u16_mut;
+    U32 u32, as_u32, as_u32_mut;
+    U64 u64, as_u64, as_u64_mut;
+    Bool bool, as_bool, as_bool_mut;
+}
+
+// ----------------------------------------------------------------------------
+// Arithmetic per type, with Rust's semantics.
+
+/// The operations of the scalar-function language on one numeric type.
+trait Num: Copy + PartialOrd + Into<Value> {
+    const ZERO: Self;
+    const ONE: Self;
+    /// Neutral element of `max`: `MIN` or `-inf`.
+    const LOWEST: Self;
+    /// Neutral element of `min`: `MAX` or `+inf`.
+    const HIGHEST: Self;
+    fn add(self, o: Self) -> Self;
+    fn sub(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    /// `None` on integer division by zero.
+    fn div(self, o: Self) -> Option<Self>;
+    /// `None` on integer division by zero.
+    fn rem(self, o: Self) -> Option<Self>;
+    fn neg(self) -> Self;
+    fn abs(self) -> Self;
+    fn min(self, o: Self) -> Self;
+    fn max(self, o: Self) -> Self;
+    /// Bitwise `!` (`None` for floats).
+    fn not(self) -> Option<Self>;
+}
+
+macro_rules! int_num {
+    ($($t:ty: $abs:expr),* $(,)?) => {$(
+        impl Num for $t {
+            const ZERO: $t = 0;
+            const ONE: $t = 1;
+            const LOWEST: $t = <$t>::MIN;
+            const HIGHEST: $t = <$t>::MAX;
+            fn add(self, o: $t) -> $t {
+                self.wrapping_add(o)
+            }
+            fn sub(self, o: $t) -> $t {
+                self.wrapping_sub(o)
+            }
+            fn mul(self, o: $t) -> $t {
+                self.wrapping_mul(o)
+            }
+            fn div(self, o: $t) -> Option<$t> {
+                (o != 0).then(|| self.wrapping_div(o))
+            }
+            fn rem(self, o: $t) -> Option<$t> {
+                (o != 0).then(|| self.wrapping_rem(o))
+            }
+            fn neg(self) -> $t {
+                self.wrapping_neg()
+            }
+            fn abs(self) -> $t {
+                let abs: fn($t) -> $t = $abs;
+                abs(self)
+            }
+            fn min(self, o: $t) -> $t {
+                Ord::min(self, o)
+            }
+            fn max(self, o: $t) -> $t {
+                Ord::max(self, o)
+            }
+            fn not(self) -> Option<$t> {
+                Some(!self)
+            }
+        }
+    )*};
+}
+
+int_num! {
+    i8: i8::wrapping_abs,
+    i16: i16::wrapping_abs,
+    i32: i32::wrapping_abs,
+    i64: i64::wrapping_abs,
+    u8: |x| x,
+    u16: |x| x,
+    u32: |x| x,
+    u64: |x| x,
+    usize: |x| x,
+}
+
+/// The float-only methods.
+trait Float: Num {
+    /// The methods without arguments (`None` for the others).
+    fn unary(self, m: Method) -> Option<Self>;
+    fn powi(self, n: i32) -> Self;
+    fn powf(self, y: Self) -> Self;
+    fn mul_add(self, a: Self, b: Self) -> Self;
+}
+
+macro_rules! float_num {
+    ($($t:ident),*) => {$(
+        impl Num for $t {
+            const ZERO: $t = 0.0;
+            const ONE: $t = 1.0;
+            const LOWEST: $t = $t::NEG_INFINITY;
+            const HIGHEST: $t = $t::INFINITY;
+            fn add(self, o: $t) -> $t {
+                self + o
+            }
+            fn sub(self, o: $t) -> $t {
+                self - o
+            }
+            fn mul(self, o: $t) -> $t {
+                self * o
+            }
+            fn div(self, o: $t) -> Option<$t> {
+                Some(self / o)
+            }
+            fn rem(self, o: $t) -> Option<$t> {
+                Some(self % o)
+            }
+            fn neg(self) -> $t {
+                -self
+            }
+            fn abs(self) -> $t {
+                $t::abs(self)
+            }
+            fn min(self, o: $t) -> $t {
+                $t::min(self, o)
+            }
+            fn max(self, o: $t) -> $t {
+                $t::max(self, o)
+            }
+            fn not(self) -> Option<$t> {
+                None
+            }
+        }
+
+        impl Float for $t {
+            fn unary(self, m: Method) -> Option<$t> {
+                Some(match m {
+                    Method::Abs => $t::abs(self),
+                    Method::Sqrt => $t::sqrt(self),
+                    Method::Exp => $t::exp(self),
+                    Method::Ln => $t::ln(self),
+                    Method::Sin => $t::sin(self),
+                    Method::Cos => $t::cos(self),
+                    Method::Tanh => $t::tanh(self),
+                    Method::Floor => $t::floor(self),
+                    Method::Ceil => $t::ceil(self),
+                    _ => return None,
+                })
+            }
+            fn powi(self, n: i32) -> $t {
+                $t::powi(self, n)
+            }
+            fn powf(self, y: $t) -> $t {
+                $t::powf(self, y)
+            }
+            fn mul_add(self, a: $t, b: $t) -> $t {
+                $t::mul_add(self, a, b)
+            }
+        }
+    )*};
+}
+
+float_num!(f32, f64);
+
+/// Rust's `as` cast from a primitive to the type `to`.
+trait Cast: Copy {
+    fn cast_to(self, to: ScalarType) -> Option<Value>;
+}
+
+macro_rules! cast_arms {
+    ([$($V:ident $t:ty),*], $x:expr, $to:expr) => {
+        match $to {
+            $(ScalarType::$V => Some(Value::$V($x as $t)),)*
+            ScalarType::Bool => None,
+        }
+    };
+}
+
+macro_rules! impl_cast {
+    ($($src:ty),*) => {$(
+        impl Cast for $src {
+            #[allow(clippy::unnecessary_cast, clippy::cast_lossless)]
+            fn cast_to(self, to: ScalarType) -> Option<Value> {
+                let x = self;
+                numeric_typed!(cast_arms!(x, to))
+            }
+        }
+    )*};
+}
+
+impl_cast!(f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, usize, u128);
+
+impl Cast for bool {
+    fn cast_to(self, to: ScalarType) -> Option<Value> {
+        if to == ScalarType::Bool {
+            Some(Value::Bool(self))
+        } else {
+            (self as u8).cast_to(to)
+        }
+    }
+}
+
+macro_rules! typed_const {
+    ([$($V:ident $t:ty),*], $ty:expr, $c:ident) => {
+        match $ty {
+            $(ScalarType::$V => Some(Value::$V(<$t as Num>::$c)),)*
+            ScalarType::Bool => None,
+        }
+    };
+}
+
+fn internal(what: String) -> Error {
+    Error::Spec(format!("interpreter: {what} (was the kernel checked?)"))
+}
+
+fn div_by_zero() -> Error {
+    Error::Argument("integer division by zero in the scalar function".into())
+}
+
+/// A binary operator on two values of the same type (`&&` and `||` here
+/// without short-circuit: the evaluator short-circuits before calling).
+fn binary(op: BinOp, a: Value, b: Value) -> Result<Value, Error> {
+    let r: Option<Option<Value>> = match op {
+        BinOp::Add => numeric!(on2!(a, b, x, y => Some(Num::add(x, y).into()))),
+        BinOp::Sub => numeric!(on2!(a, b, x, y => Some(Num::sub(x, y).into()))),
+        BinOp::Mul => numeric!(on2!(a, b, x, y => Some(Num::mul(x, y).into()))),
+        BinOp::Div => numeric!(on2!(a, b, x, y => Num::div(x, y).map(Value::from))),
+        BinOp::Rem => numeric!(on2!(a, b, x, y => Num::rem(x, y).map(Value::from))),
+        BinOp::Eq => any_type!(on2!(a, b, x, y => Some(Value::Bool(x == y)))),
+        BinOp::Ne => any_type!(on2!(a, b, x, y => Some(Value::Bool(x != y)))),
+        BinOp::Lt => any_type!(on2!(a, b, x, y => Some(Value::Bool(x < y)))),
+        BinOp::Le => any_type!(on2!(a, b, x, y => Some(Value::Bool(x <= y)))),
+        BinOp::Gt => any_type!(on2!(a, b, x, y => Some(Value::Bool(x > y)))),
+        BinOp::Ge => any_type!(on2!(a, b, x, y => Some(Value::Bool(x >= y)))),
+        BinOp::And => on2!([Bool], a, b, x, y => Some(Value::Bool(x && y))),
+        BinOp::Or => on2!([Bool], a, b, x, y => Some(Value::Bool(x || y))),
+    };
+    match r {
+        Some(Some(v)) => Ok(v),
+        Some(None) => Err(div_by_zero()),
+        None => Err(internal(format!(
+            "`{}` applied to {} and {}",
+            op.symbol(),
+            a.ty(),
+            b.ty()
+        ))),
+    }
+}
+
+fn unary(op: UnOp, v: Value) -> Result<Value, Error> {
+    let r = match (op, v) {
+        (UnOp::Neg, _) => numeric!(on1!(v, x => Num::neg(x).into())),
+        (UnOp::Not, Value::Bool(b)) => Some(Value::Bool(!b)),
+        (UnOp::Not, _) => numeric!(on1!(v, x => Num::not(x).map(Value::from))).flatten(),
+    };
+    r.ok_or_else(|| internal(format!("unary `{op:?}` applied to {}", v.ty())))
+}
+
+fn method(recv: Value, m: Method, args: &[Value]) -> Result<Value, Error> {
+    let r = match (m, args) {
+        (Method::Abs, []) => numeric!(on1!(recv, x => Num::abs(x).into())),
+        (Method::Min, [y]) => numeric!(on2!(recv, *y, x, y => Num::min(x, y).into())),
+        (Method::Max, [y]) => numeric!(on2!(recv, *y, x, y => Num::max(x, y).into())),
+        (Method::Powi, [Value::I32(n)]) => floats!(on1!(recv, x => Float::powi(x, *n).into())),
+        (Method::Powf, [y]) => floats!(on2!(recv, *y, x, y => Float::powf(x, y).into())),
+        (Method::MulAdd, [a, b]) => match (recv, *a, *b) {
+            (Value::F32(x), Value::F32(a), Value::F32(b)) => Some(Value::F32(Float::mul_add(x, a, b))),
+            (Value::F64(x), Value::F64(a), Value::F64(b)) => Some(Value::F64(Float::mul_add(x, a, b))),
+            _ => None,
+        },
+        (_, []) => floats!(on1!(recv, x => Float::unary(x, m).map(Value::from))).flatten(),
+        _ => None,
+    };
+    r.ok_or_else(|| {
+        let tys: Vec<String> = args.iter().map(|a| a.ty().to_string()).collect();
+        internal(format!("method `{}` on {} with arguments ({})", m.name(), recv.ty(), tys.join(", ")))
+    })
+}
+
+/// `a ⊕ b` for a built-in combine operator.
+fn builtin(op: BuiltinOp, a: Value, b: Value) -> Result<Value, Error> {
+    match op {
+        BuiltinOp::Add => binary(BinOp::Add, a, b),
+        BuiltinOp::Mul => binary(BinOp::Mul, a, b),
+        BuiltinOp::Max => method(a, Method::Max, &[b]),
+        BuiltinOp::Min => method(a, Method::Min, &[b]),
+    }
+}
+
+/// The neutral element of a built-in operator on `ty`.
+fn neutral(op: BuiltinOp, ty: ScalarType) -> Option<Value> {
+    match op {
+        BuiltinOp::Add => 0u8.cast_to(ty),
+        BuiltinOp::Mul => 1u8.cast_to(ty),
+        BuiltinOp::Max => numeric_typed!(typed_const!(ty, LOWEST)),
+        BuiltinOp::Min => numeric_typed!(typed_const!(ty, HIGHEST)),
+    }
+}
+
+/// A literal of the type the checker gave it (else its suffix, else Rust's
+/// defaults `i32` / `f64`).
+fn literal(l: &Lit, ty: Option<&Type>) -> Result<Value, Error> {
+    let t = match (ty, l) {
+        (Some(Type::Scalar(t)), _) => *t,
+        (_, Lit::Int(_, Some(t)) | Lit::Float(_, Some(t))) => *t,
+        (_, Lit::Int(..)) => ScalarType::I32,
+        (_, Lit::Float(..)) => ScalarType::F64,
+        (_, Lit::Bool(_)) => ScalarType::Bool,
+    };
+    match l {
+        Lit::Int(v, _) => v.cast_to(t),
+        Lit::Float(v, _) => v.cast_to(t),
+        Lit::Bool(b) => b.cast_to(t),
+    }
+    .ok_or_else(|| internal(format!("literal {l:?} of type {t}")))
+}
+
+// ----------------------------------------------------------------------------
+// The evaluator.
+
+/// The result of an expression.
+#[derive(Clone, Debug, PartialEq)]
+enum Val {
+    Unit,
+    Scalar(Value),
+    Tuple(Vec<Value>),
+}
+
+/// Non-local control flow: `break`, or an error.
+enum Flow {
+    Break,
+    Err(Error),
+}
+
+impl From<Error> for Flow {
+    fn from(e: Error) -> Flow {
+        Flow::Err(e)
+    }
+}
+
+fn flow_err(f: Flow) -> Error {
+    match f {
+        Flow::Break => internal("`break` outside of a loop".into()),
+        Flow::Err(e) => e,
+    }
+}
+
+type R<T> = Result<T, Flow>;
+
+/// A tree-walking evaluator with a stack of named values: the size
+/// parameters and params at the bottom, then closure parameters and `let`
+/// bindings; lookups search from the top, so inner names shadow outer ones.
+struct Eval<'k> {
+    env: Vec<(&'k Ident, Value)>,
+    /// Height of the bottom part (size parameters and params).
+    base: usize,
+}
+
+impl<'k> Eval<'k> {
+    fn slot(&self, name: &Ident) -> Result<usize, Error> {
+        self.env
+            .iter()
+            .rposition(|(n, _)| *n == name)
+            .ok_or_else(|| internal(format!("unknown variable `{name}`")))
+    }
+
+    fn scalar(&mut self, e: &'k Expr) -> R<Value> {
+        match self.eval(e)? {
+            Val::Scalar(v) => Ok(v),
+            other => Err(internal(format!("expected a scalar value, got {other:?}")).into()),
+        }
+    }
+
+    fn boolean(&mut self, e: &'k Expr) -> R<bool> {
+        match self.scalar(e)? {
+            Value::Bool(b) => Ok(b),
+            v => Err(internal(format!("expected a bool, got {}", v.ty())).into()),
+        }
+    }
+
+    fn eval(&mut self, e: &'k Expr) -> R<Val> {
+        Ok(match &e.kind {
+            ExprKind::Lit(l) => Val::Scalar(literal(l, e.ty.as_ref())?),
+            ExprKind::Var(name) => Val::Scalar(self.env[self.slot(name)?].1),
+            ExprKind::Unary(op, x) => {
+                let v = self.scalar(x)?;
+                Val::Scalar(unary(*op, v)?)
+            }
+            ExprKind::Binary(BinOp::And, a, b) => Val::Scalar(Value::Bool(self.boolean(a)? && self.boolean(b)?)),
+            ExprKind::Binary(BinOp::Or, a, b) => Val::Scalar(Value::Bool(self.boolean(a)? || self.boolean(b)?)),
+            ExprKind::Binary(op, a, b) => {
+                let x = self.scalar(a)?;
+                let y = self.scalar(b)?;
+                Val::Scalar(binary(*op, x, y)?)
+            }
+            ExprKind::Cast(x, t) => {
+                let v = self.scalar(x)?;
+                Val::Scalar(
+                    v.cast(*t)
+                        .ok_or_else(|| internal(format!("cast from {} to {t}", v.ty())))?,
+                )
+            }
+            ExprKind::MethodCall(recv, m, args) => {
+                let r = self.scalar(recv)?;
+                let mut vals = [Value::Bool(false); 2];
+                if args.len() > vals.len() {
+                    return Err(internal(format!("too many arguments to `{}`", m.name())).into());
+                }
+                for (slot, a) in vals.iter_mut().zip(args) {
+                    *slot = self.scalar(a)?;
+                }
+                Val::Scalar(method(r, *m, &vals[..args.len()])?)
+            }
+            ExprKind::If(cond, then, els) => {
+                if self.boolean(cond)? {
+                    self.block(then)?
+                } else if let Some(els) = els {
+                    self.eval(els)?
+                } else {
+                    Val::Unit
+                }
+            }
+            ExprKind::Block(b) => self.block(b)?,
+            ExprKind::Tuple(es) => Val::Tuple(es.iter().map(|x| self.scalar(x)).collect::<R<_>>()?),
+            ExprKind::Assign(name, op, rhs) => {
+                let v = self.scalar(rhs)?;
+                let slot = self.slot(name)?;
+                self.env[slot].1 = match op {
+                    Some(op) => binary(*op, self.env[slot].1, v)?,
+                    None => v,
+                };
+                Val::Unit
+            }
+            ExprKind::For(var, lo, hi, body) => {
+                let lo = self.scalar(lo)?;
+                let hi = self.scalar(hi)?;
+                let one = 1u8
+                    .cast_to(lo.ty())
+                    .ok_or_else(|| internal(format!("loop over {}", lo.ty())))?;
+                let mut i = lo;
+                // `i < hi` before each step, so `i + 1` never wraps.
+                while binary(BinOp::Lt, i, hi)? == Value::Bool(true) {
+                    let mark = self.env.len();
+                    if let Some(v) = var {
+                        self.env.push((v, i));
+                    }
+                    let r = self.block(body);
+                    self.env.truncate(mark);
+                    match r {
+                        Ok(_) => {}
+                        Err(Flow::Break) => break,
+                        Err(e) => return Err(e),
+                    }
+                    i = binary(BinOp::Add, i, one)?;
+                }
+                Val::Unit
+            }
+            ExprKind::Break => return Err(Flow::Break),
+        })
+    }
+
+    /// A block is a scope: its `let`s are dropped at its end.
+    fn block(&mut self, b: &'k Block) -> R<Val> {
+        let mark = self.env.len();
+        let r = self.block_inner(b);
+        self.env.truncate(mark);
+        r
+    }
+
+    fn block_inner(&mut self, b: &'k Block) -> R<Val> {
+        for s in &b.stmts {
+            match s {
+                Stmt::Let { name, ty, init, .. } => {
+                    let v = match init {
+                        Some(e) => self.scalar(e)?,
+                        // Assigned before use (the checker enforces it).
+                        None => ty.and_then(|t| 0u8.cast_to(t)).unwrap_or(Value::Bool(false)),
+                    };
+                    self.env.push((name, v));
+                }
+                Stmt::Expr(e) => {
+                    self.eval(e)?;
+                }
+            }
+        }
+        match &b.tail {
+            Some(e) => self.eval(e),
+            None => Ok(Val::Unit),
+        }
+    }
+
+    /// `a ⊕ b`.
+    fn combine(&mut self, op: &'k ReduceOp, a: Value, b: Value) -> Result<Value, Error> {
+        match op {
+            ReduceOp::Builtin(op, _) => builtin(*op, a, b),
+            ReduceOp::Closure(c) => {
+                self.env.truncate(self.base);
+                self.env.push((&c.lhs, a));
+                self.env.push((&c.rhs, b));
+                let r = self.scalar(&c.body);
+                self.env.truncate(self.base);
+                r.map_err(flow_err)
+            }
+        }
+    }
+}
+
+/// For each access (in scalar-function order), its buffer and its linear
+/// form; `linear[b]` holds buffer `b`'s accesses in view order.
+fn access_slots<'b>(accesses: &[(usize, &IndexFn)], linear: &'b [Vec<Linear>]) -> Vec<(usize, &'b Linear)> {
+    let mut seen = vec![0usize; linear.len()];
+    accesses
+        .iter()
+        .map(|&(b, _)| {
+            seen[b] += 1;
+            (b, &linear[b][seen[b] - 1])
+        })
+        .collect()
+}
+
+/// Advances `p` to the next point in row-major order over the dimensions
+/// `d` with `limit(d) = Some(extent)`, the others staying fixed; `false`
+/// (with those coordinates back at 0) after the last point.
+fn next_point(p: &mut [usize], limit: impl Fn(usize) -> Option<usize>) -> bool {
+    for d in (0..p.len()).rev() {
+        if let Some(n) = limit(d) {
+            p[d] += 1;
+            if p[d] < n {
+                return true;
+            }
+            p[d] = 0;
+        }
+    }
+    false
+}
+
+fn check_buffers(kernel: &Kernel, what: &str, decls: &[BufferDecl], bufs: &[Buffer]) -> Result<(), Error> {
+    if decls.len() != bufs.len() {
+        let names: Vec<String> = decls.iter().map(|d| d.name.to_string()).collect();
+        return Err(Error::Argument(format!(
+            "kernel `{}`: expected {} {what} buffers ({}), got {}",
+            kernel.name,
+            decls.len(),
+            names.join(", "),
+            bufs.len()
+        )));
+    }
+    for (d, b) in decls.iter().zip(bufs) {
+        if d.ty != b.ty() {
+            return Err(Error::Argument(format!(
+                "kernel `{}`: {what} buffer `{}` must hold {}, got a buffer of {}",
+                kernel.name,
+                d.name,
+                d.ty,
+                b.ty()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn check_arguments(
+    kernel: &Kernel,
+    sizes: &[usize],
+    inputs: &[Buffer],
+    outputs: &[Buffer],
+    params: &[Value],
+) -> Result<(), Error> {
+    if sizes.len() != kernel.size_params.len() {
+        let names: Vec<String> = kernel.size_params.iter().map(|s| s.to_string()).collect();
+        return Err(Error::Argument(format!(
+            "kernel `{}`: expected {} sizes ({}), got {}",
+            kernel.name,
+            names.len(),
+            names.join(", "),
+            sizes.len()
+        )));
+    }
+    check_buffers(kernel, "input", &kernel.inputs, inputs)?;
+    check_buffers(kernel, "output", &kernel.outputs, outputs)?;
+    if params.len() != kernel.params.len() {
+        return Err(Error::Argument(format!(
+            "kernel `{}`: expected {} params, got {}",
+            kernel.name,
+            kernel.params.len(),
+            params.len()
+        )));
+    }
+    for (d, v) in kernel.params.iter().zip(params) {
+        if d.ty != v.ty() {
+            return Err(Error::Argument(format!(
+                "kernel `{}`: param `{}` must be {}, got {} ({v})",
+                kernel.name,
+                d.name,
+                d.ty,
+                v.ty()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Runs `kernel` (parsed and checked) on host buffers: `sizes` in
+/// `kernel.size_params` order, `inputs` / `outputs` / `params` in
+/// declaration order. Outputs are overwritten where the out_view writes;
+/// other elements are left as they are.
+pub fn run(
+    kernel: &Kernel,
+    sizes: &[usize],
+    inputs: &[Buffer],
+    outputs: &mut [Buffer],
+    params: &[Value],
+) -> Result<(), Error> {
+    check_arguments(kernel, sizes, inputs, outputs, params)?;
+    let in_lens: Vec<usize> = inputs.iter().map(Buffer::len).collect();
+    let out_lens: Vec<usize> = outputs.iter().map(Buffer::len).collect();
+    let bound = KernelDesc::from_kernel(kernel).bind(sizes, &in_lens, &out_lens)?;
+    evaluate(kernel, &bound, inputs, outputs, params)
+}
+
+fn evaluate<'k>(
+    kernel: &'k Kernel,
+    bound: &Bound,
+    inputs: &[Buffer],
+    outputs: &mut [Buffer],
+    params: &[Value],
+) -> Result<(), Error> {
+    let d = kernel.dims.len();
+    let kinds = kernel.dim_kinds();
+    let ext = &bound.extents;
+    let f = &kernel.scalar_fn;
+    let ins = access_slots(&kernel.input_accesses(), &bound.in_linear);
+    let outs = access_slots(&kernel.output_accesses(), &bound.out_linear);
+    if kinds.len() != d || f.params.len() != ins.len() || f.index_params.as_ref().is_some_and(|ix| ix.len() != d) {
+        return Err(internal(
+            "the scalar function's parameters do not match the accesses and dimensions".into(),
+        ));
+    }
+    // Nothing to write when a kept dimension is empty.
+    if (0..d).any(|i| kinds[i].is_kept() && ext[i] == 0) {
+        return Ok(());
+    }
+    // ⊕_k: the operator of output k (the same in every PW/PS dimension).
+    let ops: Vec<Option<&ReduceOp>> = (0..outs.len())
+        .map(|k| kernel.ops.iter().find_map(|o| o.op_for(k)))
+        .collect();
+    // A PW dimension of extent 0: every reduction is empty.
+    let empty_dim = (0..d).find(|&i| ext[i] == 0);
+
+    let mut ev = Eval { env: Vec::new(), base: 0 };
+    for (name, &s) in kernel.size_params.iter().zip(&bound.sizes) {
+        ev.env.push((name, Value::Usize(s)));
+    }
+    for (decl, &v) in kernel.params.iter().zip(params) {
+        ev.env.push((&decl.name, v));
+    }
+    ev.base = ev.env.len();
+
+    // f(p): one value per output access.
+    let apply = |ev: &mut Eval<'k>, p: &[usize]| -> Result<Vec<Value>, Error> {
+        if let Some(names) = &f.index_params {
+            for (name, &i) in names.iter().zip(p) {
+                ev.env.push((name, Value::Usize(i)));
+            }
+        }
+        for (name, &(b, lin)) in f.params.iter().zip(&ins) {
+            ev.env.push((name, inputs[b].get(lin.at(p))));
+        }
+        let r = ev.eval(&f.body);
+        ev.env.truncate(ev.base);
+        match r.map_err(flow_err)? {
+            Val::Scalar(v) if outs.len() == 1 => Ok(vec![v]),
+            Val::Tuple(vs) if vs.len() == outs.len() => Ok(vs),
+            other => Err(internal(format!(
+                "the scalar function returned {other:?} for {} output accesses",
+                outs.len()
+            ))),
+        }
+    };
+
+    let mut c = vec![0usize; d]; // the kept point (PW coordinates 0)
+    let mut p = vec![0usize; d]; // the point of the reduction set
+    loop {
+        let mut acc: Vec<Option<Value>> = vec![None; outs.len()];
+        if empty_dim.is_none() {
+            p.copy_from_slice(&c);
+            loop {
+                for (k, v) in apply(&mut ev, &p)?.into_iter().enumerate() {
+                    acc[k] = Some(match (acc[k], ops[k]) {
+                        (None, _) => v,
+                        (Some(a), Some(op)) => ev.combine(op, a, v)?,
+                        (Some(_), None) => return Err(internal("a reduction without an operator".into())),
+                    });
+                }
+                let more = next_point(&mut p, |i| match kinds[i] {
+                    DimKind::Cc => None,
+                    DimKind::Pw => Some(ext[i]),
+                    DimKind::Ps => Some(c[i] + 1),
+                });
+                if !more {
+                    break;
+                }
+            }
+        }
+        for (k, &(b, lin)) in outs.iter().enumerate() {
+            let ty = outputs[b].ty();
+            let v = match (acc[k], ops[k]) {
+                (Some(v), _) => v,
+                (None, Some(ReduceOp::Builtin(op, _))) => {
+                    neutral(*op, ty).ok_or_else(|| internal(format!("no neutral element of `{}` on {ty}", op.name())))?
+                }
+                (None, _) => {
+                    return Err(Error::EmptyReduction {
+                        kernel: kernel.name.to_string(),
+                        dim: empty_dim.unwrap_or(0),
+                    })
+                }
+            };
+            if v.ty() != ty {
+                return Err(internal(format!(
+                    "output access #{k} gets a {} value, but its buffer holds {ty}",
+                    v.ty()
+                )));
+            }
+            outputs[b].set(lin.at(&c), v);
+        }
+        if !next_point(&mut c, |i| kinds[i].is_kept().then_some(ext[i])) {
+            return Ok(());
+        }
+    }
+}
