@@ -535,8 +535,8 @@ fn builtin(op: BuiltinOp, a: Value, b: Value) -> Result<Value, Error> {
 /// The neutral element of a built-in operator on `ty`.
 fn neutral(op: BuiltinOp, ty: ScalarType) -> Option<Value> {
     match op {
-        BuiltinOp::Add => 0u8.cast_to(ty),
-        BuiltinOp::Mul => 1u8.cast_to(ty),
+        BuiltinOp::Add => numeric_typed!(typed_const!(ty, ZERO)),
+        BuiltinOp::Mul => numeric_typed!(typed_const!(ty, ONE)),
         BuiltinOp::Max => numeric_typed!(typed_const!(ty, LOWEST)),
         BuiltinOp::Min => numeric_typed!(typed_const!(ty, HIGHEST)),
     }
