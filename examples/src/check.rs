@@ -1,0 +1,407 @@
+//! Helpers shared by the example binaries and the property tests: a small
+//! deterministic PRNG, the reference interpreter on a kernel's `SPEC`,
+//! result comparison with documented tolerances, timing and reporting.
+//!
+//! # Tolerances
+//!
+//! Integers (and `bool`s) are compared exactly: both sides compute the same
+//! wrapping arithmetic, and integer reductions are exact in any order.
+//!
+//! Floats are compared as `|a - b| <= rtol · max(1, |a|, |b|)`. A scalar
+//! function without reduction is evaluated with the same operations in the
+//! same order on both sides, so `rtol = 1e-4` ([`RTOL`]) is generous. A
+//! reduction of `n` terms is evaluated in different orders (the kernel splits
+//! reduced dimensions into parallel parts; the interpreter folds them in
+//! lexicographic order): each order commits one rounding error of at most
+//! `ε/2 · |partial sum|` per addition. With inputs of one sign (the
+//! generators below produce floats in `[0, 1)` unless told otherwise) the
+//! partial sums are bounded by the result, so the relative error of either
+//! side is at most `n · ε` and, the rounding errors being independent and
+//! zero-mean, typically `≈ ε · √n / 3`. [`sum_rtol`] allows
+//! `max(1e-4, 4 · ε · √n)`, i.e. more than ten standard deviations of that
+//! random walk, for both sides together: for `n = 2^24` that is `2e-3`,
+//! for `n <= 2^22` it stays at `1e-4`.
+
+use std::error::Error as StdError;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+pub use mdh::reference::{Buffer, Value};
+
+/// The result type of the binaries' checks.
+pub type Res<T = ()> = Result<T, Box<dyn StdError>>;
+
+/// Relative tolerance of float results without a long reduction.
+pub const RTOL: f64 = 1e-4;
+
+/// Relative tolerance for float results that are reductions of `n` terms of
+/// one sign (see the module documentation for the derivation).
+pub fn sum_rtol(n: usize) -> f64 {
+    RTOL.max(4.0 * f32::EPSILON as f64 * (n as f64).sqrt())
+}
+
+// ---------------------------------------------------------------------------
+// Random inputs
+
+/// SplitMix64: a tiny, deterministic, good-enough PRNG for test inputs.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x5DEE_CE66_D1CE_4E5B)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next_u64() >> 11) as u128 * n as u128 >> 53) as usize
+    }
+
+    /// Uniform in `[0, 1)`.
+    pub fn unit(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 * (1.0 / (1u64 << 24) as f32)
+    }
+
+    /// `n` floats uniform in `[0, 1)`.
+    pub fn f32s(&mut self, n: usize) -> Vec<f32> {
+        (0..n).map(|_| self.unit()).collect()
+    }
+
+    /// `n` floats uniform in `[lo, hi)`.
+    pub fn f32s_in(&mut self, n: usize, lo: f32, hi: f32) -> Vec<f32> {
+        (0..n).map(|_| lo + (hi - lo) * self.unit()).collect()
+    }
+
+    /// `n` integers uniform in `lo..hi`.
+    pub fn i32s(&mut self, n: usize, lo: i32, hi: i32) -> Vec<i32> {
+        let span = (hi as i64 - lo as i64).max(1) as usize;
+        (0..n).map(|_| (lo as i64 + self.below(span) as i64) as i32).collect()
+    }
+
+    /// `n` integers uniform in `0..hi`.
+    pub fn u32s(&mut self, n: usize, hi: u32) -> Vec<u32> {
+        (0..n).map(|_| self.below(hi.max(1) as usize) as u32).collect()
+    }
+}
+
+/// The number of elements of a buffer with these extents, or `None` when an
+/// extent is negative or the product overflows (then the kernel must return
+/// an error; callers pass an empty slice).
+pub fn elems(extents: &[i128]) -> Option<usize> {
+    extents.iter().try_fold(1usize, |acc, &e| {
+        let e = usize::try_from(e).ok()?;
+        acc.checked_mul(e)
+    })
+}
+
+/// Like [`elems`], but 0 for impossible shapes (an allocation-friendly length).
+pub fn len(extents: &[i128]) -> usize {
+    elems(extents).unwrap_or(0)
+}
+
+// ---------------------------------------------------------------------------
+// The reference interpreter
+
+/// Runs the reference interpreter on a kernel's source (a generated module's
+/// `SPEC`) with `sizes` in `Sizes::values()` order. `outputs` are overwritten
+/// where the kernel's output views write.
+pub fn reference(
+    spec: &str,
+    sizes: &[usize],
+    inputs: &[Buffer],
+    outputs: &mut [Buffer],
+    params: &[Value],
+) -> Result<(), mdh::Error> {
+    let kernel = mdh::reference::kernel(spec)?;
+    mdh::reference::run(&kernel, sizes, inputs, outputs, params)
+}
+
+/// Compares a kernel's result with the reference interpreter's.
+///
+/// `init` are the outputs' contents before the kernel ran (the interpreter
+/// starts from the same contents, so elements that neither writes agree),
+/// `result` is what the kernel returned and `got` its outputs afterwards.
+/// A kernel error is accepted only if the interpreter fails with the same
+/// kind of error; float outputs are compared with `rtol`.
+#[allow(clippy::too_many_arguments)]
+pub fn verify(
+    spec: &str,
+    sizes: &[usize],
+    inputs: &[Buffer],
+    params: &[Value],
+    init: Vec<Buffer>,
+    result: Result<(), mdh::Error>,
+    got: &[Buffer],
+    rtol: f64,
+) -> Result<(), String> {
+    let mut want = init;
+    let reference = reference(spec, sizes, inputs, &mut want, params);
+    match (result, reference) {
+        (Err(k), Err(r)) => {
+            if std::mem::discriminant(&k) == std::mem::discriminant(&r) {
+                Ok(())
+            } else {
+                Err(format!("kernel and interpreter fail differently:\n  kernel: {k}\n  interpreter: {r}"))
+            }
+        }
+        (Err(k), Ok(())) => Err(format!("kernel failed but the interpreter succeeded: {k}")),
+        (Ok(()), Err(r)) => Err(format!("kernel succeeded but the interpreter failed: {r}")),
+        (Ok(()), Ok(())) => {
+            if got.len() != want.len() {
+                return Err(format!("{} outputs, expected {}", got.len(), want.len()));
+            }
+            for (o, (g, w)) in got.iter().zip(&want).enumerate() {
+                compare(&format!("output #{o}"), g, w, rtol)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `|a - b| <= rtol · max(1, |a|, |b|)`, NaN equal to NaN.
+pub fn close(a: f64, b: f64, rtol: f64) -> bool {
+    if a.is_nan() || b.is_nan() {
+        return a.is_nan() && b.is_nan();
+    }
+    if a == b {
+        return true;
+    }
+    (a - b).abs() <= rtol * 1f64.max(a.abs()).max(b.abs())
+}
+
+fn mismatch_report(what: &str, bad: &[(usize, String, String)], count: usize, total: usize) -> String {
+    let mut s = format!("{what}: {count} of {total} elements differ");
+    for (i, g, w) in bad {
+        let _ = write!(s, "\n  [{i}] got {g}, expected {w}");
+    }
+    s
+}
+
+/// Compares two buffers: exactly for integers and `bool`s, with [`close`]
+/// for floats.
+pub fn compare(what: &str, got: &Buffer, want: &Buffer, rtol: f64) -> Result<(), String> {
+    if got.ty() != want.ty() || got.len() != want.len() {
+        return Err(format!(
+            "{what}: got {} elements of {}, expected {} elements of {}",
+            got.len(),
+            got.ty(),
+            want.len(),
+            want.ty()
+        ));
+    }
+    let mut bad = Vec::new();
+    let mut count = 0;
+    for i in 0..got.len() {
+        let (g, w) = (got.get(i), want.get(i));
+        let ok = match (g, w) {
+            (Value::F32(a), Value::F32(b)) => close(a as f64, b as f64, rtol),
+            (Value::F64(a), Value::F64(b)) => close(a, b, rtol),
+            _ => g == w,
+        };
+        if !ok {
+            count += 1;
+            if bad.len() < 8 {
+                bad.push((i, format!("{g:?}"), format!("{w:?}")));
+            }
+        }
+    }
+    if count == 0 {
+        Ok(())
+    } else {
+        Err(mismatch_report(what, &bad, count, got.len()))
+    }
+}
+
+/// Compares float results with values computed by a plain loop (in `f64`).
+pub fn compare_f32(what: &str, got: &[f32], want: &[f64], rtol: f64) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!("{what}: {} elements, expected {}", got.len(), want.len()));
+    }
+    let mut bad = Vec::new();
+    let mut count = 0;
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        if !close(g as f64, w, rtol) {
+            count += 1;
+            if bad.len() < 8 {
+                bad.push((i, format!("{g}"), format!("{w}")));
+            }
+        }
+    }
+    if count == 0 {
+        Ok(())
+    } else {
+        Err(mismatch_report(what, &bad, count, got.len()))
+    }
+}
+
+/// Checks `samples` elements of a big float result (the first, the last and
+/// random ones) against `want(flat_index)`, computed by a plain loop in f64.
+pub fn sampled_f32(
+    what: &str,
+    got: &[f32],
+    samples: usize,
+    rtol: f64,
+    want: impl Fn(usize) -> f64,
+) -> Result<(), String> {
+    if got.is_empty() {
+        return Ok(());
+    }
+    let mut rng = Rng::new(got.len() as u64);
+    let mut idx: Vec<usize> = vec![0, got.len() - 1];
+    idx.extend((0..samples).map(|_| rng.below(got.len())));
+    let mut bad = Vec::new();
+    let mut count = 0;
+    for &i in &idx {
+        let w = want(i);
+        if !close(got[i] as f64, w, rtol) {
+            count += 1;
+            if bad.len() < 8 {
+                bad.push((i, format!("{}", got[i]), format!("{w}")));
+            }
+        }
+    }
+    if count == 0 {
+        Ok(())
+    } else {
+        Err(mismatch_report(&format!("{what} (sampled)"), &bad, count, idx.len()))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Command line, timing and reporting for the binaries
+
+/// The binaries' arguments: `--quick` (small sizes), an optional size (its
+/// meaning is the binary's: e.g. the matrix size of `matmul`), `--runs N`.
+#[derive(Clone, Debug)]
+pub struct Args {
+    pub quick: bool,
+    pub size: Option<usize>,
+    pub runs: usize,
+}
+
+impl Args {
+    pub fn parse() -> Result<Args, String> {
+        let mut a = Args {
+            quick: false,
+            size: None,
+            runs: 5,
+        };
+        let mut it = std::env::args().skip(1);
+        while let Some(s) = it.next() {
+            match s.as_str() {
+                "--quick" | "-q" => a.quick = true,
+                "--runs" => {
+                    a.runs = it
+                        .next()
+                        .and_then(|r| r.parse().ok())
+                        .filter(|&r| r > 0)
+                        .ok_or("--runs needs a positive number")?
+                }
+                "--help" | "-h" => {
+                    return Err("usage: [--quick] [--runs N] [SIZE]  (SIZE: the main problem size; \
+                                accepts 2^k and 1e6 forms)"
+                        .into())
+                }
+                _ => a.size = Some(parse_size(&s).ok_or_else(|| format!("not a size: `{s}`"))?),
+            }
+        }
+        if a.quick {
+            a.runs = a.runs.min(3);
+        }
+        Ok(a)
+    }
+
+    /// The main size: the argument if given, else `quick` or `full`.
+    pub fn pick(&self, full: usize, quick: usize) -> usize {
+        self.size.unwrap_or(if self.quick { quick } else { full })
+    }
+}
+
+/// `4096`, `2^24`, `1e7`, `1_000`.
+pub fn parse_size(s: &str) -> Option<usize> {
+    let s = s.replace('_', "");
+    if let Some((b, e)) = s.split_once('^') {
+        return b.parse::<usize>().ok()?.checked_pow(e.parse().ok()?);
+    }
+    if let Some((m, e)) = s.split_once(['e', 'E']) {
+        let m: usize = m.parse().ok()?;
+        return m.checked_mul(10usize.checked_pow(e.parse().ok()?)?);
+    }
+    s.parse().ok()
+}
+
+/// Runs `f` once to warm up, then `runs` times; returns the median time.
+pub fn median_time<E>(runs: usize, mut f: impl FnMut() -> Result<(), E>) -> Result<Duration, E> {
+    f()?;
+    let mut times = Vec::with_capacity(runs.max(1));
+    for _ in 0..runs.max(1) {
+        let t = Instant::now();
+        f()?;
+        times.push(t.elapsed());
+    }
+    times.sort();
+    Ok(times[times.len() / 2])
+}
+
+/// Prints one result line: `name (what): median …, … GFLOP/s, … GB/s`.
+pub fn report(name: &str, what: &str, t: Duration, flops: Option<f64>, bytes: Option<f64>) {
+    let s = t.as_secs_f64();
+    let mut line = format!("{name} ({what}): median {:.3} ms", s * 1e3);
+    if let Some(f) = flops {
+        let _ = write!(line, ", {:.2} GFLOP/s", f / s / 1e9);
+    }
+    if let Some(b) = bytes {
+        let _ = write!(line, ", {:.2} GB/s", b / s / 1e9);
+    }
+    println!("{line}");
+}
+
+/// Prints that a check passed.
+pub fn ok(what: &str) {
+    println!("  ok: {what}");
+}
+
+/// The `main` of every binary: parses the arguments, runs `body`, and turns
+/// an error (a failed check, a kernel error) into exit code 1.
+pub fn main(name: &str, body: impl FnOnce(&Args) -> Res) -> std::process::ExitCode {
+    let args = match Args::parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    match body(&args) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{name}: FAILED: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs the reference interpreter and compares, for the binaries: like
+/// [`verify`], but the kernel must have succeeded, and it prints a line.
+pub fn against_reference(
+    what: &str,
+    spec: &str,
+    sizes: &[usize],
+    inputs: &[Buffer],
+    params: &[Value],
+    got: &[Buffer],
+    rtol: f64,
+) -> Res {
+    let init: Vec<Buffer> = got.iter().map(|b| Buffer::zeros(b.ty(), b.len())).collect();
+    let t = Instant::now();
+    verify(spec, sizes, inputs, params, init, Ok(()), got, rtol).map_err(|e| format!("{what}: {e}"))?;
+    ok(&format!("{what} matches the reference interpreter ({:.2} s)", t.elapsed().as_secs_f64()));
+    Ok(())
+}

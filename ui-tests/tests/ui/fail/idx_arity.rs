@@ -1,0 +1,14 @@
+// An index function must have one parameter per md_hom dimension (here 2).
+use mdh::mdh;
+
+mdh! {
+    kernel matvec {
+        inp(M: f32[I, K], v: f32[K]),
+        out(w: f32[I]),
+        out_view(w: |i, k| (i)),
+        md_hom[I, K](|m, x| m * x, (CC, PW(+))),
+        inp_view(M: |i, k, j| (i, k), v: |i, k| (k)),
+    }
+}
+
+fn main() {}

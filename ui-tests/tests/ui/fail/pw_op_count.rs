@@ -1,0 +1,14 @@
+// PW(+, max) gives one operator per output access, but there is one output.
+use mdh::mdh;
+
+mdh! {
+    kernel matvec {
+        inp(M: f32[I, K], v: f32[K]),
+        out(w: f32[I]),
+        out_view(w: |i, k| (i)),
+        md_hom[I, K](|m, x| m * x, (CC, PW(+, max))),
+        inp_view(M: |i, k| (i, k), v: |i, k| (k)),
+    }
+}
+
+fn main() {}

@@ -1,0 +1,14 @@
+// `break` is only allowed inside a `for` loop.
+use mdh::mdh;
+
+mdh! {
+    kernel map {
+        inp(a: f32[N], c: f32[N]),
+        out(b: f32[N]),
+        out_view(b: |i| (i)),
+        md_hom[N](|x, y| { if x > y { break; } x }, (CC)),
+        inp_view(a: |i| (i), c: |i| (i)),
+    }
+}
+
+fn main() {}

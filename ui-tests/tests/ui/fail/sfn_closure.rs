@@ -1,0 +1,14 @@
+// The scalar function cannot contain closures.
+use mdh::mdh;
+
+mdh! {
+    kernel map {
+        inp(a: f32[N], c: f32[N]),
+        out(b: f32[N]),
+        out_view(b: |i| (i)),
+        md_hom[N](|x, y| (|z: f32| z * 2.0)(x) + y, (CC)),
+        inp_view(a: |i| (i), c: |i| (i)),
+    }
+}
+
+fn main() {}

@@ -1,0 +1,14 @@
+// The scalar function has no `match`: use if/else.
+use mdh::mdh;
+
+mdh! {
+    kernel map {
+        inp(a: f32[N], c: f32[N]),
+        out(b: f32[N]),
+        out_view(b: |i| (i)),
+        md_hom[N](|x, y| match x > y { true => x, false => y }, (CC)),
+        inp_view(a: |i| (i), c: |i| (i)),
+    }
+}
+
+fn main() {}

@@ -1,0 +1,14 @@
+// Shift operators are not in the grammar.
+use mdh::mdh;
+
+mdh! {
+    kernel map {
+        inp(a: i32[N], c: i32[N]),
+        out(b: i32[N]),
+        out_view(b: |i| (i)),
+        md_hom[N](|x, y| (x << 1) + y, (CC)),
+        inp_view(a: |i| (i), c: |i| (i)),
+    }
+}
+
+fn main() {}

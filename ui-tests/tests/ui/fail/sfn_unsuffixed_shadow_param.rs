@@ -1,0 +1,14 @@
+// A `let` binding named like a size parameter.
+use mdh::mdh;
+
+mdh! {
+    kernel map {
+        inp(a: f32[N], c: f32[N]),
+        out(b: f32[N]),
+        out_view(b: |i| (i)),
+        md_hom[N](|x, y| { let N = 2.0; x * N + y }, (CC)),
+        inp_view(a: |i| (i), c: |i| (i)),
+    }
+}
+
+fn main() {}

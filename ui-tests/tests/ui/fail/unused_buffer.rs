@@ -1,0 +1,14 @@
+// Every declared buffer needs a view: `bias` has none.
+use mdh::mdh;
+
+mdh! {
+    kernel matvec {
+        inp(M: f32[I, K], v: f32[K], bias: f32[I]),
+        out(w: f32[I]),
+        out_view(w: |i, k| (i)),
+        md_hom[I, K](|m, x| m * x, (CC, PW(+))),
+        inp_view(M: |i, k| (i, k), v: |i, k| (k)),
+    }
+}
+
+fn main() {}
