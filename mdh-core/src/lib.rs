@@ -11,6 +11,7 @@ pub mod desc;
 pub mod error;
 pub mod interp;
 pub mod parse;
+pub mod plan;
 pub mod spec;
 
 pub use error::Error;

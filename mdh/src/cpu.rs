@@ -64,6 +64,57 @@ impl<T> SyncPtr<T> {
     }
 }
 
+/// The instruction sets generated kernels are compiled for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    Avx512,
+    Avx2,
+    Baseline,
+}
+
+/// The best instruction set of this CPU (detected once).
+pub fn isa() -> Isa {
+    static ISA: std::sync::OnceLock<Isa> = std::sync::OnceLock::new();
+    *ISA.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512vl")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
+                return Isa::Avx512;
+            }
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                return Isa::Avx2;
+            }
+        }
+        Isa::Baseline
+    })
+}
+
+/// The plan to run for `sizes`: the one tuned for the nearest sizes (by the
+/// sum of squared log-ratios), else the first one without tuned sizes (the
+/// default plan), else plan 0.
+pub fn nearest_plan(tuned: &[Option<&[usize]>], sizes: &[usize]) -> usize {
+    let distance = |t: &[usize]| -> f64 {
+        t.iter()
+            .zip(sizes)
+            .map(|(&a, &b)| {
+                let r = ((a.max(1)) as f64 / (b.max(1)) as f64).ln();
+                r * r
+            })
+            .sum()
+    };
+    tuned
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| t.map(|t| (i, distance(t))))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(i, _)| i)
+        .or_else(|| tuned.iter().position(|t| t.is_none()))
+        .unwrap_or(0)
+}
+
 /// Splits `0..extent` into `parts` nearly equal, non-empty ranges.
 fn chunks(extent: usize, parts: usize) -> Vec<(usize, usize)> {
     let parts = parts.clamp(1, extent.max(1));
@@ -118,16 +169,21 @@ fn count_kept<const D: usize>(r: &Region<D>, kinds: &[DimKind; D]) -> usize {
 
 /// Runs a kernel over the index space `ext` whose dimensions have `kinds`.
 ///
+/// `cor` is the plan's number of parts per dimension on the COR layer
+/// (rayon tasks); all zeros lets the driver choose from the thread count.
+///
 /// `compute(region, out)` pushes, for each kept point of `region` in
 /// row-major order of the kept dimensions, the combination of the scalar
 /// function over the region's PW ranges (never empty). `write(region, vals)`
 /// stores one value per kept point of `region`, same order. `identity` is the
 /// neutral element of the operators, if they have one (used when a PW
 /// dimension is empty).
+#[allow(clippy::too_many_arguments)]
 pub fn execute<A, const D: usize>(
     kernel: &str,
     ext: [usize; D],
     kinds: [DimKind; D],
+    cor: [usize; D],
     identity: Option<A>,
     compute: impl Fn(&Region<D>, &mut Vec<A>) + Sync,
     combine: impl Fn(A, A) -> A + Sync,
@@ -150,7 +206,12 @@ where
     } else {
         threads * TASKS_PER_THREAD
     };
-    let kept_parts = parts_for(&ext, &kept, target);
+    let planned = cor.iter().any(|&c| c > 0);
+    let kept_parts = if planned {
+        (0..D).map(|d| if kinds[d].is_kept() { cor[d].max(1) } else { 1 }).collect()
+    } else {
+        parts_for(&ext, &kept, target)
+    };
     let kept_regions = grid(full, &ext, &kept_parts);
 
     if red_total == 0 {
@@ -169,7 +230,9 @@ where
 
     // Split PW dimensions too when the kept dimensions alone cannot feed the threads.
     let n_kept_regions = kept_regions.len();
-    let red_parts = if n_kept_regions < threads && target > 1 {
+    let red_parts = if planned {
+        (0..D).map(|d| if kinds[d].is_kept() { 1 } else { cor[d].max(1) }).collect()
+    } else if n_kept_regions < threads && target > 1 {
         parts_for(&ext, &reduced, target.div_ceil(n_kept_regions))
     } else {
         vec![1; D]
@@ -335,6 +398,7 @@ mod tests {
             "t",
             [n],
             kinds,
+            [0],
             Some(0),
             |r, o| {
                 if kinds[0].is_kept() {

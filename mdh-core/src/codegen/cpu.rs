@@ -1,17 +1,23 @@
-//! The Rust/rayon CPU kernel of a checked kernel.
+//! The Rust/rayon CPU kernel of a checked kernel, generated from one or more
+//! [`CpuPlan`]s.
 //!
 //! The generated `cpu` function validates its arguments with the kernel's
-//! [`KernelDesc`](crate::desc::KernelDesc), then hands three closures to the
-//! facade's parallel driver (`mdh::cpu::execute`): `compute` (the scalar
-//! function folded over the PW dimensions of a region, for each kept point),
-//! `combine` (the combine operators on partial results) and `write` (the
-//! output views).
+//! [`KernelDesc`](crate::desc::KernelDesc), picks the plan tuned for the
+//! nearest sizes, and hands three closures to the facade's parallel driver
+//! (`mdh::cpu::execute`, the COR layer): `compute` (the tiled loop nest of
+//! one task: L2 and L1 tile loops, register tiles with constant trip
+//! counts, partial results of PW dimensions in registers and in a
+//! task-local buffer), `combine` (the combine operators on partial results)
+//! and `write` (the output views). `compute` is compiled three times, for
+//! AVX-512, AVX2+FMA and baseline x86-64 (or once elsewhere), and chosen at
+//! run time, so users need no RUSTFLAGS.
 
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
 use crate::codegen::rust_expr::{self, ty};
-use crate::spec::{IndexFn, Kernel, ReduceOp, ScalarType, Type};
+use crate::plan::CpuPlan;
+use crate::spec::{BinOp, BuiltinOp, DimKind, ExprKind, IndexFn, Kernel, ReduceOp, ScalarType, Type};
 
 fn dim_var(d: usize) -> Ident {
     format_ident!("__i{}", d)
@@ -24,11 +30,27 @@ fn used_dims(f: &IndexFn, dims: usize) -> Vec<usize> {
         .collect()
 }
 
+/// The coefficient of dimension `d` in the row-major offset when it is known
+/// at compile time: `d` appears only in the last component (stride 1).
+/// Constant unit strides let LLVM see contiguous loads and vectorize them.
+fn static_coef(f: &IndexFn, d: usize) -> Option<i64> {
+    let (last, rest) = f.components.split_last()?;
+    rest.iter()
+        .all(|c| c.dims.get(d).copied().unwrap_or(0) == 0)
+        .then(|| last.dims.get(d).copied().unwrap_or(0))
+}
+
 /// `(base + Σ coef[d] · i_d) as usize` for the dimensions the access uses.
-fn offset(base: &Ident, coef: &Ident, used: &[usize]) -> TokenStream {
-    let terms = used.iter().map(|&d| {
+fn offset(f: &IndexFn, dims: usize, base: &Ident, coef: &Ident) -> TokenStream {
+    let terms = used_dims(f, dims).into_iter().map(|d| {
         let i = dim_var(d);
-        quote!(+ #coef[#d] * #i as isize)
+        match static_coef(f, d) {
+            Some(c) => {
+                let c = c as isize;
+                quote!(+ #c * #i as isize)
+            }
+            None => quote!(+ #coef[#d] * #i as isize),
+        }
     });
     quote!((#base #(#terms)*) as usize)
 }
@@ -39,169 +61,522 @@ fn reduce_op(k: &Kernel, access: usize) -> Option<&ReduceOp> {
     k.ops.iter().find_map(|op| op.op_for(access))
 }
 
-pub fn cpu_fn(k: &Kernel) -> TokenStream {
-    let d = k.dims.len();
-    let kinds = k.dim_kinds();
-    let kept: Vec<usize> = (0..d).filter(|&i| kinds[i].is_kept()).collect();
-    let reduced: Vec<usize> = (0..d).filter(|&i| !kinds[i].is_kept()).collect();
-    let name_str = k.name.to_string();
+/// What the generator needs to know about one kernel.
+struct Gen<'k> {
+    k: &'k Kernel,
+    d: usize,
+    kinds: Vec<DimKind>,
+    kept: Vec<usize>,
+    reduced: Vec<usize>,
+    out_tys: Vec<ScalarType>,
+    ops: Vec<Option<&'k ReduceOp>>,
+    a_ty: TokenStream,
+}
 
-    // Arguments.
+impl<'k> Gen<'k> {
+    fn new(k: &'k Kernel) -> Self {
+        let d = k.dims.len();
+        let kinds = k.dim_kinds();
+        let out_tys: Vec<ScalarType> = k.output_accesses().iter().map(|(b, _)| k.outputs[*b].ty).collect();
+        let ops = (0..out_tys.len()).map(|o| reduce_op(k, o)).collect();
+        let tys: Vec<TokenStream> = out_tys.iter().map(|t| ty(*t)).collect();
+        Gen {
+            k,
+            d,
+            kept: (0..d).filter(|&i| kinds[i].is_kept()).collect(),
+            reduced: (0..d).filter(|&i| !kinds[i].is_kept()).collect(),
+            kinds,
+            out_tys,
+            ops,
+            a_ty: quote!((#(#tys,)*)),
+        }
+    }
+
+    fn n_out(&self) -> usize {
+        self.out_tys.len()
+    }
+
+    fn has_identity(&self, o: usize) -> bool {
+        matches!(self.ops[o], Some(ReduceOp::Builtin(..)))
+    }
+
+    /// Reads of the input accesses at the point `__i0, __i1, …` into
+    /// `__p0, __p1, …` (one per scalar-function parameter).
+    fn reads(&self) -> TokenStream {
+        let mut reads = TokenStream::new();
+        for (j, (b, f)) in self.k.input_accesses().into_iter().enumerate() {
+            let (base, coef, var) = (format_ident!("__ia{}_b", j), format_ident!("__ia{}_c", j), format_ident!("__p{}", j));
+            let slice = format_ident!("__in{}", b);
+            let t = ty(self.k.inputs[b].ty);
+            let off = offset(f, self.d, &base, &coef);
+            // SAFETY: `bind` checked that this access stays inside the buffer
+            // over the whole index space, and every point is inside it.
+            reads.extend(quote! { let #var: #t = unsafe { *#slice.get_unchecked(#off) }; });
+        }
+        reads
+    }
+
+    /// The scalar function's body with its parameters bound to the reads.
+    fn scalar_fn_block(&self, body: TokenStream) -> TokenStream {
+        let sf = &self.k.scalar_fn;
+        let index_binds = sf.index_params.iter().flatten().enumerate().map(|(d, name)| {
+            let i = dim_var(d);
+            quote!(let #name: usize = #i;)
+        });
+        let param_binds = sf.params.iter().enumerate().map(|(j, p)| {
+            let v = format_ident!("__p{}", j);
+            quote!(let #p = #v;)
+        });
+        quote!({ #(#index_binds)* #(#param_binds)* #body })
+    }
+
+    /// The scalar function's values `__v0, __v1, …` at the current point.
+    fn point(&self) -> TokenStream {
+        let vals: Vec<Ident> = (0..self.n_out()).map(|o| format_ident!("__v{}", o)).collect();
+        let body = self.scalar_fn_block(rust_expr::expr(&self.k.scalar_fn.body));
+        let result_ty = match &self.k.scalar_fn.body.ty {
+            Some(t @ Type::Tuple(_)) => rust_expr::type_of(t),
+            _ => ty(self.out_tys.first().copied().unwrap_or(ScalarType::F32)),
+        };
+        let pat = if vals.len() == 1 {
+            let v = &vals[0];
+            quote!(#v)
+        } else {
+            quote!((#(#vals,)*))
+        };
+        let reads = self.reads();
+        quote! { #reads let #pat: #result_ty = #body; }
+    }
+
+    /// `acc[slot] = acc[slot] ⊕ f(point)` for every output. With `FMA` on, a
+    /// float `a * b` summed with `+` becomes one `mul_add` (a contraction:
+    /// one rounding instead of two).
+    fn accumulate(&self, slot: &TokenStream) -> TokenStream {
+        let mut upd = TokenStream::new();
+        for o in 0..self.n_out() {
+            let Some(op) = self.ops[o] else { continue };
+            let (acc, v, t) = (format_ident!("__acc{}", o), format_ident!("__v{}", o), self.out_tys[o]);
+            if self.has_identity(o) {
+                let c = rust_expr::combine(op, t, &quote!(#acc[#slot]), &quote!(#v));
+                upd.extend(quote!(#acc[#slot] = #c;));
+            } else {
+                let c = rust_expr::combine(op, t, &quote!(__a), &quote!(#v));
+                upd.extend(quote! {
+                    #acc[#slot] = ::core::option::Option::Some(match #acc[#slot] {
+                        ::core::option::Option::Some(__a) => #c,
+                        ::core::option::Option::None => #v,
+                    });
+                });
+            }
+        }
+        let point = self.point();
+        match self.fused_mul_add(slot) {
+            Some(fused) => quote! { if FMA { #fused } else { #point #upd } },
+            None => quote! { #point #upd },
+        }
+    }
+
+    fn fused_mul_add(&self, slot: &TokenStream) -> Option<TokenStream> {
+        let single_float_sum = self.n_out() == 1
+            && self.out_tys[0].is_float()
+            && matches!(self.ops[0], Some(ReduceOp::Builtin(BuiltinOp::Add, _)));
+        let ExprKind::Binary(BinOp::Mul, a, b) = &self.k.scalar_fn.body.kind else {
+            return None;
+        };
+        if !single_float_sum {
+            return None;
+        }
+        let (a, b) = (rust_expr::expr(a), rust_expr::expr(b));
+        let reads = self.reads();
+        let body = self.scalar_fn_block(quote!((#a).mul_add(#b, __acc0[#slot])));
+        Some(quote! { #reads __acc0[#slot] = #body; })
+    }
+
+    /// `combine(x, y)` of two values of output `o`.
+    fn combine_values(&self, o: usize, x: &TokenStream, y: &TokenStream) -> TokenStream {
+        match self.ops[o] {
+            Some(op) => rust_expr::combine(op, self.out_tys[o], x, y),
+            None => quote!(#y),
+        }
+    }
+
+    /// The identity of every operator, if all have one (for empty PW dimensions).
+    fn identity(&self) -> TokenStream {
+        let ids: Option<Vec<TokenStream>> = (0..self.n_out())
+            .map(|o| match self.ops[o] {
+                Some(ReduceOp::Builtin(b, _)) => Some(rust_expr::identity(*b, self.out_tys[o])),
+                _ => None,
+            })
+            .collect();
+        match ids {
+            Some(ids) if !self.reduced.is_empty() => quote!(::core::option::Option::Some((#(#ids,)*))),
+            _ => quote!(::core::option::Option::None),
+        }
+    }
+
+    /// Loops over the tiles of one layer, in the plan's order, inside the
+    /// tiles of the parent layer (`None`: the task's region).
+    fn tile_loops(&self, plan: &CpuPlan, layer: u8, inner: TokenStream) -> TokenStream {
+        let sizes = if layer == 2 { &plan.l2 } else { &plan.l1 };
+        plan.order.iter().rev().fold(inner, |inner, &d| {
+            let (lo, hi) = (format_ident!("__t{}_{}", layer, d), format_ident!("__t{}e_{}", layer, d));
+            let (plo, phi) = if layer == 2 {
+                (quote!(__r[#d].0), quote!(__r[#d].1))
+            } else {
+                let (a, b) = (format_ident!("__t2_{}", d), format_ident!("__t2e_{}", d));
+                (quote!(#a), quote!(#b))
+            };
+            let t = sizes[d];
+            quote! {
+                let mut #lo: usize = #plo;
+                while #lo < #phi {
+                    let #hi: usize = ::core::cmp::min(#lo.saturating_add(#t), #phi);
+                    #inner
+                    #lo = #hi;
+                }
+            }
+        })
+    }
+
+    /// Loops over the kept coordinates `__c{d}` of a register tile (bounded
+    /// by the constant tile extent, or by `__n{d}` at the edges), binding the
+    /// point's kept indices and the tile slot `__kc`.
+    fn kept_coords(&self, plan: &CpuPlan, full: bool, inner: TokenStream) -> TokenStream {
+        let slot_terms = self.kept.iter().map(|&d| {
+            let c = format_ident!("__c{}", d);
+            let stride: usize = self.kept.iter().filter(|&&e| e > d).map(|&e| plan.reg[e]).product();
+            quote!(+ #c * #stride)
+        });
+        let binds = self.kept.iter().map(|&d| {
+            let (i, b, c) = (dim_var(d), format_ident!("__b{}", d), format_ident!("__c{}", d));
+            quote!(let #i: usize = #b + #c;)
+        });
+        let body = quote! { let __kc: usize = 0 #(#slot_terms)*; #(#binds)* #inner };
+        self.kept.iter().rev().fold(body, |inner, &d| {
+            let c = format_ident!("__c{}", d);
+            let bound = if full {
+                let r = plan.reg[d];
+                quote!(#r)
+            } else {
+                let n = format_ident!("__n{}", d);
+                quote!(#n)
+            };
+            quote!(for #c in 0..#bound { #inner })
+        })
+    }
+
+    /// The work of one register tile (full: constant trip counts).
+    fn register_tile(&self, plan: &CpuPlan, full: bool) -> TokenStream {
+        let pidx = self.kept.iter().map(|&d| {
+            let (i, ps) = (dim_var(d), format_ident!("__ps{}", d));
+            quote!(+ (#i - __r[#d].0) * #ps)
+        });
+        let pidx = quote!(let __pidx: usize = 0 #(#pidx)*;);
+        if self.reduced.is_empty() {
+            let point = self.point();
+            let vals = (0..self.n_out()).map(|o| format_ident!("__v{}", o));
+            return self.kept_coords(plan, full, quote! { #point #pidx __o[__pidx] = (#(#vals,)*); });
+        }
+        let n_kept: usize = self.kept.iter().map(|&d| plan.reg[d]).product();
+        let kr = *self.reduced.last().unwrap_or(&0);
+        let rr = plan.reg[kr];
+        let n_acc = n_kept * rr;
+        let mut init = TokenStream::new();
+        for o in 0..self.n_out() {
+            let (acc, t) = (format_ident!("__acc{}", o), ty(self.out_tys[o]));
+            match self.ops[o] {
+                Some(ReduceOp::Builtin(b, _)) => {
+                    let id = rust_expr::identity(*b, self.out_tys[o]);
+                    init.extend(quote!(let mut #acc: [#t; #n_acc] = [#id; #n_acc];));
+                }
+                _ => init.extend(quote! {
+                    let mut #acc: [::core::option::Option<#t>; #n_acc] = [::core::option::Option::None; #n_acc];
+                }),
+            }
+        }
+        let (i_kr, lo_kr, hi_kr) = (dim_var(kr), format_ident!("__t1_{}", kr), format_ident!("__t1e_{}", kr));
+        let lanes = self.kept_coords(plan, full, self.accumulate(&quote!(__kc * #rr + __l)));
+        let tail = self.kept_coords(plan, full, self.accumulate(&quote!(__kc * #rr)));
+        let innermost = quote! {
+            let mut __j: usize = #lo_kr;
+            while __j + #rr <= #hi_kr {
+                for __l in 0..#rr {
+                    let #i_kr: usize = __j + __l;
+                    #lanes
+                }
+                __j += #rr;
+            }
+            while __j < #hi_kr {
+                let #i_kr: usize = __j;
+                #tail
+                __j += 1;
+            }
+        };
+        let red_loops = self.reduced[..self.reduced.len() - 1].iter().rev().fold(innermost, |inner, &d| {
+            let (i, lo, hi) = (dim_var(d), format_ident!("__t1_{}", d), format_ident!("__t1e_{}", d));
+            quote!(for #i in #lo..#hi { #inner })
+        });
+        // Fold the lanes, then re-compose with the task-local partial result.
+        let mut fold = TokenStream::new();
+        let mut finals = Vec::new();
+        for o in 0..self.n_out() {
+            let (acc, f) = (format_ident!("__acc{}", o), format_ident!("__f{}", o));
+            if self.has_identity(o) {
+                let c = self.combine_values(o, &quote!(#f), &quote!(#acc[__kc * #rr + __l]));
+                fold.extend(quote! {
+                    let mut #f = #acc[__kc * #rr];
+                    for __l in 1..#rr { #f = #c; }
+                });
+            } else {
+                let c = self.combine_values(o, &quote!(__x), &quote!(__y));
+                fold.extend(quote! {
+                    let mut #f = #acc[__kc * #rr];
+                    for __l in 1..#rr {
+                        #f = match (#f, #acc[__kc * #rr + __l]) {
+                            (::core::option::Option::Some(__x), ::core::option::Option::Some(__y)) => ::core::option::Option::Some(#c),
+                            (__x, ::core::option::Option::None) => __x,
+                            (::core::option::Option::None, __y) => __y,
+                        };
+                    }
+                    let #f = #f.expect("every register-tile lane of a non-empty PW range holds a value");
+                });
+            }
+            finals.push(f);
+        }
+        let merged = (0..self.n_out()).map(|o| {
+            let idx = syn::Index::from(o);
+            self.combine_values(o, &quote!(__slot.#idx), &quote!(__new.#idx))
+        });
+        let store = self.kept_coords(
+            plan,
+            full,
+            quote! {
+                #fold
+                #pidx
+                let __new = (#(#finals,)*);
+                let __slot = __o[__pidx];
+                __o[__pidx] = if __first { __new } else { (#(#merged,)*) };
+            },
+        );
+        quote! { #init #red_loops #store }
+    }
+
+    /// The task body of one plan: tile loops of L2 and L1, register tiles.
+    fn compute_fn(&self, plan: &CpuPlan, index: usize) -> TokenStream {
+        let (d, a_ty) = (self.d, &self.a_ty);
+        let name = format_ident!("__compute_{}", index);
+        let first = self.reduced.iter().map(|&k| {
+            let lo = format_ident!("__t1_{}", k);
+            quote!(&& #lo == __r[#k].0)
+        });
+        let full = self.kept.iter().filter(|&&x| plan.reg[x] > 1).map(|&x| {
+            let (n, r) = (format_ident!("__n{}", x), plan.reg[x]);
+            quote!(&& #n == #r)
+        });
+        let full_tile = self.register_tile(plan, true);
+        let edge_tile = self.register_tile(plan, false);
+        let tile = quote! {
+            if true #(#full)* { #full_tile } else { #edge_tile }
+        };
+        let reg_loops = self.kept.iter().rev().fold(tile, |inner, &x| {
+            let (b, n, lo, hi, r) = (
+                format_ident!("__b{}", x),
+                format_ident!("__n{}", x),
+                format_ident!("__t1_{}", x),
+                format_ident!("__t1e_{}", x),
+                plan.reg[x],
+            );
+            quote! {
+                let mut #b: usize = #lo;
+                while #b < #hi {
+                    let #n: usize = ::core::cmp::min(#r, #hi - #b);
+                    #inner
+                    #b += #r;
+                }
+            }
+        });
+        let micro = quote! {
+            let __first: bool = true #(#first)*;
+            #reg_loops
+        };
+        let body = self.tile_loops(plan, 2, self.tile_loops(plan, 1, micro));
+        let ps = self.kept.iter().map(|&x| {
+            let p = format_ident!("__ps{}", x);
+            let later = self.kept.iter().filter(|&&e| e > x).map(|&e| quote!(* (__r[#e].1 - __r[#e].0)));
+            quote!(let #p: usize = 1 #(#later)*;)
+        });
+        let n_kept = self.kept.iter().map(|&e| quote!(* (__r[#e].1 - __r[#e].0)));
+        let binds = self.ctx_binds();
+        quote! {
+            #[inline(always)]
+            fn #name<const FMA: bool>(__c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>) {
+                #binds
+                #(#ps)*
+                __o.clear();
+                __o.resize(1usize #(#n_kept)*, ::core::default::Default::default());
+                #body
+            }
+        }
+    }
+
+    /// The names a task body uses, bound from the context.
+    fn ctx_binds(&self) -> TokenStream {
+        let k = self.k;
+        let fields = self.ctx_fields().into_iter().map(|(n, _)| n);
+        let sizes = k.size_params.iter().enumerate().map(|(i, s)| quote!(let #s: usize = __sz[#i];));
+        quote! {
+            let __Ctx { #(#fields,)* .. } = *__c;
+            #(#sizes)*
+        }
+    }
+
+    /// Fields of the context struct that carries a call's arguments, sizes
+    /// and flattened accesses into the task bodies.
+    fn ctx_fields(&self) -> Vec<(TokenStream, TokenStream)> {
+        let k = self.k;
+        let (d, ns) = (self.d, k.size_params.len());
+        let mut f = Vec::new();
+        for (b, buf) in k.inputs.iter().enumerate() {
+            let (n, t) = (format_ident!("__in{}", b), ty(buf.ty));
+            f.push((quote!(#n), quote!(&'a [#t])));
+        }
+        f.push((quote!(__sz), quote!([usize; #ns])));
+        for j in 0..k.input_accesses().len() {
+            let (b, c) = (format_ident!("__ia{}_b", j), format_ident!("__ia{}_c", j));
+            f.push((quote!(#b), quote!(isize)));
+            f.push((quote!(#c), quote!([isize; #d])));
+        }
+        for p in &k.params {
+            let (n, t) = (&p.name, ty(p.ty));
+            f.push((quote!(#n), t));
+        }
+        f
+    }
+}
+
+/// The `cpu` function and its helpers for `plans` (at least one), of which
+/// entries with `sizes` are dispatched by nearest size at run time.
+pub fn cpu_fn(k: &Kernel, plans: &[(CpuPlan, Option<Vec<usize>>)]) -> TokenStream {
+    let g = Gen::new(k);
+    let (d, a_ty) = (g.d, &g.a_ty);
+    let name_str = k.name.to_string();
     let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
     let in_tys: Vec<TokenStream> = k.inputs.iter().map(|b| ty(b.ty)).collect();
     let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
     let out_tys: Vec<TokenStream> = k.outputs.iter().map(|b| ty(b.ty)).collect();
     let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
     let param_tys: Vec<TokenStream> = k.params.iter().map(|p| ty(p.ty)).collect();
-    let size_names = &k.size_params;
-    let ns = size_names.len();
+    let ns = k.size_params.len();
     let in_slices: Vec<Ident> = (0..k.inputs.len()).map(|b| format_ident!("__in{}", b)).collect();
     let out_ptrs: Vec<Ident> = (0..k.outputs.len()).map(|b| format_ident!("__out{}", b)).collect();
 
-    // Input accesses: linear forms and the reads at a point.
-    let mut setup = TokenStream::new();
-    let mut reads = TokenStream::new();
-    let mut read_vars = Vec::new();
+    // The context: inputs, sizes, flattened input accesses, params.
+    let (field_names, field_tys): (Vec<_>, Vec<_>) = g.ctx_fields().into_iter().unzip();
+    let mut ctx_init = TokenStream::new();
     let mut per_buffer = vec![0usize; k.inputs.len()];
-    for (j, (b, f)) in k.input_accesses().into_iter().enumerate() {
+    for (j, (b, _)) in k.input_accesses().into_iter().enumerate() {
         let a = per_buffer[b];
         per_buffer[b] += 1;
-        let (base, coef, var) = (format_ident!("__ia{}_b", j), format_ident!("__ia{}_c", j), format_ident!("__p{}", j));
-        setup.extend(quote! {
-            let #base: isize = __bound.in_linear[#b][#a].base;
-            let #coef: [isize; #d] = ::core::array::from_fn(|__d| __bound.in_linear[#b][#a].coefs[__d]);
+        let (base, coef) = (format_ident!("__ia{}_b", j), format_ident!("__ia{}_c", j));
+        ctx_init.extend(quote! {
+            #base: __bound.in_linear[#b][#a].base,
+            #coef: ::core::array::from_fn(|__d| __bound.in_linear[#b][#a].coefs[__d]),
         });
-        let slice = &in_slices[b];
-        let t = ty(k.inputs[b].ty);
-        let off = offset(&base, &coef, &used_dims(f, d));
-        // SAFETY: `bind` checked that this access stays inside the buffer
-        // over the whole index space, and the loops stay inside it.
-        reads.extend(quote! { let #var: #t = unsafe { *#slice.get_unchecked(#off) }; });
-        read_vars.push(var);
     }
-
-    // The scalar function at one point.
-    let sf = &k.scalar_fn;
-    let index_binds = sf.index_params.iter().flatten().enumerate().map(|(d, name)| {
-        let i = dim_var(d);
-        quote!(let #name: usize = #i;)
-    });
-    let param_binds = sf.params.iter().zip(&read_vars).map(|(p, v)| quote!(let #p = #v;));
-    let body = rust_expr::expr(&sf.body);
-    let outs = k.output_accesses();
-    let out_tys_acc: Vec<ScalarType> = outs.iter().map(|(b, _)| k.outputs[*b].ty).collect();
-    let n_out = outs.len();
-    let vals: Vec<Ident> = (0..n_out).map(|o| format_ident!("__v{}", o)).collect();
-    let result_ty = match &sf.body.ty {
-        Some(t @ Type::Tuple(_)) => rust_expr::type_of(t),
-        _ => ty(out_tys_acc.first().copied().unwrap_or(ScalarType::F32)),
-    };
-    let destructure = if n_out == 1 {
-        let v = &vals[0];
-        quote!(let #v: #result_ty = { #(#index_binds)* #(#param_binds)* #body };)
-    } else {
-        quote!(let (#(#vals,)*): #result_ty = { #(#index_binds)* #(#param_binds)* #body };)
-    };
-    let point = quote! { #reads #destructure };
-
-    // Accumulation over the PW dimensions of a region.
-    let out_tys_acc_t: Vec<TokenStream> = out_tys_acc.iter().map(|t| ty(*t)).collect();
-    let a_ty = quote!((#(#out_tys_acc_t,)*));
-    let accs: Vec<Ident> = (0..n_out).map(|o| format_ident!("__acc{}", o)).collect();
-    let ops: Vec<Option<&ReduceOp>> = (0..n_out).map(|o| reduce_op(k, o)).collect();
-    let has_identity = |o: usize| matches!(ops[o], Some(ReduceOp::Builtin(..)));
-    let loops_over = |dims: &[usize], inner: TokenStream| -> TokenStream {
-        dims.iter().rev().fold(inner, |inner, &dd| {
-            let i = dim_var(dd);
-            quote!(for #i in __r[#dd].0..__r[#dd].1 { #inner })
-        })
-    };
-    let per_kept_point = if reduced.is_empty() {
-        quote! { #point __o.push((#(#vals,)*)); }
-    } else {
-        let mut init = TokenStream::new();
-        let mut update = TokenStream::new();
-        let mut finish = Vec::new();
-        for o in 0..n_out {
-            let (acc, v, t) = (&accs[o], &vals[o], out_tys_acc[o]);
-            let tt = ty(t);
-            let Some(op) = ops[o] else { continue };
-            if let ReduceOp::Builtin(b, _) = op {
-                let id = rust_expr::identity(*b, t);
-                init.extend(quote!(let mut #acc: #tt = #id;));
-                let c = rust_expr::combine(op, t, &quote!(#acc), &quote!(#v));
-                update.extend(quote!(#acc = #c;));
-                finish.push(quote!(#acc));
-            } else {
-                init.extend(quote!(let mut #acc: ::core::option::Option<#tt> = ::core::option::Option::None;));
-                let c = rust_expr::combine(op, t, &quote!(__a), &quote!(#v));
-                update.extend(quote! {
-                    #acc = ::core::option::Option::Some(match #acc {
-                        ::core::option::Option::Some(__a) => #c,
-                        ::core::option::Option::None => #v,
-                    });
-                });
-                finish.push(quote!(#acc.expect("mdh::cpu::execute passes non-empty PW ranges")));
-            }
-        }
-        let inner = loops_over(&reduced, quote! { #point #update });
-        quote! { #init #inner __o.push((#(#finish,)*)); }
-    };
-    let compute_body = loops_over(&kept, per_kept_point);
-
-    // Combination of two partial results.
-    let combine_parts = (0..n_out).map(|o| {
-        let idx = syn::Index::from(o);
-        match ops[o] {
-            Some(op) => rust_expr::combine(op, out_tys_acc[o], &quote!(__x.#idx), &quote!(__y.#idx)),
-            None => quote!(__x.#idx),
-        }
-    });
-    let identity = if !ops.is_empty() && (0..n_out).all(has_identity) {
-        let ids = (0..n_out).map(|o| match ops[o] {
-            Some(ReduceOp::Builtin(b, _)) => rust_expr::identity(*b, out_tys_acc[o]),
-            _ => quote!(),
-        });
-        quote!(::core::option::Option::Some((#(#ids,)*)))
-    } else {
-        quote!(::core::option::Option::None)
-    };
 
     // Writes through the output views.
     let mut out_setup = TokenStream::new();
     let mut writes = TokenStream::new();
     let mut per_out = vec![0usize; k.outputs.len()];
-    for (o, (b, f)) in outs.iter().enumerate() {
-        let a = per_out[*b];
-        per_out[*b] += 1;
+    for (o, (b, f)) in k.output_accesses().into_iter().enumerate() {
+        let a = per_out[b];
+        per_out[b] += 1;
         let (base, coef) = (format_ident!("__oa{}_b", o), format_ident!("__oa{}_c", o));
         out_setup.extend(quote! {
             let #base: isize = __bound.out_linear[#b][#a].base;
             let #coef: [isize; #d] = ::core::array::from_fn(|__d| __bound.out_linear[#b][#a].coefs[__d]);
         });
-        let off = offset(&base, &coef, &used_dims(f, d));
-        let ptr = &out_ptrs[*b];
+        let off = offset(f, d, &base, &coef);
+        let ptr = &out_ptrs[b];
         let idx = syn::Index::from(o);
         // SAFETY: `bind` checked bounds and disjointness of accesses; the
         // output view is injective over the kept dimensions (checked at
         // compile time) and each kept point is written by one task.
         writes.extend(quote! { unsafe { #ptr.write(#off, __v.#idx) }; });
     }
-    let write_body = loops_over(
-        &kept,
+    let write_body = g.kept.iter().rev().fold(
         quote! {
             let __v = __vals[__n];
             __n += 1;
             #writes
         },
+        |inner, &x| {
+            let i = dim_var(x);
+            quote!(for #i in __r[#x].0..__r[#x].1 { #inner })
+        },
     );
 
-    let kind_toks = kinds.iter().map(|kd| super::dim_kind(*kd));
-    let size_idx = 0..ns;
+    let combine_parts = (0..g.n_out()).map(|o| {
+        let idx = syn::Index::from(o);
+        g.combine_values(o, &quote!(__x.#idx), &quote!(__y.#idx))
+    });
+    let identity = g.identity();
+    let kind_toks = g.kinds.iter().map(|kd| super::dim_kind(*kd));
+
+    // Plans: one task body each, chosen by the nearest tuned sizes.
+    let compute_fns = plans.iter().enumerate().map(|(i, (p, _))| g.compute_fn(p, i));
+    let indices: Vec<usize> = (0..plans.len()).collect();
+    let calls = |fma: bool| {
+        let arms = indices.iter().map(move |&i| {
+            let f = format_ident!("__compute_{}", i);
+            quote!(#i => #f::<#fma>(__c, __r, __o),)
+        });
+        quote!(match __plan { #(#arms)* _ => __compute_0::<#fma>(__c, __r, __o), })
+    };
+    let (fast, slow) = (calls(true), calls(false));
+    let tuned = plans.iter().map(|(_, s)| match s {
+        Some(s) => quote!(::core::option::Option::Some(&[#(#s),*][..])),
+        None => quote!(::core::option::Option::None),
+    });
+    let cors = plans.iter().map(|(p, _)| {
+        let c = &p.cor;
+        quote!([#(#c),*])
+    });
     let doc = format!(
         "Runs `{name_str}` on the CPU (rayon). Arguments: the inputs, the outputs (overwritten where the output view writes), the params, then the sizes. Returns an error if a slice length does not match its shape for these sizes, if a size expression overflows, or if an index function leaves its buffer."
     );
     quote! {
+        #[derive(Clone, Copy)]
+        struct __Ctx<'a> {
+            #(#field_names: #field_tys,)*
+            __lifetime: ::core::marker::PhantomData<&'a ()>,
+        }
+
+        #(#compute_fns)*
+
+        /// One task: the body of plan `__plan`, compiled for the best
+        /// instruction set this CPU has.
+        fn __compute(__plan: usize, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>) {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+                unsafe fn __avx512(__plan: usize, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>) {
+                    #fast
+                }
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn __avx2(__plan: usize, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>) {
+                    #fast
+                }
+                match ::mdh::__rt::isa() {
+                    // SAFETY: the CPU has these features (detected at run time).
+                    ::mdh::__rt::Isa::Avx512 => return unsafe { __avx512(__plan, __c, __r, __o) },
+                    ::mdh::__rt::Isa::Avx2 => return unsafe { __avx2(__plan, __c, __r, __o) },
+                    ::mdh::__rt::Isa::Baseline => {}
+                }
+            }
+            #slow
+        }
+
         #[doc = #doc]
         pub fn cpu(
             #(#in_names: &[#in_tys],)*
@@ -211,18 +586,25 @@ pub fn cpu_fn(k: &Kernel) -> TokenStream {
         ) -> ::core::result::Result<(), ::mdh::Error> {
             let __sizes: [usize; #ns] = sizes.values();
             let __bound = desc().bind(&__sizes, &[#(#in_names.len()),*], &[#(#out_names.len()),*])?;
-            #(let #size_names: usize = __sizes[#size_idx];)*
-            #(let #in_slices: &[#in_tys] = #in_names;)*
+            let __ctx = __Ctx {
+                #(#in_slices: #in_names,)*
+                __sz: __sizes,
+                #ctx_init
+                #(#param_names,)*
+                __lifetime: ::core::marker::PhantomData,
+            };
+            let __plan: usize = ::mdh::__rt::nearest_plan(&[#(#tuned),*], &__sizes);
+            const __COR: &[[usize; #d]] = &[#(#cors),*];
             #(let #out_ptrs = ::mdh::__rt::SyncPtr::new(#out_names);)*
-            #setup
             #out_setup
             let __ext: [usize; #d] = ::core::array::from_fn(|__d| __bound.extents[__d]);
             ::mdh::__rt::execute::<#a_ty, #d>(
                 #name_str,
                 __ext,
                 [#(#kind_toks),*],
+                __COR[__plan],
                 #identity,
-                |__r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>| { #compute_body },
+                |__r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>| __compute(__plan, &__ctx, __r, __o),
                 |__x: #a_ty, __y: #a_ty| -> #a_ty { (#(#combine_parts,)*) },
                 |__r: &::mdh::__rt::Region<#d>, __vals: &[#a_ty]| {
                     let mut __n = 0usize;

@@ -19,7 +19,7 @@ pub fn module(k: &Kernel) -> TokenStream {
     let size_strs: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
     let spec = &k.source;
     let desc = desc_tokens(&KernelDesc::from_kernel(k));
-    let cpu = cpu::cpu_fn(k);
+    let cpu = cpu::cpu_fn(k, &[(crate::plan::CpuPlan::default_for(k), None)]);
     quote! {
         #(#attrs)*
         #[allow(non_snake_case, non_camel_case_types, unused, clippy::all)]

@@ -1,0 +1,180 @@
+//! The low-level plan on the CPU's abstract system model (the paper's
+//! Section 3 and Table 1): memory layers MM (main memory), L2, L1 and REG,
+//! core layers COR (rayon tasks) and SIMD (vector lanes).
+//!
+//! A [`CpuPlan`] fixes, per md_hom dimension, the number of COR parts, the
+//! tile sizes of the L2, L1 and REG layers, and the loop order of the tile
+//! loops. Register tiles have constant trip counts; the dimension mapped to
+//! SIMD lanes is the one whose register tile is contiguous in memory. Partial
+//! results of PW dimensions live in registers inside a register tile and in
+//! a task-local buffer over the task's kept points across tiles (the paper's
+//! re-composition in a faster memory region). Tile sizes need not divide the
+//! sizes: edge tiles run a variable-trip version of the same code.
+
+use crate::spec::{DimKind, Kernel, ScalarType};
+
+/// Accumulator registers available to one register tile: 32 vector
+/// registers, a few kept free for operands (DESIGN.md §7: a tile that
+/// needs more spills and collapses).
+pub const VECTOR_REGISTERS_FOR_ACCUMULATORS: usize = 24;
+/// Bytes of one vector register of the widest SIMD layer (AVX-512).
+pub const VECTOR_BYTES: usize = 64;
+/// Upper bound on the elements of one register tile, whatever the type.
+pub const MAX_REGISTER_TILE: usize = 512;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuPlan {
+    /// #PRT(COR, d): parts of each dimension run as separate rayon tasks
+    /// (0: chosen at run time from the number of threads).
+    pub cor: Vec<usize>,
+    /// Tile extents of the L2 and L1 layers per dimension (≥ 1).
+    pub l2: Vec<usize>,
+    pub l1: Vec<usize>,
+    /// Register tile extents per dimension (≥ 1, constant trip counts). Only
+    /// the innermost PW dimension may have an extent above 1 among the PW
+    /// dimensions: its register tile holds independent partial results
+    /// (vector lanes) that are combined at the end of the tile.
+    pub reg: Vec<usize>,
+    /// Loop order of the L2 and L1 tile loops, outermost first (a
+    /// permutation of the dimensions).
+    pub order: Vec<usize>,
+}
+
+/// Why a config does not fit a kernel.
+pub type PlanError = String;
+
+fn elem_bytes(t: ScalarType) -> usize {
+    match t {
+        ScalarType::F64 | ScalarType::I64 | ScalarType::U64 | ScalarType::Usize => 8,
+        ScalarType::F32 | ScalarType::I32 | ScalarType::U32 => 4,
+        ScalarType::I16 | ScalarType::U16 => 2,
+        _ => 1,
+    }
+}
+
+/// The dimension whose consecutive indices are consecutive in memory for
+/// the most accesses: the natural SIMD dimension.
+pub fn contiguous_dim(k: &Kernel) -> Option<usize> {
+    let d = k.dims.len();
+    let mut score = vec![0usize; d];
+    let accesses = k.input_accesses().into_iter().chain(k.output_accesses());
+    for (_, f) in accesses {
+        if let Some(last) = f.components.last() {
+            for (dd, s) in score.iter_mut().enumerate() {
+                let only_last = f.components[..f.components.len() - 1]
+                    .iter()
+                    .all(|c| c.dims.get(dd).copied().unwrap_or(0) == 0);
+                if only_last && last.dims.get(dd).copied() == Some(1) {
+                    *s += 1;
+                }
+            }
+        }
+    }
+    // Prefer the innermost among the best (row-major: the last dimension).
+    (0..d).filter(|&x| score[x] > 0).max_by_key(|&x| (score[x], x))
+}
+
+impl CpuPlan {
+    /// The documented heuristic default, used when no config entry exists:
+    /// - SIMD: the dimension contiguous in most accesses gets a register
+    ///   tile of two vectors (one for a PW dimension fed by one input: four,
+    ///   to hide the latency of the combine operator);
+    /// - the next kept dimension outward gets up to 6 rows, keeping the
+    ///   accumulators within [`VECTOR_REGISTERS_FOR_ACCUMULATORS`];
+    /// - L1 tiles of 256 along PW dimensions and 64 along kept ones, L2 tiles
+    ///   four times larger; COR parts chosen at run time;
+    /// - tile loops: kept dimensions outermost in dimension order, then PW
+    ///   dimensions, so partial results stay in the task-local buffer.
+    pub fn default_for(k: &Kernel) -> CpuPlan {
+        let d = k.dims.len();
+        let kinds = k.dim_kinds();
+        let bytes = k
+            .output_accesses()
+            .iter()
+            .map(|(b, _)| elem_bytes(k.outputs[*b].ty))
+            .max()
+            .unwrap_or(4);
+        let lanes = (VECTOR_BYTES / bytes).max(1);
+        let mut reg = vec![1; d];
+        let innermost_pw = (0..d).rev().find(|&x| kinds[x] == DimKind::Pw);
+        let simd = contiguous_dim(k);
+        let budget = VECTOR_REGISTERS_FOR_ACCUMULATORS * lanes / k.output_accesses().len().max(1);
+        match simd {
+            Some(s) if kinds[s] == DimKind::Cc => {
+                reg[s] = 2 * lanes;
+                if let Some(o) = (0..s).rev().find(|&x| kinds[x] == DimKind::Cc) {
+                    reg[o] = (budget / reg[s]).clamp(1, 6);
+                }
+            }
+            Some(s) if Some(s) == innermost_pw => {
+                reg[s] = 4 * lanes;
+                if let Some(o) = (0..d).rev().find(|&x| kinds[x] == DimKind::Cc) {
+                    reg[o] = (budget / reg[s]).clamp(1, 4);
+                }
+            }
+            _ => {}
+        }
+        let l1: Vec<usize> = (0..d)
+            .map(|x| if kinds[x] == DimKind::Pw { 256 } else { 64 }.max(reg[x]))
+            .collect();
+        let l2 = l1.iter().map(|&t| t * 4).collect();
+        let mut order: Vec<usize> = (0..d).filter(|&x| kinds[x].is_kept()).collect();
+        order.extend((0..d).filter(|&x| !kinds[x].is_kept()));
+        CpuPlan {
+            cor: vec![0; d],
+            l2,
+            l1,
+            reg,
+            order,
+        }
+    }
+
+    /// Checks a plan against the kernel and the CPU model.
+    pub fn validate(&self, k: &Kernel) -> Result<(), PlanError> {
+        let d = k.dims.len();
+        let kinds = k.dim_kinds();
+        for (name, v) in [("cor", &self.cor), ("l2", &self.l2), ("l1", &self.l1), ("reg", &self.reg)] {
+            if v.len() != d {
+                return Err(format!(
+                    "`{name}` has {} entries but the kernel has {d} dimensions; give one per md_hom dimension",
+                    v.len()
+                ));
+            }
+        }
+        for (name, v) in [("l2", &self.l2), ("l1", &self.l1), ("reg", &self.reg)] {
+            if let Some(x) = v.iter().position(|&t| t == 0) {
+                return Err(format!("`{name}` of dimension {x} is 0; tile sizes must be at least 1"));
+            }
+        }
+        let mut seen = vec![false; d];
+        if self.order.len() != d || self.order.iter().any(|&x| x >= d || std::mem::replace(&mut seen[x], true)) {
+            return Err(format!(
+                "`order` must be a permutation of the dimensions 0..{d}, got {:?}",
+                self.order
+            ));
+        }
+        let pw_with_reg: Vec<usize> = (0..d).filter(|&x| kinds[x] == DimKind::Pw && self.reg[x] > 1).collect();
+        let innermost_pw = (0..d).rev().find(|&x| kinds[x] == DimKind::Pw);
+        if pw_with_reg.iter().any(|&x| Some(x) != innermost_pw) {
+            return Err(format!(
+                "only the innermost PW dimension ({innermost_pw:?}) may have a register tile above 1, got `reg` {:?}",
+                self.reg
+            ));
+        }
+        let tile: usize = self.reg.iter().product();
+        let per_output = self.reg_elements();
+        let outs = k.output_accesses().len().max(1);
+        if tile > MAX_REGISTER_TILE || per_output.saturating_mul(outs) > MAX_REGISTER_TILE {
+            return Err(format!(
+                "the register tile {:?} has {tile} points; at most {MAX_REGISTER_TILE} fit the registers",
+                self.reg
+            ));
+        }
+        Ok(())
+    }
+
+    /// Accumulators of one output in a register tile.
+    pub fn reg_elements(&self) -> usize {
+        self.reg.iter().product()
+    }
+}
