@@ -83,12 +83,16 @@ impl Rng {
     /// `n` integers uniform in `lo..hi`.
     pub fn i32s(&mut self, n: usize, lo: i32, hi: i32) -> Vec<i32> {
         let span = (hi as i64 - lo as i64).max(1) as usize;
-        (0..n).map(|_| (lo as i64 + self.below(span) as i64) as i32).collect()
+        (0..n)
+            .map(|_| (lo as i64 + self.below(span) as i64) as i32)
+            .collect()
     }
 
     /// `n` integers uniform in `0..hi`.
     pub fn u32s(&mut self, n: usize, hi: u32) -> Vec<u32> {
-        (0..n).map(|_| self.below(hi.max(1) as usize) as u32).collect()
+        (0..n)
+            .map(|_| self.below(hi.max(1) as usize) as u32)
+            .collect()
     }
 }
 
@@ -149,7 +153,9 @@ pub fn verify(
             if std::mem::discriminant(&k) == std::mem::discriminant(&r) {
                 Ok(())
             } else {
-                Err(format!("kernel and interpreter fail differently:\n  kernel: {k}\n  interpreter: {r}"))
+                Err(format!(
+                    "kernel and interpreter fail differently:\n  kernel: {k}\n  interpreter: {r}"
+                ))
             }
         }
         (Err(k), Ok(())) => Err(format!("kernel failed but the interpreter succeeded: {k}")),
@@ -177,7 +183,12 @@ pub fn close(a: f64, b: f64, rtol: f64) -> bool {
     (a - b).abs() <= rtol * 1f64.max(a.abs()).max(b.abs())
 }
 
-fn mismatch_report(what: &str, bad: &[(usize, String, String)], count: usize, total: usize) -> String {
+fn mismatch_report(
+    what: &str,
+    bad: &[(usize, String, String)],
+    count: usize,
+    total: usize,
+) -> String {
     let mut s = format!("{what}: {count} of {total} elements differ");
     for (i, g, w) in bad {
         let _ = write!(s, "\n  [{i}] got {g}, expected {w}");
@@ -223,7 +234,11 @@ pub fn compare(what: &str, got: &Buffer, want: &Buffer, rtol: f64) -> Result<(),
 /// Compares float results with values computed by a plain loop (in `f64`).
 pub fn compare_f32(what: &str, got: &[f32], want: &[f64], rtol: f64) -> Result<(), String> {
     if got.len() != want.len() {
-        return Err(format!("{what}: {} elements, expected {}", got.len(), want.len()));
+        return Err(format!(
+            "{what}: {} elements, expected {}",
+            got.len(),
+            want.len()
+        ));
     }
     let mut bad = Vec::new();
     let mut count = 0;
@@ -271,7 +286,12 @@ pub fn sampled_f32(
     if count == 0 {
         Ok(())
     } else {
-        Err(mismatch_report(&format!("{what} (sampled)"), &bad, count, idx.len()))
+        Err(mismatch_report(
+            &format!("{what} (sampled)"),
+            &bad,
+            count,
+            idx.len(),
+        ))
     }
 }
 
@@ -306,9 +326,11 @@ impl Args {
                         .ok_or("--runs needs a positive number")?
                 }
                 "--help" | "-h" => {
-                    return Err("usage: [--quick] [--runs N] [SIZE]  (SIZE: the main problem size; \
+                    return Err(
+                        "usage: [--quick] [--runs N] [SIZE]  (SIZE: the main problem size; \
                                 accepts 2^k and 1e6 forms)"
-                        .into())
+                            .into(),
+                    )
                 }
                 _ => a.size = Some(parse_size(&s).ok_or_else(|| format!("not a size: `{s}`"))?),
             }
@@ -401,7 +423,11 @@ pub fn against_reference(
 ) -> Res {
     let init: Vec<Buffer> = got.iter().map(|b| Buffer::zeros(b.ty(), b.len())).collect();
     let t = Instant::now();
-    verify(spec, sizes, inputs, params, init, Ok(()), got, rtol).map_err(|e| format!("{what}: {e}"))?;
-    ok(&format!("{what} matches the reference interpreter ({:.2} s)", t.elapsed().as_secs_f64()));
+    verify(spec, sizes, inputs, params, init, Ok(()), got, rtol)
+        .map_err(|e| format!("{what}: {e}"))?;
+    ok(&format!(
+        "{what} matches the reference interpreter ({:.2} s)",
+        t.elapsed().as_secs_f64()
+    ));
     Ok(())
 }

@@ -53,8 +53,8 @@ use std::collections::HashSet;
 use proc_macro2::Span;
 
 use crate::spec::{
-    Block, BufferDecl, CombineOp, DimKind, Expr, ExprKind, IndexFn, Kernel, Lit, Method, ReduceOp,
-    ScalarType, SizeExpr, Stmt, Type, UnOp, View,
+    BinOp, Block, BufferDecl, CombineOp, DimKind, Expr, ExprKind, IndexFn, Kernel, Lit, Method, ReduceOp,
+    ScalarType, SizeExpr, SpanRange, Stmt, Type, UnOp, View,
 };
 
 /// Checks a parsed kernel and fills the types of all scalar-function and
@@ -63,13 +63,13 @@ pub fn check(kernel: &mut Kernel) -> syn::Result<()> {
     let mut errs = Errors::default();
     check_names(kernel, &mut errs);
     let ops_ok = check_op_count(kernel, &mut errs);
-    check_views(kernel, &mut errs);
-    check_scalar_fn_shape(kernel, &mut errs);
-    check_combine_ops(kernel, ops_ok, &mut errs);
+    let views = check_views(kernel, &mut errs);
+    check_scalar_fn_shape(kernel, views, &mut errs);
+    check_combine_ops(kernel, ops_ok, views, &mut errs);
     if ops_ok {
         check_output_index_fns(kernel, &mut errs);
     }
-    let typed = infer_types(kernel, &mut errs);
+    let typed = infer_types(kernel, views, &mut errs);
     errs.finish()?;
     if let Some(typed) = typed {
         apply_types(kernel, typed);
@@ -84,8 +84,8 @@ pub fn check(kernel: &mut Kernel) -> syn::Result<()> {
 struct Errors(Option<syn::Error>);
 
 impl Errors {
-    fn push(&mut self, span: Span, msg: impl std::fmt::Display) {
-        let e = syn::Error::new(span, msg);
+    fn push(&mut self, at: impl Into<SpanRange>, msg: impl std::fmt::Display) {
+        let e = at.into().error(msg);
         match &mut self.0 {
             Some(all) => all.combine(e),
             None => self.0 = Some(e),
@@ -227,24 +227,24 @@ fn check_names(k: &Kernel, errs: &mut Errors) {
     let sizes: HashSet<String> = k.size_params.iter().map(|s| s.to_string()).collect();
     for (i, (name, span, what)) in entries.iter().enumerate() {
         if let Some((_, _, first)) = entries.iter().take(i).find(|(n, _, _)| n == name) {
-            errs.push(
-                *span,
-                format!(
-                    "the name `{name}` is declared twice (as {first} and as {what}); rename one of them"
-                ),
-            );
-        } else if sizes.contains(name) {
-            let hint = if *what == "a param" {
-                "size parameters are already available as `usize` values in the scalar function, so drop the param or rename it"
+            let how = if first == what {
+                format!("declared twice as {what}")
             } else {
-                "rename the buffer"
+                format!("declared twice (as {first} and as {what})")
             };
-            errs.push(
-                *span,
-                format!(
-                    "`{name}` is a size parameter (used in a shape or in md_hom[...]) and cannot also be {what}; {hint}"
-                ),
-            );
+            errs.push(*span, format!("the name `{name}` is {how}; rename one of them"));
+        } else if sizes.contains(name) {
+            let renamed = if name.starts_with('N') {
+                format!("NUM_{name}")
+            } else {
+                format!("N{name}")
+            };
+            let msg = if *what == "a param" {
+                format!("`{name}` is a size parameter (used in a shape or in md_hom[...]) and cannot also be a param; size parameters are already available as `usize` values in the scalar function, so drop the param or rename it")
+            } else {
+                format!("`{name}` is a size parameter (used in a shape or in md_hom[...]) and cannot also name {what}: the generated `cpu` function takes the buffers and the size parameters as arguments by name, so the two would clash; rename the size parameter (e.g. `{renamed}`) or the buffer")
+            };
+            errs.push(*span, msg);
         }
     }
 }
@@ -294,7 +294,7 @@ fn check_index_fn(k: &Kernel, buf: &BufferDecl, f: &IndexFn, errs: &mut Errors) 
     let nd = k.dims.len();
     if f.params.len() != nd {
         errs.push(
-            f.span,
+            f.params_range,
             format!(
                 "this index function has {} but md_hom has {} {}; write one parameter per dimension, e.g. `{}`",
                 plural(f.params.len(), "parameter", "parameters"),
@@ -307,7 +307,7 @@ fn check_index_fn(k: &Kernel, buf: &BufferDecl, f: &IndexFn, errs: &mut Errors) 
     check_distinct_idents(&f.params, "index function", errs);
     if f.components.len() != buf.shape.len() {
         errs.push(
-            f.span,
+            f.body_range,
             format!(
                 "this index function gives {} but `{}` ({}) has rank {}; return one index per buffer dimension",
                 plural(f.components.len(), "index", "indices"),
@@ -329,11 +329,13 @@ fn check_view_list(
     other_clause: &str,
     kind: &str,
     errs: &mut Errors,
-) {
+) -> bool {
+    let mut ok = true;
     let mut seen: HashSet<String> = HashSet::new();
     for v in views {
         let name = v.buffer.to_string();
         let Some(decl) = decls.iter().find(|b| b.name == name) else {
+            ok = false;
             if others.iter().any(|b| b.name == name) {
                 errs.push(
                     v.buffer.span(),
@@ -353,6 +355,7 @@ fn check_view_list(
             continue;
         };
         if !seen.insert(name.clone()) {
+            ok = false;
             errs.push(
                 v.buffer.span(),
                 format!(
@@ -362,6 +365,7 @@ fn check_view_list(
             continue;
         }
         if v.accesses.is_empty() {
+            ok = false;
             errs.push(
                 v.buffer.span(),
                 format!("`{name}` has no index function in {clause}; give at least one, e.g. `{name}: {} (...)`", example_params(k.dims.len())),
@@ -373,6 +377,7 @@ fn check_view_list(
     }
     for d in decls {
         if !views.iter().any(|v| v.buffer == d.name) {
+            ok = false;
             errs.push(
                 d.span,
                 format!(
@@ -384,10 +389,19 @@ fn check_view_list(
             );
         }
     }
+    ok
 }
 
-fn check_views(k: &Kernel, errs: &mut Errors) {
-    check_view_list(
+/// Whether each view clause lists exactly the declared buffers of its kind
+/// (so that the accesses can be counted without follow-up errors).
+#[derive(Clone, Copy)]
+struct ViewsOk {
+    inp: bool,
+    out: bool,
+}
+
+fn check_views(k: &Kernel, errs: &mut Errors) -> ViewsOk {
+    let inp = check_view_list(
         k,
         &k.inp_view,
         &k.inputs,
@@ -397,7 +411,7 @@ fn check_views(k: &Kernel, errs: &mut Errors) {
         "input",
         errs,
     );
-    check_view_list(
+    let out = check_view_list(
         k,
         &k.out_view,
         &k.outputs,
@@ -413,14 +427,16 @@ fn check_views(k: &Kernel, errs: &mut Errors) {
             "this kernel declares no output buffer; add `out(NAME: TYPE[SHAPE])` and its `out_view` entry",
         );
     }
+    ViewsOk { inp, out }
 }
 
-fn check_scalar_fn_shape(k: &Kernel, errs: &mut Errors) {
+fn check_scalar_fn_shape(k: &Kernel, views: ViewsOk, errs: &mut Errors) {
     let f = &k.scalar_fn;
     let inputs = input_access_info(k);
-    if f.params.len() != inputs.len() {
+    // After an error in inp_view the accesses cannot be counted reliably.
+    if views.inp && f.params.len() != inputs.len() {
         errs.push(
-            f.span,
+            f.params_range,
             format!(
                 "the scalar function has {} but inp_view has {} ({}); write one parameter per input access, in inp_view order",
                 plural(f.params.len(), "parameter", "parameters"),
@@ -431,7 +447,7 @@ fn check_scalar_fn_shape(k: &Kernel, errs: &mut Errors) {
     }
     if let Some(idx) = &f.index_params {
         if idx.len() != k.dims.len() {
-            let span = idx.first().map(|i| i.span()).unwrap_or(f.span);
+            let span = f.index_pattern_range.unwrap_or(f.params_range);
             errs.push(
                 span,
                 format!(
@@ -448,7 +464,7 @@ fn check_scalar_fn_shape(k: &Kernel, errs: &mut Errors) {
     check_distinct_idents(all, "scalar function", errs);
 }
 
-fn check_combine_ops(k: &Kernel, ops_ok: bool, errs: &mut Errors) {
+fn check_combine_ops(k: &Kernel, ops_ok: bool, views: ViewsOk, errs: &mut Errors) {
     let outs = output_access_info(k);
     let n_out = outs.len();
     let mut counts_ok = true;
@@ -461,7 +477,7 @@ fn check_combine_ops(k: &Kernel, ops_ok: bool, errs: &mut Errors) {
                     *span,
                     format!("{name} needs an operator, e.g. `{name}(+)` or `{name}(|a, b| a + b)`"),
                 );
-            } else if ops.len() > 1 && ops.len() != n_out {
+            } else if ops.len() > 1 && ops.len() != n_out && views.out {
                 counts_ok = false;
                 errs.push(
                     *span,
@@ -526,7 +542,7 @@ fn check_combine_ops(k: &Kernel, ops_ok: bool, errs: &mut Errors) {
                             _ => String::new(),
                         };
                         errs.push(
-                            r.span(),
+                            r.range(),
                             format!(
                                 "dimension {} combines with `{}` but dimension {} with `{}`{for_out}: a combination of dimensions is only well-defined when all reduced dimensions use one associative, commutative operator; use the same operator in every PW and PS dimension (CC dimensions may be mixed freely) or split the computation into two kernels",
                                 d + 1,
@@ -547,8 +563,28 @@ fn check_combine_ops(k: &Kernel, ops_ok: bool, errs: &mut Errors) {
 
 fn check_output_index_fns(k: &Kernel, errs: &mut Errors) {
     let kinds = k.dim_kinds();
+    let nd = k.dims.len();
     for v in &k.out_view {
         let buf = v.buffer.to_string();
+        // Two accesses with the same index function write the same elements.
+        for (j, g) in v.accesses.iter().enumerate() {
+            if g.params.len() != nd {
+                continue;
+            }
+            let same = v.accesses[..j]
+                .iter()
+                .position(|f| f.params.len() == nd && f.components == g.components);
+            if let Some(i) = same {
+                errs.push(
+                    g.range,
+                    format!(
+                        "both index functions of `{buf}` write the same elements: index functions {} and {} of `{buf}` in out_view are equal, so every element would be written twice; remove one of them or write the second value to another part of `{buf}` (e.g. `|i| (i + N)` with a larger buffer) or to another output buffer",
+                        i + 1,
+                        j + 1,
+                    ),
+                );
+            }
+        }
         for f in &v.accesses {
             let dim_name = |d: usize| -> String {
                 match f.params.get(d) {
@@ -558,7 +594,7 @@ fn check_output_index_fns(k: &Kernel, errs: &mut Errors) {
             };
             let mut uses_pw = false;
             for (c, comp) in f.components.iter().enumerate() {
-                let span = f.component_spans.get(c).copied().unwrap_or(f.span);
+                let span = f.component_ranges.get(c).copied().unwrap_or(f.body_range);
                 for (d, kind) in kinds.iter().enumerate() {
                     if *kind == DimKind::Pw && comp.dims.get(d).copied().unwrap_or(0) != 0 {
                         uses_pw = true;
@@ -601,14 +637,14 @@ fn check_output_index_fns(k: &Kernel, errs: &mut Errors) {
                         format!("it does not use {}", missing.join(", "))
                     };
                     errs.push(
-                        f.span,
+                        f.body_range,
                         format!(
                             "this output index function is not injective over the kept (CC and PS) dimensions ({which}), so two points of the index space would write the same element of `{buf}`; add the missing dimension to the output index function or make that dimension PW"
                         ),
                     );
                 }
                 None => errs.push(
-                    f.span,
+                    f.body_range,
                     "the coefficients of this output index function are too large to check that it is injective; use smaller coefficients",
                 ),
             }
@@ -797,18 +833,23 @@ struct Binding {
     name: String,
     var: usize,
     kind: BKind,
+    /// A `let` without a value that has not been assigned yet.
+    unassigned: bool,
 }
 
-type Deferred = (usize, Span, Box<dyn Fn(ScalarType) -> Option<String>>);
+type Deferred = (usize, SpanRange, Box<dyn Fn(ScalarType) -> Option<String>>);
 
 struct Infer<'k> {
     k: &'k Kernel,
     vars: Vars,
     scope: Vec<Binding>,
-    slots: Vec<(ITy, Span)>,
+    slots: Vec<(ITy, SpanRange)>,
     loop_depth: usize,
     checks: Vec<Deferred>,
     errs: Errors,
+    /// Set by `block` just before checking a statement `x = e;` that
+    /// initializes a `let x;` of the same block (deferred initialization).
+    init_assign: bool,
 }
 
 /// Per tree, the types of its nodes in pre-order.
@@ -848,6 +889,7 @@ impl<'k> Infer<'k> {
             loop_depth: 0,
             checks: Vec::new(),
             errs: Errors::default(),
+            init_assign: false,
         };
         for sp in &k.size_params {
             let v = s.vars.fresh(Class::Known(ScalarType::Usize));
@@ -861,23 +903,43 @@ impl<'k> Infer<'k> {
     }
 
     fn bind(&mut self, name: String, var: usize, kind: BKind) {
-        self.scope.push(Binding { name, var, kind });
+        self.scope.push(Binding {
+            name,
+            var,
+            kind,
+            unassigned: false,
+        });
     }
 
     fn lookup(&self, name: &str) -> Option<&Binding> {
         self.scope.iter().rev().find(|b| b.name == name)
     }
 
+    fn lookup_index(&self, name: &str) -> Option<usize> {
+        self.scope.iter().rposition(|b| b.name == name)
+    }
+
     fn known(&mut self, t: ScalarType) -> usize {
         self.vars.fresh(Class::Known(t))
     }
 
-    fn defer(&mut self, v: usize, span: Span, f: impl Fn(ScalarType) -> Option<String> + 'static) {
+    fn defer(&mut self, v: usize, span: SpanRange, f: impl Fn(ScalarType) -> Option<String> + 'static) {
         self.checks.push((v, span, Box::new(f)));
     }
 
+    /// Integer `/` or `%` by a literal zero panics at run time.
+    fn defer_zero_divisor(&mut self, v: usize, span: SpanRange, op: BinOp) {
+        let what = if op == BinOp::Div { "division" } else { "remainder" };
+        let sym = op.symbol();
+        self.defer(v, span, move |t| {
+            t.is_int().then(|| {
+                format!("integer {what} by zero: the right operand of this `{sym}` is the literal `0`, so the kernel would panic at run time; use a non-zero divisor")
+            })
+        });
+    }
+
     /// The scalar variable of a value; errors on `()` and tuples.
-    fn scalar(&mut self, t: ITy, span: Span, what: &str) -> usize {
+    fn scalar(&mut self, t: ITy, span: SpanRange, what: &str) -> usize {
         match t {
             ITy::S(v) => v,
             ITy::Never => self.vars.fresh(Class::Any),
@@ -896,7 +958,7 @@ impl<'k> Infer<'k> {
         &mut self,
         a: usize,
         b: usize,
-        span: Span,
+        span: SpanRange,
         msg: impl FnOnce(String, String) -> String,
     ) -> bool {
         match self.vars.unify(a, b) {
@@ -926,7 +988,7 @@ impl<'k> Infer<'k> {
 
     fn expr(&mut self, e: &Expr, result_pos: bool) -> ITy {
         let slot = self.slots.len();
-        self.slots.push((ITy::Unit, e.span));
+        self.slots.push((ITy::Unit, e.range));
         let t = self.expr_inner(e, result_pos);
         if let Some(s) = self.slots.get_mut(slot) {
             s.0 = t.clone();
@@ -935,7 +997,7 @@ impl<'k> Infer<'k> {
     }
 
     fn expr_inner(&mut self, e: &Expr, result_pos: bool) -> ITy {
-        let span = e.span;
+        let span = e.range;
         match &e.kind {
             ExprKind::Lit(Lit::Int(value, suffix)) => {
                 let v = match suffix {
@@ -973,8 +1035,14 @@ impl<'k> Infer<'k> {
             ExprKind::Lit(Lit::Bool(_)) => ITy::S(self.known(ScalarType::Bool)),
             ExprKind::Var(id) => {
                 let name = id.to_string();
-                if let Some(b) = self.lookup(&name) {
-                    return ITy::S(b.var);
+                if let Some((var, unassigned)) = self.lookup(&name).map(|b| (b.var, b.unassigned)) {
+                    if unassigned {
+                        self.errs.push(
+                            id.span(),
+                            format!("`{name}` is used before it has a value; assign it first (`{name} = ...;` directly in the block of its `let`), or give it a value where it is declared: `let {name} = ...;`"),
+                        );
+                    }
+                    return ITy::S(var);
                 }
                 let msg = if self
                     .k
@@ -992,7 +1060,7 @@ impl<'k> Infer<'k> {
             }
             ExprKind::Unary(op, a) => {
                 let ta = self.expr(a, false);
-                let v = self.scalar(ta, a.span, "this operator");
+                let v = self.scalar(ta, a.range, "this operator");
                 match op {
                     UnOp::Not => {
                         let b = self.known(ScalarType::Bool);
@@ -1019,10 +1087,10 @@ impl<'k> Infer<'k> {
                 let ta = self.expr(a, false);
                 let tb = self.expr(b, false);
                 let sym = op.symbol();
-                let va = self.scalar(ta, a.span, &format!("`{sym}`"));
-                let vb = self.scalar(tb, b.span, &format!("`{sym}`"));
+                let va = self.scalar(ta, a.range, &format!("`{sym}`"));
+                let vb = self.scalar(tb, b.range, &format!("`{sym}`"));
                 if op.is_logical() {
-                    for (v, s) in [(va, a.span), (vb, b.span)] {
+                    for (v, s) in [(va, a.range), (vb, b.range)] {
                         let t = self.known(ScalarType::Bool);
                         self.unify_or(v, t, s, |x, _| {
                             format!("`{sym}` needs `bool` operands, but this is {x}; compare with `==` / `!=` to get a `bool`")
@@ -1030,9 +1098,18 @@ impl<'k> Infer<'k> {
                     }
                     return ITy::S(self.known(ScalarType::Bool));
                 }
-                let ok = self.unify_or(va, vb, span, |x, y| {
+                // A literal that does not fit the other side is the culprit.
+                let at = match (is_literal(a), is_literal(b)) {
+                    (false, true) => b.range,
+                    (true, false) => a.range,
+                    _ => span,
+                };
+                let ok = self.unify_or(va, vb, at, |x, y| {
                     format!("`{sym}` needs both operands of the same type, but the left is {x} and the right is {y}; convert one side with `as`")
                 });
+                if ok && matches!(op, BinOp::Div | BinOp::Rem) && is_zero_int_literal(b) {
+                    self.defer_zero_divisor(va, span, *op);
+                }
                 if op.is_comparison() {
                     return ITy::S(self.known(ScalarType::Bool));
                 }
@@ -1047,7 +1124,7 @@ impl<'k> Infer<'k> {
             }
             ExprKind::Cast(a, target) => {
                 let ta = self.expr(a, false);
-                let v = self.scalar(ta, a.span, "`as`");
+                let v = self.scalar(ta, a.range, "`as`");
                 let target = *target;
                 if target == ScalarType::Bool {
                     self.errs.push(
@@ -1065,10 +1142,10 @@ impl<'k> Infer<'k> {
             }
             ExprKind::MethodCall(recv, m, args) => {
                 let tr = self.expr(recv, false);
-                let arg_tys: Vec<(ITy, Span)> =
-                    args.iter().map(|a| (self.expr(a, false), a.span)).collect();
+                let arg_tys: Vec<(ITy, SpanRange)> =
+                    args.iter().map(|a| (self.expr(a, false), a.range)).collect();
                 let name = m.name();
-                let v = self.scalar(tr, recv.span, &format!("`.{name}()`"));
+                let v = self.scalar(tr, recv.range, &format!("`.{name}()`"));
                 if args.len() != m.arity() {
                     self.errs.push(
                         span,
@@ -1087,7 +1164,7 @@ impl<'k> Infer<'k> {
                     if self.vars.constrain(v, Class::FloatLit).is_err() {
                         let c = class_text(self.vars.class(v));
                         self.errs.push(
-                            recv.span,
+                            recv.range,
                             format!("`.{name}()` is only defined on `f32` and `f64`, but this is {c}; convert it with `as f32` or `as f64`"),
                         );
                     }
@@ -1118,9 +1195,9 @@ impl<'k> Infer<'k> {
             }
             ExprKind::If(c, then, els) => {
                 let tc = self.expr(c, false);
-                let vc = self.scalar(tc, c.span, "an `if` condition");
+                let vc = self.scalar(tc, c.range, "an `if` condition");
                 let b = self.known(ScalarType::Bool);
-                self.unify_or(vc, b, c.span, |x, _| {
+                self.unify_or(vc, b, c.range, |x, _| {
                     format!("an `if` condition must be a `bool`, but this is {x}; compare it, e.g. `x != 0`")
                 });
                 let tt = self.block(then, result_pos);
@@ -1145,7 +1222,7 @@ impl<'k> Infer<'k> {
                                     describe_ity(&mut self.vars, &te),
                                 );
                                 self.errs.push(
-                                    span,
+                                    els.range,
                                     format!("the branches of this `if` have different types ({x} and {y}); make both branches produce the same type"),
                                 );
                                 tt
@@ -1165,14 +1242,36 @@ impl<'k> Infer<'k> {
                 let mut vs = Vec::new();
                 for el in es {
                     let t = self.expr(el, false);
-                    vs.push(self.scalar(t, el.span, "a tuple element"));
+                    vs.push(self.scalar(t, el.range, "a tuple element"));
                 }
                 ITy::Tuple(vs)
             }
             ExprKind::Assign(id, op, rhs) => {
+                let init = std::mem::take(&mut self.init_assign) && op.is_none();
                 let tr = self.expr(rhs, false);
-                let vr = self.scalar(tr, rhs.span, "an assignment");
+                let vr = self.scalar(tr, rhs.range, "an assignment");
                 let name = id.to_string();
+                if let Some(i) = self.lookup_index(&name) {
+                    if let Some(b) = self.scope.get_mut(i) {
+                        if b.unassigned {
+                            let var = b.var;
+                            if init {
+                                // Deferred initialization `let x; x = e;`.
+                                b.unassigned = false;
+                                let n2 = name.clone();
+                                self.unify_or(vr, var, rhs.range, |x, y| {
+                                    format!("cannot assign {x} to `{n2}`, which is {y}; convert the value with `as`")
+                                });
+                            } else {
+                                self.errs.push(
+                                    span,
+                                    format!("`{name}` is declared without a value, and such a binding can only be initialized by a plain assignment `{name} = ...;` directly in the block of its `let`, before any other use; give it a value where it is declared instead, e.g. `let mut {name} = ...;`"),
+                                );
+                            }
+                            return ITy::Unit;
+                        }
+                    }
+                }
                 let Some(b) = self.lookup(&name) else {
                     self.errs.push(
                         id.span(),
@@ -1185,7 +1284,7 @@ impl<'k> Infer<'k> {
                 let (var, kind) = (b.var, b.kind);
                 let why = match kind {
                     BKind::Let { mutable: true } => None,
-                    BKind::Let { mutable: false } => Some(format!("`{name}` is not mutable; declare it with `let mut {name}`")),
+                    BKind::Let { mutable: false } => Some(format!("`{name}` is not mutable, so it can be assigned only once; declare it with `let mut {name}`")),
                     BKind::ClosureParam | BKind::OpParam => Some(format!("cannot assign to `{name}`, a closure parameter; bind a copy with `let mut {name} = {name};` first")),
                     BKind::LoopVar => Some(format!("cannot assign to the loop variable `{name}`; use a separate `let mut` binding")),
                     BKind::IndexName => Some(format!("cannot assign to the index `{name}`; bind a copy with `let mut {name} = {name};` first")),
@@ -1195,6 +1294,9 @@ impl<'k> Infer<'k> {
                     self.errs.push(id.span(), why);
                 }
                 if let Some(op) = op {
+                    if matches!(op, BinOp::Div | BinOp::Rem) && is_zero_int_literal(rhs) {
+                        self.defer_zero_divisor(var, span, *op);
+                    }
                     if op.is_comparison() || op.is_logical() {
                         self.errs.push(span, format!("`{}=` is not an assignment operator; write `{name} = {name} {} ...`", op.symbol(), op.symbol()));
                     } else {
@@ -1207,7 +1309,7 @@ impl<'k> Infer<'k> {
                     }
                 }
                 let n2 = id.to_string();
-                self.unify_or(vr, var, rhs.span, |x, y| {
+                self.unify_or(vr, var, rhs.range, |x, y| {
                     format!(
                         "cannot assign {x} to `{n2}`, which is {y}; convert the value with `as`"
                     )
@@ -1217,12 +1319,13 @@ impl<'k> Infer<'k> {
             ExprKind::For(v, lo, hi, body) => {
                 let tl = self.expr(lo, false);
                 let th = self.expr(hi, false);
-                let vl = self.scalar(tl, lo.span, "a loop bound");
-                let vh = self.scalar(th, hi.span, "a loop bound");
-                self.unify_or(vl, vh, span, |x, y| {
+                let vl = self.scalar(tl, lo.range, "a loop bound");
+                let vh = self.scalar(th, hi.range, "a loop bound");
+                let bounds = lo.range.to(hi.range);
+                self.unify_or(vl, vh, bounds, |x, y| {
                     format!("the bounds of this loop have different types ({x} and {y}); convert one with `as`")
                 });
-                self.defer(vl, span, |t| {
+                self.defer(vl, bounds, |t| {
                     (!t.is_int()).then(|| format!("loop bounds must be integers, but these are `{t}`; cast them with `as usize`"))
                 });
                 let mark = self.scope.len();
@@ -1246,7 +1349,7 @@ impl<'k> Infer<'k> {
                 if self.loop_depth == 0 {
                     self.errs.push(
                         span,
-                        "`break` outside of a `for` loop; `break` can only leave a loop",
+                        "`break` outside of a `for` loop; `break` can only leave a loop, so remove it and choose the value with `if`/`else` instead (e.g. `if c { a } else { b }`)",
                     );
                 }
                 ITy::Never
@@ -1264,36 +1367,44 @@ impl<'k> Infer<'k> {
                     mutable,
                     ty,
                     init,
-                    span,
+                    ..
                 } => {
                     let var = match init {
                         Some(init) => {
                             let t = self.expr(init, false);
-                            let v = self.scalar(t, init.span, "a `let` binding");
+                            let v = self.scalar(t, init.range, "a `let` binding");
                             if let Some(ann) = ty {
                                 let a = self.known(*ann);
-                                self.unify_or(v, a, init.span, |x, y| {
+                                self.unify_or(v, a, init.range, |x, y| {
                                     format!("`{name}` is declared as {y} but initialized with {x}; convert the value with `as` or change the annotation")
                                 });
                             }
                             v
                         }
+                        // Deferred initialization: the type comes from the
+                        // assignment if there is no annotation.
                         None => match ty {
                             Some(ann) => self.known(*ann),
-                            None => {
-                                self.errs.push(
-                                    *span,
-                                    format!("`let {name};` needs a type or a value; write `let {}{name}: TYPE;` or `let {}{name} = VALUE;`",
-                                        if *mutable { "mut " } else { "" }, if *mutable { "mut " } else { "" }),
-                                );
-                                self.vars.fresh(Class::Any)
-                            }
+                            None => self.vars.fresh(Class::Any),
                         },
                     };
                     self.bind(name.to_string(), var, BKind::Let { mutable: *mutable });
+                    if init.is_none() {
+                        if let Some(b) = self.scope.last_mut() {
+                            b.unassigned = true;
+                        }
+                    }
                 }
                 Stmt::Expr(e) => {
+                    // `x = e;` directly in the block of `let x;` initializes it.
+                    if let ExprKind::Assign(id, None, _) = &e.kind {
+                        let name = id.to_string();
+                        self.init_assign = self
+                            .lookup_index(&name)
+                            .is_some_and(|i| i >= mark && self.scope[i].unassigned);
+                    }
                     let t = self.expr(e, false);
+                    self.init_assign = false;
                     if matches!(t, ITy::Never) {
                         diverges = true;
                     }
@@ -1305,12 +1416,54 @@ impl<'k> Infer<'k> {
             None if diverges => ITy::Never,
             None => ITy::Unit,
         };
+        // A `let x;` without a type that is never assigned has no type.
+        for s in &b.stmts {
+            if let Stmt::Let {
+                name,
+                ty: None,
+                init: None,
+                range,
+                ..
+            } = s
+            {
+                let n = name.to_string();
+                let never = self
+                    .scope
+                    .iter()
+                    .skip(mark)
+                    .any(|bd| bd.name == n && bd.unassigned);
+                if never {
+                    self.errs.push(
+                        *range,
+                        format!("`{n}` is declared without a value and never assigned; remove it, or give it a value: `let {n} = ...;`"),
+                    );
+                }
+            }
+        }
         self.scope.truncate(mark);
         t
     }
 
-    fn take_slots(&mut self) -> Vec<(ITy, Span)> {
+    fn take_slots(&mut self) -> Vec<(ITy, SpanRange)> {
         std::mem::take(&mut self.slots)
+    }
+}
+
+/// Whether `e` is a literal, possibly negated (`1.5`, `-2`).
+fn is_literal(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Lit(_) => true,
+        ExprKind::Unary(UnOp::Neg, x) => is_literal(x),
+        _ => false,
+    }
+}
+
+/// Whether `e` is the integer literal `0` (any suffix, possibly negated).
+fn is_zero_int_literal(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Lit(Lit::Int(0, _)) => true,
+        ExprKind::Unary(UnOp::Neg, x) => is_zero_int_literal(x),
+        _ => false,
     }
 }
 
@@ -1332,7 +1485,7 @@ fn result_exprs<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
     }
 }
 
-fn infer_types(k: &Kernel, errs: &mut Errors) -> Option<Typed> {
+fn infer_types(k: &Kernel, views: ViewsOk, errs: &mut Errors) -> Option<Typed> {
     let mut inf = Infer::new(k);
     let outs = output_access_info(k);
 
@@ -1353,7 +1506,10 @@ fn infer_types(k: &Kernel, errs: &mut Errors) -> Option<Typed> {
     }
     let body_t = inf.expr(&f.body, true);
     inf.scope.truncate(mark);
-    check_result(&mut inf, &f.body, &body_t, &outs);
+    // After an error in out_view the output accesses are unknown.
+    if views.out {
+        check_result(&mut inf, &f.body, &body_t, &outs);
+    }
     let scalar_slots = inf.take_slots();
 
     // User-defined operators.
@@ -1375,7 +1531,7 @@ fn infer_types(k: &Kernel, errs: &mut Errors) -> Option<Typed> {
                     if let Some((n, t)) = applies.iter().find(|(_, t)| t != t0) {
                         let n0 = &applies[0].0;
                         inf.errs.push(
-                            c.span,
+                            c.range,
                             format!(
                                 "this operator combines outputs `{n0}` (`{t0}`) and `{n}` (`{t}`) of different types; give one operator per output access, e.g. `{}(op1, op2)`",
                                 combine_name(op)
@@ -1400,7 +1556,7 @@ fn infer_types(k: &Kernel, errs: &mut Errors) -> Option<Typed> {
                     if let Some(ty) = ty {
                         let out_name = applies.first().map(|(n, _)| n.clone()).unwrap_or_default();
                         let want = inf.known(ty);
-                        inf.unify_or(v, want, c.body.span, |x, _| {
+                        inf.unify_or(v, want, c.body.range, |x, _| {
                             format!("this operator returns {x}, but it combines values of output `{out_name}`, which is `{ty}`; make it return `{ty}` (e.g. with `as {ty}`)")
                         });
                     }
@@ -1409,7 +1565,7 @@ fn infer_types(k: &Kernel, errs: &mut Errors) -> Option<Typed> {
                 other => {
                     let dsc = describe_ity(&mut inf.vars, &other);
                     inf.errs.push(
-                        c.body.span,
+                        c.body.range,
                         format!("an operator must return one value, but this gives {dsc}"),
                     );
                 }
@@ -1429,7 +1585,7 @@ fn infer_types(k: &Kernel, errs: &mut Errors) -> Option<Typed> {
     }
 
     // Default literals, then run the deferred checks on the final types.
-    let resolve_all = |inf: &mut Infer, slots: Vec<(ITy, Span)>, errs: &mut Errors| -> Vec<Type> {
+    let resolve_all = |inf: &mut Infer, slots: Vec<(ITy, SpanRange)>, errs: &mut Errors| -> Vec<Type> {
         let mut out = Vec::with_capacity(slots.len());
         for (t, span) in slots {
             let mut res = |v: usize, errs: &mut Errors| -> ScalarType {
@@ -1486,11 +1642,11 @@ fn check_result(inf: &mut Infer, body: &Expr, t: &ITy, outs: &[(String, ScalarTy
     let mut rs = Vec::new();
     result_exprs(body, &mut rs);
     let span = match rs.as_slice() {
-        [one] => one.span,
-        _ => body.span,
+        [one] => one.range,
+        _ => body.range,
     };
     let names = quoted_list(outs.iter().map(|(n, _)| n.clone()));
-    let mismatch = |inf: &mut Infer, v: usize, k: usize, span: Span| {
+    let mismatch = |inf: &mut Infer, v: usize, k: usize, span: SpanRange| {
         let Some((name, ty)) = outs.get(k) else {
             return;
         };
@@ -1531,7 +1687,7 @@ fn check_result(inf: &mut Infer, body: &Expr, t: &ITy, outs: &[(String, ScalarTy
             } else {
                 for (k, v) in vs.iter().enumerate() {
                     let el_span = match rs.as_slice() {
-                        [Expr { kind: ExprKind::Tuple(es), .. }] => es.get(k).map(|e| e.span).unwrap_or(span),
+                        [Expr { kind: ExprKind::Tuple(es), .. }] => es.get(k).map(|e| e.range).unwrap_or(span),
                         _ => span,
                     };
                     mismatch(inf, *v, k, el_span);
@@ -2014,7 +2170,7 @@ mod tests {
                     inp_view(a: [|i| (i), |i| (i)]),
                 }
             },
-            "the name `a` is declared twice (as an input buffer and as an input buffer)",
+            "the name `a` is declared twice as an input buffer; rename one of them",
         );
         assert_err(
             quote! {
@@ -2041,7 +2197,7 @@ mod tests {
                     out_view(N: |i| (i)), md_hom[N](|x| x, (CC)), inp_view(a: |i| (i)),
                 }
             },
-            "cannot also be an output buffer; rename the buffer",
+            "cannot also name an output buffer: the generated `cpu` function takes the buffers and the size parameters as arguments by name, so the two would clash; rename the size parameter (e.g. `NUM_N`) or the buffer",
         );
     }
 
@@ -2456,7 +2612,7 @@ mod tests {
                 }),
                 quote!((CC, PW(+))),
             ),
-            "`t` is not mutable; declare it with `let mut t`",
+            "`t` is not mutable, so it can be assigned only once; declare it with `let mut t`",
         );
         assert_err(
             matvec_with(
@@ -2467,7 +2623,7 @@ mod tests {
                 }),
                 quote!((CC, PW(+))),
             ),
-            "`let t;` needs a type or a value",
+            "`t` is declared without a value and never assigned",
         );
         assert_err(
             matvec_with(
@@ -2505,6 +2661,154 @@ mod tests {
                 quote!((CC, PW(+))),
             ),
             "unknown name `t`",
+        );
+    }
+
+    /// Rust's deferred initialization `let a; a = x;`: one plain assignment
+    /// directly in the block of the `let`, before any use.
+    #[test]
+    fn deferred_initialization() {
+        for f in [
+            quote!(|m, x| { let a; a = m * x; a }),
+            quote!(|m, x| { let a: f32; a = m; a * x }),
+            quote!(|m, x| { let mut a; a = m; a += x; a }),
+            quote!(|m, x| { let a; let b; a = m; b = x; a * b }),
+            quote!(|m, x| { for _ in 0..2 { let a; a = m; let _c = a; } m * x }),
+        ] {
+            let k = crate::compile(matvec_with(quote!(f32), f.clone(), quote!((CC, PW(+)))))
+                .unwrap_or_else(|e| panic!("{f}: {}", msgs(e)));
+            // The deferred binding gets the assigned value's type.
+            assert!(var_types(&k.scalar_fn.body, "a")
+                .iter()
+                .all(|t| *t == Type::Scalar(ScalarType::F32)));
+        }
+        for (f, needle) in [
+            (
+                quote!(|m, x| { let a; let b = a; a = m; b * x }),
+                "`a` is used before it has a value",
+            ),
+            (
+                quote!(|m, x| { let a; if m > x { a = m; } else { a = x; } a }),
+                "`a` is declared without a value, and such a binding can only be initialized by a plain assignment `a = ...;` directly in the block of its `let`",
+            ),
+            (
+                quote!(|m, x| { let a; a += m; a }),
+                "can only be initialized by a plain assignment",
+            ),
+            (
+                quote!(|m, x| { let a; a = m; a = x; a }),
+                "`a` is not mutable, so it can be assigned only once; declare it with `let mut a`",
+            ),
+            (
+                quote!(|m, x| { let a; { a = m; } a }),
+                "directly in the block of its `let`",
+            ),
+            (
+                quote!(|m, x| { let a: i32; a = m; x }),
+                "cannot assign `f32` to `a`, which is `i32`",
+            ),
+        ] {
+            let m = err(matvec_with(quote!(f32), f.clone(), quote!((CC, PW(+)))));
+            assert!(m.contains(needle), "{f}: expected `{needle}` in:\n{m}");
+        }
+    }
+
+    #[test]
+    fn division_by_literal_zero() {
+        for (f, needle) in [
+            (quote!(|m, x| (m as i32) / 0), "integer division by zero"),
+            (quote!(|m, x| (m as i32) % 0i32), "integer remainder by zero"),
+            (quote!(|m, x| { let mut a = m as i64; a /= 0; a as i32 }), "integer division by zero"),
+        ] {
+            let m = err(matvec_with(quote!(i32), f.clone(), quote!((CC, PW(+)))));
+            assert!(m.contains(needle), "{f}: expected `{needle}` in:\n{m}");
+        }
+        // Floats divide by zero without panicking; `x / 1` is fine.
+        for f in [quote!(|m, x| m / 0), quote!(|m, x| m / 0.0), quote!(|m, x| m / 1 + x)] {
+            if let Err(e) = crate::compile(matvec_with(quote!(f32), f.clone(), quote!((CC, PW(+))))) {
+                panic!("{f}: {}", msgs(e));
+            }
+        }
+    }
+
+    #[test]
+    fn identical_output_index_functions() {
+        let k = |views: proc_macro2::TokenStream| {
+            quote! {
+                kernel twice {
+                    inp(a: f32[N]), out(b: f32[M]),
+                    out_view(b: #views),
+                    md_hom[N](|x| (x, x + 1.0), (CC)),
+                    inp_view(a: |i| (i)),
+                }
+            }
+        };
+        assert_err(
+            k(quote!([|i| (i), |j| (j)])),
+            "both index functions of `b` write the same elements",
+        );
+        assert!(crate::compile(k(quote!([|i| (i), |i| (i + N)]))).is_ok());
+    }
+
+    /// An error in a view clause is not followed by errors that only count
+    /// the accesses.
+    #[test]
+    fn no_cascades_after_view_errors() {
+        for (t, needle) in [
+            (
+                quote! { kernel k {
+                    inp(M: f32[I, K], v: f32[K]), out(w: f32[I]),
+                    out_view(w: |i, k| (i)),
+                    md_hom[I, K](|m, x, y| m * x * y, (CC, PW(+))),
+                    inp_view(M: |i, k| (i, k), v: |i, k| (k), u: |i, k| (k)),
+                } },
+                "unknown buffer `u` in inp_view",
+            ),
+            (
+                quote! { kernel k {
+                    inp(M: f32[I, K], v: f32[K]), out(w: f32[I]),
+                    out_view(w: |i, k| (i)),
+                    md_hom[I, K](|m, x, y| m * x * y, (CC, PW(+))),
+                    inp_view(M: |i, k| (i, k), v: |i, k| (k), w: |i, k| (i)),
+                } },
+                "`w` is not an input buffer",
+            ),
+            (
+                quote! { kernel k {
+                    inp(a: f32[N]), out(b: f32[N]),
+                    out_view(b: |i| (i)),
+                    md_hom[N](|x| x, (CC)),
+                } },
+                "the input buffer `a` has no entry in inp_view",
+            ),
+            (
+                quote! { kernel k {
+                    inp(a: f32[N]), out(b: f32[N], c: f32[N]),
+                    out_view(b: |i| (i), d: |i| (i)),
+                    md_hom[N](|x| (x, x), (CC)),
+                    inp_view(a: |i| (i)),
+                } },
+                "unknown buffer `d` in out_view",
+            ),
+        ] {
+            let m = err(t);
+            assert!(m.starts_with(needle), "expected `{needle}` in:\n{m}");
+            // (The last case also reports the missing entry of `c`.)
+            assert!(m.lines().count() <= 2, "follow-up errors:\n{m}");
+            assert!(!m.contains("scalar function"), "follow-up errors:\n{m}");
+        }
+    }
+
+    #[test]
+    fn buffer_named_like_size_parameter() {
+        assert_err(
+            quote! { kernel bmm {
+                inp(A: f32[B, I, K], B: f32[B, K, J]), out(C: f32[B, I, J]),
+                out_view(C: |b, i, j, k| (b, i, j)),
+                md_hom[B, I, J, K](|a, b| a * b, (CC, CC, CC, PW(+))),
+                inp_view(A: |b, i, j, k| (b, i, k), B: |b, i, j, k| (b, k, j)),
+            } },
+            "`B` is a size parameter (used in a shape or in md_hom[...]) and cannot also name an input buffer: the generated `cpu` function takes the buffers and the size parameters as arguments by name, so the two would clash; rename the size parameter (e.g. `NB`) or the buffer",
         );
     }
 

@@ -32,7 +32,8 @@
 
 use crate::spec::{
     Affine, BinOp, Block, BufferDecl, BuiltinOp, Closure2, CombineOp, Dim, Expr, ExprKind, IndexFn,
-    Kernel, Lit, Method, ParamDecl, ReduceOp, ScalarFn, ScalarType, SizeExpr, Stmt, UnOp, View,
+    Kernel, Lit, Method, ParamDecl, ReduceOp, ScalarFn, ScalarType, SizeExpr, SpanRange, Stmt, UnOp,
+    View,
 };
 use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
@@ -101,6 +102,42 @@ impl ClauseKind {
     fn from_name(s: &str) -> Option<ClauseKind> {
         ClauseKind::ALL.into_iter().find(|k| k.name() == s)
     }
+}
+
+/// Levenshtein distance between two short strings.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                prev
+            } else {
+                1 + prev.min(cur).min(row[j])
+            };
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// The clause whose name is closest to a misspelled `name`, if any is close
+/// (edit distance at most 2, or at most a third of the name; or a prefix).
+fn closest_clause(name: &str) -> Option<ClauseKind> {
+    let lower = name.to_lowercase();
+    ClauseKind::ALL
+        .into_iter()
+        .map(|k| {
+            let d = edit_distance(&lower, k.name());
+            let prefix = lower.starts_with(k.name()) || k.name().starts_with(lower.as_str());
+            (k, d, prefix)
+        })
+        .filter(|&(_, d, prefix)| d <= 2.max(name.len() / 3) || prefix)
+        .min_by_key(|&(_, d, prefix)| (d, !prefix))
+        .map(|(k, _, _)| k)
 }
 
 const CLAUSE_LIST: &str = "`inp(...)`, `out(...)`, `params(...)`, `out_view(...)`, \
@@ -248,9 +285,13 @@ fn parse_clause(s: ParseStream) -> syn::Result<RawClause> {
     }
     let name = s.call(Ident::parse_any)?;
     let Some(kind) = ClauseKind::from_name(&name.to_string()) else {
+        let hint = match closest_clause(&name.to_string()) {
+            Some(k) => format!("did you mean `{}`? ", k.name()),
+            None => String::new(),
+        };
         return Err(syn::Error::new(
             name.span(),
-            format!("unknown clause `{name}`; the clauses are {CLAUSE_LIST}"),
+            format!("unknown clause `{name}`; {hint}the clauses are {CLAUSE_LIST}"),
         ));
     };
     let body = if kind == ClauseKind::MdHom {
@@ -529,6 +570,25 @@ fn parse_reduce(s: ParseStream) -> syn::Result<RawReduce> {
             ),
         ));
     }
+    if let Ok(op) = s.fork().parse::<syn::BinOp>() {
+        let sym = tokens_text(&op).replace(' ', "");
+        let msg = match sym.as_str() {
+            "-" | "/" | "%" => format!(
+                "`{sym}` is not associative and commutative, so it cannot combine the values of \
+                 a dimension; use `+`, `*`, `max`, `min`, or a closure `|a, b| expr` that is \
+                 associative (and commutative for PW)"
+            ),
+            "&&" | "||" | "&" | "|" | "^" => format!(
+                "`{sym}` is not a built-in combine operator; write it as a closure \
+                 `|a, b| a {sym} b`, or use `+`, `*`, `max` or `min`"
+            ),
+            _ => format!(
+                "`{sym}` cannot be a combine operator; use `+`, `*`, `max`, `min`, or a closure \
+                 `|a, b| expr` that is associative (and commutative for PW)"
+            ),
+        };
+        return Err(err(&op, msg));
+    }
     Err(s.error("expected an operator: `+`, `*`, `max`, `min` or a closure `|a, b| expr`"))
 }
 
@@ -661,6 +721,7 @@ fn build(raw: RawKernel, source: String) -> syn::Result<Kernel> {
     }
 
     // Views (only when the size parameters are known, to avoid follow-up errors).
+    let param_names: Vec<Ident> = param_decls.iter().map(|p| p.name.clone()).collect();
     let mut views = |c: Option<RawClause>| -> Vec<View> {
         let mut v = Vec::new();
         if !sizes_ok {
@@ -674,7 +735,7 @@ fn build(raw: RawKernel, source: String) -> syn::Result<Kernel> {
             for rv in list {
                 let mut accesses = Vec::new();
                 for f in &rv.fns {
-                    if let Some(a) = errs.take(index_fn(f, &size_params)) {
+                    if let Some(a) = errs.take(index_fn(f, &size_params, &param_names)) {
                         accesses.push(a);
                     }
                 }
@@ -979,7 +1040,11 @@ fn check_distinct(ids: &[Ident], what: &str) -> syn::Result<()> {
     Ok(())
 }
 
-fn index_fn(c: &ExprClosure, size_params: &[Ident]) -> syn::Result<IndexFn> {
+fn index_fn(
+    c: &ExprClosure,
+    size_params: &[Ident],
+    kernel_params: &[Ident],
+) -> syn::Result<IndexFn> {
     plain_closure(c, "index functions", "|i, k| (i, k)")?;
     let mut unused = 0;
     let mut params = Vec::new();
@@ -996,10 +1061,17 @@ fn index_fn(c: &ExprClosure, size_params: &[Ident]) -> syn::Result<IndexFn> {
     let mut errs = Errors::default();
     let mut components = Vec::new();
     let mut component_spans = Vec::new();
+    let mut component_ranges = Vec::new();
+    let names = Names {
+        params: &params,
+        size_params,
+        kernel_params,
+    };
     for e in comps {
-        if let Some(a) = errs.take(affine(e, &params, size_params)) {
+        if let Some(a) = errs.take(affine(e, &names)) {
             components.push(a);
             component_spans.push(e.span());
+            component_ranges.push(SpanRange::of(e));
         }
     }
     if let Some(e) = errs.0 {
@@ -1010,7 +1082,25 @@ fn index_fn(c: &ExprClosure, size_params: &[Ident]) -> syn::Result<IndexFn> {
         components,
         component_spans,
         span: c.span(),
+        range: SpanRange::of(c),
+        params_range: closure_params_range(c),
+        body_range: SpanRange::of(&c.body),
+        component_ranges,
     })
+}
+
+/// The parameter list `|a, b|` of a closure.
+fn closure_params_range(c: &ExprClosure) -> SpanRange {
+    SpanRange::new(c.or1_token.span, c.or2_token.span)
+}
+
+/// The names an index expression may mention, and the params it may not.
+struct Names<'a> {
+    /// The index function's parameters (one per md_hom dimension).
+    params: &'a [Ident],
+    size_params: &'a [Ident],
+    /// The kernel's `params(...)`: not allowed in index functions.
+    kernel_params: &'a [Ident],
 }
 
 fn unparen_group(e: &syn::Expr) -> &syn::Expr {
@@ -1031,7 +1121,8 @@ fn non_affine(e: &syn::Expr) -> syn::Error {
     )
 }
 
-fn affine(e: &syn::Expr, params: &[Ident], size_params: &[Ident]) -> syn::Result<Affine> {
+fn affine(e: &syn::Expr, names: &Names) -> syn::Result<Affine> {
+    let (params, size_params) = (names.params, names.size_params);
     let overflow = || {
         err(
             e,
@@ -1047,8 +1138,8 @@ fn affine(e: &syn::Expr, params: &[Ident], size_params: &[Ident]) -> syn::Result
         constant: 0,
     };
     match e {
-        syn::Expr::Paren(p) if p.attrs.is_empty() => affine(&p.expr, params, size_params),
-        syn::Expr::Group(g) if g.attrs.is_empty() => affine(&g.expr, params, size_params),
+        syn::Expr::Paren(p) if p.attrs.is_empty() => affine(&p.expr, names),
+        syn::Expr::Group(g) if g.attrs.is_empty() => affine(&g.expr, names),
         syn::Expr::Lit(syn::ExprLit {
             attrs,
             lit: syn::Lit::Int(l),
@@ -1080,26 +1171,39 @@ fn affine(e: &syn::Expr, params: &[Ident], size_params: &[Ident]) -> syn::Result
                 a.dims[p] = 1;
             } else if let Some(s) = size_params.iter().position(|s| s == id) {
                 a.sizes[s] = 1;
+            } else if names.kernel_params.iter().any(|p| p == id) {
+                return Err(syn::Error::new(
+                    id.span(),
+                    format!(
+                        "`{id}` is a param, and params cannot be used in index functions; an \
+                         index function may use only the closure's parameters ({}) and size \
+                         parameters ({}), so use `{id}` in the scalar function instead",
+                        name_list(params),
+                        name_list(size_params),
+                    ),
+                ));
             } else {
                 return Err(syn::Error::new(
                     id.span(),
                     format!(
                         "unknown name `{id}` in index function; use one of the closure's \
-                         parameters or a size parameter"
+                         parameters ({}) or a size parameter ({})",
+                        name_list(params),
+                        name_list(size_params),
                     ),
                 ));
             }
             Ok(a)
         }
         syn::Expr::Unary(u) if u.attrs.is_empty() && matches!(u.op, syn::UnOp::Neg(_)) => {
-            let a = affine(&u.expr, params, size_params)?;
+            let a = affine(&u.expr, names)?;
             scale(&a, -1).ok_or_else(overflow)
         }
         syn::Expr::Binary(b) if b.attrs.is_empty() => {
             let (l, r) = match b.op {
                 syn::BinOp::Add(_) | syn::BinOp::Sub(_) | syn::BinOp::Mul(_) => (
-                    affine(&b.left, params, size_params)?,
-                    affine(&b.right, params, size_params)?,
+                    affine(&b.left, names)?,
+                    affine(&b.right, names)?,
                 ),
                 _ => return Err(non_affine(e)),
             };
@@ -1118,6 +1222,19 @@ fn affine(e: &syn::Expr, params: &[Ident], size_params: &[Ident]) -> syn::Result
             }
         }
         _ => Err(non_affine(e)),
+    }
+}
+
+fn name_list(ids: &[Ident]) -> String {
+    let v: Vec<String> = ids
+        .iter()
+        .filter(|i| !i.to_string().starts_with("__unused"))
+        .map(|i| format!("`{i}`"))
+        .collect();
+    if v.is_empty() {
+        "none".to_string()
+    } else {
+        v.join(", ")
     }
 }
 
@@ -1160,6 +1277,7 @@ fn scalar_fn_of(c: &ExprClosure) -> syn::Result<ScalarFn> {
     plain_closure(c, "the scalar function", "|m, x| m * x")?;
     let mut unused = 0;
     let mut index_params = None;
+    let mut index_pattern_range = None;
     let mut params = Vec::new();
     for (i, p) in c.inputs.iter().enumerate() {
         match p {
@@ -1176,6 +1294,7 @@ fn scalar_fn_of(c: &ExprClosure) -> syn::Result<ScalarFn> {
                     names.push(plain_param(e, &mut unused, "index pattern")?);
                 }
                 index_params = Some(names);
+                index_pattern_range = Some(SpanRange::of(s));
             }
             _ => params.push(plain_param(p, &mut unused, "scalar function")?),
         }
@@ -1189,6 +1308,8 @@ fn scalar_fn_of(c: &ExprClosure) -> syn::Result<ScalarFn> {
         params,
         body,
         span: c.span(),
+        params_range: closure_params_range(c),
+        index_pattern_range,
     })
 }
 
@@ -1257,6 +1378,8 @@ fn closure2(c: &ExprClosure) -> syn::Result<Closure2> {
         body,
         text,
         span: c.span(),
+        range: SpanRange::of(c),
+        params_range: closure_params_range(c),
     })
 }
 
@@ -1308,7 +1431,7 @@ fn bad_type(ty: &syn::Type, what: &str) -> syn::Error {
 }
 
 fn int_lit(l: &syn::LitInt) -> syn::Result<Expr> {
-    let span = l.span();
+    let span = SpanRange::from(l.span());
     let digits = l.base10_digits();
     let (neg, digits) = match digits.strip_prefix('-') {
         Some(d) => (true, d),
@@ -1347,16 +1470,16 @@ fn int_lit(l: &syn::LitInt) -> syn::Result<Expr> {
         })?;
         Lit::Int(v, ty)
     };
-    let e = Expr::new(ExprKind::Lit(lit), span);
+    let e = Expr::with_range(ExprKind::Lit(lit), span);
     Ok(if neg {
-        Expr::new(ExprKind::Unary(UnOp::Neg, Box::new(e)), span)
+        Expr::with_range(ExprKind::Unary(UnOp::Neg, Box::new(e)), span)
     } else {
         e
     })
 }
 
 fn float_lit(l: &syn::LitFloat) -> syn::Result<Expr> {
-    let span = l.span();
+    let span = SpanRange::from(l.span());
     let digits = l.base10_digits();
     let (neg, digits) = match digits.strip_prefix('-') {
         Some(d) => (true, d),
@@ -1385,9 +1508,9 @@ fn float_lit(l: &syn::LitFloat) -> syn::Result<Expr> {
             format!("float literal `{l}` is out of range; use a smaller constant"),
         ));
     }
-    let e = Expr::new(ExprKind::Lit(Lit::Float(v, ty)), span);
+    let e = Expr::with_range(ExprKind::Lit(Lit::Float(v, ty)), span);
     Ok(if neg {
-        Expr::new(ExprKind::Unary(UnOp::Neg, Box::new(e)), span)
+        Expr::with_range(ExprKind::Unary(UnOp::Neg, Box::new(e)), span)
     } else {
         e
     })
@@ -1432,8 +1555,8 @@ fn assign_target(e: &syn::Expr) -> syn::Result<Ident> {
 /// Converts a scalar-function expression (also used for operator closures).
 fn expr(e: &syn::Expr) -> syn::Result<Expr> {
     use syn::Expr as E;
-    let span = e.span();
-    let mk = |k: ExprKind| Ok(Expr::new(k, span));
+    let range = SpanRange::of(e);
+    let mk = |k: ExprKind| Ok(Expr::with_range(k, range));
     match e {
         E::Lit(l) => {
             no_attrs(&l.attrs)?;
@@ -1629,6 +1752,10 @@ fn expr(e: &syn::Expr) -> syn::Result<Expr> {
             let args = m.args.iter().map(expr).collect::<syn::Result<Vec<_>>>()?;
             mk(ExprKind::MethodCall(Box::new(recv), method, args))
         }
+        E::Call(c) if matches!(unparen(&c.func), E::Closure(_)) => Err(unsupported(
+            e,
+            "closures (calling a closure written in place; compute the value with `let` instead)",
+        )),
         E::Call(_) => Err(unsupported(e, "function calls")),
         E::Macro(_) => Err(unsupported(e, "macros")),
         E::Index(_) => Err(unsupported(e, "indexing with `[...]`")),
@@ -1718,6 +1845,7 @@ fn local(l: &syn::Local) -> syn::Result<Stmt> {
         ty,
         init,
         span: l.span(),
+        range: SpanRange::of(l),
     })
 }
 
@@ -2172,6 +2300,53 @@ mod tests {
         });
         assert!(e.contains("unknown clause `foo`"), "{e}");
         assert!(e.contains("md_hom[...](...)"), "{e}");
+        assert!(!e.contains("did you mean"), "{e}");
+
+        for (typo, want) in [
+            ("input", "inp"),
+            ("outview", "out_view"),
+            ("param", "params"),
+            ("mdhom", "md_hom"),
+            ("Inp_View", "inp_view"),
+        ] {
+            let typo = Ident::new(typo, Span::call_site());
+            let e = parse_err(quote! {
+                kernel bad { inp(A: f32[I]), out(C: f32[I]), #typo(x), out_view(C: |i| (i)),
+                    md_hom[I](|a| a, (CC)), inp_view(A: |i| (i)) }
+            });
+            assert!(e.contains(&format!("did you mean `{want}`?")), "{e}");
+        }
+
+        let e = parse_err(quote! {
+            kernel bad { inp(A: f32[I]), out(C: f32[I]), params(s: i64), out_view(C: |i| (i)),
+                md_hom[I](|a| a, (CC)), inp_view(A: |i| (i + s)) }
+        });
+        assert!(
+            e.contains("`s` is a param, and params cannot be used in index functions; an index function may use only the closure's parameters (`i`) and size parameters (`I`)"),
+            "{e}"
+        );
+
+        for (op, sym) in [(quote!(-), "-"), (quote!(/), "/"), (quote!(%), "%")] {
+            let e = parse_err(quote! {
+                kernel bad { inp(A: f32[I]), out(C: f32[]), out_view(C: |i| ()),
+                    md_hom[I](|a| a, (PW(#op))), inp_view(A: |i| (i)) }
+            });
+            assert!(
+                e.contains(&format!("`{sym}` is not associative and commutative")) && e.contains("`+`, `*`, `max`, `min`"),
+                "{e}"
+            );
+        }
+        let e = parse_err(quote! {
+            kernel bad { inp(A: bool[I]), out(C: bool[]), out_view(C: |i| ()),
+                md_hom[I](|a| a, (PW(&&))), inp_view(A: |i| (i)) }
+        });
+        assert!(e.contains("write it as a closure `|a, b| a && b`"), "{e}");
+
+        let e = parse_err(quote! {
+            kernel bad { inp(A: f32[I]), out(C: f32[I]), out_view(C: |i| (i)),
+                md_hom[I](|a| (|z: f32| z)(a), (CC)), inp_view(A: |i| (i)) }
+        });
+        assert!(e.contains("unsupported syntax in the scalar function: closures"), "{e}");
 
         let e = parse_err(quote! {
             kernel bad { inp(A: f32[I]), out(C: f32[I]), out_view(C: |i| (i)),

@@ -40,8 +40,16 @@ pub struct CpuPlan {
     pub order: Vec<usize>,
 }
 
-/// Why a config does not fit a kernel.
-pub type PlanError = String;
+/// Why a config does not fit a kernel: the offending field and a sentence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanError {
+    pub field: &'static str,
+    pub message: String,
+}
+
+fn err(field: &'static str, message: String) -> PlanError {
+    PlanError { field, message }
+}
 
 fn elem_bytes(t: ScalarType) -> usize {
     match t {
@@ -133,41 +141,48 @@ impl CpuPlan {
     pub fn validate(&self, k: &Kernel) -> Result<(), PlanError> {
         let d = k.dims.len();
         let kinds = k.dim_kinds();
-        for (name, v) in [("cor", &self.cor), ("l2", &self.l2), ("l1", &self.l1), ("reg", &self.reg)] {
+        let lists: [(&'static str, &Vec<usize>); 4] = [("cor", &self.cor), ("l2", &self.l2), ("l1", &self.l1), ("reg", &self.reg)];
+        for (name, v) in lists {
             if v.len() != d {
-                return Err(format!(
+                return Err(err(name, format!(
                     "`{name}` has {} entries but the kernel has {d} dimensions; give one per md_hom dimension",
                     v.len()
-                ));
+                )));
             }
         }
-        for (name, v) in [("l2", &self.l2), ("l1", &self.l1), ("reg", &self.reg)] {
+        for (name, v) in lists.into_iter().skip(1) {
             if let Some(x) = v.iter().position(|&t| t == 0) {
-                return Err(format!("`{name}` of dimension {x} is 0; tile sizes must be at least 1"));
+                return Err(err(name, format!("`{name}` of dimension {x} is 0; tile sizes must be at least 1")));
             }
         }
         let mut seen = vec![false; d];
         if self.order.len() != d || self.order.iter().any(|&x| x >= d || std::mem::replace(&mut seen[x], true)) {
-            return Err(format!(
-                "`order` must be a permutation of the dimensions 0..{d}, got {:?}",
-                self.order
+            return Err(err(
+                "order",
+                format!("`order` must be a permutation of the dimensions 0..{d}, got {:?}", self.order),
             ));
         }
         let pw_with_reg: Vec<usize> = (0..d).filter(|&x| kinds[x] == DimKind::Pw && self.reg[x] > 1).collect();
         let innermost_pw = (0..d).rev().find(|&x| kinds[x] == DimKind::Pw);
         if pw_with_reg.iter().any(|&x| Some(x) != innermost_pw) {
-            return Err(format!(
-                "only the innermost PW dimension ({innermost_pw:?}) may have a register tile above 1, got `reg` {:?}",
-                self.reg
+            return Err(err(
+                "reg",
+                format!(
+                    "only the innermost PW dimension ({innermost_pw:?}) may have a register tile above 1, got `reg` {:?}",
+                    self.reg
+                ),
             ));
         }
         let tile: usize = self.reg.iter().product();
         let per_output = self.reg_elements();
         let outs = k.output_accesses().len().max(1);
         if tile > MAX_REGISTER_TILE || per_output.saturating_mul(outs) > MAX_REGISTER_TILE {
-            return Err(format!(
-                "the register tile {:?} has {tile} points; at most {MAX_REGISTER_TILE} fit the registers",
-                self.reg
+            return Err(err(
+                "reg",
+                format!(
+                    "the register tile {:?} has {tile} points; at most {MAX_REGISTER_TILE} fit the registers",
+                    self.reg
+                ),
             ));
         }
         Ok(())

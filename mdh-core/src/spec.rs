@@ -3,8 +3,71 @@
 //! the `mdh!` tokens. Spans are kept so that every later check can point at the
 //! offending tokens.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Punct, Spacing, Span, TokenStream, TokenTree};
+use quote::ToTokens;
 use syn::Ident;
+
+/// The first and the last token of a piece of syntax, for errors that cover
+/// all of it.
+///
+/// On stable Rust a proc macro cannot join two spans (`Span::join` is
+/// nightly-only), so a single [`Span`] of an expression covers only its first
+/// token. An error built with `syn::Error::new_spanned` on two tokens carrying
+/// `start` and `end` is rendered by rustc from `start` to `end`: that is what
+/// [`SpanRange::error`] does.
+#[derive(Clone, Copy)]
+pub struct SpanRange {
+    pub start: Span,
+    pub end: Span,
+}
+
+impl SpanRange {
+    pub fn new(start: Span, end: Span) -> SpanRange {
+        SpanRange { start, end }
+    }
+
+    /// The range of all tokens of `t` (`Span::call_site()` if it has none).
+    pub fn of<T: ToTokens + ?Sized>(t: &T) -> SpanRange {
+        let mut it = t.to_token_stream().into_iter();
+        let start = it.next().map_or_else(Span::call_site, |t| t.span());
+        let end = it.last().map_or(start, |t| t.span());
+        SpanRange { start, end }
+    }
+
+    /// From the start of `self` to the end of `other`.
+    pub fn to(self, other: SpanRange) -> SpanRange {
+        SpanRange {
+            start: self.start,
+            end: other.end,
+        }
+    }
+
+    /// An error covering the whole range.
+    pub fn error(&self, msg: impl std::fmt::Display) -> syn::Error {
+        let mut a = Punct::new('#', Spacing::Alone);
+        a.set_span(self.start);
+        let mut b = Punct::new('#', Spacing::Alone);
+        b.set_span(self.end);
+        let ts: TokenStream = [TokenTree::Punct(a), TokenTree::Punct(b)]
+            .into_iter()
+            .collect();
+        syn::Error::new_spanned(ts, msg)
+    }
+}
+
+impl From<Span> for SpanRange {
+    fn from(s: Span) -> SpanRange {
+        SpanRange { start: s, end: s }
+    }
+}
+
+/// Spans differ between two parses of the same text, so they are left out
+/// (as the parser's tests compare `Debug` output).
+impl std::fmt::Debug for SpanRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SpanRange")
+    }
+}
 
 /// Element types of buffers, params and scalar-function values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -127,7 +190,16 @@ pub struct IndexFn {
     pub components: Vec<Affine>,
     /// Spans of the component expressions (for errors).
     pub component_spans: Vec<Span>,
+    /// Span of the closure's first token `|`.
     pub span: Span,
+    /// The whole closure.
+    pub range: SpanRange,
+    /// The parameter list `|i, k|`.
+    pub params_range: SpanRange,
+    /// The body, e.g. the tuple `(i, k)`.
+    pub body_range: SpanRange,
+    /// The component expressions (one per component).
+    pub component_ranges: Vec<SpanRange>,
 }
 
 /// `BUF: TYPE[SHAPE]`
@@ -191,6 +263,14 @@ impl ReduceOp {
         }
     }
 
+    /// The operator's tokens: the built-in's token or the whole closure.
+    pub fn range(&self) -> SpanRange {
+        match self {
+            ReduceOp::Builtin(_, s) => SpanRange::from(*s),
+            ReduceOp::Closure(c) => c.range,
+        }
+    }
+
     /// Two operators are the same if they are the same built-in or textually
     /// equal closures (used for the paper's Lemma 1).
     pub fn same_as(&self, other: &ReduceOp) -> bool {
@@ -217,7 +297,12 @@ pub struct Closure2 {
     pub body: Expr,
     /// Normalized token text, for comparing operators.
     pub text: String,
+    /// Span of the closure's first token `|`.
     pub span: Span,
+    /// The whole closure.
+    pub range: SpanRange,
+    /// The parameter list `|a, b|`.
+    pub params_range: SpanRange,
 }
 
 /// The combine operator of one dimension.
@@ -288,7 +373,12 @@ pub struct ScalarFn {
     /// One parameter per input access, in `inp_view` order.
     pub params: Vec<Ident>,
     pub body: Expr,
+    /// Span of the closure's first token `|`.
     pub span: Span,
+    /// The parameter list `|[y, x], a, b|`.
+    pub params_range: SpanRange,
+    /// The index pattern `[y, x]`, if any.
+    pub index_pattern_range: Option<SpanRange>,
 }
 
 /// A whole `mdh!` kernel.
@@ -355,7 +445,10 @@ impl Kernel {
 #[derive(Clone, Debug)]
 pub struct Expr {
     pub kind: ExprKind,
+    /// Span of the expression's first token.
     pub span: Span,
+    /// All tokens of the expression (for errors).
+    pub range: SpanRange,
     pub ty: Option<Type>,
 }
 
@@ -544,7 +637,10 @@ pub enum Stmt {
         mutable: bool,
         ty: Option<ScalarType>,
         init: Option<Expr>,
+        /// Span of `let`.
         span: Span,
+        /// The whole statement `let a = …;`.
+        range: SpanRange,
     },
     Expr(Expr),
 }
@@ -554,6 +650,17 @@ impl Expr {
         Expr {
             kind,
             span,
+            range: SpanRange::from(span),
+            ty: None,
+        }
+    }
+
+    /// An expression covering `range` (its `span` is the first token's).
+    pub fn with_range(kind: ExprKind, range: SpanRange) -> Expr {
+        Expr {
+            kind,
+            span: range.start,
+            range,
             ty: None,
         }
     }

@@ -92,10 +92,28 @@ pub fn isa() -> Isa {
     })
 }
 
-/// The plan to run for `sizes`: the one tuned for the nearest sizes (by the
-/// sum of squared log-ratios), else the first one without tuned sizes (the
-/// default plan), else plan 0.
-pub fn nearest_plan(tuned: &[Option<&[usize]>], sizes: &[usize]) -> usize {
+/// This CPU's model name (`/proc/cpuinfo`), or "" where unknown.
+pub fn cpu_name() -> &'static str {
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| {
+        std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split(':').nth(1))
+                    .map(|s| s.trim().to_string())
+            })
+            .unwrap_or_default()
+    })
+}
+
+/// The plan to run for `sizes` among `(device, tuned sizes)` entries: of
+/// those whose device is `*` or this CPU's model name, the one tuned for
+/// the nearest sizes (by the sum of squared log-ratios), else the first
+/// without tuned sizes (the default plan), else plan 0.
+pub fn nearest_plan(entries: &[(&str, Option<&[usize]>)], sizes: &[usize]) -> usize {
+    let here = |dev: &str| dev == "*" || dev == cpu_name();
     let distance = |t: &[usize]| -> f64 {
         t.iter()
             .zip(sizes)
@@ -105,13 +123,12 @@ pub fn nearest_plan(tuned: &[Option<&[usize]>], sizes: &[usize]) -> usize {
             })
             .sum()
     };
-    tuned
-        .iter()
-        .enumerate()
-        .filter_map(|(i, t)| t.map(|t| (i, distance(t))))
+    let usable = || entries.iter().enumerate().filter(|(_, (d, _))| here(d));
+    usable()
+        .filter_map(|(i, (_, t))| t.map(|t| (i, distance(t))))
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(i, _)| i)
-        .or_else(|| tuned.iter().position(|t| t.is_none()))
+        .or_else(|| usable().find(|(_, (_, t))| t.is_none()).map(|(i, _)| i))
         .unwrap_or(0)
 }
 
@@ -443,6 +460,16 @@ mod tests {
                 assert_eq!(*g, acc, "n = {n}, i = {i}");
             }
         }
+    }
+
+    #[test]
+    fn plans_are_chosen_by_device_and_nearest_sizes() {
+        let big: &[usize] = &[1024, 1024];
+        let small: &[usize] = &[16, 16];
+        let entries = [("*", Some(big)), ("no such cpu", Some(small)), ("*", Some(small)), ("*", None)];
+        assert_eq!(nearest_plan(&entries, &[900, 1100]), 0);
+        assert_eq!(nearest_plan(&entries, &[10, 20]), 2);
+        assert_eq!(nearest_plan(&[("no such cpu", Some(small)), ("*", None)], &[16, 16]), 1);
     }
 
     #[test]

@@ -50,7 +50,7 @@ pub mod reference {
 /// What generated code refers to. Not a public API.
 #[doc(hidden)]
 pub mod __rt {
-    pub use crate::cpu::{execute, isa, nearest_plan, Isa, Region, SyncPtr};
+    pub use crate::cpu::{cpu_name, execute, isa, nearest_plan, Isa, Region, SyncPtr};
     pub use mdh_core::desc::{AccessDesc, AffineDesc, BufDesc, KernelDesc, SizeOp};
     pub use mdh_core::spec::DimKind;
     pub use std::borrow::Cow;

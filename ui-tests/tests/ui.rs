@@ -5,6 +5,8 @@
 //!   whose text is recorded in the matching `.stderr`.
 //! - `ui/pass/*.rs`: corners of the grammar; each is compiled *and run*, and
 //!   its `main` asserts the result of the generated `cpu` function.
+//! - `ui/pending/*.rs` (not run): mistakes the macro does not yet report well,
+//!   each with a hand-written `.stderr` of the wanted diagnostic; see its README.
 //!
 //! Regenerate the `.stderr` files with
 //! `TRYBUILD=overwrite cargo test -p mdh-ui-tests`, then read every one.

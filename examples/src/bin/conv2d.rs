@@ -8,7 +8,12 @@ fn main() -> std::process::ExitCode {
         let n = args.pick(4096, 64);
         let mut rng = Rng::new(6);
 
-        let s = conv2d::Sizes { P: 61, Q: 67, R: 5, S: 3 };
+        let s = conv2d::Sizes {
+            P: 61,
+            Q: 67,
+            R: 5,
+            S: 3,
+        };
         let (h, w) = (s.P + s.R - 1, s.Q + s.S - 1);
         let (img, f) = (rng.f32s(h * w), rng.f32s(s.R * s.S));
         let mut o = vec![0.0f32; s.P * s.Q];
@@ -23,12 +28,23 @@ fn main() -> std::process::ExitCode {
             check::sum_rtol(s.R * s.S),
         )?;
 
-        let s = conv2d::Sizes { P: n, Q: n, R: 5, S: 5 };
+        let s = conv2d::Sizes {
+            P: n,
+            Q: n,
+            R: 5,
+            S: 5,
+        };
         let (h, w) = (n + 4, n + 4);
         let (img, f) = (rng.f32s(h * w), rng.f32s(25));
         let mut o = vec![0.0f32; n * n];
         let t = check::median_time(args.runs, || conv2d::cpu(&img, &f, &mut o, s))?;
-        check::report("conv2d", &format!("{n}x{n} * 5x5"), t, Some(2.0 * 25.0 * (n * n) as f64), None);
+        check::report(
+            "conv2d",
+            &format!("{n}x{n} * 5x5"),
+            t,
+            Some(2.0 * 25.0 * (n * n) as f64),
+            None,
+        );
         let want: Vec<f64> = (0..n * n)
             .map(|x| {
                 let (p, q) = (x / n, x % n);

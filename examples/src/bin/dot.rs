@@ -31,7 +31,13 @@ fn main() -> std::process::ExitCode {
         let (x, y) = (rng.f32s(n), rng.f32s(n));
         let mut r = vec![0.0f32];
         let t = check::median_time(args.runs, || dot::cpu(&x, &y, &mut r, dot::Sizes { N: n }))?;
-        check::report("dot", &format!("N={n}"), t, Some(2.0 * n as f64), Some(8.0 * n as f64));
+        check::report(
+            "dot",
+            &format!("N={n}"),
+            t,
+            Some(2.0 * n as f64),
+            Some(8.0 * n as f64),
+        );
         let want: f64 = x.iter().zip(&y).map(|(&a, &b)| a as f64 * b as f64).sum();
         check::compare_f32("dot", &r, &[want], check::sum_rtol(n))?;
         check::ok("dot matches a plain loop");

@@ -13,12 +13,22 @@ fn main() -> std::process::ExitCode {
         let small = e.min(20_011);
         let (vals, keys) = (rng.f32s(small), rng.i32s(small, -4, nb as i32 + 4));
         let mut hist = vec![0.0f32; nb];
-        genhisto::cpu(&vals, &keys, &bins, &mut hist, genhisto::Sizes { E: small, B: nb })?;
+        genhisto::cpu(
+            &vals,
+            &keys,
+            &bins,
+            &mut hist,
+            genhisto::Sizes { E: small, B: nb },
+        )?;
         check::against_reference(
             &format!("genhisto E={small} B={nb}"),
             genhisto::SPEC,
-            &[small, nb],
-            &[Buffer::from(vals), Buffer::from(keys), Buffer::from(bins.clone())],
+            &genhisto::Sizes { E: small, B: nb }.values(),
+            &[
+                Buffer::from(vals),
+                Buffer::from(keys),
+                Buffer::from(bins.clone()),
+            ],
             &[],
             &[Buffer::from(hist)],
             check::sum_rtol(small),
@@ -27,8 +37,16 @@ fn main() -> std::process::ExitCode {
         let (vals, keys) = (rng.f32s(e), rng.i32s(e, -4, nb as i32 + 4));
         let mut hist = vec![0.0f32; nb];
         let s = genhisto::Sizes { E: e, B: nb };
-        let t = check::median_time(args.runs, || genhisto::cpu(&vals, &keys, &bins, &mut hist, s))?;
-        check::report("genhisto", &format!("E={e} B={nb}"), t, None, Some(8.0 * e as f64));
+        let t = check::median_time(args.runs, || {
+            genhisto::cpu(&vals, &keys, &bins, &mut hist, s)
+        })?;
+        check::report(
+            "genhisto",
+            &format!("E={e} B={nb}"),
+            t,
+            None,
+            Some(8.0 * e as f64),
+        );
         let mut want = vec![0.0f64; nb];
         for (&v, &k) in vals.iter().zip(&keys) {
             if (0..nb as i32).contains(&k) {

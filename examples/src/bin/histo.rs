@@ -18,7 +18,7 @@ fn main() -> std::process::ExitCode {
         check::against_reference(
             &format!("histo E={small} B={nb}"),
             histo::SPEC,
-            &[small, nb],
+            &histo::Sizes { E: small, B: nb }.values(),
             &[Buffer::from(elems), Buffer::from(bins.clone())],
             &[],
             &[Buffer::from(hist)],
@@ -27,8 +27,16 @@ fn main() -> std::process::ExitCode {
 
         let elems = rng.u32s(e, nb as u32 + 8);
         let mut hist = vec![0u32; nb];
-        let t = check::median_time(args.runs, || histo::cpu(&elems, &bins, &mut hist, histo::Sizes { E: e, B: nb }))?;
-        check::report("histo", &format!("E={e} B={nb}"), t, None, Some(4.0 * e as f64));
+        let t = check::median_time(args.runs, || {
+            histo::cpu(&elems, &bins, &mut hist, histo::Sizes { E: e, B: nb })
+        })?;
+        check::report(
+            "histo",
+            &format!("E={e} B={nb}"),
+            t,
+            None,
+            Some(4.0 * e as f64),
+        );
         let mut want = vec![0u32; nb];
         for &x in &elems {
             if (x as usize) < nb {

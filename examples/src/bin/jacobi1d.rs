@@ -26,8 +26,16 @@ fn main() -> std::process::ExitCode {
 
         let v = rng.f32s(n + 2);
         let mut w = vec![0.0f32; n];
-        let t = check::median_time(args.runs, || jacobi1d::cpu(&v, &mut w, C0, C1, jacobi1d::Sizes { N: n }))?;
-        check::report("jacobi1d", &format!("N={n}"), t, Some(4.0 * n as f64), Some(8.0 * n as f64));
+        let t = check::median_time(args.runs, || {
+            jacobi1d::cpu(&v, &mut w, C0, C1, jacobi1d::Sizes { N: n })
+        })?;
+        check::report(
+            "jacobi1d",
+            &format!("N={n}"),
+            t,
+            Some(4.0 * n as f64),
+            Some(8.0 * n as f64),
+        );
         let want: Vec<f64> = (0..n)
             .map(|i| C0 as f64 * (v[i] as f64 + v[i + 2] as f64) + C1 as f64 * v[i + 1] as f64)
             .collect();

@@ -14,7 +14,7 @@ fn main() -> std::process::ExitCode {
         check::against_reference(
             &format!("jacobi2d {sn}x{sm}"),
             jacobi2d::SPEC,
-            &[sn, sm],
+            &jacobi2d::Sizes { N: sn, M: sm }.values(),
             &[Buffer::from(v)],
             &[],
             &[Buffer::from(w)],
@@ -24,13 +24,25 @@ fn main() -> std::process::ExitCode {
         let m = n + 2;
         let v = rng.f32s(m * m);
         let mut w = vec![0.0f32; n * n];
-        let t = check::median_time(args.runs, || jacobi2d::cpu(&v, &mut w, jacobi2d::Sizes { N: n, M: n }))?;
-        check::report("jacobi2d", &format!("{n}x{n}"), t, Some(5.0 * (n * n) as f64), Some(8.0 * (n * n) as f64));
+        let t = check::median_time(args.runs, || {
+            jacobi2d::cpu(&v, &mut w, jacobi2d::Sizes { N: n, M: n })
+        })?;
+        check::report(
+            "jacobi2d",
+            &format!("{n}x{n}"),
+            t,
+            Some(5.0 * (n * n) as f64),
+            Some(8.0 * (n * n) as f64),
+        );
         let at = |i: usize, j: usize| v[i * m + j] as f64;
         let want: Vec<f64> = (0..n * n)
             .map(|x| {
                 let (i, j) = (x / n, x % n);
-                0.2 * (at(i, j + 1) + at(i + 1, j) + at(i + 1, j + 1) + at(i + 1, j + 2) + at(i + 2, j + 1))
+                0.2 * (at(i, j + 1)
+                    + at(i + 1, j)
+                    + at(i + 1, j + 1)
+                    + at(i + 1, j + 2)
+                    + at(i + 2, j + 1))
             })
             .collect();
         check::compare_f32("jacobi2d", &w, &want, check::RTOL)?;

@@ -8,7 +8,11 @@ fn main() -> std::process::ExitCode {
         let n = args.pick(256, 32);
         let mut rng = Rng::new(12);
 
-        let s = jacobi3d::Sizes { N: n.min(37), M: n.min(41), L: n.min(43) };
+        let s = jacobi3d::Sizes {
+            N: n.min(37),
+            M: n.min(41),
+            L: n.min(43),
+        };
         let v = rng.f32s((s.N + 2) * (s.M + 2) * (s.L + 2));
         let mut w = vec![0.0f32; s.N * s.M * s.L];
         jacobi3d::cpu(&v, &mut w, s)?;
@@ -28,7 +32,13 @@ fn main() -> std::process::ExitCode {
         let s = jacobi3d::Sizes { N: n, M: n, L: n };
         let t = check::median_time(args.runs, || jacobi3d::cpu(&v, &mut w, s))?;
         let pts = (n * n * n) as f64;
-        check::report("jacobi3d", &format!("{n}^3"), t, Some(8.0 * pts), Some(8.0 * pts));
+        check::report(
+            "jacobi3d",
+            &format!("{n}^3"),
+            t,
+            Some(8.0 * pts),
+            Some(8.0 * pts),
+        );
         let at = |i: usize, j: usize, k: usize| v[(i * m + j) * m + k] as f64;
         let want: Vec<f64> = (0..n * n * n)
             .map(|x| {

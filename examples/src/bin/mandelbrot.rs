@@ -32,7 +32,7 @@ fn main() -> std::process::ExitCode {
         check::against_reference(
             &format!("mandelbrot {h}x{w}"),
             mandelbrot::SPEC,
-            &[h, w],
+            &mandelbrot::Sizes { H: h, W: w }.values(),
             &[],
             &[Value::U32(MAX_ITER)],
             &[Buffer::from(o)],
@@ -43,11 +43,22 @@ fn main() -> std::process::ExitCode {
         let s = mandelbrot::Sizes { H: n, W: n };
         let t = check::median_time(args.runs, || mandelbrot::cpu(&mut o, MAX_ITER, s))?;
         let iters: u64 = o.iter().map(|&k| k as u64).sum();
-        check::report("mandelbrot", &format!("{n}x{n}, {MAX_ITER} iterations"), t, Some(7.0 * iters as f64), None);
+        check::report(
+            "mandelbrot",
+            &format!("{n}x{n}, {MAX_ITER} iterations"),
+            t,
+            Some(7.0 * iters as f64),
+            None,
+        );
         for y in 0..n {
             for x in 0..n {
                 if o[y * n + x] != pixel(y, x, n, n) {
-                    return Err(format!("mandelbrot: pixel ({y}, {x}): got {}, expected {}", o[y * n + x], pixel(y, x, n, n)).into());
+                    return Err(format!(
+                        "mandelbrot: pixel ({y}, {x}): got {}, expected {}",
+                        o[y * n + x],
+                        pixel(y, x, n, n)
+                    )
+                    .into());
                 }
             }
         }

@@ -25,9 +25,21 @@ fn main() -> std::process::ExitCode {
 
         let (x, y) = (rng.f32s(n), rng.f32s(n));
         let mut z = vec![0.0f32; n];
-        let t = check::median_time(args.runs, || map::cpu(&x, &y, &mut z, ALPHA, map::Sizes { N: n }))?;
-        check::report("map", &format!("N={n}"), t, Some(2.0 * n as f64), Some(12.0 * n as f64));
-        let want: Vec<f64> = x.iter().zip(&y).map(|(&a, &b)| ALPHA as f64 * a as f64 + b as f64).collect();
+        let t = check::median_time(args.runs, || {
+            map::cpu(&x, &y, &mut z, ALPHA, map::Sizes { N: n })
+        })?;
+        check::report(
+            "map",
+            &format!("N={n}"),
+            t,
+            Some(2.0 * n as f64),
+            Some(12.0 * n as f64),
+        );
+        let want: Vec<f64> = x
+            .iter()
+            .zip(&y)
+            .map(|(&a, &b)| ALPHA as f64 * a as f64 + b as f64)
+            .collect();
         check::compare_f32("map", &z, &want, check::RTOL)?;
         check::ok("map matches a plain loop");
         Ok(())

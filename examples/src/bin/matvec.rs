@@ -14,7 +14,7 @@ fn main() -> std::process::ExitCode {
         check::against_reference(
             &format!("matvec {si}x{sk}"),
             matvec::SPEC,
-            &[si, sk],
+            &matvec::Sizes { I: si, K: sk }.values(),
             &[Buffer::from(m), Buffer::from(v)],
             &[],
             &[Buffer::from(w)],
@@ -23,9 +23,17 @@ fn main() -> std::process::ExitCode {
 
         let (m, v) = (rng.f32s(n * n), rng.f32s(n));
         let mut w = vec![0.0f32; n];
-        let t = check::median_time(args.runs, || matvec::cpu(&m, &v, &mut w, matvec::Sizes { I: n, K: n }))?;
+        let t = check::median_time(args.runs, || {
+            matvec::cpu(&m, &v, &mut w, matvec::Sizes { I: n, K: n })
+        })?;
         let bytes = 4.0 * (n * n + 2 * n) as f64;
-        check::report("matvec", &format!("{n}x{n}"), t, Some(2.0 * (n * n) as f64), Some(bytes));
+        check::report(
+            "matvec",
+            &format!("{n}x{n}"),
+            t,
+            Some(2.0 * (n * n) as f64),
+            Some(bytes),
+        );
         let want: Vec<f64> = (0..n)
             .map(|i| (0..n).map(|k| m[i * n + k] as f64 * v[k] as f64).sum())
             .collect();

@@ -15,7 +15,15 @@ fn main() -> std::process::ExitCode {
         let pq = if args.quick { 16 } else { 112 };
         let mut rng = Rng::new(7);
 
-        let s = mcc::Sizes { N: 2, P: 5, Q: 7, K: 6, R: 3, S: 5, C: 3 };
+        let s = mcc::Sizes {
+            N: 2,
+            P: 5,
+            Q: 7,
+            K: 6,
+            R: 3,
+            S: 5,
+            C: 3,
+        };
         let (img, f) = (rng.f32s(in_len(&s)), rng.f32s(s.K * s.R * s.S * s.C));
         let mut o = vec![0.0f32; s.N * s.P * s.Q * s.K];
         mcc::cpu(&img, &f, &mut o, s)?;
@@ -29,7 +37,15 @@ fn main() -> std::process::ExitCode {
             check::sum_rtol(s.R * s.S * s.C),
         )?;
 
-        let s = mcc::Sizes { N: nn, P: pq, Q: pq, K: 64, R: 7, S: 7, C: 3 };
+        let s = mcc::Sizes {
+            N: nn,
+            P: pq,
+            Q: pq,
+            K: 64,
+            R: 7,
+            S: 7,
+            C: 3,
+        };
         let (h, w) = (2 * s.P + s.R - 2, 2 * s.Q + s.S - 2);
         let (img, f) = (rng.f32s(in_len(&s)), rng.f32s(s.K * s.R * s.S * s.C));
         let mut o = vec![0.0f32; s.N * s.P * s.Q * s.K];

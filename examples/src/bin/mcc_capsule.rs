@@ -18,7 +18,18 @@ fn main() -> std::process::ExitCode {
         let pq = args.pick(32, 8);
         let mut rng = Rng::new(8);
 
-        let s = S { N: 1, P: 3, Q: 5, K: 2, MI: 3, MJ: 2, R: 3, S: 2, C: 3, MK: 5 };
+        let s = S {
+            N: 1,
+            P: 3,
+            Q: 5,
+            K: 2,
+            MI: 3,
+            MJ: 2,
+            R: 3,
+            S: 2,
+            C: 3,
+            MK: 5,
+        };
         let (li, lf, lo) = lens(&s);
         let (img, f) = (rng.f32s(li), rng.f32s(lf));
         let mut o = vec![0.0f32; lo];
@@ -33,35 +44,62 @@ fn main() -> std::process::ExitCode {
             check::sum_rtol(s.R * s.S * s.C * s.MK),
         )?;
 
-        let s = S { N: 1, P: pq, Q: pq, K: 16, MI: 4, MJ: 4, R: 3, S: 3, C: 8, MK: 4 };
+        let s = S {
+            N: 1,
+            P: pq,
+            Q: pq,
+            K: 16,
+            MI: 4,
+            MJ: 4,
+            R: 3,
+            S: 3,
+            C: 8,
+            MK: 4,
+        };
         let (li, lf, lo) = lens(&s);
         let (img, f) = (rng.f32s(li), rng.f32s(lf));
         let mut o = vec![0.0f32; lo];
         let t = check::median_time(args.runs, || mcc_capsule::cpu(&img, &f, &mut o, s))?;
         let flops = 2.0 * (lo * s.R * s.S * s.C * s.MK) as f64;
-        check::report("mcc_capsule", &format!("{:?}", s.values()), t, Some(flops), None);
+        check::report(
+            "mcc_capsule",
+            &format!("{:?}", s.values()),
+            t,
+            Some(flops),
+            None,
+        );
         let (h, w) = (s.P + s.R - 1, s.Q + s.S - 1);
-        check::sampled_f32("mcc_capsule", &o, 4000, check::sum_rtol(s.R * s.S * s.C * s.MK), |x| {
-            let mj = x % s.MJ;
-            let mi = x / s.MJ % s.MI;
-            let k = x / (s.MJ * s.MI) % s.K;
-            let q = x / (s.MJ * s.MI * s.K) % s.Q;
-            let p = x / (s.MJ * s.MI * s.K * s.Q) % s.P;
-            let n = x / (s.MJ * s.MI * s.K * s.Q * s.P);
-            let mut acc = 0.0f64;
-            for r in 0..s.R {
-                for ss in 0..s.S {
-                    for c in 0..s.C {
-                        for mk in 0..s.MK {
-                            let ii = ((((n * h + p + r) * w + q + ss) * s.C + c) * s.MI + mi) * s.MK + mk;
-                            let fi = ((((k * s.R + r) * s.S + ss) * s.C + c) * s.MK + mk) * s.MJ + mj;
-                            acc += img[ii] as f64 * f[fi] as f64;
+        check::sampled_f32(
+            "mcc_capsule",
+            &o,
+            4000,
+            check::sum_rtol(s.R * s.S * s.C * s.MK),
+            |x| {
+                let mj = x % s.MJ;
+                let mi = x / s.MJ % s.MI;
+                let k = x / (s.MJ * s.MI) % s.K;
+                let q = x / (s.MJ * s.MI * s.K) % s.Q;
+                let p = x / (s.MJ * s.MI * s.K * s.Q) % s.P;
+                let n = x / (s.MJ * s.MI * s.K * s.Q * s.P);
+                let mut acc = 0.0f64;
+                for r in 0..s.R {
+                    for ss in 0..s.S {
+                        for c in 0..s.C {
+                            for mk in 0..s.MK {
+                                let ii = ((((n * h + p + r) * w + q + ss) * s.C + c) * s.MI + mi)
+                                    * s.MK
+                                    + mk;
+                                let fi = ((((k * s.R + r) * s.S + ss) * s.C + c) * s.MK + mk)
+                                    * s.MJ
+                                    + mj;
+                                acc += img[ii] as f64 * f[fi] as f64;
+                            }
                         }
                     }
                 }
-            }
-            acc
-        })?;
+                acc
+            },
+        )?;
         check::ok("mcc_capsule matches a plain loop on 4002 sampled elements");
         Ok(())
     })

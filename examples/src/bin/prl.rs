@@ -18,8 +18,13 @@ fn records(rng: &mut Rng, n: usize) -> Records {
 }
 
 fn link(a: &Records, b: &Records, best: &mut [i64]) -> Result<(), mdh::Error> {
-    let s = prl::Sizes { I: a.first.len(), J: b.first.len() };
-    prl::cpu(&a.first, &a.last, &a.year, &b.first, &b.last, &b.year, best, s)
+    let s = prl::Sizes {
+        I: a.first.len(),
+        J: b.first.len(),
+    };
+    prl::cpu(
+        &a.first, &a.last, &a.year, &b.first, &b.last, &b.year, best, s,
+    )
 }
 
 fn bufs(a: &Records, b: &Records) -> Vec<Buffer> {
@@ -37,18 +42,31 @@ fn main() -> std::process::ExitCode {
         let (a, b) = (records(&mut rng, 331), records(&mut rng, 1009));
         let mut best = vec![0i64; 331];
         link(&a, &b, &mut best)?;
-        check::against_reference("prl 331x1009", prl::SPEC, &[331, 1009], &bufs(&a, &b), &[], &[Buffer::from(best)], 0.0)?;
+        check::against_reference(
+            "prl 331x1009",
+            prl::SPEC,
+            &prl::Sizes { I: 331, J: 1009 }.values(),
+            &bufs(&a, &b),
+            &[],
+            &[Buffer::from(best)],
+            0.0,
+        )?;
 
         let (a, b) = (records(&mut rng, n), records(&mut rng, n));
         let mut best = vec![0i64; n];
         let t = check::median_time(args.runs, || link(&a, &b, &mut best))?;
         check::report("prl", &format!("{n}x{n} records"), t, None, None);
-        println!("  {:.1} M record pairs/s", (n * n) as f64 / t.as_secs_f64() / 1e6);
+        println!(
+            "  {:.1} M record pairs/s",
+            (n * n) as f64 / t.as_secs_f64() / 1e6
+        );
         let mut sample = Rng::new(14);
         for i in std::iter::once(0).chain((0..200).map(|_| sample.below(n))) {
             let want = (0..n)
                 .map(|j| {
-                    let w = prl_codec::weight(a.first[i], a.last[i], a.year[i], b.first[j], b.last[j], b.year[j]);
+                    let w = prl_codec::weight(
+                        a.first[i], a.last[i], a.year[i], b.first[j], b.last[j], b.year[j],
+                    );
                     prl_codec::encode(w, j)
                 })
                 .max()

@@ -23,8 +23,16 @@ fn main() -> std::process::ExitCode {
 
         let x = rng.f32s(n);
         let mut s = vec![0.0f32];
-        let t = check::median_time(args.runs, || reduce::cpu(&x, &mut s, reduce::Sizes { N: n }))?;
-        check::report("reduce", &format!("N={n}"), t, Some(n as f64), Some(4.0 * n as f64));
+        let t = check::median_time(args.runs, || {
+            reduce::cpu(&x, &mut s, reduce::Sizes { N: n })
+        })?;
+        check::report(
+            "reduce",
+            &format!("N={n}"),
+            t,
+            Some(n as f64),
+            Some(4.0 * n as f64),
+        );
         let want: f64 = x.iter().map(|&a| a as f64).sum();
         check::compare_f32("reduce", &s, &[want], check::sum_rtol(n))?;
         check::ok("reduce matches a plain loop");

@@ -23,8 +23,16 @@ fn main() -> std::process::ExitCode {
 
         let x = rng.f32s(n);
         let (mut s, mut m) = (vec![0.0f32], vec![0.0f32]);
-        let t = check::median_time(args.runs, || reduce2::cpu(&x, &mut s, &mut m, reduce2::Sizes { N: n }))?;
-        check::report("reduce2", &format!("N={n}"), t, Some(2.0 * n as f64), Some(4.0 * n as f64));
+        let t = check::median_time(args.runs, || {
+            reduce2::cpu(&x, &mut s, &mut m, reduce2::Sizes { N: n })
+        })?;
+        check::report(
+            "reduce2",
+            &format!("N={n}"),
+            t,
+            Some(2.0 * n as f64),
+            Some(4.0 * n as f64),
+        );
         let want_s: f64 = x.iter().map(|&a| a as f64).sum();
         let want_m = x.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
         check::compare_f32("reduce2 sum", &s, &[want_s], check::sum_rtol(n))?;

@@ -16,6 +16,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
 use crate::codegen::rust_expr::{self, ty};
+use crate::config::CpuEntry;
 use crate::plan::CpuPlan;
 use crate::spec::{BinOp, BuiltinOp, DimKind, ExprKind, IndexFn, Kernel, ReduceOp, ScalarType, Type};
 
@@ -454,9 +455,9 @@ impl<'k> Gen<'k> {
     }
 }
 
-/// The `cpu` function and its helpers for `plans` (at least one), of which
-/// entries with `sizes` are dispatched by nearest size at run time.
-pub fn cpu_fn(k: &Kernel, plans: &[(CpuPlan, Option<Vec<usize>>)]) -> TokenStream {
+/// The `cpu` function and its helpers for the plans of `entries` (at least
+/// one), dispatched at run time by device and nearest tuned sizes.
+pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
     let g = Gen::new(k);
     let (d, a_ty) = (g.d, &g.a_ty);
     let name_str = k.name.to_string();
@@ -524,8 +525,8 @@ pub fn cpu_fn(k: &Kernel, plans: &[(CpuPlan, Option<Vec<usize>>)]) -> TokenStrea
     let kind_toks = g.kinds.iter().map(|kd| super::dim_kind(*kd));
 
     // Plans: one task body each, chosen by the nearest tuned sizes.
-    let compute_fns = plans.iter().enumerate().map(|(i, (p, _))| g.compute_fn(p, i));
-    let indices: Vec<usize> = (0..plans.len()).collect();
+    let compute_fns = entries.iter().enumerate().map(|(i, e)| g.compute_fn(&e.plan, i));
+    let indices: Vec<usize> = (0..entries.len()).collect();
     let calls = |fma: bool| {
         let arms = indices.iter().map(move |&i| {
             let f = format_ident!("__compute_{}", i);
@@ -534,12 +535,15 @@ pub fn cpu_fn(k: &Kernel, plans: &[(CpuPlan, Option<Vec<usize>>)]) -> TokenStrea
         quote!(match __plan { #(#arms)* _ => __compute_0::<#fma>(__c, __r, __o), })
     };
     let (fast, slow) = (calls(true), calls(false));
-    let tuned = plans.iter().map(|(_, s)| match s {
-        Some(s) => quote!(::core::option::Option::Some(&[#(#s),*][..])),
-        None => quote!(::core::option::Option::None),
+    let tuned = entries.iter().map(|e| {
+        let dev = &e.device;
+        match &e.sizes {
+            Some(s) => quote!((#dev, ::core::option::Option::Some(&[#(#s),*][..]))),
+            None => quote!((#dev, ::core::option::Option::None)),
+        }
     });
-    let cors = plans.iter().map(|(p, _)| {
-        let c = &p.cor;
+    let cors = entries.iter().map(|e| {
+        let c = &e.plan.cor;
         quote!([#(#c),*])
     });
     let doc = format!(

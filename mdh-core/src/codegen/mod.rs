@@ -6,11 +6,15 @@ pub mod rust_expr;
 use proc_macro2::TokenStream;
 use quote::quote;
 
+use std::path::Path;
+
+use crate::config::CpuEntry;
 use crate::desc::{AffineDesc, BufDesc, KernelDesc, SizeOp};
 use crate::spec::{DimKind, Kernel};
 
-/// The module `NAME` with `Sizes`, `SPEC`, `desc()` and the back ends.
-pub fn module(k: &Kernel) -> TokenStream {
+/// The module `NAME` with `Sizes`, `SPEC`, `desc()` and the back ends, for
+/// the CPU plans `entries` read from the config file at `config` (if any).
+pub fn module(k: &Kernel, entries: &[CpuEntry], config: Option<&Path>) -> TokenStream {
     let name = &k.name;
     let vis = &k.vis;
     let attrs = &k.attrs;
@@ -19,7 +23,10 @@ pub fn module(k: &Kernel) -> TokenStream {
     let size_strs: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
     let spec = &k.source;
     let desc = desc_tokens(&KernelDesc::from_kernel(k));
-    let cpu = cpu::cpu_fn(k, &[(crate::plan::CpuPlan::default_for(k), None)]);
+    let cpu = cpu::cpu_fn(k, entries);
+    // Rebuild when the config file or the variables that locate it change.
+    let tracked_file = config.and_then(|p| p.to_str()).map(|p| quote!(const _: &[u8] = include_bytes!(#p);));
+    let env_vars = [crate::config::DIR_ENV_VAR.to_string(), crate::config::kernel_env_var(&k.name.to_string())];
     quote! {
         #(#attrs)*
         #[allow(non_snake_case, non_camel_case_types, unused, clippy::all)]
@@ -49,6 +56,9 @@ pub fn module(k: &Kernel) -> TokenStream {
                 static DESC: ::mdh::__rt::OnceLock<::mdh::__rt::KernelDesc> = ::mdh::__rt::OnceLock::new();
                 DESC.get_or_init(|| #desc)
             }
+
+            #tracked_file
+            #(const _: ::core::option::Option<&str> = ::core::option_env!(#env_vars);)*
 
             #cpu
         }

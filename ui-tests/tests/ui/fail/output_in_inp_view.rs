@@ -1,4 +1,4 @@
-// An output buffer cannot appear in inp_view: `w` is an output.
+// An output buffer cannot be read through inp_view: `w` is an output.
 use mdh::mdh;
 
 mdh! {
@@ -6,7 +6,7 @@ mdh! {
         inp(M: f32[I, K], v: f32[K]),
         out(w: f32[I]),
         out_view(w: |i, k| (i)),
-        md_hom[I, K](|m, x, y| m * x * y, (CC, PW(+))),
+        md_hom[I, K](|m, x| m * x, (CC, PW(+))),
         inp_view(M: |i, k| (i, k), v: |i, k| (k), w: |i, k| (i)),
     }
 }

@@ -6,7 +6,7 @@ mdh! {
         inp(M: f32[I, K], v: f32[K]),
         out(w: f32[I]),
         out_view(w: |i, k| (i)),
-        md_hom[I, K](|m, x, y| m * x * y, (CC, PW(+))),
+        md_hom[I, K](|m, x| m * x, (CC, PW(+))),
         inp_view(M: |i, k| (i, k), v: |i, k| (k), u: |i, k| (k)),
     }
 }

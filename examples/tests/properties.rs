@@ -1,0 +1,679 @@
+//! Property tests: every example kernel against the reference interpreter on
+//! random sizes (including 0, 1 and primes) and random inputs, plus wrong
+//! slice lengths and overflowing sizes, which must be an `Err`, never a panic.
+//!
+//! Outputs start as a sentinel (NaN, or an unlikely integer) on both sides,
+//! so an element the kernel forgets to write shows up as a mismatch. Float
+//! tolerances are those of `mdh_examples::check` (documented there).
+
+use mdh::Error;
+use mdh_examples::check::{self, len, sum_rtol, Buffer, Rng, Value, RTOL};
+use mdh_examples::*;
+use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+
+/// Sizes up to `max`: mostly 1 and primes, sometimes any value.
+fn size(max: usize) -> BoxedStrategy<usize> {
+    let special: Vec<usize> = [1, 2, 3, 5, 7, 13, 31, 97]
+        .into_iter()
+        .filter(|&s| s <= max)
+        .collect();
+    prop_oneof![3 => proptest::sample::select(special), 2 => 1..=max].boxed()
+}
+
+/// Like [`size`], but 0 one time in ten.
+fn size0(max: usize) -> BoxedStrategy<usize> {
+    prop_oneof![1 => Just(0usize), 9 => size(max)].boxed()
+}
+
+/// Cases per property (the whole file runs in a few seconds in a debug build).
+const CASES: u32 = 96;
+
+fn config(cases: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases,
+        max_shrink_iters: 256,
+        ..ProptestConfig::default()
+    }
+}
+
+fn nan(n: usize) -> Vec<f32> {
+    vec![f32::NAN; n]
+}
+
+/// Runs the interpreter and compares (see `check::verify`).
+#[allow(clippy::too_many_arguments)]
+fn verify(
+    spec: &str,
+    sizes: &[usize],
+    inputs: Vec<Buffer>,
+    params: &[Value],
+    init: Vec<Buffer>,
+    result: Result<(), Error>,
+    got: Vec<Buffer>,
+    rtol: f64,
+) -> Result<(), TestCaseError> {
+    check::verify(spec, sizes, &inputs, params, init, result, &got, rtol)
+        .map_err(TestCaseError::fail)
+}
+
+/// `f32` inputs and one `f32` output: the shape of most examples.
+fn f32_case(
+    spec: &str,
+    sizes: &[usize],
+    inputs: Vec<Vec<f32>>,
+    out_len: usize,
+    rtol: f64,
+    kernel: impl FnOnce(&[Vec<f32>], &mut [f32]) -> Result<(), Error>,
+) -> Result<(), TestCaseError> {
+    let mut out = nan(out_len);
+    let r = kernel(&inputs, &mut out);
+    let ins = inputs.into_iter().map(Buffer::from).collect();
+    verify(
+        spec,
+        sizes,
+        ins,
+        &[],
+        vec![nan(out_len).into()],
+        r,
+        vec![out.into()],
+        rtol,
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Linear algebra
+
+proptest! {
+    #![proptest_config(config(CASES))]
+
+    #[test]
+    fn dot_matches(n in size0(100_000), seed: u64) {
+        let mut g = Rng::new(seed);
+        let s = dot::Sizes { N: n };
+        f32_case(dot::SPEC, &s.values(), vec![g.f32s(n), g.f32s(n)], 1, sum_rtol(n),
+            |i, o| dot::cpu(&i[0], &i[1], o, s))?;
+    }
+
+    #[test]
+    fn matvec_matches(i in size0(97), k in size0(300), seed: u64) {
+        let mut g = Rng::new(seed);
+        let s = matvec::Sizes { I: i, K: k };
+        f32_case(matvec::SPEC, &s.values(), vec![g.f32s(i * k), g.f32s(k)], i, sum_rtol(k),
+            |x, o| matvec::cpu(&x[0], &x[1], o, s))?;
+    }
+
+    #[test]
+    fn matmul_matches(i in size0(97), j in size0(97), k in size0(31), seed: u64) {
+        prop_assume!(i * j * k <= 60_000);
+        let mut g = Rng::new(seed);
+        let s = matmul::Sizes { I: i, J: j, K: k };
+        f32_case(matmul::SPEC, &s.values(), vec![g.f32s(i * k), g.f32s(k * j)], i * j, sum_rtol(k),
+            |x, o| matmul::cpu(&x[0], &x[1], o, s))?;
+    }
+
+    #[test]
+    fn matmul_t_matches(i in size0(97), j in size0(31), k in size0(97), seed: u64) {
+        prop_assume!(i * j * k <= 60_000);
+        let mut g = Rng::new(seed);
+        let s = matmul_t::Sizes { I: i, J: j, K: k };
+        f32_case(matmul_t::SPEC, &s.values(), vec![g.f32s(k * i), g.f32s(j * k)], j * i, sum_rtol(k),
+            |x, o| matmul_t::cpu(&x[0], &x[1], o, s))?;
+    }
+
+    #[test]
+    fn bmatmul_matches(b in size0(7), i in size(13), j in size(31), k in size0(31), seed: u64) {
+        prop_assume!(b * i * j * k <= 60_000);
+        let mut g = Rng::new(seed);
+        let s = bmatmul::Sizes { NB: b, I: i, J: j, K: k };
+        f32_case(bmatmul::SPEC, &s.values(), vec![g.f32s(b * i * k), g.f32s(b * k * j)], b * i * j,
+            sum_rtol(k), |x, o| bmatmul::cpu(&x[0], &x[1], o, s))?;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Convolutions and contractions
+
+proptest! {
+    #![proptest_config(config(CASES))]
+
+    #[test]
+    fn conv2d_matches(p in size0(40), q in size0(40), r in size0(7), s in size0(7), seed: u64) {
+        prop_assume!(p * q * r * s <= 60_000);
+        let mut g = Rng::new(seed);
+        let sz = conv2d::Sizes { P: p, Q: q, R: r, S: s };
+        // P + R - 1 is negative for P = R = 0: then the kernel must fail.
+        let il = len(&[p as i128 + r as i128 - 1, q as i128 + s as i128 - 1]);
+        f32_case(conv2d::SPEC, &sz.values(), vec![g.f32s(il), g.f32s(r * s)], p * q, sum_rtol(r * s),
+            |x, o| conv2d::cpu(&x[0], &x[1], o, sz))?;
+    }
+
+    #[test]
+    fn mcc_matches(
+        n in size0(3), p in size0(7), q in size(7), k in size(7),
+        r in size(5), s in size(5), c in size0(3), seed: u64,
+    ) {
+        prop_assume!(n * p * q * k * r * s * c <= 60_000);
+        let mut g = Rng::new(seed);
+        let sz = mcc::Sizes { N: n, P: p, Q: q, K: k, R: r, S: s, C: c };
+        let il = len(&[n as i128, 2 * p as i128 + r as i128 - 2, 2 * q as i128 + s as i128 - 2, c as i128]);
+        f32_case(mcc::SPEC, &sz.values(), vec![g.f32s(il), g.f32s(k * r * s * c)], n * p * q * k,
+            sum_rtol(r * s * c), |x, o| mcc::cpu(&x[0], &x[1], o, sz))?;
+    }
+
+    #[test]
+    fn mcc_capsule_matches(
+        n in size(2), p in size(5), q in size(5), k in size0(3), mi in size(3), mj in size(3),
+        r in size(3), s in size(3), c in size(3), mk in size0(3), seed: u64,
+    ) {
+        prop_assume!(n * p * q * k * mi * mj * r * s * c * mk <= 60_000);
+        let mut g = Rng::new(seed);
+        let sz = mcc_capsule::Sizes { N: n, P: p, Q: q, K: k, MI: mi, MJ: mj, R: r, S: s, C: c, MK: mk };
+        let il = n * (p + r - 1) * (q + s - 1) * c * mi * mk;
+        f32_case(mcc_capsule::SPEC, &sz.values(), vec![g.f32s(il), g.f32s(k * r * s * c * mk * mj)],
+            n * p * q * k * mi * mj, sum_rtol(r * s * c * mk), |x, o| mcc_capsule::cpu(&x[0], &x[1], o, sz))?;
+    }
+
+    #[test]
+    fn ccsdt_matches(
+        a in size(5), b in size(3), c in size(5), d in size0(3), e in size(5), f in size(3),
+        gg in size0(13), seed: u64,
+    ) {
+        prop_assume!(a * b * c * d * e * f * gg <= 60_000);
+        let mut g = Rng::new(seed);
+        let sz = ccsdt::Sizes { NA: a, NB: b, NC: c, ND: d, NE: e, NF: f, NG: gg };
+        f32_case(ccsdt::SPEC, &sz.values(), vec![g.f32s(gg * d * a * b), g.f32s(e * f * gg * c)],
+            a * b * c * d * e * f, sum_rtol(gg), |x, o| ccsdt::cpu(&x[0], &x[1], o, sz))?;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Stencils
+
+proptest! {
+    #![proptest_config(config(CASES))]
+
+    #[test]
+    fn jacobi1d_matches(n in size0(100_000), c0 in -2.0f32..2.0, c1 in -2.0f32..2.0, seed: u64) {
+        let mut g = Rng::new(seed);
+        let s = jacobi1d::Sizes { N: n };
+        let v = g.f32s(n + 2);
+        let mut w = nan(n);
+        let r = jacobi1d::cpu(&v, &mut w, c0, c1, s);
+        verify(jacobi1d::SPEC, &s.values(), vec![v.into()], &[Value::F32(c0), Value::F32(c1)],
+            vec![nan(n).into()], r, vec![w.into()], RTOL)?;
+    }
+
+    #[test]
+    fn jacobi2d_matches(n in size0(97), m in size0(97), seed: u64) {
+        let mut g = Rng::new(seed);
+        let s = jacobi2d::Sizes { N: n, M: m };
+        f32_case(jacobi2d::SPEC, &s.values(), vec![g.f32s((n + 2) * (m + 2))], n * m, RTOL,
+            |x, o| jacobi2d::cpu(&x[0], o, s))?;
+    }
+
+    #[test]
+    fn jacobi3d_matches(n in size0(31), m in size(31), l in size0(31), seed: u64) {
+        prop_assume!(n * m * l <= 30_000);
+        let mut g = Rng::new(seed);
+        let s = jacobi3d::Sizes { N: n, M: m, L: l };
+        f32_case(jacobi3d::SPEC, &s.values(), vec![g.f32s((n + 2) * (m + 2) * (l + 2))], n * m * l, RTOL,
+            |x, o| jacobi3d::cpu(&x[0], o, s))?;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Data mining
+
+proptest! {
+    #![proptest_config(config(CASES))]
+
+    #[test]
+    fn prl_matches(i in size0(97), j in size0(200), seed: u64) {
+        prop_assume!(i * j <= 20_000);
+        let mut g = Rng::new(seed);
+        let s = prl::Sizes { I: i, J: j };
+        // Few distinct values, so that matches, near years and ties are common.
+        let f: Vec<Vec<i32>> = vec![
+            g.i32s(i, 0, 4), g.i32s(i, 0, 4), g.i32s(i, 0, 5),
+            g.i32s(j, 0, 4), g.i32s(j, 0, 4), g.i32s(j, 0, 5),
+        ];
+        let sentinel = vec![0x5A5A_5A5Ai64; i];
+        let mut best = sentinel.clone();
+        let r = prl::cpu(&f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &mut best, s);
+        // J = 0: an empty reduction with a user-defined operator is an error.
+        prop_assert_eq!(r.is_err(), i > 0 && j == 0);
+        if r.is_ok() {
+            for (ii, &b) in best.iter().enumerate() {
+                let want = (0..j)
+                    .map(|jj| prl_codec::encode(
+                        prl_codec::weight(f[0][ii], f[1][ii], f[2][ii], f[3][jj], f[4][jj], f[5][jj]), jj))
+                    .max()
+                    .unwrap();
+                prop_assert_eq!(b, want, "record {}", ii);
+            }
+        }
+        let ins = f.into_iter().map(Buffer::from).collect();
+        verify(prl::SPEC, &s.values(), ins, &[], vec![sentinel.into()], r, vec![best.into()], 0.0)?;
+    }
+
+    #[test]
+    fn histo_matches(e in size0(1000), b in size0(97), seed: u64) {
+        let mut g = Rng::new(seed);
+        let s = histo::Sizes { E: e, B: b };
+        let elems = g.u32s(e, b as u32 + 3);
+        let bins: Vec<u32> = (0..b as u32).rev().collect();
+        let mut hist = vec![0xDEAD_BEEFu32; b];
+        let r = histo::cpu(&elems, &bins, &mut hist, s);
+        verify(histo::SPEC, &s.values(), vec![elems.into(), bins.into()], &[],
+            vec![vec![0xDEAD_BEEFu32; b].into()], r, vec![hist.into()], 0.0)?;
+    }
+
+    #[test]
+    fn genhisto_matches(e in size0(1000), b in size0(97), seed: u64) {
+        let mut g = Rng::new(seed);
+        let s = genhisto::Sizes { E: e, B: b };
+        let (vals, keys) = (g.f32s(e), g.i32s(e, -2, b as i32 + 2));
+        let bins: Vec<i32> = (0..b as i32).collect();
+        let mut hist = nan(b);
+        let r = genhisto::cpu(&vals, &keys, &bins, &mut hist, s);
+        // E = 0: an empty reduction with a user-defined operator is an error.
+        prop_assert_eq!(r.is_err(), e == 0 && b > 0);
+        verify(genhisto::SPEC, &s.values(), vec![vals.into(), keys.into(), bins.into()], &[],
+            vec![nan(b).into()], r, vec![hist.into()], sum_rtol(e))?;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Map, reduce, scan, Mandelbrot
+
+proptest! {
+    #![proptest_config(config(CASES))]
+
+    #[test]
+    fn map_matches(n in size0(100_000), alpha in -4.0f32..4.0, seed: u64) {
+        let mut g = Rng::new(seed);
+        let s = map::Sizes { N: n };
+        let (x, y) = (g.f32s_in(n, -1.0, 1.0), g.f32s_in(n, -1.0, 1.0));
+        let mut z = nan(n);
+        let r = map::cpu(&x, &y, &mut z, alpha, s);
+        verify(map::SPEC, &s.values(), vec![x.into(), y.into()], &[Value::F32(alpha)],
+            vec![nan(n).into()], r, vec![z.into()], RTOL)?;
+    }
+
+    #[test]
+    fn reduce_matches(n in size0(100_000), seed: u64) {
+        let mut g = Rng::new(seed);
+        let s = reduce::Sizes { N: n };
+        f32_case(reduce::SPEC, &s.values(), vec![g.f32s(n)], 1, sum_rtol(n), |x, o| reduce::cpu(&x[0], o, s))?;
+    }
+
+    #[test]
+    fn reduce2_matches(n in size0(100_000), seed: u64) {
+        let mut g = Rng::new(seed);
+        let s = reduce2::Sizes { N: n };
+        let x = g.f32s(n);
+        let (mut sum, mut max) = (nan(1), nan(1));
+        let r = reduce2::cpu(&x, &mut sum, &mut max, s);
+        verify(reduce2::SPEC, &s.values(), vec![x.into()], &[], vec![nan(1).into(), nan(1).into()], r,
+            vec![sum.into(), max.into()], sum_rtol(n))?;
+    }
+
+    #[test]
+    fn scan_matches(n in size0(1000), seed: u64) {
+        let mut g = Rng::new(seed);
+        let s = scan::Sizes { N: n };
+        f32_case(scan::SPEC, &s.values(), vec![g.f32s(n)], n, sum_rtol(n), |x, o| scan::cpu(&x[0], o, s))?;
+    }
+
+    #[test]
+    fn mbbs_matches(i in size0(200), j in size0(200), seed: u64) {
+        let mut g = Rng::new(seed);
+        let s = mbbs::Sizes { I: i, J: j };
+        f32_case(mbbs::SPEC, &s.values(), vec![g.f32s(i * j)], i, sum_rtol(i * j), |x, o| mbbs::cpu(&x[0], o, s))?;
+    }
+
+    #[test]
+    fn mandelbrot_matches(h in size0(31), w in size0(97), max_iter in 0u32..64) {
+        let s = mandelbrot::Sizes { H: h, W: w };
+        let mut o = vec![0xDEAD_BEEFu32; h * w];
+        let r = mandelbrot::cpu(&mut o, max_iter, s);
+        verify(mandelbrot::SPEC, &s.values(), vec![], &[Value::U32(max_iter)],
+            vec![vec![0xDEAD_BEEFu32; h * w].into()], r, vec![o.into()], 0.0)?;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Bad arguments: errors, never panics
+
+fn interp_err(
+    spec: &str,
+    sizes: &[usize],
+    inputs: Vec<Buffer>,
+    params: &[Value],
+    mut outs: Vec<Buffer>,
+) -> Error {
+    check::reference(spec, sizes, &inputs, &mut outs, params)
+        .expect_err("the interpreter accepted bad arguments")
+}
+
+#[test]
+fn wrong_lengths_are_errors() {
+    let s = matmul::Sizes { I: 3, J: 5, K: 7 };
+    let (a, b, mut c) = (vec![0.0f32; 21], vec![0.0f32; 35], vec![0.0f32; 15]);
+    assert!(matches!(
+        matmul::cpu(&a[..20], &b, &mut c, s),
+        Err(Error::BufferLength { .. })
+    ));
+    assert!(matches!(
+        matmul::cpu(&a, &[0.0; 36], &mut c, s),
+        Err(Error::BufferLength { .. })
+    ));
+    assert!(matches!(
+        matmul::cpu(&a, &b, &mut c[..14], s),
+        Err(Error::BufferLength { .. })
+    ));
+    assert!(matches!(
+        matmul::cpu(&a, &b, &mut [0.0; 16], s),
+        Err(Error::BufferLength { .. })
+    ));
+    let e = interp_err(
+        matmul::SPEC,
+        &s.values(),
+        vec![vec![0.0f32; 20].into(), b.clone().into()],
+        &[],
+        vec![c.clone().into()],
+    );
+    assert!(matches!(e, Error::BufferLength { .. }), "{e:?}");
+
+    // A scalar output has exactly one element.
+    let x = vec![1.0f32; 4];
+    assert!(matches!(
+        dot::cpu(&x, &x, &mut [], dot::Sizes { N: 4 }),
+        Err(Error::BufferLength { .. })
+    ));
+    assert!(matches!(
+        dot::cpu(&x, &x, &mut [0.0; 2], dot::Sizes { N: 4 }),
+        Err(Error::BufferLength { .. })
+    ));
+    assert!(matches!(
+        reduce2::cpu(&x, &mut [0.0], &mut [], reduce2::Sizes { N: 4 }),
+        Err(Error::BufferLength { .. })
+    ));
+
+    // A stencil's input is bigger than its output.
+    let mut w = vec![0.0f32; 8];
+    assert!(matches!(
+        jacobi1d::cpu(&[0.0; 8], &mut w, 1.0, 1.0, jacobi1d::Sizes { N: 8 }),
+        Err(Error::BufferLength { .. })
+    ));
+    assert!(matches!(
+        jacobi2d::cpu(&[0.0; 16], &mut w, jacobi2d::Sizes { N: 2, M: 4 }),
+        Err(Error::BufferLength { .. })
+    ));
+
+    // Generators and many-input kernels.
+    assert!(matches!(
+        mandelbrot::cpu(&mut [0; 11], 8, mandelbrot::Sizes { H: 3, W: 4 }),
+        Err(Error::BufferLength { .. })
+    ));
+    let r = vec![0i32; 4];
+    assert!(matches!(
+        prl::cpu(
+            &r,
+            &r,
+            &r[..3],
+            &r,
+            &r,
+            &r,
+            &mut [0; 4],
+            prl::Sizes { I: 4, J: 4 }
+        ),
+        Err(Error::BufferLength { .. })
+    ));
+    let e = interp_err(
+        mandelbrot::SPEC,
+        &[3, 4],
+        vec![],
+        &[Value::U32(8)],
+        vec![vec![0u32; 11].into()],
+    );
+    assert!(matches!(e, Error::BufferLength { .. }), "{e:?}");
+}
+
+#[test]
+fn overflowing_sizes_are_errors() {
+    let big = usize::MAX;
+    let is_overflow = |r: Result<(), Error>| matches!(r, Err(Error::SizeOverflow { .. }));
+    assert!(is_overflow(matmul::cpu(
+        &[],
+        &[],
+        &mut [],
+        matmul::Sizes { I: big, J: 2, K: 1 }
+    )));
+    assert!(is_overflow(matmul::cpu(
+        &[],
+        &[],
+        &mut [],
+        matmul::Sizes {
+            I: 1 << 40,
+            J: 1 << 40,
+            K: 0
+        }
+    )));
+    // No slice can have usize::MAX elements: a length or an overflow error.
+    let r = dot::cpu(&[], &[], &mut [0.0], dot::Sizes { N: big });
+    assert!(
+        matches!(
+            r,
+            Err(Error::BufferLength { .. } | Error::SizeOverflow { .. })
+        ),
+        "{r:?}"
+    );
+    assert!(is_overflow(conv2d::cpu(
+        &[],
+        &[],
+        &mut [],
+        conv2d::Sizes {
+            P: big,
+            Q: 1,
+            R: 2,
+            S: 1
+        }
+    )));
+    assert!(is_overflow(conv2d::cpu(
+        &[],
+        &[],
+        &mut [],
+        conv2d::Sizes {
+            P: 0,
+            Q: 1,
+            R: 0,
+            S: 1
+        }
+    )));
+    assert!(is_overflow(mcc::cpu(
+        &[],
+        &[],
+        &mut [],
+        mcc::Sizes {
+            N: 1,
+            P: big / 2 + 1,
+            Q: 1,
+            K: 1,
+            R: 1,
+            S: 1,
+            C: 1
+        }
+    )));
+    assert!(is_overflow(jacobi1d::cpu(
+        &[],
+        &mut [],
+        1.0,
+        1.0,
+        jacobi1d::Sizes { N: big - 1 }
+    )));
+    assert!(is_overflow(jacobi3d::cpu(
+        &[],
+        &mut [],
+        jacobi3d::Sizes {
+            N: 1 << 30,
+            M: 1 << 30,
+            L: 1 << 30
+        }
+    )));
+    assert!(is_overflow(mandelbrot::cpu(
+        &mut [],
+        1,
+        mandelbrot::Sizes { H: big / 2, W: 3 }
+    )));
+    let e = interp_err(
+        matmul::SPEC,
+        &[big, 1, 2],
+        vec![Vec::<f32>::new().into(), Vec::<f32>::new().into()],
+        &[],
+        vec![Vec::<f32>::new().into()],
+    );
+    assert!(matches!(e, Error::SizeOverflow { .. }), "{e:?}");
+    let e = interp_err(
+        conv2d::SPEC,
+        &conv2d::Sizes {
+            P: 0,
+            Q: 1,
+            R: 0,
+            S: 1,
+        }
+        .values(),
+        vec![Vec::<f32>::new().into(), Vec::<f32>::new().into()],
+        &[],
+        vec![Vec::<f32>::new().into()],
+    );
+    assert!(matches!(e, Error::SizeOverflow { .. }), "{e:?}");
+}
+
+#[test]
+fn empty_index_spaces() {
+    // An empty PW dimension gives the operator's neutral element.
+    let mut c = vec![f32::NAN; 6];
+    matmul::cpu(&[], &[], &mut c, matmul::Sizes { I: 2, J: 3, K: 0 }).unwrap();
+    assert_eq!(c, vec![0.0; 6]);
+    let mut s = [f32::NAN];
+    reduce::cpu(&[], &mut s, reduce::Sizes { N: 0 }).unwrap();
+    assert_eq!(s, [0.0]);
+    let (mut s, mut m) = ([f32::NAN], [f32::NAN]);
+    reduce2::cpu(&[], &mut s, &mut m, reduce2::Sizes { N: 0 }).unwrap();
+    assert_eq!((s[0], m[0]), (0.0, f32::NEG_INFINITY));
+    let mut h = [7u32; 4];
+    histo::cpu(&[], &[0, 1, 2, 3], &mut h, histo::Sizes { E: 0, B: 4 }).unwrap();
+    assert_eq!(h, [0; 4]);
+    // ... except for user-defined operators, which have none.
+    let mut h = [f32::NAN; 4];
+    assert!(matches!(
+        genhisto::cpu(
+            &[],
+            &[],
+            &[0, 1, 2, 3],
+            &mut h,
+            genhisto::Sizes { E: 0, B: 4 }
+        ),
+        Err(Error::EmptyReduction { .. })
+    ));
+    // An empty kept dimension writes nothing.
+    let mut w: [f32; 0] = [];
+    matvec::cpu(&[], &[1.0; 5], &mut w, matvec::Sizes { I: 0, K: 5 }).unwrap();
+    mandelbrot::cpu(&mut [], 10, mandelbrot::Sizes { H: 0, W: 1 << 40 }).unwrap();
+    let mut best = [0i64; 0];
+    prl::cpu(
+        &[],
+        &[],
+        &[],
+        &[],
+        &[],
+        &[],
+        &mut best,
+        prl::Sizes { I: 0, J: 0 },
+    )
+    .unwrap();
+}
+
+/// Scans long enough for the parallel prefix-sum path of the CPU driver
+/// (the interpreter's scan is quadratic, so these compare with a plain loop).
+#[test]
+fn long_scans_match_plain_loops() {
+    for n in [16_384, 65_537, 1 << 20] {
+        let x = Rng::new(n as u64).f32s(n);
+        let mut y = nan(n);
+        scan::cpu(&x, &mut y, scan::Sizes { N: n }).unwrap();
+        let mut acc = 0.0f64;
+        let want: Vec<f64> = x
+            .iter()
+            .map(|&a| {
+                acc += a as f64;
+                acc
+            })
+            .collect();
+        check::compare_f32(&format!("scan N={n}"), &y, &want, sum_rtol(n)).unwrap();
+    }
+    let (i, j) = (3001, 67);
+    let a = Rng::new(5).f32s(i * j);
+    let mut o = nan(i);
+    mbbs::cpu(&a, &mut o, mbbs::Sizes { I: i, J: j }).unwrap();
+    let mut acc = 0.0f64;
+    let want: Vec<f64> = a
+        .chunks(j)
+        .map(|r| {
+            acc += r.iter().map(|&v| v as f64).sum::<f64>();
+            acc
+        })
+        .collect();
+    check::compare_f32("mbbs 3001x67", &o, &want, sum_rtol(i * j)).unwrap();
+}
+
+/// A generator of argument lengths around the right ones.
+fn near(n: Option<usize>) -> BoxedStrategy<usize> {
+    match n {
+        Some(n) if n <= 4096 => {
+            prop_oneof![4 => Just(n), 1 => Just(n.saturating_sub(1)), 1 => Just(n + 1)].boxed()
+        }
+        _ => (0usize..8).boxed(),
+    }
+}
+
+fn extreme() -> BoxedStrategy<usize> {
+    prop_oneof![
+        0usize..6,
+        Just(usize::MAX),
+        Just(usize::MAX / 2 + 1),
+        Just(1usize << 32),
+        (1usize << 20)..(1 << 34)
+    ]
+    .boxed()
+}
+
+proptest! {
+    #![proptest_config(config(4 * CASES))]
+
+    /// Any sizes and slice lengths: `Ok` exactly when every length matches
+    /// its shape, and never a panic.
+    #[test]
+    fn conv2d_any_sizes_never_panic(
+        (p, q, r, s, li, lf, lo) in (extreme(), extreme(), extreme(), extreme()).prop_flat_map(|(p, q, r, s)| {
+            let il = check::elems(&[p as i128 + r as i128 - 1, q as i128 + s as i128 - 1]);
+            let fl = check::elems(&[r as i128, s as i128]);
+            let ol = check::elems(&[p as i128, q as i128]);
+            (Just(p), Just(q), Just(r), Just(s), near(il), near(fl), near(ol))
+        })
+    ) {
+        let sz = conv2d::Sizes { P: p, Q: q, R: r, S: s };
+        let il = check::elems(&[p as i128 + r as i128 - 1, q as i128 + s as i128 - 1]);
+        let fl = check::elems(&[r as i128, s as i128]);
+        let ol = check::elems(&[p as i128, q as i128]);
+        let fits = il == Some(li) && fl == Some(lf) && ol == Some(lo);
+        let (img, f, mut o) = (vec![1.0f32; li], vec![1.0f32; lf], vec![0.0f32; lo]);
+        let res = conv2d::cpu(&img, &f, &mut o, sz);
+        prop_assert_eq!(res.is_ok(), fits, "{:?}", res);
+        if res.is_ok() {
+            prop_assert!(o.iter().all(|&x| x == (r * s) as f32));
+        }
+    }
+}

@@ -1,0 +1,458 @@
+//! The benchmark cases: inputs, the mdh kernel and its peers.
+
+use std::rc::Rc;
+
+use rayon::prelude::*;
+
+use crate::harness::{imp, Case, Output};
+use crate::{blas, dnnl, kernels};
+use mdh_examples::{ccsdt, dot, jacobi3d, matmul, matvec, prl};
+
+/// Tolerance of float results against mdh: sums of up to 2^24 products of
+/// values in [0, 1) in f32, in different orders (blocking, vector lanes,
+/// threads), differ by far less than 1e-3 relative.
+pub const RTOL: f64 = 1e-3;
+
+/// A case's name and how to build it (allocating its inputs).
+pub type Builder = fn() -> Result<Case, String>;
+
+pub const CASES: &[(&str, Builder)] = &[
+    ("matmul-1024", || matmul_case(1024, 1024, 1024)),
+    ("matmul-16x1000x2048", || matmul_case(16, 1000, 2048)),
+    ("matmul-1x1000x2048", || matmul_case(1, 1000, 2048)),
+    ("matmul-10x500x64", || matmul_case(10, 500, 64)),
+    ("matvec-4096", || matvec_case(4096)),
+    ("matvec-8192", || matvec_case(8192)),
+    ("dot-2^24", || dot_case(1 << 24)),
+    ("jacobi3d-256", || jacobi3d_case(256)),
+    ("mcc-resnet50-n1", || mcc_case(112, 64)),
+    ("ccsdt-abcdef-gdab-efgc", || ccsdt_case(16)),
+    ("prl-2^15", || prl_case(1 << 15)),
+];
+
+/// xorshift64*: deterministic inputs.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    /// `n` values uniform in [0, 1).
+    fn f32s(&mut self, n: usize) -> Vec<f32> {
+        (0..n)
+            .map(|_| (self.next() >> 40) as f32 / (1u64 << 24) as f32)
+            .collect()
+    }
+    fn i32s(&mut self, n: usize, lo: i32, hi: i32) -> Vec<i32> {
+        (0..n)
+            .map(|_| lo + (self.next() % (hi - lo) as u64) as i32)
+            .collect()
+    }
+}
+
+fn err(e: mdh::Error) -> String {
+    format!("mdh: {e}")
+}
+
+fn nan(n: usize) -> Vec<f32> {
+    vec![f32::NAN; n]
+}
+
+fn out(v: &[f32]) -> Output {
+    Output::F32(v.to_vec())
+}
+
+// ---------------------------------------------------------------------------
+
+fn matmul_case(i: usize, j: usize, k: usize) -> Result<Case, String> {
+    let mut rng = Rng(0x1234 + i as u64);
+    let a = Rc::new(rng.f32s(i * k));
+    let b = Rc::new(rng.f32s(k * j));
+    let s = matmul::Sizes { I: i, J: j, K: k };
+    let impls = vec![
+        imp(
+            "mdh",
+            (a.clone(), b.clone(), nan(i * j)),
+            move |(a, b, c)| matmul::cpu(a, b, c, s).map_err(err),
+            |(_, _, c)| out(c),
+        ),
+        imp(
+            "openblas",
+            (a.clone(), b.clone(), nan(i * j)),
+            move |(a, b, c)| {
+                blas::sgemm(false, i, j, k, a, b, c);
+                Ok(())
+            },
+            |(_, _, c)| out(c),
+        ),
+        imp(
+            "faer",
+            (a, b, nan(i * j)),
+            move |(a, b, c)| {
+                let lhs = faer::MatRef::from_row_major_slice(&a[..], i, k);
+                let rhs = faer::MatRef::from_row_major_slice(&b[..], k, j);
+                let dst = faer::MatMut::from_row_major_slice_mut(&mut c[..], i, j);
+                faer::linalg::matmul::matmul(
+                    dst,
+                    faer::Accum::Replace,
+                    lhs,
+                    rhs,
+                    1.0f32,
+                    faer::Par::rayon(0),
+                );
+                Ok(())
+            },
+            |(_, _, c)| out(c),
+        ),
+    ];
+    Ok(Case {
+        what: format!("C[{i}x{j}] = A[{i}x{k}] B[{k}x{j}]"),
+        flops: Some(2.0 * (i * j * k) as f64),
+        bytes: None,
+        rtol: RTOL,
+        impls,
+    })
+}
+
+fn matvec_case(n: usize) -> Result<Case, String> {
+    let mut rng = Rng(0x5678 + n as u64);
+    let m = Rc::new(rng.f32s(n * n));
+    let v = Rc::new(rng.f32s(n));
+    let s = matvec::Sizes { I: n, K: n };
+    let impls = vec![
+        imp(
+            "mdh",
+            (m.clone(), v.clone(), nan(n)),
+            move |(m, v, w)| matvec::cpu(m, v, w, s).map_err(err),
+            |(_, _, w)| out(w),
+        ),
+        imp(
+            "openblas",
+            (m, v, nan(n)),
+            move |(m, v, w)| {
+                blas::sgemv(n, n, m, v, w);
+                Ok(())
+            },
+            |(_, _, w)| out(w),
+        ),
+    ];
+    Ok(Case {
+        what: format!("w[{n}] = M[{n}x{n}] v[{n}]"),
+        flops: Some(2.0 * (n * n) as f64),
+        bytes: Some(4.0 * (n * n + 2 * n) as f64),
+        rtol: RTOL,
+        impls,
+    })
+}
+
+fn dot_case(n: usize) -> Result<Case, String> {
+    let mut rng = Rng(0x9abc);
+    let x = Rc::new(rng.f32s(n));
+    let y = Rc::new(rng.f32s(n));
+    let s = dot::Sizes { N: n };
+    let impls = vec![
+        imp(
+            "mdh",
+            (x.clone(), y.clone(), nan(1)),
+            move |(x, y, r)| dot::cpu(x, y, r, s).map_err(err),
+            |(_, _, r)| out(r),
+        ),
+        imp(
+            "openblas",
+            (x, y, nan(1)),
+            |(x, y, r)| {
+                r[0] = blas::sdot(x, y);
+                Ok(())
+            },
+            |(_, _, r)| out(r),
+        ),
+    ];
+    Ok(Case {
+        what: format!("r = x[{n}] . y[{n}]"),
+        flops: Some(2.0 * n as f64),
+        bytes: Some(8.0 * n as f64),
+        rtol: RTOL,
+        impls,
+    })
+}
+
+fn jacobi3d_case(n: usize) -> Result<Case, String> {
+    let m = n + 2;
+    let mut rng = Rng(0xdef0);
+    let v = Rc::new(rng.f32s(m * m * m));
+    let s = jacobi3d::Sizes { N: n, M: n, L: n };
+    let impls = vec![
+        imp(
+            "mdh",
+            (v.clone(), nan(n * n * n)),
+            move |(v, w)| jacobi3d::cpu(v, w, s).map_err(err),
+            |(_, w)| out(w),
+        ),
+        imp(
+            "naive-rayon",
+            (v, nan(n * n * n)),
+            move |(v, w)| {
+                let v: &[f32] = v;
+                w.par_chunks_mut(n * n).enumerate().for_each(|(i, plane)| {
+                    for j in 0..n {
+                        for k in 0..n {
+                            let at = |di: usize, dj: usize, dk: usize| {
+                                v[((i + di) * m + j + dj) * m + k + dk]
+                            };
+                            plane[j * n + k] = 0.4 * at(1, 1, 1)
+                                + 0.1
+                                    * (at(0, 1, 1)
+                                        + at(2, 1, 1)
+                                        + at(1, 0, 1)
+                                        + at(1, 2, 1)
+                                        + at(1, 1, 0)
+                                        + at(1, 1, 2));
+                        }
+                    }
+                });
+                Ok(())
+            },
+            |(_, w)| out(w),
+        ),
+    ];
+    let pts = (n * n * n) as f64;
+    Ok(Case {
+        what: format!("7-point stencil, {n}^3 points"),
+        flops: Some(8.0 * pts),
+        bytes: Some(8.0 * pts),
+        rtol: RTOL,
+        impls,
+    })
+}
+
+/// ResNet-50's first layer for p = 112, k = 64: 224x224x3 padded by 3 ->
+/// 230x230x3 NHWC, 64 filters 7x7x3, stride 2 -> 112x112x64.
+fn mcc_case(p: usize, k: usize) -> Result<Case, String> {
+    let (n, c, r) = (1usize, 3usize, 7usize);
+    let h = 2 * p + r - 1;
+    let mut rng = Rng(0x4242);
+    let img = rng.f32s(n * h * h * c);
+    let f = rng.f32s(k * r * r * c);
+    let s = kernels::mcc::Sizes {
+        N: n,
+        P: p,
+        Q: p,
+        K: k,
+        R: r,
+        S: r,
+        C: c,
+    };
+    let shape = dnnl::ConvShape {
+        n,
+        c,
+        h,
+        w: h,
+        k,
+        r,
+        s: r,
+        stride: 2,
+        p,
+        q: p,
+    };
+    let conv = dnnl::Conv::new(shape, img.clone(), &f)?;
+    let layout = if conv.weights_reordered {
+        "weights reordered once to oneDNN's layout"
+    } else {
+        "OHWI weights"
+    };
+    let impls = vec![
+        imp(
+            "mdh",
+            (img, f, nan(n * p * p * k)),
+            move |(img, f, o)| kernels::mcc::cpu(img, f, o, s).map_err(err),
+            |(_, _, o)| out(o),
+        ),
+        imp("onednn", conv, |conv| conv.run(), |conv| out(conv.dst())),
+    ];
+    Ok(Case {
+        what: format!("NHWC {n}x{h}x{h}x{c} * KRSC {k}x{r}x{r}x{c}, stride 2 -> {n}x{p}x{p}x{k}; oneDNN {}, {layout}", dnnl::version()),
+        flops: Some(2.0 * (n * p * p * k * r * r * c) as f64),
+        bytes: None,
+        rtol: RTOL,
+        impls,
+    })
+}
+
+fn ccsdt_case(e: usize) -> Result<Case, String> {
+    let (na, nb, nc, nd, ne, nf, ng) = (e, e, e, e, e, e, e);
+    let mut rng = Rng(0x7777);
+    let a = Rc::new(rng.f32s(ng * nd * na * nb));
+    let b = Rc::new(rng.f32s(ne * nf * ng * nc));
+    let len_c = na * nb * nc * nd * ne * nf;
+    let s = ccsdt::Sizes {
+        NA: na,
+        NB: nb,
+        NC: nc,
+        ND: nd,
+        NE: ne,
+        NF: nf,
+        NG: ng,
+    };
+    let impls = vec![
+        imp(
+            "mdh",
+            (a.clone(), b.clone(), nan(len_c)),
+            move |(a, b, c)| ccsdt::cpu(a, b, c, s).map_err(err),
+            |(_, _, c)| out(c),
+        ),
+        imp(
+            "ttgt-openblas",
+            (
+                a,
+                b,
+                vec![0.0f32; ng * ne * nf * nc],
+                vec![0.0f32; nd * na * nb * ne * nf * nc],
+                nan(len_c),
+            ),
+            move |(a, b, bt, ct, c)| {
+                // Transpose: B[e,f,g,c] -> Bt[g, (e,f,c)], rows of c copied whole.
+                let b: &[f32] = b;
+                bt.par_chunks_mut(ne * nf * nc)
+                    .enumerate()
+                    .for_each(|(g, row)| {
+                        for ef in 0..ne * nf {
+                            row[ef * nc..][..nc].copy_from_slice(&b[(ef * ng + g) * nc..][..nc]);
+                        }
+                    });
+                // GEMM: Ct[(d,a,b), (e,f,c)] = A[g, (d,a,b)]^T . Bt; A[g,d,a,b]
+                // already is a g x (dab) row-major matrix, used transposed.
+                blas::sgemm(true, nd * na * nb, ne * nf * nc, ng, a, bt, ct);
+                // Transpose: Ct[d,a,b,e,f,c] -> C[a,b,c,d,e,f].
+                let ct: &[f32] = ct;
+                c.par_chunks_mut(nc * nd * ne * nf)
+                    .enumerate()
+                    .for_each(|(ab, block)| {
+                        let (ia, ib) = (ab / nb, ab % nb);
+                        for d in 0..nd {
+                            let src =
+                                &ct[((d * na + ia) * nb + ib) * ne * nf * nc..][..ne * nf * nc];
+                            for ic in 0..nc {
+                                let dst = &mut block[(ic * nd + d) * ne * nf..][..ne * nf];
+                                for (ef, x) in dst.iter_mut().enumerate() {
+                                    *x = src[ef * nc + ic];
+                                }
+                            }
+                        }
+                    });
+                Ok(())
+            },
+            |(_, _, _, _, c)| out(c),
+        ),
+    ];
+    Ok(Case {
+        what: format!("C[a,b,c,d,e,f] = sum_g A[g,d,a,b] B[e,f,g,c], all extents {e}"),
+        flops: Some(2.0 * (len_c * ng) as f64),
+        bytes: None,
+        rtol: RTOL,
+        impls,
+    })
+}
+
+#[inline(always)]
+fn prl_value(nf: i32, nl: i32, ny: i32, ef: i32, el: i32, ey: i32, j: usize) -> i64 {
+    let wf = if nf == ef { 8 } else { -2 };
+    let wl = if nl == el { 12 } else { -3 };
+    let dy = ny.wrapping_sub(ey);
+    let wy = if dy == 0 {
+        5
+    } else if dy == 1 || dy == -1 {
+        2
+    } else {
+        -4
+    };
+    (wf + wl + wy) as i64 * 4294967296 + (4294967295 - j as i64)
+}
+
+fn prl_case(n: usize) -> Result<Case, String> {
+    let mut rng = Rng(0x1313);
+    let mut recs = || {
+        Rc::new([
+            rng.i32s(n, 0, 64),
+            rng.i32s(n, 0, 512),
+            rng.i32s(n, 1920, 2010),
+        ])
+    };
+    let (a, b) = (recs(), recs());
+    let s = prl::Sizes { I: n, J: n };
+    let impls = vec![
+        imp(
+            "mdh",
+            (a.clone(), b.clone(), vec![i64::MIN; n]),
+            move |(a, b, best)| {
+                prl::cpu(&a[0], &a[1], &a[2], &b[0], &b[1], &b[2], best, s).map_err(err)
+            },
+            |(_, _, best)| Output::I64(best.clone()),
+        ),
+        imp(
+            "naive-rayon",
+            (a, b, vec![i64::MIN; n]),
+            |(a, b, best)| {
+                let (a, b) = (&**a, &**b);
+                best.par_iter_mut().enumerate().for_each(|(i, best)| {
+                    let (nf, nl, ny) = (a[0][i], a[1][i], a[2][i]);
+                    let mut m = i64::MIN;
+                    #[allow(clippy::needless_range_loop)] // j is part of the value
+                    for j in 0..b[0].len() {
+                        m = m.max(prl_value(nf, nl, ny, b[0][j], b[1][j], b[2][j], j));
+                    }
+                    *best = m;
+                });
+                Ok(())
+            },
+            |(_, _, best)| Output::I64(best.clone()),
+        ),
+    ];
+    Ok(Case {
+        what: format!("best match of {n} records among {n}"),
+        flops: None,
+        bytes: None,
+        rtol: 0.0,
+        impls,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::{measure, Plan};
+    use std::time::Duration;
+
+    /// Every case at a small size (odd extents included): all peers agree
+    /// with mdh. Exercises the OpenBLAS, oneDNN and faer bindings.
+    #[test]
+    fn small_cases_agree() {
+        type Build = Box<dyn Fn() -> Result<Case, String>>;
+        let builders: Vec<(&str, Build)> = vec![
+            ("matmul 7x5x3", Box::new(|| matmul_case(7, 5, 3))),
+            ("matmul 1x33x70", Box::new(|| matmul_case(1, 33, 70))),
+            ("matvec 37", Box::new(|| matvec_case(37))),
+            ("dot 1001", Box::new(|| dot_case(1001))),
+            ("jacobi3d 9", Box::new(|| jacobi3d_case(9))),
+            ("mcc 5x8", Box::new(|| mcc_case(5, 8))),
+            ("ccsdt 3", Box::new(|| ccsdt_case(3))),
+            ("prl 101", Box::new(|| prl_case(101))),
+        ];
+        let plan = Plan {
+            budget: Duration::ZERO,
+            min: 1,
+            max: 1,
+        };
+        for (what, build) in builders {
+            let mut case = build().unwrap_or_else(|e| panic!("{what}: {e}"));
+            let timings =
+                measure(&mut case, plan, &|_| {}).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert!(timings.len() >= 2, "{what}");
+            for t in timings {
+                assert!(t.mismatch.is_none(), "{what}: {}: {:?}", t.name, t.mismatch);
+            }
+        }
+    }
+}

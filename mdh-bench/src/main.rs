@@ -1,0 +1,291 @@
+//! `mdh-bench`: mdh's CPU kernels against OpenBLAS, oneDNN, faer and plain
+//! rayon loops, side by side in one process.
+//!
+//! ```text
+//! cargo run --release -p mdh-bench -- [--quick] [--csv FILE] [--png FILE] [--case SUBSTRING]
+//! ```
+//!
+//! For each case every implementation is warmed up and then timed; the
+//! median of the repetitions is reported (repetitions adapt to the run time:
+//! about 1 s per implementation under `--quick`, 5 s otherwise). Every peer's
+//! result is compared with mdh's (relative tolerance [`cases::RTOL`] for
+//! floats, exact for integers); a disagreement is printed loudly and makes the
+//! exit code 1. Writes a CSV (`case,impl,median_s,reps,gflops,gbs,mdh_speedup,agrees`;
+//! `mdh_speedup` = peer median / mdh median, > 1 when mdh is faster) and a
+//! PNG bar chart of `mdh_speedup` for every case and peer.
+
+mod blas;
+mod cases;
+mod chart;
+mod dnnl;
+mod harness;
+mod kernels;
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use harness::Plan;
+
+struct Args {
+    quick: bool,
+    csv: PathBuf,
+    png: PathBuf,
+    case: Option<String>,
+}
+
+const USAGE: &str = "usage: mdh-bench [--quick] [--csv FILE] [--png FILE] [--case SUBSTRING]";
+
+fn parse_args() -> Result<Args, String> {
+    // Default: <workspace>/target/mdh-bench/.
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out_dir = manifest
+        .parent()
+        .unwrap_or(manifest)
+        .join("target/mdh-bench");
+    let mut args = Args {
+        quick: false,
+        csv: out_dir.join("results.csv"),
+        png: out_dir.join("speedups.png"),
+        case: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = |flag: &str| {
+            it.next()
+                .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))
+        };
+        match a.as_str() {
+            "--quick" => args.quick = true,
+            "--csv" => args.csv = value("--csv")?.into(),
+            "--png" => args.png = value("--png")?.into(),
+            "--case" => args.case = Some(value("--case")?),
+            "-h" | "--help" => {
+                println!("{USAGE}\ncases:");
+                for (name, _) in cases::CASES {
+                    println!("  {name}");
+                }
+                std::process::exit(0);
+            }
+            _ => return Err(format!("unknown argument {a:?}\n{USAGE}")),
+        }
+    }
+    Ok(args)
+}
+
+/// "2-core Intel(R) Xeon(R) ..." from /proc/cpuinfo.
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let n = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{n} cores, {cpu}")
+}
+
+struct Row {
+    case: &'static str,
+    imp: &'static str,
+    median_s: f64,
+    reps: usize,
+    gflops: Option<f64>,
+    gbs: Option<f64>,
+    speedup: f64,
+    mismatch: Option<String>,
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let plan = if args.quick {
+        Plan {
+            budget: Duration::from_millis(1000),
+            min: 3,
+            max: 15,
+        }
+    } else {
+        Plan {
+            budget: Duration::from_secs(5),
+            min: 5,
+            max: 51,
+        }
+    };
+    let selected: Vec<_> = cases::CASES
+        .iter()
+        .filter(|(name, _)| {
+            args.case.as_deref().is_none() || args.case.as_deref().is_some_and(|c| name.contains(c))
+        })
+        .collect();
+    if selected.is_empty() {
+        eprintln!(
+            "no case matches {:?}; see --help",
+            args.case.unwrap_or_default()
+        );
+        return ExitCode::from(2);
+    }
+    let machine = machine();
+    eprintln!(
+        "mdh-bench{}: {} case(s) on {machine}; rayon threads {}, OpenBLAS threads {}",
+        if args.quick { " --quick" } else { "" },
+        selected.len(),
+        rayon::current_num_threads(),
+        blas::threads()
+    );
+
+    let started = Instant::now();
+    let mut rows: Vec<Row> = Vec::new();
+    let mut failures: Vec<String> = Vec::new();
+    for (i, (name, build)) in selected.iter().enumerate() {
+        eprintln!("[{}/{}] {name}", i + 1, selected.len());
+        let t = Instant::now();
+        let result = build().and_then(|mut case| {
+            eprintln!("    {}", case.what);
+            harness::measure(&mut case, plan, &|line| eprintln!("{line}"))
+                .map(|timings| (case, timings))
+        });
+        let (case, timings) = match result {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("\n!!! {name}: ERROR: {e}\n");
+                failures.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        let mdh_s = timings[0].median.as_secs_f64();
+        for t in &timings {
+            let s = t.median.as_secs_f64();
+            if let Some(m) = &t.mismatch {
+                eprintln!("\n!!! {name}: {} DISAGREES WITH mdh: {m}\n", t.name);
+                failures.push(format!("{name}: {} disagrees with mdh: {m}", t.name));
+            }
+            rows.push(Row {
+                case: name,
+                imp: t.name,
+                median_s: s,
+                reps: t.reps,
+                gflops: case.flops.map(|f| f / s / 1e9),
+                gbs: case.bytes.map(|b| b / s / 1e9),
+                speedup: s / mdh_s,
+                mismatch: t.mismatch.clone(),
+            });
+        }
+        eprintln!("    done in {:.1} s", t.elapsed().as_secs_f64());
+    }
+
+    print!("{}", table(&rows, &machine));
+    let mut code = ExitCode::SUCCESS;
+    if let Err(e) = write_csv(&args.csv, &rows) {
+        eprintln!("!!! {e}");
+        code = ExitCode::FAILURE;
+    } else {
+        println!("CSV: {}", args.csv.display());
+    }
+    let bars: Vec<chart::Bar> = rows
+        .iter()
+        .filter(|r| r.imp != "mdh")
+        .map(|r| chart::Bar {
+            label: format!("{} vs {}", r.case, r.imp),
+            speedup: r.speedup,
+        })
+        .collect();
+    let title = format!("mdh speedup over peers ({machine})");
+    match std::fs::create_dir_all(args.png.parent().unwrap_or(std::path::Path::new(".")))
+        .map_err(|e| e.to_string())
+        .and_then(|()| chart::draw(&args.png, &title, &bars))
+    {
+        Ok(()) => println!("PNG: {}", args.png.display()),
+        Err(e) => {
+            eprintln!("!!! {e}");
+            code = ExitCode::FAILURE;
+        }
+    }
+    println!("total {:.1} s", started.elapsed().as_secs_f64());
+    if !failures.is_empty() {
+        eprintln!("\n!!! {} FAILURE(S):", failures.len());
+        for f in &failures {
+            eprintln!("!!!   {f}");
+        }
+        code = ExitCode::FAILURE;
+    }
+    code
+}
+
+fn opt(x: Option<f64>, prec: usize) -> String {
+    x.map_or(String::new(), |v| format!("{v:.prec$}"))
+}
+
+/// A Markdown table (readable in a terminal, pasteable into the README).
+fn table(rows: &[Row], machine: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nmdh-bench on {machine}; mdh speedup = peer median / mdh median (> 1: mdh faster)\n"
+    );
+    let _ = writeln!(
+        s,
+        "| case | impl | median (ms) | GFLOP/s | GB/s | mdh speedup | reps | agrees |"
+    );
+    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---|");
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.3} | {} | {} | {} | {} | {} |",
+            r.case,
+            r.imp,
+            r.median_s * 1e3,
+            opt(r.gflops, 1),
+            opt(r.gbs, 1),
+            if r.imp == "mdh" {
+                "".to_string()
+            } else {
+                format!("{:.2}", r.speedup)
+            },
+            r.reps,
+            if r.imp == "mdh" {
+                "(reference)"
+            } else if r.mismatch.is_none() {
+                "yes"
+            } else {
+                "**NO**"
+            }
+        );
+    }
+    s
+}
+
+fn write_csv(path: &std::path::Path, rows: &[Row]) -> Result<(), String> {
+    let fail = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(fail)?;
+    }
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(fail)?);
+    writeln!(f, "case,impl,median_s,reps,gflops,gbs,mdh_speedup,agrees").map_err(fail)?;
+    for r in rows {
+        writeln!(
+            f,
+            "{},{},{:.9},{},{},{},{:.4},{}",
+            r.case,
+            r.imp,
+            r.median_s,
+            r.reps,
+            opt(r.gflops, 3),
+            opt(r.gbs, 3),
+            r.speedup,
+            r.mismatch.is_none()
+        )
+        .map_err(fail)?;
+    }
+    f.flush().map_err(fail)
+}

@@ -1,0 +1,306 @@
+//! Tuned configs: `configs/<kernel>.yaml`, read by the macro at compile time
+//! (and written by the tuner).
+//!
+//! ```yaml
+//! kernel: matmul
+//! entries:
+//!   - backend: cpu
+//!     device: "*"                       # a CPU model name, or "*" for any
+//!     sizes: { I: 1024, J: 1024, K: 1024 }   # what it was tuned for (optional)
+//!     cpu:                              # the plan (see `plan::CpuPlan`);
+//!       cor: [0, 0, 1]                  # every field is optional and
+//!       l2: [192, 1024, 256]            # defaults to the heuristic plan
+//!       l1: [48, 256, 256]
+//!       reg: [6, 32, 1]
+//!       order: [0, 1, 2]
+//!     provenance: { ... }               # free-form (the tuner's record)
+//! ```
+//!
+//! Lists have one entry per md_hom dimension, in md_hom order.
+//!
+//! Where the file is found, first hit wins:
+//! 1. `MDH_CONFIG_<KERNEL>` (the kernel name in upper case): a file path;
+//! 2. `MDH_CONFIG_DIR`: a directory holding `<kernel>.yaml`;
+//! 3. `configs/<kernel>.yaml` in the calling crate's directory
+//!    (`CARGO_MANIFEST_DIR`), then in each ancestor up to the workspace root
+//!    (the first directory whose `Cargo.toml` has a `[workspace]` table).
+//!
+//! Without a file (or without a CPU entry) the heuristic default plan of
+//! [`CpuPlan::default_for`] is used. Several CPU entries are all compiled
+//! in and dispatched at run time: entries whose device matches the CPU,
+//! nearest tuned sizes first; the default plan is always there as fallback.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+use crate::plan::CpuPlan;
+use crate::spec::Kernel;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    pub kernel: Spanned<String>,
+    #[serde(default)]
+    pub entries: Vec<Spanned<Entry>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    pub backend: Spanned<String>,
+    #[serde(default)]
+    pub device: Option<String>,
+    #[serde(default)]
+    pub sizes: Option<Spanned<BTreeMap<String, usize>>>,
+    #[serde(default)]
+    pub cpu: Option<Spanned<CpuConfig>>,
+    #[serde(default)]
+    pub provenance: Option<serde::de::IgnoredAny>,
+}
+
+/// The CPU plan as written in YAML; missing fields come from the default.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuConfig {
+    #[serde(default)]
+    pub cor: Option<Spanned<Vec<usize>>>,
+    #[serde(default)]
+    pub l2: Option<Spanned<Vec<usize>>>,
+    #[serde(default)]
+    pub l1: Option<Spanned<Vec<usize>>>,
+    #[serde(default)]
+    pub reg: Option<Spanned<Vec<usize>>>,
+    #[serde(default)]
+    pub order: Option<Spanned<Vec<usize>>>,
+}
+
+impl CpuConfig {
+    fn fields(&self) -> [(&'static str, &Option<Spanned<Vec<usize>>>); 5] {
+        [("cor", &self.cor), ("l2", &self.l2), ("l1", &self.l1), ("reg", &self.reg), ("order", &self.order)]
+    }
+}
+
+/// One CPU plan of a kernel, with the device pattern and the sizes it was
+/// tuned for (`None`: the default plan).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuEntry {
+    pub plan: CpuPlan,
+    pub device: String,
+    pub sizes: Option<Vec<usize>>,
+}
+
+/// A config error, already located: `path:line:column: message`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn located<T>(path: &Path, at: &Spanned<T>, msg: impl std::fmt::Display) -> ConfigError {
+    ConfigError(format!(
+        "{}:{}:{}: {msg}",
+        path.display(),
+        at.referenced.line(),
+        at.referenced.column()
+    ))
+}
+
+/// The environment variable that names one kernel's config file.
+pub fn kernel_env_var(kernel: &str) -> String {
+    format!("MDH_CONFIG_{}", kernel.to_uppercase())
+}
+
+pub const DIR_ENV_VAR: &str = "MDH_CONFIG_DIR";
+
+/// Where the config of `kernel` is, per the rules in the module docs.
+/// `Err` only when an environment variable names a file that is missing.
+pub fn find(kernel: &str, manifest_dir: Option<&Path>) -> Result<Option<PathBuf>, ConfigError> {
+    let var = kernel_env_var(kernel);
+    if let Ok(p) = std::env::var(&var) {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(Some(p))
+        } else {
+            Err(ConfigError(format!("{var} names `{}`, which is not a file", p.display())))
+        };
+    }
+    let file = format!("{kernel}.yaml");
+    if let Ok(dir) = std::env::var(DIR_ENV_VAR) {
+        let p = Path::new(&dir).join(&file);
+        return Ok(p.is_file().then_some(p));
+    }
+    let mut dir = manifest_dir.map(Path::to_path_buf);
+    while let Some(d) = dir {
+        let p = d.join("configs").join(&file);
+        if p.is_file() {
+            return Ok(Some(p));
+        }
+        let is_root = std::fs::read_to_string(d.join("Cargo.toml"))
+            .map(|t| t.lines().any(|l| l.trim() == "[workspace]"))
+            .unwrap_or(false);
+        if is_root {
+            break;
+        }
+        dir = d.parent().map(Path::to_path_buf);
+    }
+    Ok(None)
+}
+
+/// Parses a config file's text and returns the CPU entries for `k`.
+pub fn cpu_entries(k: &Kernel, path: &Path, text: &str) -> Result<Vec<CpuEntry>, ConfigError> {
+    let file: ConfigFile = serde_saphyr::from_str(text).map_err(|e| {
+        // serde-saphyr's first line reads "error: line L column C: message".
+        let msg = e.to_string();
+        let first = msg.lines().next().unwrap_or("").trim_start_matches("error: ").to_string();
+        ConfigError(format!("{}: {first}", path.display()))
+    })?;
+    let name = k.name.to_string();
+    if file.kernel.value != name {
+        return Err(located(
+            path,
+            &file.kernel,
+            format!("this file is for kernel `{}`, not `{name}`; fix `kernel:` or rename the file", file.kernel.value),
+        ));
+    }
+    let mut out = Vec::new();
+    for entry in &file.entries {
+        let e = &entry.value;
+        match e.backend.value.as_str() {
+            "cpu" => {}
+            "opencl" | "cuda" => continue,
+            other => {
+                return Err(located(
+                    path,
+                    &e.backend,
+                    format!("unknown backend `{other}`; use `cpu`, `opencl` or `cuda`"),
+                ))
+            }
+        }
+        let sizes = match &e.sizes {
+            None => None,
+            Some(s) => Some(size_values(k, path, s)?),
+        };
+        let mut plan = CpuPlan::default_for(k);
+        if let Some(c) = &e.cpu {
+            let v = &c.value;
+            let dsts = [&mut plan.cor, &mut plan.l2, &mut plan.l1, &mut plan.reg, &mut plan.order];
+            for (dst, (_, src)) in dsts.into_iter().zip(v.fields()) {
+                if let Some(s) = src {
+                    dst.clone_from(&s.value);
+                }
+            }
+            plan.validate(k).map_err(|e| {
+                // Point at the offending field where the file sets it.
+                match v.fields().into_iter().find(|(n, f)| *n == e.field && f.is_some()) {
+                    Some((_, Some(f))) => located(path, f, e.message),
+                    _ => located(path, c, e.message),
+                }
+            })?;
+        }
+        out.push(CpuEntry {
+            plan,
+            device: e.device.clone().unwrap_or_else(|| "*".into()),
+            sizes,
+        });
+    }
+    Ok(out)
+}
+
+fn size_values(k: &Kernel, path: &Path, s: &Spanned<BTreeMap<String, usize>>) -> Result<Vec<usize>, ConfigError> {
+    if let Some(unknown) = s.value.keys().find(|n| k.size_index(n).is_none()) {
+        let known: Vec<String> = k.size_params.iter().map(|p| p.to_string()).collect();
+        return Err(located(
+            path,
+            s,
+            format!("`{unknown}` is not a size parameter of `{}`; they are {}", k.name, known.join(", ")),
+        ));
+    }
+    k.size_params
+        .iter()
+        .map(|p| {
+            s.value
+                .get(&p.to_string())
+                .copied()
+                .ok_or_else(|| located(path, s, format!("`sizes` lacks `{p}`; give every size parameter")))
+        })
+        .collect()
+}
+
+/// All CPU entries the macro compiles for `k`: those of its config file,
+/// then the default plan. Returns the file read (for rebuild tracking).
+pub fn cpu_plans(k: &Kernel, manifest_dir: Option<&Path>) -> Result<(Vec<CpuEntry>, Option<PathBuf>), ConfigError> {
+    let name = k.name.to_string();
+    let path = find(&name, manifest_dir)?;
+    let mut entries = match &path {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| ConfigError(format!("{}: cannot read the config: {e}", p.display())))?;
+            cpu_entries(k, p, &text)?
+        }
+        None => Vec::new(),
+    };
+    entries.push(CpuEntry {
+        plan: CpuPlan::default_for(k),
+        device: "*".into(),
+        sizes: None,
+    });
+    Ok((entries, path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matmul() -> Kernel {
+        crate::compile(quote::quote! {
+            kernel matmul {
+                inp(A: f32[I, K], B: f32[K, J]),
+                out(C: f32[I, J]),
+                out_view(C: |i, j, k| (i, j)),
+                md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))),
+                inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
+            }
+        })
+        .expect("valid kernel")
+    }
+
+    fn entries(text: &str) -> Result<Vec<CpuEntry>, ConfigError> {
+        cpu_entries(&matmul(), Path::new("configs/matmul.yaml"), text)
+    }
+
+    #[test]
+    fn reads_plans_and_sizes() {
+        let e = entries(
+            "kernel: matmul\nentries:\n  - backend: cpu\n    sizes: {I: 64, J: 32, K: 16}\n    cpu:\n      reg: [4, 16, 1]\n      order: [1, 0, 2]\n  - backend: opencl\n",
+        )
+        .unwrap();
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].sizes, Some(vec![64, 16, 32]), "in size-parameter order I, K, J");
+        assert_eq!(e[0].plan.reg, vec![4, 16, 1]);
+        assert_eq!(e[0].plan.order, vec![1, 0, 2]);
+        assert_eq!(e[0].plan.l1, CpuPlan::default_for(&matmul()).l1);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_column() {
+        let e = entries("kernel: matmul\nentries:\n  - backend: cpu\n    cpu:\n      reg: [4, x, 1]\n").unwrap_err();
+        assert!(e.0.starts_with("configs/matmul.yaml: line 5 column"), "{e}");
+        let e = entries("kernel: matmul\nentries:\n  - backend: cpu\n    cpu:\n      reg: [4, 16]\n").unwrap_err();
+        assert!(e.0.starts_with("configs/matmul.yaml:5:12:"), "{e}");
+        assert!(e.0.contains("`reg` has 2 entries"), "{e}");
+        let e = entries("kernel: matmul\nentries:\n  - backend: gpu\n").unwrap_err();
+        assert!(e.0.contains("3:") && e.0.contains("unknown backend `gpu`"), "{e}");
+        let e = entries("kernel: other\n").unwrap_err();
+        assert!(e.0.contains(":1:9: this file is for kernel `other`"), "{e}");
+        let e = entries("kernel: matmul\nentries:\n  - backend: cpu\n    sizes: {I: 1, J: 2}\n").unwrap_err();
+        assert!(e.0.contains("lacks `K`"), "{e}");
+        let e = entries("kernel: matmul\nentries:\n  - backend: cpu\n    colour: red\n").unwrap_err();
+        assert!(e.0.contains("unknown field `colour`"), "{e}");
+    }
+}

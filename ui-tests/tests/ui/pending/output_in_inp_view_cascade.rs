@@ -1,0 +1,14 @@
+// An output buffer cannot appear in inp_view: `w` is an output.
+use mdh::mdh;
+
+mdh! {
+    kernel matvec {
+        inp(M: f32[I, K], v: f32[K]),
+        out(w: f32[I]),
+        out_view(w: |i, k| (i)),
+        md_hom[I, K](|m, x, y| m * x * y, (CC, PW(+))),
+        inp_view(M: |i, k| (i, k), v: |i, k| (k), w: |i, k| (i)),
+    }
+}
+
+fn main() {}
