@@ -4,7 +4,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# No system packages are needed yet: the CPU back end is pure Rust. The OpenCL
-# (PoCL) and CUDA (NVRTC) back ends will add their installs here.
+# System libraries: OpenBLAS and oneDNN are the baselines that mdh-bench
+# links (its tests check that every baseline agrees with mdh).
+need=()
+for pkg in libopenblas-dev libdnnl-dev; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
+fi
 
 cargo test --workspace --no-fail-fast

@@ -77,11 +77,9 @@ pub fn draw(path: &std::path::Path, title: &str, bars: &[Bar]) -> Result<(), Str
         .map_err(|e| fail(&e))?;
     chart
         .draw_series(bars.iter().enumerate().map(|(i, b)| {
-            let text = if b.speedup >= 0.1 {
-                format!(" {:.2}x", b.speedup)
-            } else {
-                format!(" {:.2e}x", b.speedup)
-            };
+            // Two significant digits at least: 0.42x, 0.076x, 0.0035x.
+            let decimals = (1 - b.speedup.log10().floor() as i32).max(2) as usize;
+            let text = format!(" {:.*}x", decimals, b.speedup);
             let style = TextStyle::from(("sans-serif", 13).into_font())
                 .pos(Pos::new(HPos::Left, VPos::Center));
             Text::new(text, (b.speedup, SegmentValue::CenterOf(i)), style)
