@@ -51,7 +51,7 @@ fn err(field: &'static str, message: String) -> PlanError {
     PlanError { field, message }
 }
 
-fn elem_bytes(t: ScalarType) -> usize {
+pub fn elem_bytes(t: ScalarType) -> usize {
     match t {
         ScalarType::F64 | ScalarType::I64 | ScalarType::U64 | ScalarType::Usize => 8,
         ScalarType::F32 | ScalarType::I32 | ScalarType::U32 => 4,

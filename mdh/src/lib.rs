@@ -34,6 +34,7 @@ pub use mdh_core::Error;
 pub use mdh_macros::mdh;
 
 pub mod cpu;
+pub mod simd;
 
 /// The reference interpreter: evaluates a kernel's high-level definition
 /// directly. It is slow and obviously correct; tests compare generated
@@ -51,6 +52,7 @@ pub mod reference {
 #[doc(hidden)]
 pub mod __rt {
     pub use crate::cpu::{cpu_name, execute, isa, nearest_plan, Isa, Region, SyncPtr};
+    pub use crate::simd::V;
     pub use mdh_core::desc::{AccessDesc, AffineDesc, BufDesc, KernelDesc, SizeOp};
     pub use mdh_core::spec::DimKind;
     pub use std::borrow::Cow;

@@ -16,6 +16,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
 use crate::codegen::rust_expr::{self, ty};
+use crate::codegen::rust_simd;
 use crate::config::CpuEntry;
 use crate::plan::CpuPlan;
 use crate::spec::{BinOp, BuiltinOp, DimKind, ExprKind, IndexFn, Kernel, ReduceOp, ScalarType, Type};
@@ -149,7 +150,7 @@ impl<'k> Gen<'k> {
         quote! { #reads let #pat: #result_ty = #body; }
     }
 
-    /// `acc[slot] = acc[slot] ⊕ f(point)` for every output. With `FMA` on, a
+    /// `acc[slot] = acc[slot] ⊕ f(point)` for every output. With an FMA ISA, a
     /// float `a * b` summed with `+` becomes one `mul_add` (a contraction:
     /// one rounding instead of two).
     fn accumulate(&self, slot: &TokenStream) -> TokenStream {
@@ -172,7 +173,7 @@ impl<'k> Gen<'k> {
         }
         let point = self.point();
         match self.fused_mul_add(slot) {
-            Some(fused) => quote! { if FMA { #fused } else { #point #upd } },
+            Some(fused) => quote! { if ISA > 0 { #fused } else { #point #upd } },
             None => quote! { #point #upd },
         }
     }
@@ -268,6 +269,11 @@ impl<'k> Gen<'k> {
 
     /// The work of one register tile (full: constant trip counts).
     fn register_tile(&self, plan: &CpuPlan, full: bool) -> TokenStream {
+        if full {
+            if let Some(simd) = self.simd(plan) {
+                return self.vector_tile(plan, &simd);
+            }
+        }
         let pidx = self.kept.iter().map(|&d| {
             let (i, ps) = (dim_var(d), format_ident!("__ps{}", d));
             quote!(+ (#i - __r[#d].0) * #ps)
@@ -362,6 +368,351 @@ impl<'k> Gen<'k> {
         quote! { #init #red_loops #store }
     }
 
+    /// How a plan's full register tiles map onto SIMD lanes, if they do: the
+    /// kernel is pure and its operators have neutral elements, and the
+    /// register tile of the innermost PW dimension (lanes of partial results)
+    /// or of the most contiguous kept dimension is a multiple of the lanes
+    /// of one 64-byte vector of the widest element type.
+    fn simd(&self, plan: &CpuPlan) -> Option<Simd> {
+        let sf = &self.k.scalar_fn;
+        if !rust_simd::vectorizable(&sf.body) || !(0..self.n_out()).all(|o| self.ops[o].is_none() || self.has_identity(o)) {
+            return None;
+        }
+        let bytes = self
+            .k
+            .inputs
+            .iter()
+            .map(|b| b.ty)
+            .chain(self.out_tys.iter().copied())
+            .map(crate::plan::elem_bytes)
+            .max()
+            .unwrap_or(4);
+        let lanes = (crate::plan::VECTOR_BYTES / bytes).max(1);
+        let fits = |d: usize| plan.reg[d] >= lanes && plan.reg[d] % lanes == 0;
+        if let Some(&kr) = self.reduced.last() {
+            if fits(kr) {
+                return Some(Simd { dim: kr, lanes, chunks: plan.reg[kr] / lanes, reduced: true });
+            }
+            if plan.reg[kr] > 1 {
+                return None;
+            }
+        }
+        let s = crate::plan::contiguous_dim(self.k).filter(|&s| self.kinds[s].is_kept() && fits(s))?;
+        Some(Simd { dim: s, lanes, chunks: plan.reg[s] / lanes, reduced: false })
+    }
+
+    /// Reads of the input accesses as vectors over the lanes of dimension
+    /// `s` (whose index variable holds lane 0): contiguous loads, gathers,
+    /// or broadcasts of accesses that do not depend on `s`.
+    fn vector_reads(&self, s: usize, n: usize) -> TokenStream {
+        let mut reads = TokenStream::new();
+        for (j, (b, f)) in self.k.input_accesses().into_iter().enumerate() {
+            let (base, coef, var) = (format_ident!("__ia{}_b", j), format_ident!("__ia{}_c", j), format_ident!("__p{}", j));
+            let slice = format_ident!("__in{}", b);
+            let t = self.k.inputs[b].ty;
+            let vt = rust_simd::vty(t, n);
+            let off = offset(f, self.d, &base, &coef);
+            // SAFETY (all three forms): `bind` checked that this access stays
+            // inside the buffer over the whole index space, and every lane is
+            // a point of a full register tile, inside the index space.
+            let read = if !used_dims(f, self.d).contains(&s) {
+                let tt = ty(t);
+                quote!(<#vt>::splat(unsafe { *#slice.get_unchecked(#off) as #tt }))
+            } else if static_coef(f, s) == Some(1) {
+                quote!(unsafe { <#vt>::load(#slice, #off) })
+            } else {
+                let stride = match static_coef(f, s) {
+                    Some(c) => {
+                        let c = c as isize;
+                        quote!(#c)
+                    }
+                    None => quote!(#coef[#s]),
+                };
+                quote!({
+                    let __o0 = #off as isize;
+                    <#vt>::from_fn(|__l| unsafe { *#slice.get_unchecked((__o0 + __l as isize * #stride) as usize) })
+                })
+            };
+            reads.extend(quote!(let #var: #vt = #read;));
+        }
+        reads
+    }
+
+    /// The scalar function's values `__v0, …` as vectors over the lanes of `s`.
+    fn vector_point(&self, s: usize, n: usize) -> TokenStream {
+        self.vector_point_with(s, n, rust_simd::expr(&self.k.scalar_fn.body, n))
+    }
+
+    /// As `vector_point`, with `body` in place of the scalar function's body.
+    fn vector_point_with(&self, s: usize, n: usize, body: TokenStream) -> TokenStream {
+        let k = self.k;
+        let usize_v = rust_simd::vty(ScalarType::Usize, n);
+        let sizes = k.size_params.iter().map(|p| quote!(let #p: #usize_v = <#usize_v>::splat(#p);));
+        let params = k.params.iter().map(|p| {
+            let (name, vt) = (&p.name, rust_simd::vty(p.ty, n));
+            quote!(let #name: #vt = <#vt>::splat(#name);)
+        });
+        let index = k.scalar_fn.index_params.iter().flatten().enumerate().map(|(d, name)| {
+            let i = dim_var(d);
+            if d == s {
+                quote!(let #name: #usize_v = <#usize_v>::iota(#i);)
+            } else {
+                quote!(let #name: #usize_v = <#usize_v>::splat(#i);)
+            }
+        });
+        let args = k.scalar_fn.params.iter().enumerate().map(|(j, p)| {
+            let v = format_ident!("__p{}", j);
+            quote!(let #p = #v;)
+        });
+        let vals: Vec<Ident> = (0..self.n_out()).map(|o| format_ident!("__v{}", o)).collect();
+        let tys: Vec<TokenStream> = self.out_tys.iter().map(|t| rust_simd::vty(*t, n)).collect();
+        let reads = self.vector_reads(s, n);
+        let binds = quote!(#(#sizes)* #(#params)* #(#index)* #(#args)*);
+        let (pat, pty) = if vals.len() == 1 {
+            let (v, t) = (&vals[0], &tys[0]);
+            (quote!(#v), quote!(#t))
+        } else {
+            (quote!((#(#vals,)*)), quote!((#(#tys,)*)))
+        };
+        quote! {
+            #reads
+            let #pat: #pty = { #binds #body };
+        }
+    }
+
+    /// `acc = acc ⊕ v` on vectors for every output (the operators are
+    /// built-ins: `simd` requires neutral elements), with an FMA ISA fusing a
+    /// float `a * b` summed with `+` into one `mul_add`.
+    fn vector_accumulate(&self, s: usize, n: usize, acc: &dyn Fn(usize) -> Ident) -> TokenStream {
+        let mut upd = TokenStream::new();
+        for o in 0..self.n_out() {
+            let (a, v) = (acc(o), format_ident!("__v{}", o));
+            if let Some(ReduceOp::Builtin(b, _)) = self.ops[o] {
+                let c = vcombine(*b, &quote!(#a), &quote!(#v));
+                upd.extend(quote!(#a = #c;));
+            }
+        }
+        let point = self.vector_point(s, n);
+        let plain = quote! { #point #upd };
+        let sf = &self.k.scalar_fn;
+        let fusable = self.n_out() == 1
+            && self.out_tys[0].is_float()
+            && matches!(self.ops[0], Some(ReduceOp::Builtin(BuiltinOp::Add, _)));
+        match &sf.body.kind {
+            ExprKind::Binary(BinOp::Mul, x, y) if fusable => {
+                let (x, y, a) = (rust_simd::expr(x, n), rust_simd::expr(y, n), acc(0));
+                let point = self.vector_point_with(s, n, quote!((#x).fma::<ISA>(#y, #a)));
+                quote! { if ISA > 0 { #point #a = __v0; } else { #plain } }
+            }
+            _ => plain,
+        }
+    }
+}
+
+impl<'k> Gen<'k> {
+    /// A full register tile on SIMD lanes: the register tile's other kept
+    /// coordinates and its vectors are unrolled, so every accumulator is a
+    /// named vector that stays in registers.
+    fn vector_tile(&self, plan: &CpuPlan, simd: &Simd) -> TokenStream {
+        let (s, n) = (simd.dim, simd.lanes);
+        // Kept coordinates enumerated at compile time (the lane dimension,
+        // if kept, is covered by the vectors instead).
+        let outer: Vec<usize> = self.kept.iter().copied().filter(|&d| simd.reduced || d != s).collect();
+        let mut combos: Vec<Vec<(usize, usize)>> = vec![Vec::new()];
+        for &d in &outer {
+            combos = combos
+                .into_iter()
+                .flat_map(|c| {
+                    (0..plan.reg[d]).map(move |v| {
+                        let mut c = c.clone();
+                        c.push((d, v));
+                        c
+                    })
+                })
+                .collect();
+        }
+        let binds = |combo: &[(usize, usize)]| {
+            let b = combo.iter().map(|&(d, v)| {
+                let (i, base) = (dim_var(d), format_ident!("__b{}", d));
+                quote!(let #i: usize = #base + #v;)
+            });
+            quote!(#(#b)*)
+        };
+        let acc_name = |o: usize, c: usize, v: usize| format_ident!("__vacc{}_{}_{}", o, c, v);
+        let pidx = {
+            let terms = self.kept.iter().map(|&d| {
+                let (i, ps) = (dim_var(d), format_ident!("__ps{}", d));
+                quote!(+ (#i - __r[#d].0) * #ps)
+            });
+            quote!(let __pidx: usize = 0 #(#terms)*;)
+        };
+        let i_s = dim_var(s);
+        let b_s = format_ident!("__b{}", s);
+
+        if self.reduced.is_empty() {
+            // No reduction: each vector of values goes straight to the task's results.
+            let mut body = TokenStream::new();
+            for combo in &combos {
+                let b = binds(combo);
+                for v in 0..simd.chunks {
+                    let point = self.vector_point(s, n);
+                    let lanes = (0..self.n_out()).map(|o| {
+                        let val = format_ident!("__v{}", o);
+                        quote!(#val.0[__l])
+                    });
+                    body.extend(quote! {{
+                        #b
+                        let #i_s: usize = #b_s + #v * #n;
+                        #point
+                        for __l in 0..#n {
+                            let #i_s: usize = #b_s + #v * #n + __l;
+                            #pidx
+                            __o[__pidx] = (#(#lanes,)*);
+                        }
+                    }});
+                }
+            }
+            return body;
+        }
+
+        let mut init = TokenStream::new();
+        for o in 0..self.n_out() {
+            let Some(ReduceOp::Builtin(op, _)) = self.ops[o] else { continue };
+            let id = rust_simd::splat(rust_expr::identity(*op, self.out_tys[o]), self.out_tys[o], n);
+            let vt = rust_simd::vty(self.out_tys[o], n);
+            for c in 0..combos.len() {
+                for v in 0..simd.chunks {
+                    let a = acc_name(o, c, v);
+                    init.extend(quote!(let mut #a: #vt = #id;));
+                }
+                if simd.reduced {
+                    let (t, tt) = (format_ident!("__tacc{}_{}", o, c), ty(self.out_tys[o]));
+                    let sid = rust_expr::identity(*op, self.out_tys[o]);
+                    init.extend(quote!(let mut #t: #tt = #sid;));
+                }
+            }
+        }
+        // One step of the innermost loop: every vector of the tile.
+        let mut step = TokenStream::new();
+        for (c, combo) in combos.iter().enumerate() {
+            let b = binds(combo);
+            for v in 0..simd.chunks {
+                let acc = |o: usize| acc_name(o, c, v);
+                let upd = self.vector_accumulate(s, n, &acc);
+                let lane0 = if simd.reduced { quote!(__j + #v * #n) } else { quote!(#b_s + #v * #n) };
+                step.extend(quote! {{ #b let #i_s: usize = #lane0; #upd }});
+            }
+        }
+        let red_loops = |inner: TokenStream, dims: &[usize]| {
+            dims.iter().rev().fold(inner, |inner, &d| {
+                let (i, lo, hi) = (dim_var(d), format_ident!("__t1_{}", d), format_ident!("__t1e_{}", d));
+                quote!(for #i in #lo..#hi { #inner })
+            })
+        };
+        let loops = if simd.reduced {
+            let (lo, hi) = (format_ident!("__t1_{}", s), format_ident!("__t1e_{}", s));
+            let width = simd.chunks * n;
+            let mut tail = TokenStream::new();
+            for (c, combo) in combos.iter().enumerate() {
+                let b = binds(combo);
+                let point = self.point();
+                let upd = (0..self.n_out()).filter_map(|o| {
+                    let t = format_ident!("__tacc{}_{}", o, c);
+                    let v = format_ident!("__v{}", o);
+                    self.ops[o].map(|_| {
+                        let cmb = self.combine_values(o, &quote!(#t), &quote!(#v));
+                        quote!(#t = #cmb;)
+                    })
+                });
+                tail.extend(quote! {{ #b let #i_s: usize = __j; #point #(#upd)* }});
+            }
+            let inner = quote! {
+                let mut __j: usize = #lo;
+                while __j + #width <= #hi {
+                    #step
+                    __j += #width;
+                }
+                while __j < #hi {
+                    #tail
+                    __j += 1;
+                }
+            };
+            red_loops(inner, &self.reduced[..self.reduced.len() - 1])
+        } else {
+            red_loops(step, &self.reduced)
+        };
+        // Fold lanes (reduced) or spread them (kept), then re-compose with
+        // the task's partial results.
+        let mut store = TokenStream::new();
+        let merged = (0..self.n_out()).map(|o| {
+            let idx = syn::Index::from(o);
+            self.combine_values(o, &quote!(__slot.#idx), &quote!(__new.#idx))
+        });
+        let merged = quote!((#(#merged,)*));
+        let write = quote! {
+            #pidx
+            let __slot = __o[__pidx];
+            __o[__pidx] = if __first { __new } else { #merged };
+        };
+        for (c, combo) in combos.iter().enumerate() {
+            let b = binds(combo);
+            if simd.reduced {
+                let folds = (0..self.n_out()).map(|o| {
+                    let (t, f) = (format_ident!("__tacc{}_{}", o, c), format_ident!("__f{}", o));
+                    let accs = (0..simd.chunks).map(|v| acc_name(o, c, v));
+                    let cmb = self.combine_values(o, &quote!(#f), &quote!(__x.0[__l]));
+                    quote! {
+                        let mut #f = #t;
+                        for __x in [#(#accs),*] {
+                            for __l in 0..#n { #f = #cmb; }
+                        }
+                    }
+                });
+                let fs = (0..self.n_out()).map(|o| format_ident!("__f{}", o));
+                store.extend(quote! {{ #b #(#folds)* let __new = (#(#fs,)*); #write }});
+            } else {
+                for v in 0..simd.chunks {
+                    let lanes = (0..self.n_out()).map(|o| {
+                        let a = acc_name(o, c, v);
+                        quote!(#a.0[__l])
+                    });
+                    store.extend(quote! {{
+                        #b
+                        for __l in 0..#n {
+                            let #i_s: usize = #b_s + #v * #n + __l;
+                            let __new = (#(#lanes,)*);
+                            #write
+                        }
+                    }});
+                }
+            }
+        }
+        quote! { #init #loops #store }
+    }
+}
+
+/// `x ⊕ y` lane-wise for a built-in operator.
+fn vcombine(op: BuiltinOp, x: &TokenStream, y: &TokenStream) -> TokenStream {
+    match op {
+        BuiltinOp::Add => quote!((#x + #y)),
+        BuiltinOp::Mul => quote!((#x * #y)),
+        BuiltinOp::Max => quote!((#x).max(#y)),
+        BuiltinOp::Min => quote!((#x).min(#y)),
+    }
+}
+
+/// The SIMD mapping of one plan's full register tiles.
+struct Simd {
+    /// The dimension whose points are the lanes.
+    dim: usize,
+    lanes: usize,
+    /// Vectors per register tile along `dim`.
+    chunks: usize,
+    /// Whether `dim` is the innermost PW dimension (lanes hold partial results).
+    reduced: bool,
+}
+
+impl<'k> Gen<'k> {
     /// The task body of one plan: tile loops of L2 and L1, register tiles.
     fn compute_fn(&self, plan: &CpuPlan, index: usize) -> TokenStream {
         let (d, a_ty) = (self.d, &self.a_ty);
@@ -410,7 +761,7 @@ impl<'k> Gen<'k> {
         let binds = self.ctx_binds();
         quote! {
             #[inline(always)]
-            fn #name<const FMA: bool>(__c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>) {
+            fn #name<const ISA: u8>(__c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>) {
                 #binds
                 #(#ps)*
                 __o.clear();
@@ -527,14 +878,14 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
     // Plans: one task body each, chosen by the nearest tuned sizes.
     let compute_fns = entries.iter().enumerate().map(|(i, e)| g.compute_fn(&e.plan, i));
     let indices: Vec<usize> = (0..entries.len()).collect();
-    let calls = |fma: bool| {
+    let calls = |isa: u8| {
         let arms = indices.iter().map(move |&i| {
             let f = format_ident!("__compute_{}", i);
-            quote!(#i => #f::<#fma>(__c, __r, __o),)
+            quote!(#i => #f::<#isa>(__c, __r, __o),)
         });
-        quote!(match __plan { #(#arms)* _ => __compute_0::<#fma>(__c, __r, __o), })
+        quote!(match __plan { #(#arms)* _ => __compute_0::<#isa>(__c, __r, __o), })
     };
-    let (fast, slow) = (calls(true), calls(false));
+    let (avx512, avx2, baseline) = (calls(2), calls(1), calls(0));
     let tuned = entries.iter().map(|e| {
         let dev = &e.device;
         match &e.sizes {
@@ -565,11 +916,11 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
             {
                 #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
                 unsafe fn __avx512(__plan: usize, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>) {
-                    #fast
+                    #avx512
                 }
                 #[target_feature(enable = "avx2,fma")]
                 unsafe fn __avx2(__plan: usize, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>) {
-                    #fast
+                    #avx2
                 }
                 match ::mdh::__rt::isa() {
                     // SAFETY: the CPU has these features (detected at run time).
@@ -578,7 +929,7 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
                     ::mdh::__rt::Isa::Baseline => {}
                 }
             }
-            #slow
+            #baseline
         }
 
         #[doc = #doc]

@@ -2,6 +2,7 @@
 
 pub mod cpu;
 pub mod rust_expr;
+pub mod rust_simd;
 
 use proc_macro2::TokenStream;
 use quote::quote;

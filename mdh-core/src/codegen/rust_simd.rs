@@ -1,0 +1,181 @@
+//! Emission of checked scalar-function expressions as lane-wise vector code
+//! (`mdh::__rt::V<T, N>`, one lane per point of the SIMD dimension).
+//!
+//! Only pure expressions are vectorized: no loops, `break`, assignment or
+//! mutable bindings, and no integer division under an `if` (both branches of
+//! a vectorized `if` are evaluated, which must not trap where the scalar code
+//! would not). Other kernels use the scalar register tile.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use crate::codegen::rust_expr::{self, ty};
+use crate::spec::{BinOp, Block, Expr, ExprKind, Lit, Method, ScalarType, Stmt, Type, UnOp};
+
+/// Whether `e` can be evaluated lane-wise.
+pub fn vectorizable(e: &Expr) -> bool {
+    let is_if = |x: &Expr| matches!(x.kind, ExprKind::If(..));
+    let is_int_div = |x: &Expr| match &x.kind {
+        ExprKind::Binary(BinOp::Div | BinOp::Rem, a, _) => a.scalar_ty().is_some_and(|t| !t.is_float()),
+        _ => false,
+    };
+    pure(e) && !(any(e, &is_if) && any(e, &is_int_div))
+}
+
+/// No loops, `break`, assignments or mutable or deferred bindings; every
+/// block has a value.
+fn pure(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Lit(_) | ExprKind::Var(_) => true,
+        ExprKind::Unary(_, a) | ExprKind::Cast(a, _) => pure(a),
+        ExprKind::Binary(_, a, b) => pure(a) && pure(b),
+        ExprKind::MethodCall(r, _, args) => pure(r) && args.iter().all(pure),
+        ExprKind::If(c, then, els) => pure(c) && pure_block(then) && els.as_deref().is_some_and(pure),
+        ExprKind::Block(b) => pure_block(b),
+        ExprKind::Tuple(items) => items.iter().all(pure),
+        ExprKind::Assign(..) | ExprKind::For(..) | ExprKind::Break => false,
+    }
+}
+
+fn pure_block(b: &Block) -> bool {
+    let lets = b.stmts.iter().all(|s| match s {
+        Stmt::Let {
+            mutable: false,
+            init: Some(i),
+            ..
+        } => pure(i),
+        _ => false,
+    });
+    lets && b.tail.as_deref().is_some_and(pure)
+}
+
+/// Whether some node of `e` satisfies `p`.
+fn any(e: &Expr, p: &dyn Fn(&Expr) -> bool) -> bool {
+    if p(e) {
+        return true;
+    }
+    let in_block = |b: &Block| {
+        b.stmts.iter().any(|s| match s {
+            Stmt::Let { init: Some(i), .. } => any(i, p),
+            Stmt::Let { .. } => false,
+            Stmt::Expr(x) => any(x, p),
+        }) || b.tail.as_deref().is_some_and(|t| any(t, p))
+    };
+    match &e.kind {
+        ExprKind::Lit(_) | ExprKind::Var(_) | ExprKind::Break => false,
+        ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Assign(_, _, a) => any(a, p),
+        ExprKind::Binary(_, a, b) => any(a, p) || any(b, p),
+        ExprKind::MethodCall(r, _, args) => any(r, p) || args.iter().any(|a| any(a, p)),
+        ExprKind::If(c, then, els) => any(c, p) || in_block(then) || els.as_deref().is_some_and(|x| any(x, p)),
+        ExprKind::Block(b) => in_block(b),
+        ExprKind::Tuple(items) => items.iter().any(|x| any(x, p)),
+        ExprKind::For(_, lo, hi, body) => any(lo, p) || any(hi, p) || in_block(body),
+    }
+}
+
+/// The vector type of `t` with `n` lanes.
+pub fn vty(t: ScalarType, n: usize) -> TokenStream {
+    let t = ty(t);
+    quote!(::mdh::__rt::V<#t, #n>)
+}
+
+/// `x` broadcast to all lanes.
+pub fn splat(x: TokenStream, t: ScalarType, n: usize) -> TokenStream {
+    let v = vty(t, n);
+    quote!(<#v>::splat(#x))
+}
+
+fn checked_ty(e: &Expr) -> ScalarType {
+    e.scalar_ty().unwrap_or(ScalarType::I32)
+}
+
+/// The lane-wise evaluation of a vectorizable expression with `n` lanes.
+pub fn expr(e: &Expr, n: usize) -> TokenStream {
+    match &e.kind {
+        ExprKind::Lit(Lit::Bool(b)) => splat(quote!(#b), ScalarType::Bool, n),
+        ExprKind::Lit(_) => splat(rust_expr::expr(e), checked_ty(e), n),
+        ExprKind::Var(id) => quote!(#id),
+        ExprKind::Unary(UnOp::Not, a) => {
+            let a = expr(a, n);
+            quote!((!#a))
+        }
+        ExprKind::Unary(UnOp::Neg, a) => {
+            let a = expr(a, n);
+            quote!((-#a))
+        }
+        ExprKind::Binary(op, a, b) => {
+            let (x, y) = (expr(a, n), expr(b, n));
+            match op {
+                BinOp::Add => quote!((#x + #y)),
+                BinOp::Sub => quote!((#x - #y)),
+                BinOp::Mul => quote!((#x * #y)),
+                BinOp::Div => quote!((#x / #y)),
+                BinOp::Rem => quote!((#x % #y)),
+                BinOp::Eq => quote!((#x).eq(#y)),
+                BinOp::Ne => quote!((#x).ne(#y)),
+                BinOp::Lt => quote!((#x).lt(#y)),
+                BinOp::Le => quote!((#x).le(#y)),
+                BinOp::Gt => quote!((#x).gt(#y)),
+                BinOp::Ge => quote!((#x).ge(#y)),
+                BinOp::And => quote!((#x).and(#y)),
+                BinOp::Or => quote!((#x).or(#y)),
+            }
+        }
+        ExprKind::Cast(a, t) => {
+            let a = expr(a, n);
+            let t = ty(*t);
+            quote!((#a).cast::<#t>())
+        }
+        ExprKind::MethodCall(r, m, args) => {
+            let r = expr(r, n);
+            let args = args.iter().map(|a| expr(a, n));
+            if *m == Method::MulAdd {
+                // Fused where the instruction set has FMA (`ISA` is the
+                // task body's const parameter).
+                return quote!((#r).fma::<ISA>(#(#args),*));
+            }
+            let name = quote::format_ident!("{}", m.name());
+            quote!((#r).#name(#(#args),*))
+        }
+        ExprKind::If(c, then, els) => {
+            let c = expr(c, n);
+            let then = block(then, n);
+            let els = els.as_ref().map(|x| expr(x, n)).unwrap_or_default();
+            match &e.ty {
+                Some(Type::Tuple(ts)) => {
+                    let (a, b): (Vec<_>, Vec<_>) = (0..ts.len())
+                        .map(|i| (quote::format_ident!("__ta{}", i), quote::format_ident!("__tb{}", i)))
+                        .unzip();
+                    quote!({
+                        let __m = #c;
+                        let (#(#a,)*) = #then;
+                        let (#(#b,)*) = #els;
+                        (#(::mdh::__rt::V::select(__m, #a, #b),)*)
+                    })
+                }
+                _ => quote!(::mdh::__rt::V::select(#c, #then, #els)),
+            }
+        }
+        ExprKind::Block(b) => block(b, n),
+        ExprKind::Tuple(items) => {
+            let items = items.iter().map(|x| expr(x, n));
+            quote!((#(#items,)*))
+        }
+        // Not vectorizable: callers check `vectorizable` first.
+        ExprKind::Assign(..) | ExprKind::For(..) | ExprKind::Break => quote!(::core::unreachable!()),
+    }
+}
+
+fn block(b: &Block, n: usize) -> TokenStream {
+    let stmts = b.stmts.iter().map(|s| match s {
+        Stmt::Let {
+            name, init: Some(i), ..
+        } => {
+            let i = expr(i, n);
+            quote!(let #name = #i;)
+        }
+        _ => quote!(),
+    });
+    let tail = b.tail.as_ref().map(|t| expr(t, n));
+    quote!({ #(#stmts)* #tail })
+}

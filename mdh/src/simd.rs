@@ -1,0 +1,388 @@
+//! Lane-wise vectors for the SIMD layer of generated CPU kernels.
+//!
+//! `V<T, N>` is `N` lanes of `T` (one lane per point of the SIMD dimension).
+//! Every operation is a loop with a constant trip count over a plain array:
+//! inside the `#[target_feature]` functions that generated kernels are
+//! compiled into, LLVM turns each into vector instructions (AVX-512, AVX2 or
+//! SSE), so the generated code states the vectorization explicitly instead of
+//! hoping the auto-vectorizer finds it, and needs no intrinsics. Integer
+//! arithmetic wraps, as in scalar generated code and in the interpreter.
+
+use core::ops::{Add, Div, Mul, Neg, Not, Rem, Sub};
+
+/// `N` lanes of `T`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(transparent)]
+pub struct V<T, const N: usize>(pub [T; N]);
+
+/// Element types of vectors: the scalar types of kernels.
+pub trait Lane: Copy + Default + PartialOrd + Send + Sync + 'static {
+    fn add(self, o: Self) -> Self;
+    fn sub(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn div(self, o: Self) -> Self;
+    fn rem(self, o: Self) -> Self;
+    fn neg(self) -> Self;
+    fn min(self, o: Self) -> Self;
+    fn max(self, o: Self) -> Self;
+    fn abs(self) -> Self;
+}
+
+macro_rules! int_lane {
+    ($abs:ident: $($t:ty),*) => {$(
+        impl Lane for $t {
+            #[inline(always)] fn add(self, o: Self) -> Self { self.wrapping_add(o) }
+            #[inline(always)] fn sub(self, o: Self) -> Self { self.wrapping_sub(o) }
+            #[inline(always)] fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+            #[inline(always)] fn div(self, o: Self) -> Self { self.wrapping_div(o) }
+            #[inline(always)] fn rem(self, o: Self) -> Self { self.wrapping_rem(o) }
+            #[inline(always)] fn neg(self) -> Self { self.wrapping_neg() }
+            #[inline(always)] fn min(self, o: Self) -> Self { Ord::min(self, o) }
+            #[inline(always)] fn max(self, o: Self) -> Self { Ord::max(self, o) }
+            #[inline(always)] fn abs(self) -> Self { $abs(self) }
+        }
+    )*};
+}
+
+trait WrappingAbs {
+    fn wrapping_abs_(self) -> Self;
+}
+
+macro_rules! wrapping_abs {
+    ($($t:ty),*) => {$(
+        impl WrappingAbs for $t {
+            #[inline(always)]
+            fn wrapping_abs_(self) -> Self { self.wrapping_abs() }
+        }
+    )*};
+}
+wrapping_abs!(i8, i16, i32, i64);
+
+#[inline(always)]
+fn signed_abs<T: WrappingAbs>(x: T) -> T {
+    x.wrapping_abs_()
+}
+
+#[inline(always)]
+fn unsigned_abs<T>(x: T) -> T {
+    x
+}
+
+int_lane!(signed_abs: i8, i16, i32, i64);
+int_lane!(unsigned_abs: u8, u16, u32, u64, usize);
+
+macro_rules! float_lane {
+    ($($t:ty),*) => {$(
+        impl Lane for $t {
+            #[inline(always)] fn add(self, o: Self) -> Self { self + o }
+            #[inline(always)] fn sub(self, o: Self) -> Self { self - o }
+            #[inline(always)] fn mul(self, o: Self) -> Self { self * o }
+            #[inline(always)] fn div(self, o: Self) -> Self { self / o }
+            #[inline(always)] fn rem(self, o: Self) -> Self { self % o }
+            #[inline(always)] fn neg(self) -> Self { -self }
+            #[inline(always)] fn min(self, o: Self) -> Self { <$t>::min(self, o) }
+            #[inline(always)] fn max(self, o: Self) -> Self { <$t>::max(self, o) }
+            #[inline(always)] fn abs(self) -> Self { <$t>::abs(self) }
+        }
+    )*};
+}
+
+float_lane!(f32, f64);
+
+impl Lane for bool {
+    // Booleans only flow through selects and logic; arithmetic on them is
+    // rejected by the checker, so these are never called.
+    fn add(self, o: Self) -> Self { self | o }
+    fn sub(self, o: Self) -> Self { self ^ o }
+    fn mul(self, o: Self) -> Self { self & o }
+    fn div(self, _: Self) -> Self { self }
+    fn rem(self, _: Self) -> Self { false }
+    fn neg(self) -> Self { self }
+    fn min(self, o: Self) -> Self { self & o }
+    fn max(self, o: Self) -> Self { self | o }
+    fn abs(self) -> Self { self }
+}
+
+impl<T: Lane, const N: usize> V<T, N> {
+    #[inline(always)]
+    pub fn splat(x: T) -> Self {
+        V([x; N])
+    }
+
+    #[inline(always)]
+    pub fn from_fn(f: impl FnMut(usize) -> T) -> Self {
+        V(core::array::from_fn(f))
+    }
+
+    /// `N` consecutive elements of `s` from `at`.
+    ///
+    /// # Safety
+    /// `at + N <= s.len()`.
+    #[inline(always)]
+    pub unsafe fn load(s: &[T], at: usize) -> Self {
+        // SAFETY: the caller guarantees the range is in bounds; `V` is a
+        // transparent `[T; N]`, which has the alignment of `T`.
+        unsafe { V(core::ptr::read_unaligned(s.as_ptr().add(at) as *const [T; N])) }
+    }
+
+    #[inline(always)]
+    fn map(self, f: impl Fn(T) -> T) -> Self {
+        let mut r = self.0;
+        for l in 0..N {
+            r[l] = f(r[l]);
+        }
+        V(r)
+    }
+
+    #[inline(always)]
+    fn zip(self, o: Self, f: impl Fn(T, T) -> T) -> Self {
+        let mut r = self.0;
+        for l in 0..N {
+            r[l] = f(r[l], o.0[l]);
+        }
+        V(r)
+    }
+
+    #[inline(always)]
+    fn compare(self, o: Self, f: impl Fn(T, T) -> bool) -> V<bool, N> {
+        let mut r = [false; N];
+        for l in 0..N {
+            r[l] = f(self.0[l], o.0[l]);
+        }
+        V(r)
+    }
+
+    #[inline(always)]
+    pub fn lt(self, o: Self) -> V<bool, N> {
+        self.compare(o, |a, b| a < b)
+    }
+    #[inline(always)]
+    pub fn le(self, o: Self) -> V<bool, N> {
+        self.compare(o, |a, b| a <= b)
+    }
+    #[inline(always)]
+    pub fn gt(self, o: Self) -> V<bool, N> {
+        self.compare(o, |a, b| a > b)
+    }
+    #[inline(always)]
+    pub fn ge(self, o: Self) -> V<bool, N> {
+        self.compare(o, |a, b| a >= b)
+    }
+    #[inline(always)]
+    pub fn eq(self, o: Self) -> V<bool, N> {
+        self.compare(o, |a, b| a == b)
+    }
+    #[inline(always)]
+    pub fn ne(self, o: Self) -> V<bool, N> {
+        self.compare(o, |a, b| a != b)
+    }
+    #[inline(always)]
+    pub fn min(self, o: Self) -> Self {
+        self.zip(o, T::min)
+    }
+    #[inline(always)]
+    pub fn max(self, o: Self) -> Self {
+        self.zip(o, T::max)
+    }
+    #[inline(always)]
+    pub fn abs(self) -> Self {
+        self.map(T::abs)
+    }
+
+    /// Lane-wise `if mask { a } else { b }`.
+    #[inline(always)]
+    pub fn select(mask: V<bool, N>, a: Self, b: Self) -> Self {
+        let mut r = b.0;
+        for l in 0..N {
+            if mask.0[l] {
+                r[l] = a.0[l];
+            }
+        }
+        V(r)
+    }
+
+    /// Lane-wise `as` conversion.
+    #[inline(always)]
+    pub fn cast<U: Lane>(self) -> V<U, N>
+    where
+        T: CastTo<U>,
+    {
+        V(core::array::from_fn(|l| self.0[l].cast_to()))
+    }
+}
+
+impl<const N: usize> V<bool, N> {
+    #[inline(always)]
+    pub fn and(self, o: Self) -> Self {
+        V(core::array::from_fn(|l| self.0[l] & o.0[l]))
+    }
+    #[inline(always)]
+    pub fn or(self, o: Self) -> Self {
+        V(core::array::from_fn(|l| self.0[l] | o.0[l]))
+    }
+}
+
+impl<const N: usize> V<usize, N> {
+    /// `start, start + 1, …`: the indices of the SIMD dimension's lanes.
+    #[inline(always)]
+    pub fn iota(start: usize) -> Self {
+        V(core::array::from_fn(|l| start + l))
+    }
+}
+
+macro_rules! float_methods {
+    ($($t:ty),*) => {$(
+        impl<const N: usize> V<$t, N> {
+            #[inline(always)] pub fn sqrt(self) -> Self { self.map(<$t>::sqrt) }
+            #[inline(always)] pub fn exp(self) -> Self { self.map(<$t>::exp) }
+            #[inline(always)] pub fn ln(self) -> Self { self.map(<$t>::ln) }
+            #[inline(always)] pub fn sin(self) -> Self { self.map(<$t>::sin) }
+            #[inline(always)] pub fn cos(self) -> Self { self.map(<$t>::cos) }
+            #[inline(always)] pub fn tanh(self) -> Self { self.map(<$t>::tanh) }
+            #[inline(always)] pub fn floor(self) -> Self { self.map(<$t>::floor) }
+            #[inline(always)] pub fn ceil(self) -> Self { self.map(<$t>::ceil) }
+            #[inline(always)] pub fn powf(self, e: Self) -> Self { self.zip(e, <$t>::powf) }
+            #[inline(always)] pub fn powi(self, e: V<i32, N>) -> Self {
+                let mut r = self.0;
+                for l in 0..N {
+                    r[l] = r[l].powi(e.0[l]);
+                }
+                V(r)
+            }
+            #[inline(always)] pub fn mul_add(self, a: Self, b: Self) -> Self {
+                let mut r = self.0;
+                for l in 0..N {
+                    r[l] = r[l].mul_add(a.0[l], b.0[l]);
+                }
+                V(r)
+            }
+        }
+    )*};
+}
+
+float_methods!(f32, f64);
+
+/// Instruction sets a kernel body is instantiated for (`ISA` const
+/// parameter of generated task bodies).
+pub const BASELINE: u8 = 0;
+pub const AVX2: u8 = 1;
+pub const AVX512: u8 = 2;
+
+macro_rules! fused_multiply_add {
+    ($t:ty, $w512:expr, $f512:ident, $r512:ident, $w256:expr, $f256:ident, $r256:ident) => {
+        impl<const N: usize> V<$t, N> {
+            /// `self * a + b` with one rounding where the instruction set has
+            /// FMA (AVX2, AVX-512), as two operations on the baseline (where
+            /// a fused multiply-add would be a slow library call).
+            #[inline(always)]
+            pub fn fma<const ISA: u8>(self, a: Self, b: Self) -> Self {
+                #[cfg(target_arch = "x86_64")]
+                {
+                    use core::arch::x86_64::*;
+                    macro_rules! chunked {
+                        ($w:expr, $reg:ident, $f:ident) => {{
+                            let mut r = self.0;
+                            for c in 0..N / $w {
+                                // SAFETY: `ISA` names the instruction set of the
+                                // `#[target_feature]` function this body is
+                                // inlined into (chosen after run-time detection);
+                                // chunk `c` is in bounds since N % width == 0.
+                                unsafe {
+                                    let at = |v: &[$t; N]| core::ptr::read_unaligned(v.as_ptr().add(c * $w) as *const $reg);
+                                    let f = $f(at(&self.0), at(&a.0), at(&b.0));
+                                    core::ptr::write_unaligned(r.as_mut_ptr().add(c * $w) as *mut $reg, f);
+                                }
+                            }
+                            return V(r);
+                        }};
+                    }
+                    if ISA == AVX512 && N % $w512 == 0 {
+                        chunked!($w512, $r512, $f512);
+                    }
+                    if ISA >= AVX2 && N % $w256 == 0 {
+                        chunked!($w256, $r256, $f256);
+                    }
+                }
+                self * a + b
+            }
+        }
+    };
+}
+
+fused_multiply_add!(f32, 16, _mm512_fmadd_ps, __m512, 8, _mm256_fmadd_ps, __m256);
+fused_multiply_add!(f64, 8, _mm512_fmadd_pd, __m512d, 4, _mm256_fmadd_pd, __m256d);
+
+/// `as` conversions between lane types.
+pub trait CastTo<U> {
+    fn cast_to(self) -> U;
+}
+
+macro_rules! casts_from {
+    ($from:ty => $($to:ty),*) => {$(
+        impl CastTo<$to> for $from {
+            #[inline(always)]
+            fn cast_to(self) -> $to { self as $to }
+        }
+    )*};
+}
+
+macro_rules! casts {
+    ($($from:ty),*) => {$(
+        casts_from!($from => f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, usize);
+    )*};
+}
+
+casts!(f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, usize);
+casts_from!(bool => i8, i16, i32, i64, u8, u16, u32, u64, usize);
+
+macro_rules! binop {
+    ($($tr:ident $f:ident),*) => {$(
+        impl<T: Lane, const N: usize> $tr for V<T, N> {
+            type Output = Self;
+            #[inline(always)]
+            fn $f(self, o: Self) -> Self {
+                self.zip(o, T::$f)
+            }
+        }
+    )*};
+}
+
+binop!(Add add, Sub sub, Mul mul, Div div, Rem rem);
+
+impl<T: Lane, const N: usize> Neg for V<T, N> {
+    type Output = Self;
+    #[inline(always)]
+    fn neg(self) -> Self {
+        self.map(T::neg)
+    }
+}
+
+impl<const N: usize> Not for V<bool, N> {
+    type Output = Self;
+    #[inline(always)]
+    fn not(self) -> Self {
+        V(core::array::from_fn(|l| !self.0[l]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lane_wise_semantics_match_scalars() {
+        let a = V::<i32, 4>([1, -2, i32::MAX, 7]);
+        let b = V::<i32, 4>([3, 5, 1, -7]);
+        assert_eq!((a + b).0, [4, 3, i32::MIN, 0]);
+        assert_eq!((a * b).0, [3, -10, i32::MAX, -49]);
+        assert_eq!(V::select(a.lt(b), a, b).0, [1, -2, 1, -7]);
+        assert_eq!(a.abs().0, [1, 2, i32::MAX, 7]);
+        let x = V::<f32, 2>([1.5, -2.0]);
+        assert_eq!(x.cast::<i32>().0, [1, -2]);
+        assert_eq!(x.mul_add(V::splat(2.0), V::splat(1.0)).0, [4.0, -3.0]);
+        assert_eq!(V::<usize, 3>::iota(5).0, [5, 6, 7]);
+        let s = [1.0f32, 2.0, 3.0, 4.0, 5.0];
+        // SAFETY: 1 + 4 <= 5.
+        assert_eq!(unsafe { V::<f32, 4>::load(&s, 1) }.0, [2.0, 3.0, 4.0, 5.0]);
+    }
+}
