@@ -62,7 +62,7 @@ impl Rng {
 
     /// Uniform in `0..n` (`n > 0`).
     pub fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() >> 11) as u128 * n as u128 >> 53) as usize
+        (((self.next_u64() >> 11) as u128 * n as u128) >> 53) as usize
     }
 
     /// Uniform in `[0, 1)`.
@@ -299,7 +299,8 @@ pub fn sampled_f32(
 // Command line, timing and reporting for the binaries
 
 /// The binaries' arguments: `--quick` (small sizes), an optional size (its
-/// meaning is the binary's: e.g. the matrix size of `matmul`), `--runs N`.
+/// meaning is the binary's: e.g. the matrix size of `matmul`), `--runs N`
+/// (timed runs after one warm-up; 0, the default, lets [`median_time`] pick).
 #[derive(Clone, Debug)]
 pub struct Args {
     pub quick: bool,
@@ -312,7 +313,7 @@ impl Args {
         let mut a = Args {
             quick: false,
             size: None,
-            runs: 5,
+            runs: 0,
         };
         let mut it = std::env::args().skip(1);
         while let Some(s) = it.next() {
@@ -335,8 +336,8 @@ impl Args {
                 _ => a.size = Some(parse_size(&s).ok_or_else(|| format!("not a size: `{s}`"))?),
             }
         }
-        if a.quick {
-            a.runs = a.runs.min(3);
+        if a.quick && a.runs == 0 {
+            a.runs = 3;
         }
         Ok(a)
     }
@@ -361,10 +362,18 @@ pub fn parse_size(s: &str) -> Option<usize> {
 }
 
 /// Runs `f` once to warm up, then `runs` times; returns the median time.
+/// `runs == 0` (the binaries' default) means 5 runs, or 3 when the warm-up
+/// run took more than a second.
 pub fn median_time<E>(runs: usize, mut f: impl FnMut() -> Result<(), E>) -> Result<Duration, E> {
+    let t = Instant::now();
     f()?;
-    let mut times = Vec::with_capacity(runs.max(1));
-    for _ in 0..runs.max(1) {
+    let runs = match runs {
+        0 if t.elapsed() > Duration::from_secs(1) => 3,
+        0 => 5,
+        r => r,
+    };
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
         let t = Instant::now();
         f()?;
         times.push(t.elapsed());

@@ -23,7 +23,7 @@ fn main() -> std::process::ExitCode {
         let mut c = vec![0.0f32; s.NB * s.I * s.J];
         bmatmul::cpu(&a, &b, &mut c, s)?;
         check::against_reference(
-            &format!("bmatmul {:?}", s.values()),
+            &format!("bmatmul {s:?}"),
             bmatmul::SPEC,
             &s.values(),
             &[Buffer::from(a), Buffer::from(b)],

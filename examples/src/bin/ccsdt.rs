@@ -24,7 +24,7 @@ fn main() -> std::process::ExitCode {
         let mut c = vec![0.0f32; s.NA * s.NB * s.NC * s.ND * s.NE * s.NF];
         ccsdt::cpu(&a, &b, &mut c, s)?;
         check::against_reference(
-            &format!("ccsdt {:?}", s.values()),
+            &format!("ccsdt {s:?}"),
             ccsdt::SPEC,
             &s.values(),
             &[Buffer::from(a), Buffer::from(b)],

@@ -19,7 +19,7 @@ fn main() -> std::process::ExitCode {
         let mut o = vec![0.0f32; s.P * s.Q];
         conv2d::cpu(&img, &f, &mut o, s)?;
         check::against_reference(
-            &format!("conv2d {:?}", s.values()),
+            &format!("conv2d {s:?}"),
             conv2d::SPEC,
             &s.values(),
             &[Buffer::from(img), Buffer::from(f)],

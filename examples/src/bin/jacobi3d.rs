@@ -17,7 +17,7 @@ fn main() -> std::process::ExitCode {
         let mut w = vec![0.0f32; s.N * s.M * s.L];
         jacobi3d::cpu(&v, &mut w, s)?;
         check::against_reference(
-            &format!("jacobi3d {:?}", s.values()),
+            &format!("jacobi3d {s:?}"),
             jacobi3d::SPEC,
             &s.values(),
             &[Buffer::from(v)],

@@ -28,7 +28,7 @@ fn main() -> std::process::ExitCode {
         let mut o = vec![0.0f32; s.N * s.P * s.Q * s.K];
         mcc::cpu(&img, &f, &mut o, s)?;
         check::against_reference(
-            &format!("mcc {:?}", s.values()),
+            &format!("mcc {s:?}"),
             mcc::SPEC,
             &s.values(),
             &[Buffer::from(img), Buffer::from(f)],
@@ -51,7 +51,7 @@ fn main() -> std::process::ExitCode {
         let mut o = vec![0.0f32; s.N * s.P * s.Q * s.K];
         let t = check::median_time(args.runs, || mcc::cpu(&img, &f, &mut o, s))?;
         let flops = 2.0 * (s.N * s.P * s.Q * s.K * s.R * s.S * s.C) as f64;
-        check::report("mcc", &format!("{:?}", s.values()), t, Some(flops), None);
+        check::report("mcc", &format!("{s:?}"), t, Some(flops), None);
         check::sampled_f32("mcc", &o, 4000, check::sum_rtol(s.R * s.S * s.C), |x| {
             let k = x % s.K;
             let q = x / s.K % s.Q;

@@ -35,7 +35,7 @@ fn main() -> std::process::ExitCode {
         let mut o = vec![0.0f32; lo];
         mcc_capsule::cpu(&img, &f, &mut o, s)?;
         check::against_reference(
-            &format!("mcc_capsule {:?}", s.values()),
+            &format!("mcc_capsule {s:?}"),
             mcc_capsule::SPEC,
             &s.values(),
             &[Buffer::from(img), Buffer::from(f)],
@@ -61,13 +61,7 @@ fn main() -> std::process::ExitCode {
         let mut o = vec![0.0f32; lo];
         let t = check::median_time(args.runs, || mcc_capsule::cpu(&img, &f, &mut o, s))?;
         let flops = 2.0 * (lo * s.R * s.S * s.C * s.MK) as f64;
-        check::report(
-            "mcc_capsule",
-            &format!("{:?}", s.values()),
-            t,
-            Some(flops),
-            None,
-        );
+        check::report("mcc_capsule", &format!("{s:?}"), t, Some(flops), None);
         let (h, w) = (s.P + s.R - 1, s.Q + s.S - 1);
         check::sampled_f32(
             "mcc_capsule",

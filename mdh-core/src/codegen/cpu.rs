@@ -730,7 +730,9 @@ impl<'k> Gen<'k> {
         let tile = quote! {
             if true #(#full)* { #full_tile } else { #edge_tile }
         };
-        let reg_loops = self.kept.iter().rev().fold(tile, |inner, &x| {
+        // Register tiles are visited in the plan's loop order too.
+        let kept_in_order: Vec<usize> = plan.order.iter().copied().filter(|&x| self.kinds[x].is_kept()).collect();
+        let reg_loops = kept_in_order.iter().rev().fold(tile, |inner, &x| {
             let (b, n, lo, hi, r) = (
                 format_ident!("__b{}", x),
                 format_ident!("__n{}", x),
