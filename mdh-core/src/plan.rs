@@ -122,12 +122,30 @@ impl CpuPlan {
             }
             _ => {}
         }
-        let l1: Vec<usize> = (0..d)
+        let mut l1: Vec<usize> = (0..d)
             .map(|x| if kinds[x] == DimKind::Pw { 256 } else { 64 }.max(reg[x]))
             .collect();
-        let l2 = l1.iter().map(|&t| t * 4).collect();
+        let mut l2: Vec<usize> = l1.iter().map(|&t| t * 4).collect();
         let mut order: Vec<usize> = (0..d).filter(|&x| kinds[x].is_kept()).collect();
         order.extend((0..d).filter(|&x| !kinds[x].is_kept()));
+        // A contraction (kept SIMD dimension, another kept dimension, a PW
+        // dimension): GotoBLAS-style blocking. The SIMD dimension's loops go
+        // outermost so that a k×(2 vectors) panel of the input it indexes
+        // stays in L1 while the register tiles of the other dimension pass
+        // over it; measured on the 2-core AVX-512 Xeon at 1024³.
+        if let (Some(s), Some(_)) = (simd.filter(|&s| kinds[s] == DimKind::Cc), innermost_pw) {
+            if let Some(o) = (0..s).rev().find(|&x| kinds[x] == DimKind::Cc) {
+                l1[s] = 2 * reg[s];
+                l2[s] = 1024;
+                l1[o] = 16 * reg[o];
+                l2[o] = l1[o];
+                for x in (0..d).filter(|&x| kinds[x] == DimKind::Pw) {
+                    l2[x] = l1[x];
+                }
+                order.retain(|&x| x != s);
+                order.insert(0, s);
+            }
+        }
         CpuPlan {
             cor: vec![0; d],
             l2,
