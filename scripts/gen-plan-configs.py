@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Writes mdh/configs/plan_*.yaml: random valid CPU plans for the kernels of
+mdh/tests/plans.rs (the property tests of the low-level plan).
+
+Each kernel gets ENTRIES entries, each a random plan that `CpuPlan::validate`
+accepts (lists of one entry per md_hom dimension, tiles >= 1, `order` a
+permutation, only the innermost PW dimension with reg > 1 among the PW
+dimensions, at most 512 register-tile points per output), pinned with
+`sizes:` to a different random size vector, so that the run-time dispatch
+(nearest tuned sizes by log distance) spreads the tests' sizes over all plans.
+Tile sizes are deliberately odd and rarely divide the sizes; `l1` and `l2` may
+be smaller than `reg` and `l2` smaller than `l1` (validate allows it).
+
+Deterministic: run it again and the files come out the same.
+
+    python3 scripts/gen-plan-configs.py
+"""
+
+import os
+import random
+
+ENTRIES = 8
+SPECIAL = [1, 2, 3, 5, 7, 13, 31, 97]
+TILES = [1, 2, 3, 4, 5, 7, 8, 13, 16, 17, 31, 32, 48, 64, 100, 128, 256, 1000]
+REG_KEPT = [1, 1, 1, 2, 3, 4, 5, 8, 16, 32, 64]
+REG_PW = [1, 2, 3, 4, 8, 16, 32, 64]
+MAX_REGISTER_TILE = 512
+
+# name, dims (size parameter, kind, max size), output accesses, max points
+# (the product of the pinned sizes: the interpreter must stay fast).
+KERNELS = [
+    ("plan_dot", [("N", "PW", 100000)], 1, 100000),
+    ("plan_matvec", [("I", "CC", 300), ("K", "PW", 1000)], 1, 30000),
+    ("plan_matmul", [("I", "CC", 97), ("J", "CC", 97), ("K", "PW", 97)], 1, 30000),
+    ("plan_matmul_t", [("I", "CC", 97), ("J", "CC", 97), ("K", "PW", 97)], 1, 30000),
+    ("plan_bmatmul", [("NB", "CC", 7), ("I", "CC", 31), ("J", "CC", 97), ("K", "PW", 61)], 1, 30000),
+    ("plan_conv2d", [("P", "CC", 40), ("Q", "CC", 40), ("R", "PW", 7), ("S", "PW", 7)], 1, 30000),
+    ("plan_mcc", [("N", "CC", 3), ("P", "CC", 7), ("Q", "CC", 7), ("K", "CC", 13),
+                  ("R", "PW", 5), ("S", "PW", 5), ("C", "PW", 5)], 1, 20000),
+    ("plan_ccsdt", [("NA", "CC", 5), ("NB", "CC", 5), ("NC", "CC", 7), ("ND", "CC", 5),
+                    ("NE", "CC", 5), ("NF", "CC", 7), ("NG", "PW", 13)], 1, 20000),
+    ("plan_jacobi1d", [("N", "CC", 100000)], 1, 100000),
+    ("plan_jacobi3d", [("N", "CC", 31), ("M", "CC", 31), ("L", "CC", 31)], 1, 30000),
+    ("plan_prl", [("I", "CC", 97), ("J", "PW", 300)], 1, 20000),
+    ("plan_histo", [("E", "PW", 1000), ("B", "CC", 97)], 1, 30000),
+    ("plan_map", [("N", "CC", 100000)], 1, 100000),
+    ("plan_reduce", [("N", "PW", 100000)], 1, 100000),
+    ("plan_reduce2", [("N", "PW", 100000)], 2, 100000),
+    ("plan_scan", [("N", "PS", 1000)], 1, 1000),
+    ("plan_mbbs", [("I", "PS", 97), ("J", "PW", 200)], 1, 10000),
+    ("plan_mandelbrot", [("H", "CC", 61), ("W", "CC", 97)], 1, 6000),
+]
+
+
+def size(rng, hi):
+    if rng.random() < 0.4:
+        opts = [s for s in SPECIAL if s <= hi]
+        return rng.choice(opts)
+    # small or medium, log-uniform, biased up so that full tiles occur
+    return min(hi, max(1, int(round(hi ** (0.3 + 0.7 * rng.random())))))
+
+
+def sizes(rng, dims, cap, taken):
+    while True:
+        s = [size(rng, hi) for (_, _, hi) in dims]
+        p = 1
+        for x in s:
+            p *= x
+        if p <= cap and tuple(s) not in taken:
+            taken.add(tuple(s))
+            return s
+
+
+def plan(rng, dims, outs):
+    d = len(dims)
+    kinds = [k for (_, k, _) in dims]
+    pws = [x for x in range(d) if kinds[x] == "PW"]
+    inner_pw = pws[-1] if pws else None
+    reg = []
+    for x in range(d):
+        if kinds[x] != "PW":
+            reg.append(rng.choice(REG_KEPT))
+        elif x == inner_pw:
+            reg.append(rng.choice(REG_PW))
+        else:
+            reg.append(1)
+    while prod(reg) * outs > MAX_REGISTER_TILE:
+        x = rng.choice([y for y in range(d) if reg[y] > 1])
+        reg[x] = max(1, reg[x] // rng.choice([2, 3, 4]))
+    l1 = []
+    for x in range(d):
+        r = rng.random()
+        if r < 0.5:
+            l1.append(reg[x] * rng.choice([1, 1, 2, 3, 5]))
+        elif r < 0.6:
+            l1.append(reg[x] + rng.choice([1, 2, 3, 7]))
+        else:
+            l1.append(rng.choice(TILES))
+    l2 = []
+    for x in range(d):
+        r = rng.random()
+        if r < 0.55:
+            l2.append(l1[x] * rng.choice([1, 2, 3, 4, 7]))
+        elif r < 0.7:
+            l2.append(l1[x] + rng.choice([1, 3, 5, 17]))
+        else:
+            l2.append(rng.choice(TILES))
+    if rng.random() < 0.5:
+        cor = [0] * d
+    else:
+        cor = [rng.choice([0, 0, 1, 2, 3, 4, 7]) for _ in range(d)]
+    order = list(range(d))
+    rng.shuffle(order)
+    return {"cor": cor, "l2": l2, "l1": l1, "reg": reg, "order": order}
+
+
+def prod(xs):
+    p = 1
+    for x in xs:
+        p *= x
+    return p
+
+
+def flow(xs):
+    return "[" + ", ".join(str(x) for x in xs) + "]"
+
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out_dir = os.path.join(root, "mdh", "configs")
+    os.makedirs(out_dir, exist_ok=True)
+    for name, dims, outs, cap in KERNELS:
+        rng = random.Random("mdh-plans-1:" + name)
+        taken = set()
+        lines = [
+            "# Generated by scripts/gen-plan-configs.py: do not edit by hand, run the",
+            "# script. Random valid CPU plans, each pinned to random sizes, for the",
+            "# property tests in mdh/tests/plans.rs (dims: "
+            + ", ".join(f"{n} {k}" for (n, k, _) in dims) + ").",
+            f"kernel: {name}",
+            "entries:",
+        ]
+        for _ in range(ENTRIES):
+            s = sizes(rng, dims, cap, taken)
+            p = plan(rng, dims, outs)
+            lines.append("  - backend: cpu")
+            lines.append('    device: "*"')
+            lines.append("    sizes: {" + ", ".join(f"{n}: {v}" for (n, _, _), v in zip(dims, s)) + "}")
+            lines.append("    cpu:")
+            for f in ["cor", "l2", "l1", "reg", "order"]:
+                lines.append(f"      {f}: {flow(p[f])}")
+        with open(os.path.join(out_dir, name + ".yaml"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
