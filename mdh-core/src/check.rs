@@ -26,7 +26,11 @@
 //! - Built-in operators (`+ * max min`) do not combine `bool` outputs.
 //! - Output index functions do not use PW (reduced) dimensions and are
 //!   injective over the kept (CC and PS) dimensions (full column rank of the
-//!   coefficient matrix, computed exactly).
+//!   coefficient matrix, computed exactly); no two accesses of one output
+//!   buffer have equal index functions.
+//! - After an error in a view clause, checks that count its accesses (the
+//!   scalar function's parameters, per-output operators, the result's arity)
+//!   are skipped, so that one mistake gives one error.
 //!
 //! # Type inference
 //!
@@ -40,8 +44,11 @@
 //! give `bool`; `&& || !` need `bool`; unary `-` needs a signed type; `as`
 //! casts between numbers and from `bool` to integers; methods per
 //! [`Method`]; `if` conditions are `bool` and branches agree; an `if` without
-//! `else` and a loop body give `()`; `let` needs an initializer or a type;
-//! assignment only to `let mut` bindings; loop bounds are integers of one
+//! `else` and a loop body give `()`; a `let` without a value (Rust's deferred
+//! initialization) must be initialized by one plain assignment `x = e;`
+//! directly in its own block before any use, and then gets its type from `e`
+//! (or its annotation); further assignments only to `let mut` bindings;
+//! integer `/` and `%` by a literal `0` are rejected; loop bounds are integers of one
 //! type; `break` only in loops; tuples only as the result of the scalar
 //! function. The result must match the output element types (in `out_view`
 //! access order) and have one value per output access; a user-defined
@@ -53,8 +60,8 @@ use std::collections::HashSet;
 use proc_macro2::Span;
 
 use crate::spec::{
-    BinOp, Block, BufferDecl, CombineOp, DimKind, Expr, ExprKind, IndexFn, Kernel, Lit, Method, ReduceOp,
-    ScalarType, SizeExpr, SpanRange, Stmt, Type, UnOp, View,
+    BinOp, Block, BufferDecl, CombineOp, DimKind, Expr, ExprKind, IndexFn, Kernel, Lit, Method,
+    ReduceOp, ScalarType, SizeExpr, SpanRange, Stmt, Type, UnOp, View,
 };
 
 /// Checks a parsed kernel and fills the types of all scalar-function and
@@ -232,7 +239,10 @@ fn check_names(k: &Kernel, errs: &mut Errors) {
             } else {
                 format!("declared twice (as {first} and as {what})")
             };
-            errs.push(*span, format!("the name `{name}` is {how}; rename one of them"));
+            errs.push(
+                *span,
+                format!("the name `{name}` is {how}; rename one of them"),
+            );
         } else if sizes.contains(name) {
             let renamed = if name.starts_with('N') {
                 format!("NUM_{name}")
@@ -578,7 +588,7 @@ fn check_output_index_fns(k: &Kernel, errs: &mut Errors) {
                 errs.push(
                     g.range,
                     format!(
-                        "both index functions of `{buf}` write the same elements: index functions {} and {} of `{buf}` in out_view are equal, so every element would be written twice; remove one of them or write the second value to another part of `{buf}` (e.g. `|i| (i + N)` with a larger buffer) or to another output buffer",
+                        "both index functions of `{buf}` write the same elements (index functions {} and {} of `{buf}` in out_view are equal); remove one of them, or write the second value to another output buffer or to another part of `{buf}` (a different index function, with a larger buffer)",
                         i + 1,
                         j + 1,
                     ),
@@ -923,13 +933,22 @@ impl<'k> Infer<'k> {
         self.vars.fresh(Class::Known(t))
     }
 
-    fn defer(&mut self, v: usize, span: SpanRange, f: impl Fn(ScalarType) -> Option<String> + 'static) {
+    fn defer(
+        &mut self,
+        v: usize,
+        span: SpanRange,
+        f: impl Fn(ScalarType) -> Option<String> + 'static,
+    ) {
         self.checks.push((v, span, Box::new(f)));
     }
 
     /// Integer `/` or `%` by a literal zero panics at run time.
     fn defer_zero_divisor(&mut self, v: usize, span: SpanRange, op: BinOp) {
-        let what = if op == BinOp::Div { "division" } else { "remainder" };
+        let what = if op == BinOp::Div {
+            "division"
+        } else {
+            "remainder"
+        };
         let sym = op.symbol();
         self.defer(v, span, move |t| {
             t.is_int().then(|| {
@@ -1142,8 +1161,10 @@ impl<'k> Infer<'k> {
             }
             ExprKind::MethodCall(recv, m, args) => {
                 let tr = self.expr(recv, false);
-                let arg_tys: Vec<(ITy, SpanRange)> =
-                    args.iter().map(|a| (self.expr(a, false), a.range)).collect();
+                let arg_tys: Vec<(ITy, SpanRange)> = args
+                    .iter()
+                    .map(|a| (self.expr(a, false), a.range))
+                    .collect();
                 let name = m.name();
                 let v = self.scalar(tr, recv.range, &format!("`.{name}()`"));
                 if args.len() != m.arity() {
@@ -1263,6 +1284,9 @@ impl<'k> Infer<'k> {
                                     format!("cannot assign {x} to `{n2}`, which is {y}; convert the value with `as`")
                                 });
                             } else {
+                                // Reported once; later uses are not errors.
+                                b.unassigned = false;
+                                b.kind = BKind::Let { mutable: true };
                                 self.errs.push(
                                     span,
                                     format!("`{name}` is declared without a value, and such a binding can only be initialized by a plain assignment `{name} = ...;` directly in the block of its `let`, before any other use; give it a value where it is declared instead, e.g. `let mut {name} = ...;`"),
@@ -1585,7 +1609,10 @@ fn infer_types(k: &Kernel, views: ViewsOk, errs: &mut Errors) -> Option<Typed> {
     }
 
     // Default literals, then run the deferred checks on the final types.
-    let resolve_all = |inf: &mut Infer, slots: Vec<(ITy, SpanRange)>, errs: &mut Errors| -> Vec<Type> {
+    let resolve_all = |inf: &mut Infer,
+                       slots: Vec<(ITy, SpanRange)>,
+                       errs: &mut Errors|
+     -> Vec<Type> {
         let mut out = Vec::with_capacity(slots.len());
         for (t, span) in slots {
             let mut res = |v: usize, errs: &mut Errors| -> ScalarType {
@@ -2669,11 +2696,37 @@ mod tests {
     #[test]
     fn deferred_initialization() {
         for f in [
-            quote!(|m, x| { let a; a = m * x; a }),
-            quote!(|m, x| { let a: f32; a = m; a * x }),
-            quote!(|m, x| { let mut a; a = m; a += x; a }),
-            quote!(|m, x| { let a; let b; a = m; b = x; a * b }),
-            quote!(|m, x| { for _ in 0..2 { let a; a = m; let _c = a; } m * x }),
+            quote!(|m, x| {
+                let a;
+                a = m * x;
+                a
+            }),
+            quote!(|m, x| {
+                let a: f32;
+                a = m;
+                a * x
+            }),
+            quote!(|m, x| {
+                let mut a;
+                a = m;
+                a += x;
+                a
+            }),
+            quote!(|m, x| {
+                let a;
+                let b;
+                a = m;
+                b = x;
+                a * b
+            }),
+            quote!(|m, x| {
+                for _ in 0..2 {
+                    let a;
+                    a = m;
+                    let _c = a;
+                }
+                m * x
+            }),
         ] {
             let k = crate::compile(matvec_with(quote!(f32), f.clone(), quote!((CC, PW(+)))))
                 .unwrap_or_else(|e| panic!("{f}: {}", msgs(e)));
@@ -2682,6 +2735,27 @@ mod tests {
                 .iter()
                 .all(|t| *t == Type::Scalar(ScalarType::F32)));
         }
+        // The interpreter (the oracle) evaluates it like Rust.
+        let k = crate::compile(matvec_with(
+            quote!(f32),
+            quote!(|m, x| {
+                let a;
+                a = m * x;
+                let b: f32;
+                b = a + 1.0;
+                b
+            }),
+            quote!((CC, PW(+))),
+        ))
+        .unwrap_or_else(|e| panic!("{}", msgs(e)));
+        use crate::interp::{run, Buffer};
+        let inputs = [
+            Buffer::from(vec![1.0f32, 2.0, 3.0, 4.0]),
+            Buffer::from(vec![10.0f32, 100.0]),
+        ];
+        let mut outputs = [Buffer::zeros(ScalarType::F32, 2)];
+        run(&k, &[2, 2], &inputs, &mut outputs, &[]).expect("runs");
+        assert_eq!(outputs[0], Buffer::from(vec![212.0f32, 432.0]));
         for (f, needle) in [
             (
                 quote!(|m, x| { let a; let b = a; a = m; b * x }),
@@ -2713,19 +2787,53 @@ mod tests {
         }
     }
 
+    /// One error for a binding assigned in branches, no follow-ups.
+    #[test]
+    fn deferred_initialization_single_error() {
+        let m = err(matvec_with(
+            quote!(f32),
+            quote!(|m, x| {
+                let a;
+                if m > x {
+                    a = m;
+                } else {
+                    a = x;
+                }
+                a
+            }),
+            quote!((CC, PW(+))),
+        ));
+        assert_eq!(m.lines().count(), 1, "{m}");
+    }
+
     #[test]
     fn division_by_literal_zero() {
         for (f, needle) in [
             (quote!(|m, x| (m as i32) / 0), "integer division by zero"),
-            (quote!(|m, x| (m as i32) % 0i32), "integer remainder by zero"),
-            (quote!(|m, x| { let mut a = m as i64; a /= 0; a as i32 }), "integer division by zero"),
+            (
+                quote!(|m, x| (m as i32) % 0i32),
+                "integer remainder by zero",
+            ),
+            (
+                quote!(|m, x| {
+                    let mut a = m as i64;
+                    a /= 0;
+                    a as i32
+                }),
+                "integer division by zero",
+            ),
         ] {
             let m = err(matvec_with(quote!(i32), f.clone(), quote!((CC, PW(+)))));
             assert!(m.contains(needle), "{f}: expected `{needle}` in:\n{m}");
         }
         // Floats divide by zero without panicking; `x / 1` is fine.
-        for f in [quote!(|m, x| m / 0), quote!(|m, x| m / 0.0), quote!(|m, x| m / 1 + x)] {
-            if let Err(e) = crate::compile(matvec_with(quote!(f32), f.clone(), quote!((CC, PW(+))))) {
+        for f in [
+            quote!(|m, x| m / 0),
+            quote!(|m, x| m / 0.0),
+            quote!(|m, x| m / 1 + x),
+        ] {
+            if let Err(e) = crate::compile(matvec_with(quote!(f32), f.clone(), quote!((CC, PW(+)))))
+            {
                 panic!("{f}: {}", msgs(e));
             }
         }

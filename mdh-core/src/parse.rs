@@ -32,8 +32,8 @@
 
 use crate::spec::{
     Affine, BinOp, Block, BufferDecl, BuiltinOp, Closure2, CombineOp, Dim, Expr, ExprKind, IndexFn,
-    Kernel, Lit, Method, ParamDecl, ReduceOp, ScalarFn, ScalarType, SizeExpr, SpanRange, Stmt, UnOp,
-    View,
+    Kernel, Lit, Method, ParamDecl, ReduceOp, ScalarFn, ScalarType, SizeExpr, SpanRange, Stmt,
+    UnOp, View,
 };
 use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
@@ -286,12 +286,12 @@ fn parse_clause(s: ParseStream) -> syn::Result<RawClause> {
     let name = s.call(Ident::parse_any)?;
     let Some(kind) = ClauseKind::from_name(&name.to_string()) else {
         let hint = match closest_clause(&name.to_string()) {
-            Some(k) => format!("did you mean `{}`? ", k.name()),
+            Some(k) => format!(" (did you mean `{}`?)", k.name()),
             None => String::new(),
         };
         return Err(syn::Error::new(
             name.span(),
-            format!("unknown clause `{name}`; {hint}the clauses are {CLAUSE_LIST}"),
+            format!("unknown clause `{name}`{hint}; the clauses are {CLAUSE_LIST}"),
         ));
     };
     let body = if kind == ClauseKind::MdHom {
@@ -587,7 +587,7 @@ fn parse_reduce(s: ParseStream) -> syn::Result<RawReduce> {
                  `|a, b| expr` that is associative (and commutative for PW)"
             ),
         };
-        return Err(err(&op, msg));
+        return Err(err(op, msg));
     }
     Err(s.error("expected an operator: `+`, `*`, `max`, `min` or a closure `|a, b| expr`"))
 }
@@ -1201,10 +1201,9 @@ fn affine(e: &syn::Expr, names: &Names) -> syn::Result<Affine> {
         }
         syn::Expr::Binary(b) if b.attrs.is_empty() => {
             let (l, r) = match b.op {
-                syn::BinOp::Add(_) | syn::BinOp::Sub(_) | syn::BinOp::Mul(_) => (
-                    affine(&b.left, names)?,
-                    affine(&b.right, names)?,
-                ),
+                syn::BinOp::Add(_) | syn::BinOp::Sub(_) | syn::BinOp::Mul(_) => {
+                    (affine(&b.left, names)?, affine(&b.right, names)?)
+                }
                 _ => return Err(non_affine(e)),
             };
             match b.op {
@@ -2314,7 +2313,10 @@ mod tests {
                 kernel bad { inp(A: f32[I]), out(C: f32[I]), #typo(x), out_view(C: |i| (i)),
                     md_hom[I](|a| a, (CC)), inp_view(A: |i| (i)) }
             });
-            assert!(e.contains(&format!("did you mean `{want}`?")), "{e}");
+            assert!(
+                e.contains(&format!("(did you mean `{want}`?); the clauses are")),
+                "{e}"
+            );
         }
 
         let e = parse_err(quote! {
@@ -2332,7 +2334,8 @@ mod tests {
                     md_hom[I](|a| a, (PW(#op))), inp_view(A: |i| (i)) }
             });
             assert!(
-                e.contains(&format!("`{sym}` is not associative and commutative")) && e.contains("`+`, `*`, `max`, `min`"),
+                e.contains(&format!("`{sym}` is not associative and commutative"))
+                    && e.contains("`+`, `*`, `max`, `min`"),
                 "{e}"
             );
         }
@@ -2346,7 +2349,10 @@ mod tests {
             kernel bad { inp(A: f32[I]), out(C: f32[I]), out_view(C: |i| (i)),
                 md_hom[I](|a| (|z: f32| z)(a), (CC)), inp_view(A: |i| (i)) }
         });
-        assert!(e.contains("unsupported syntax in the scalar function: closures"), "{e}");
+        assert!(
+            e.contains("unsupported syntax in the scalar function: closures"),
+            "{e}"
+        );
 
         let e = parse_err(quote! {
             kernel bad { inp(A: f32[I]), out(C: f32[I]), out_view(C: |i| (i)),

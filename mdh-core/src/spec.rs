@@ -248,6 +248,9 @@ impl BuiltinOp {
 }
 
 /// The operator ⊕ of a PW or PS combine operator.
+// Few and small in number; boxing the closure would change the type that the
+// back ends match on.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub enum ReduceOp {
     Builtin(BuiltinOp, Span),

@@ -1,4 +1,5 @@
-// An output buffer cannot appear in inp_view: `w` is an output.
+// An output buffer cannot appear in inp_view: `w` is an output. The scalar
+// function has a parameter for `w`; the parameter count is not checked after this error.
 use mdh::mdh;
 
 mdh! {

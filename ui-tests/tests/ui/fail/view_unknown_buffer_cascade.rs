@@ -1,4 +1,5 @@
-// A view must name a declared buffer: `u` is not declared.
+// A view must name a declared buffer: `u` is not declared. The scalar function
+// has a parameter for `u`; the parameter count is not checked after this error.
 use mdh::mdh;
 
 mdh! {

@@ -1,4 +1,5 @@
-// Inputs are declared but there is no inp_view clause.
+// Inputs are declared but there is no inp_view clause (one error, no follow-up
+// error about the scalar function's parameter count).
 use mdh::mdh;
 
 mdh! {
