@@ -191,7 +191,9 @@ fn count_kept<const D: usize>(r: &Region<D>, kinds: &[DimKind; D]) -> usize {
 ///
 /// `compute(region, out)` pushes, for each kept point of `region` in
 /// row-major order of the kept dimensions, the combination of the scalar
-/// function over the region's PW ranges (never empty). `write(region, vals)`
+/// function over the region's PW ranges (never empty); when no dimension is
+/// PW or PS, `compute` instead writes its results through the output views
+/// itself and pushes nothing, and `write` is not called. `write(region, vals)`
 /// stores one value per kept point of `region`, same order. `identity` is the
 /// neutral element of the operators, if they have one (used when a PW
 /// dimension is empty).
@@ -282,6 +284,12 @@ where
     };
 
     let has_ps = kinds.contains(&DimKind::Ps);
+    if reduced.is_empty() && !has_ps {
+        // Every point is its own result: `compute` writes it through the
+        // output views directly (no task-local copy, no `write`).
+        kept_regions.par_iter().for_each(|kr| compute(kr, &mut Vec::new()));
+        return Ok(());
+    }
     if !has_ps {
         kept_regions
             .par_iter()

@@ -94,6 +94,28 @@ impl<'k> Gen<'k> {
         }
     }
 
+    /// Whether task bodies write outputs directly (no PW and no PS
+    /// dimension: every point is a final result).
+    fn direct(&self) -> bool {
+        self.reduced.is_empty() && !self.kinds.contains(&DimKind::Ps)
+    }
+
+    /// Writes of value `vals[o]` of every output access `o` at the current
+    /// point, through the output views (direct mode).
+    fn direct_writes(&self, vals: &[TokenStream]) -> TokenStream {
+        let mut w = TokenStream::new();
+        for (o, (b, f)) in self.k.output_accesses().into_iter().enumerate() {
+            let (base, coef, ptr) = (format_ident!("__oa{}_b", o), format_ident!("__oa{}_c", o), format_ident!("__out{}", b));
+            let off = offset(f, self.d, &base, &coef);
+            let v = &vals[o];
+            // SAFETY: `bind` checked bounds and disjointness of accesses; the
+            // output view is injective over the kept dimensions (checked at
+            // compile time) and each point belongs to one task.
+            w.extend(quote! { unsafe { #ptr.write(#off, #v) }; });
+        }
+        w
+    }
+
     fn n_out(&self) -> usize {
         self.out_tys.len()
     }
@@ -281,8 +303,18 @@ impl<'k> Gen<'k> {
         let pidx = quote!(let __pidx: usize = 0 #(#pidx)*;);
         if self.reduced.is_empty() {
             let point = self.point();
-            let vals = (0..self.n_out()).map(|o| format_ident!("__v{}", o));
-            return self.kept_coords(plan, full, quote! { #point #pidx __o[__pidx] = (#(#vals,)*); });
+            let vals: Vec<TokenStream> = (0..self.n_out())
+                .map(|o| {
+                    let v = format_ident!("__v{}", o);
+                    quote!(#v)
+                })
+                .collect();
+            let store = if self.direct() {
+                self.direct_writes(&vals)
+            } else {
+                quote! { #pidx __o[__pidx] = (#(#vals,)*); }
+            };
+            return self.kept_coords(plan, full, quote! { #point #store });
         }
         let n_kept: usize = self.kept.iter().map(|&d| plan.reg[d]).product();
         let kr = *self.reduced.last().unwrap_or(&0);
@@ -556,18 +588,24 @@ impl<'k> Gen<'k> {
                 let b = binds(combo);
                 for v in 0..simd.chunks {
                     let point = self.vector_point(s, n);
-                    let lanes = (0..self.n_out()).map(|o| {
-                        let val = format_ident!("__v{}", o);
-                        quote!(#val.0[__l])
-                    });
+                    let lanes: Vec<TokenStream> = (0..self.n_out())
+                        .map(|o| {
+                            let val = format_ident!("__v{}", o);
+                            quote!(#val.0[__l])
+                        })
+                        .collect();
+                    let store = if self.direct() {
+                        self.direct_writes(&lanes)
+                    } else {
+                        quote! { #pidx __o[__pidx] = (#(#lanes,)*); }
+                    };
                     body.extend(quote! {{
                         #b
                         let #i_s: usize = #b_s + #v * #n;
                         #point
                         for __l in 0..#n {
                             let #i_s: usize = #b_s + #v * #n + __l;
-                            #pidx
-                            __o[__pidx] = (#(#lanes,)*);
+                            #store
                         }
                     }});
                 }
@@ -761,13 +799,20 @@ impl<'k> Gen<'k> {
         });
         let n_kept = self.kept.iter().map(|&e| quote!(* (__r[#e].1 - __r[#e].0)));
         let binds = self.ctx_binds();
+        let partials = if self.direct() {
+            quote!()
+        } else {
+            quote! {
+                __o.clear();
+                __o.resize(1usize #(#n_kept)*, ::core::default::Default::default());
+            }
+        };
         quote! {
             #[inline(always)]
             fn #name<const ISA: u8>(__c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>) {
                 #binds
                 #(#ps)*
-                __o.clear();
-                __o.resize(1usize #(#n_kept)*, ::core::default::Default::default());
+                #partials
                 #body
             }
         }
@@ -803,6 +848,15 @@ impl<'k> Gen<'k> {
         for p in &k.params {
             let (n, t) = (&p.name, ty(p.ty));
             f.push((quote!(#n), t));
+        }
+        for (b, buf) in k.outputs.iter().enumerate() {
+            let (n, t) = (format_ident!("__out{}", b), ty(buf.ty));
+            f.push((quote!(#n), quote!(::mdh::__rt::SyncPtr<#t>)));
+        }
+        for o in 0..k.output_accesses().len() {
+            let (b, c) = (format_ident!("__oa{}_b", o), format_ident!("__oa{}_c", o));
+            f.push((quote!(#b), quote!(isize)));
+            f.push((quote!(#c), quote!([isize; #d])));
         }
         f
     }
@@ -870,6 +924,11 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
         },
     );
 
+    let out_fields = (0..k.output_accesses().len()).map(|o| {
+        let (b, c) = (format_ident!("__oa{}_b", o), format_ident!("__oa{}_c", o));
+        quote!(#b, #c,)
+    });
+    let out_fields = quote!(#(#out_fields)*);
     let combine_parts = (0..g.n_out()).map(|o| {
         let idx = syn::Index::from(o);
         g.combine_values(o, &quote!(__x.#idx), &quote!(__y.#idx))
@@ -943,17 +1002,19 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
         ) -> ::core::result::Result<(), ::mdh::Error> {
             let __sizes: [usize; #ns] = sizes.values();
             let __bound = desc().bind(&__sizes, &[#(#in_names.len()),*], &[#(#out_names.len()),*])?;
+            #(let #out_ptrs = ::mdh::__rt::SyncPtr::new(#out_names);)*
+            #out_setup
             let __ctx = __Ctx {
                 #(#in_slices: #in_names,)*
                 __sz: __sizes,
                 #ctx_init
                 #(#param_names,)*
+                #(#out_ptrs,)*
+                #out_fields
                 __lifetime: ::core::marker::PhantomData,
             };
             let __plan: usize = ::mdh::__rt::nearest_plan(&[#(#tuned),*], &__sizes);
             const __COR: &[[usize; #d]] = &[#(#cors),*];
-            #(let #out_ptrs = ::mdh::__rt::SyncPtr::new(#out_names);)*
-            #out_setup
             let __ext: [usize; #d] = ::core::array::from_fn(|__d| __bound.extents[__d]);
             ::mdh::__rt::execute::<#a_ty, #d>(
                 #name_str,
