@@ -51,6 +51,15 @@ impl<T> SyncPtr<T> {
         unsafe { self.0.add(i).write(v) }
     }
 
+    /// Writes elements `i..i + N`.
+    ///
+    /// # Safety
+    /// As for `write`, for every element of the range.
+    #[inline(always)]
+    pub unsafe fn write_lanes<const N: usize>(self, i: usize, v: [T; N]) {
+        unsafe { (self.0.add(i) as *mut [T; N]).write_unaligned(v) }
+    }
+
     /// Reads element `i` (same contract as [`SyncPtr::write`]).
     ///
     /// # Safety

@@ -102,7 +102,10 @@ impl<'k> Gen<'k> {
 
     /// Writes of value `vals[o]` of every output access `o` at the current
     /// point, through the output views (direct mode).
-    fn direct_writes(&self, vals: &[TokenStream]) -> TokenStream {
+    /// `lanes`: write whole vectors (`vals` are lane arrays of consecutive
+    /// elements) instead of single values.
+    fn direct_writes(&self, vals: &[TokenStream], lanes: bool) -> TokenStream {
+        let write = if lanes { format_ident!("write_lanes") } else { format_ident!("write") };
         let mut w = TokenStream::new();
         for (o, (b, f)) in self.k.output_accesses().into_iter().enumerate() {
             let (base, coef, ptr) = (format_ident!("__oa{}_b", o), format_ident!("__oa{}_c", o), format_ident!("__out{}", b));
@@ -111,7 +114,7 @@ impl<'k> Gen<'k> {
             // SAFETY: `bind` checked bounds and disjointness of accesses; the
             // output view is injective over the kept dimensions (checked at
             // compile time) and each point belongs to one task.
-            w.extend(quote! { unsafe { #ptr.write(#off, #v) }; });
+            w.extend(quote! { unsafe { #ptr.#write(#off, #v) }; });
         }
         w
     }
@@ -310,7 +313,7 @@ impl<'k> Gen<'k> {
                 })
                 .collect();
             let store = if self.direct() {
-                self.direct_writes(&vals)
+                self.direct_writes(&vals, false)
             } else {
                 quote! { #pidx __o[__pidx] = (#(#vals,)*); }
             };
@@ -594,19 +597,27 @@ impl<'k> Gen<'k> {
                             quote!(#val.0[__l])
                         })
                         .collect();
-                    let store = if self.direct() {
-                        self.direct_writes(&lanes)
+                    let contiguous = self.k.output_accesses().iter().all(|(_, f)| static_coef(f, s) == Some(1));
+                    let store = if self.direct() && contiguous {
+                        // Whole vectors: the lanes are consecutive elements.
+                        let vals: Vec<TokenStream> = (0..self.n_out())
+                            .map(|o| {
+                                let val = format_ident!("__v{}", o);
+                                quote!(#val.0)
+                            })
+                            .collect();
+                        self.direct_writes(&vals, true)
+                    } else if self.direct() {
+                        let w = self.direct_writes(&lanes, false);
+                        quote! { for __l in 0..#n { let #i_s: usize = #b_s + #v * #n + __l; #w } }
                     } else {
-                        quote! { #pidx __o[__pidx] = (#(#lanes,)*); }
+                        quote! { for __l in 0..#n { let #i_s: usize = #b_s + #v * #n + __l; #pidx __o[__pidx] = (#(#lanes,)*); } }
                     };
                     body.extend(quote! {{
                         #b
                         let #i_s: usize = #b_s + #v * #n;
                         #point
-                        for __l in 0..#n {
-                            let #i_s: usize = #b_s + #v * #n + __l;
-                            #store
-                        }
+                        #store
                     }});
                 }
             }
