@@ -79,7 +79,13 @@ pub struct CpuConfig {
 
 impl CpuConfig {
     fn fields(&self) -> [(&'static str, &Option<Spanned<Vec<usize>>>); 5] {
-        [("cor", &self.cor), ("l2", &self.l2), ("l1", &self.l1), ("reg", &self.reg), ("order", &self.order)]
+        [
+            ("cor", &self.cor),
+            ("l2", &self.l2),
+            ("l1", &self.l1),
+            ("reg", &self.reg),
+            ("order", &self.order),
+        ]
     }
 }
 
@@ -127,7 +133,10 @@ pub fn find(kernel: &str, manifest_dir: Option<&Path>) -> Result<Option<PathBuf>
         return if p.is_file() {
             Ok(Some(p))
         } else {
-            Err(ConfigError(format!("{var} names `{}`, which is not a file", p.display())))
+            Err(ConfigError(format!(
+                "{var} names `{}`, which is not a file",
+                p.display()
+            )))
         };
     }
     let file = format!("{kernel}.yaml");
@@ -157,7 +166,12 @@ pub fn cpu_entries(k: &Kernel, path: &Path, text: &str) -> Result<Vec<CpuEntry>,
     let file: ConfigFile = serde_saphyr::from_str(text).map_err(|e| {
         // serde-saphyr's first line reads "error: line L column C: message".
         let msg = e.to_string();
-        let first = msg.lines().next().unwrap_or("").trim_start_matches("error: ").to_string();
+        let first = msg
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_start_matches("error: ")
+            .to_string();
         ConfigError(format!("{}: {first}", path.display()))
     })?;
     let name = k.name.to_string();
@@ -165,7 +179,10 @@ pub fn cpu_entries(k: &Kernel, path: &Path, text: &str) -> Result<Vec<CpuEntry>,
         return Err(located(
             path,
             &file.kernel,
-            format!("this file is for kernel `{}`, not `{name}`; fix `kernel:` or rename the file", file.kernel.value),
+            format!(
+                "this file is for kernel `{}`, not `{name}`; fix `kernel:` or rename the file",
+                file.kernel.value
+            ),
         ));
     }
     let mut out = Vec::new();
@@ -189,7 +206,13 @@ pub fn cpu_entries(k: &Kernel, path: &Path, text: &str) -> Result<Vec<CpuEntry>,
         let mut plan = CpuPlan::default_for(k);
         if let Some(c) = &e.cpu {
             let v = &c.value;
-            let dsts = [&mut plan.cor, &mut plan.l2, &mut plan.l1, &mut plan.reg, &mut plan.order];
+            let dsts = [
+                &mut plan.cor,
+                &mut plan.l2,
+                &mut plan.l1,
+                &mut plan.reg,
+                &mut plan.order,
+            ];
             for (dst, (_, src)) in dsts.into_iter().zip(v.fields()) {
                 if let Some(s) = src {
                     dst.clone_from(&s.value);
@@ -197,7 +220,11 @@ pub fn cpu_entries(k: &Kernel, path: &Path, text: &str) -> Result<Vec<CpuEntry>,
             }
             plan.validate(k).map_err(|e| {
                 // Point at the offending field where the file sets it.
-                match v.fields().into_iter().find(|(n, f)| *n == e.field && f.is_some()) {
+                match v
+                    .fields()
+                    .into_iter()
+                    .find(|(n, f)| *n == e.field && f.is_some())
+                {
                     Some((_, Some(f))) => located(path, f, e.message),
                     _ => located(path, c, e.message),
                 }
@@ -212,35 +239,50 @@ pub fn cpu_entries(k: &Kernel, path: &Path, text: &str) -> Result<Vec<CpuEntry>,
     Ok(out)
 }
 
-fn size_values(k: &Kernel, path: &Path, s: &Spanned<BTreeMap<String, usize>>) -> Result<Vec<usize>, ConfigError> {
+fn size_values(
+    k: &Kernel,
+    path: &Path,
+    s: &Spanned<BTreeMap<String, usize>>,
+) -> Result<Vec<usize>, ConfigError> {
     if let Some(unknown) = s.value.keys().find(|n| k.size_index(n).is_none()) {
         let known: Vec<String> = k.size_params.iter().map(|p| p.to_string()).collect();
         return Err(located(
             path,
             s,
-            format!("`{unknown}` is not a size parameter of `{}`; they are {}", k.name, known.join(", ")),
+            format!(
+                "`{unknown}` is not a size parameter of `{}`; they are {}",
+                k.name,
+                known.join(", ")
+            ),
         ));
     }
     k.size_params
         .iter()
         .map(|p| {
-            s.value
-                .get(&p.to_string())
-                .copied()
-                .ok_or_else(|| located(path, s, format!("`sizes` lacks `{p}`; give every size parameter")))
+            s.value.get(&p.to_string()).copied().ok_or_else(|| {
+                located(
+                    path,
+                    s,
+                    format!("`sizes` lacks `{p}`; give every size parameter"),
+                )
+            })
         })
         .collect()
 }
 
 /// All CPU entries the macro compiles for `k`: those of its config file,
 /// then the default plan. Returns the file read (for rebuild tracking).
-pub fn cpu_plans(k: &Kernel, manifest_dir: Option<&Path>) -> Result<(Vec<CpuEntry>, Option<PathBuf>), ConfigError> {
+pub fn cpu_plans(
+    k: &Kernel,
+    manifest_dir: Option<&Path>,
+) -> Result<(Vec<CpuEntry>, Option<PathBuf>), ConfigError> {
     let name = k.name.to_string();
     let path = find(&name, manifest_dir)?;
     let mut entries = match &path {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| ConfigError(format!("{}: cannot read the config: {e}", p.display())))?;
+            let text = std::fs::read_to_string(p).map_err(|e| {
+                ConfigError(format!("{}: cannot read the config: {e}", p.display()))
+            })?;
             cpu_entries(k, p, &text)?
         }
         None => Vec::new(),
@@ -281,7 +323,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(e.len(), 1);
-        assert_eq!(e[0].sizes, Some(vec![64, 16, 32]), "in size-parameter order I, K, J");
+        assert_eq!(
+            e[0].sizes,
+            Some(vec![64, 16, 32]),
+            "in size-parameter order I, K, J"
+        );
         assert_eq!(e[0].plan.reg, vec![4, 16, 1]);
         assert_eq!(e[0].plan.order, vec![1, 0, 2]);
         assert_eq!(e[0].plan.l1, CpuPlan::default_for(&matmul()).l1);
@@ -289,18 +335,27 @@ mod tests {
 
     #[test]
     fn errors_name_file_line_and_column() {
-        let e = entries("kernel: matmul\nentries:\n  - backend: cpu\n    cpu:\n      reg: [4, x, 1]\n").unwrap_err();
+        let e =
+            entries("kernel: matmul\nentries:\n  - backend: cpu\n    cpu:\n      reg: [4, x, 1]\n")
+                .unwrap_err();
         assert!(e.0.starts_with("configs/matmul.yaml: line 5 column"), "{e}");
-        let e = entries("kernel: matmul\nentries:\n  - backend: cpu\n    cpu:\n      reg: [4, 16]\n").unwrap_err();
+        let e =
+            entries("kernel: matmul\nentries:\n  - backend: cpu\n    cpu:\n      reg: [4, 16]\n")
+                .unwrap_err();
         assert!(e.0.starts_with("configs/matmul.yaml:5:12:"), "{e}");
         assert!(e.0.contains("`reg` has 2 entries"), "{e}");
         let e = entries("kernel: matmul\nentries:\n  - backend: gpu\n").unwrap_err();
-        assert!(e.0.contains("3:") && e.0.contains("unknown backend `gpu`"), "{e}");
+        assert!(
+            e.0.contains("3:") && e.0.contains("unknown backend `gpu`"),
+            "{e}"
+        );
         let e = entries("kernel: other\n").unwrap_err();
         assert!(e.0.contains(":1:9: this file is for kernel `other`"), "{e}");
-        let e = entries("kernel: matmul\nentries:\n  - backend: cpu\n    sizes: {I: 1, J: 2}\n").unwrap_err();
+        let e = entries("kernel: matmul\nentries:\n  - backend: cpu\n    sizes: {I: 1, J: 2}\n")
+            .unwrap_err();
         assert!(e.0.contains("lacks `K`"), "{e}");
-        let e = entries("kernel: matmul\nentries:\n  - backend: cpu\n    colour: red\n").unwrap_err();
+        let e =
+            entries("kernel: matmul\nentries:\n  - backend: cpu\n    colour: red\n").unwrap_err();
         assert!(e.0.contains("unknown field `colour`"), "{e}");
     }
 }

@@ -113,34 +113,35 @@ fn code_of(e: &SizeExpr, k: &Kernel) -> SizeCode {
 impl KernelDesc {
     /// The description of a parsed (and checked) kernel.
     pub fn from_kernel(k: &Kernel) -> KernelDesc {
-        let bufs = |decls: &[crate::spec::BufferDecl], views: &[crate::spec::View]| -> Vec<BufDesc> {
-            decls
-                .iter()
-                .map(|b| BufDesc {
-                    name: Cow::Owned(b.name.to_string()),
-                    shape: Cow::Owned(b.shape.iter().map(|s| code_of(s, k)).collect()),
-                    accesses: Cow::Owned(
-                        views
-                            .iter()
-                            .filter(|v| v.buffer == b.name)
-                            .flat_map(|v| v.accesses.iter())
-                            .map(|a| AccessDesc {
-                                components: Cow::Owned(
-                                    a.components
-                                        .iter()
-                                        .map(|c| AffineDesc {
-                                            dims: Cow::Owned(c.dims.clone()),
-                                            sizes: Cow::Owned(c.sizes.clone()),
-                                            constant: c.constant,
-                                        })
-                                        .collect(),
-                                ),
-                            })
-                            .collect(),
-                    ),
-                })
-                .collect()
-        };
+        let bufs =
+            |decls: &[crate::spec::BufferDecl], views: &[crate::spec::View]| -> Vec<BufDesc> {
+                decls
+                    .iter()
+                    .map(|b| BufDesc {
+                        name: Cow::Owned(b.name.to_string()),
+                        shape: Cow::Owned(b.shape.iter().map(|s| code_of(s, k)).collect()),
+                        accesses: Cow::Owned(
+                            views
+                                .iter()
+                                .filter(|v| v.buffer == b.name)
+                                .flat_map(|v| v.accesses.iter())
+                                .map(|a| AccessDesc {
+                                    components: Cow::Owned(
+                                        a.components
+                                            .iter()
+                                            .map(|c| AffineDesc {
+                                                dims: Cow::Owned(c.dims.clone()),
+                                                sizes: Cow::Owned(c.sizes.clone()),
+                                                constant: c.constant,
+                                            })
+                                            .collect(),
+                                    ),
+                                })
+                                .collect(),
+                        ),
+                    })
+                    .collect()
+            };
         KernelDesc {
             name: Cow::Owned(k.name.to_string()),
             size_params: Cow::Owned(
@@ -190,7 +191,12 @@ impl KernelDesc {
 
     /// Checks sizes, buffer lengths and that every access stays in bounds
     /// over the whole index space; returns what the kernels need to index.
-    pub fn bind(&self, sizes: &[usize], in_lens: &[usize], out_lens: &[usize]) -> Result<Bound, Error> {
+    pub fn bind(
+        &self,
+        sizes: &[usize],
+        in_lens: &[usize],
+        out_lens: &[usize],
+    ) -> Result<Bound, Error> {
         let extents = self
             .dims
             .iter()
@@ -206,7 +212,9 @@ impl KernelDesc {
             .try_fold(1usize, |a, &e| a.checked_mul(e))
             .ok_or_else(|| self.overflow("the number of points of the index space".into()))?;
         let empty = extents.iter().any(|&e| e == 0);
-        let bind_bufs = |bufs: &[BufDesc], lens: &[usize]| -> Result<(Vec<Vec<usize>>, Vec<Vec<Linear>>), Error> {
+        let bind_bufs = |bufs: &[BufDesc],
+                         lens: &[usize]|
+         -> Result<(Vec<Vec<usize>>, Vec<Vec<Linear>>), Error> {
             if bufs.len() != lens.len() {
                 return Err(Error::Argument(format!(
                     "kernel `{}`: expected {} buffers, got {}",
@@ -223,15 +231,18 @@ impl KernelDesc {
                     .iter()
                     .enumerate()
                     .map(|(r, c)| {
-                        Self::eval_size(c, sizes)
-                            .ok_or_else(|| self.overflow(format!("dimension {r} of the shape of `{}`", b.name)))
+                        Self::eval_size(c, sizes).ok_or_else(|| {
+                            self.overflow(format!("dimension {r} of the shape of `{}`", b.name))
+                        })
                     })
                     .collect::<Result<Vec<_>, _>>()?;
                 let expected = shape
                     .iter()
                     .try_fold(1usize, |a, &e| a.checked_mul(e))
                     .filter(|&n| n <= isize::MAX as usize)
-                    .ok_or_else(|| self.overflow(format!("the number of elements of `{}`", b.name)))?;
+                    .ok_or_else(|| {
+                        self.overflow(format!("the number of elements of `{}`", b.name))
+                    })?;
                 if expected != len {
                     return Err(Error::BufferLength {
                         kernel: self.name.to_string(),
@@ -302,7 +313,9 @@ impl KernelDesc {
             }
             stride *= shape[r] as i128;
         }
-        let to_isize = |v: i128| isize::try_from(v).map_err(|_| self.overflow(format!("an index of `{}`", b.name)));
+        let to_isize = |v: i128| {
+            isize::try_from(v).map_err(|_| self.overflow(format!("an index of `{}`", b.name)))
+        };
         Ok(Linear {
             base: to_isize(base)?,
             coefs: coefs.into_iter().map(to_isize).collect::<Result<_, _>>()?,
@@ -330,8 +343,13 @@ impl KernelDesc {
                             }
                             if p.dims == q.dims {
                                 let g = p.dims.iter().fold(0i64, |g, &c| gcd(g, c.abs()));
-                                let delta = affine_offset(p, &bound.sizes) - affine_offset(q, &bound.sizes);
-                                return if g == 0 { delta != 0 } else { delta % g as i128 != 0 };
+                                let delta =
+                                    affine_offset(p, &bound.sizes) - affine_offset(q, &bound.sizes);
+                                return if g == 0 {
+                                    delta != 0
+                                } else {
+                                    delta % g as i128 != 0
+                                };
                             }
                             false
                         });

@@ -79,7 +79,9 @@ pub fn contiguous_dim(k: &Kernel) -> Option<usize> {
         }
     }
     // Prefer the innermost among the best (row-major: the last dimension).
-    (0..d).filter(|&x| score[x] > 0).max_by_key(|&x| (score[x], x))
+    (0..d)
+        .filter(|&x| score[x] > 0)
+        .max_by_key(|&x| (score[x], x))
 }
 
 impl CpuPlan {
@@ -159,7 +161,12 @@ impl CpuPlan {
     pub fn validate(&self, k: &Kernel) -> Result<(), PlanError> {
         let d = k.dims.len();
         let kinds = k.dim_kinds();
-        let lists: [(&'static str, &Vec<usize>); 4] = [("cor", &self.cor), ("l2", &self.l2), ("l1", &self.l1), ("reg", &self.reg)];
+        let lists: [(&'static str, &Vec<usize>); 4] = [
+            ("cor", &self.cor),
+            ("l2", &self.l2),
+            ("l1", &self.l1),
+            ("reg", &self.reg),
+        ];
         for (name, v) in lists {
             if v.len() != d {
                 return Err(err(name, format!(
@@ -170,17 +177,30 @@ impl CpuPlan {
         }
         for (name, v) in lists.into_iter().skip(1) {
             if let Some(x) = v.iter().position(|&t| t == 0) {
-                return Err(err(name, format!("`{name}` of dimension {x} is 0; tile sizes must be at least 1")));
+                return Err(err(
+                    name,
+                    format!("`{name}` of dimension {x} is 0; tile sizes must be at least 1"),
+                ));
             }
         }
         let mut seen = vec![false; d];
-        if self.order.len() != d || self.order.iter().any(|&x| x >= d || std::mem::replace(&mut seen[x], true)) {
+        if self.order.len() != d
+            || self
+                .order
+                .iter()
+                .any(|&x| x >= d || std::mem::replace(&mut seen[x], true))
+        {
             return Err(err(
                 "order",
-                format!("`order` must be a permutation of the dimensions 0..{d}, got {:?}", self.order),
+                format!(
+                    "`order` must be a permutation of the dimensions 0..{d}, got {:?}",
+                    self.order
+                ),
             ));
         }
-        let pw_with_reg: Vec<usize> = (0..d).filter(|&x| kinds[x] == DimKind::Pw && self.reg[x] > 1).collect();
+        let pw_with_reg: Vec<usize> = (0..d)
+            .filter(|&x| kinds[x] == DimKind::Pw && self.reg[x] > 1)
+            .collect();
         let innermost_pw = (0..d).rev().find(|&x| kinds[x] == DimKind::Pw);
         if pw_with_reg.iter().any(|&x| Some(x) != innermost_pw) {
             return Err(err(

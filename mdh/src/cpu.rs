@@ -93,7 +93,9 @@ pub fn isa() -> Isa {
             {
                 return Isa::Avx512;
             }
-            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
                 return Isa::Avx2;
             }
         }
@@ -236,7 +238,9 @@ where
     };
     let planned = cor.iter().any(|&c| c > 0);
     let kept_parts = if planned {
-        (0..D).map(|d| if kinds[d].is_kept() { cor[d].max(1) } else { 1 }).collect()
+        (0..D)
+            .map(|d| if kinds[d].is_kept() { cor[d].max(1) } else { 1 })
+            .collect()
     } else {
         parts_for(&ext, &kept, target)
     };
@@ -259,7 +263,9 @@ where
     // Split PW dimensions too when the kept dimensions alone cannot feed the threads.
     let n_kept_regions = kept_regions.len();
     let red_parts = if planned {
-        (0..D).map(|d| if kinds[d].is_kept() { 1 } else { cor[d].max(1) }).collect()
+        (0..D)
+            .map(|d| if kinds[d].is_kept() { 1 } else { cor[d].max(1) })
+            .collect()
     } else if n_kept_regions < threads && target > 1 {
         parts_for(&ext, &reduced, target.div_ceil(n_kept_regions))
     } else {
@@ -296,7 +302,9 @@ where
     if reduced.is_empty() && !has_ps {
         // Every point is its own result: `compute` writes it through the
         // output views directly (no task-local copy, no `write`).
-        kept_regions.par_iter().for_each(|kr| compute(kr, &mut Vec::new()));
+        kept_regions
+            .par_iter()
+            .for_each(|kr| compute(kr, &mut Vec::new()));
         return Ok(());
     }
     if !has_ps {
@@ -366,7 +374,12 @@ fn for_each_kept_offset<const D: usize>(
 
 /// Inclusive prefix combination of `data` (dense, row-major over `ext`) along
 /// `axis`, in index order so that non-commutative operators stay correct.
-fn scan_axis<A: Copy + Send + Sync>(data: &mut [A], ext: &[usize], axis: usize, combine: &(impl Fn(A, A) -> A + Sync)) {
+fn scan_axis<A: Copy + Send + Sync>(
+    data: &mut [A],
+    ext: &[usize],
+    axis: usize,
+    combine: &(impl Fn(A, A) -> A + Sync),
+) {
     let n = ext[axis];
     let inner: usize = ext[axis + 1..].iter().product();
     let lines = data.len() / n.max(1);
@@ -379,7 +392,8 @@ fn scan_axis<A: Copy + Send + Sync>(data: &mut [A], ext: &[usize], axis: usize, 
         data.par_chunks_mut(n * inner).for_each(|block| {
             for j in 0..inner {
                 for i in 1..n {
-                    block[i * inner + j] = combine(block[(i - 1) * inner + j], block[i * inner + j]);
+                    block[i * inner + j] =
+                        combine(block[(i - 1) * inner + j], block[i * inner + j]);
                 }
             }
         });
@@ -483,10 +497,18 @@ mod tests {
     fn plans_are_chosen_by_device_and_nearest_sizes() {
         let big: &[usize] = &[1024, 1024];
         let small: &[usize] = &[16, 16];
-        let entries = [("*", Some(big)), ("no such cpu", Some(small)), ("*", Some(small)), ("*", None)];
+        let entries = [
+            ("*", Some(big)),
+            ("no such cpu", Some(small)),
+            ("*", Some(small)),
+            ("*", None),
+        ];
         assert_eq!(nearest_plan(&entries, &[900, 1100]), 0);
         assert_eq!(nearest_plan(&entries, &[10, 20]), 2);
-        assert_eq!(nearest_plan(&[("no such cpu", Some(small)), ("*", None)], &[16, 16]), 1);
+        assert_eq!(
+            nearest_plan(&[("no such cpu", Some(small)), ("*", None)], &[16, 16]),
+            1
+        );
     }
 
     #[test]

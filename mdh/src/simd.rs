@@ -92,15 +92,33 @@ float_lane!(f32, f64);
 impl Lane for bool {
     // Booleans only flow through selects and logic; arithmetic on them is
     // rejected by the checker, so these are never called.
-    fn add(self, o: Self) -> Self { self | o }
-    fn sub(self, o: Self) -> Self { self ^ o }
-    fn mul(self, o: Self) -> Self { self & o }
-    fn div(self, _: Self) -> Self { self }
-    fn rem(self, _: Self) -> Self { false }
-    fn neg(self) -> Self { self }
-    fn min(self, o: Self) -> Self { self & o }
-    fn max(self, o: Self) -> Self { self | o }
-    fn abs(self) -> Self { self }
+    fn add(self, o: Self) -> Self {
+        self | o
+    }
+    fn sub(self, o: Self) -> Self {
+        self ^ o
+    }
+    fn mul(self, o: Self) -> Self {
+        self & o
+    }
+    fn div(self, _: Self) -> Self {
+        self
+    }
+    fn rem(self, _: Self) -> Self {
+        false
+    }
+    fn neg(self) -> Self {
+        self
+    }
+    fn min(self, o: Self) -> Self {
+        self & o
+    }
+    fn max(self, o: Self) -> Self {
+        self | o
+    }
+    fn abs(self) -> Self {
+        self
+    }
 }
 
 impl<T: Lane, const N: usize> V<T, N> {
@@ -122,7 +140,11 @@ impl<T: Lane, const N: usize> V<T, N> {
     pub unsafe fn load(s: &[T], at: usize) -> Self {
         // SAFETY: the caller guarantees the range is in bounds; `V` is a
         // transparent `[T; N]`, which has the alignment of `T`.
-        unsafe { V(core::ptr::read_unaligned(s.as_ptr().add(at) as *const [T; N])) }
+        unsafe {
+            V(core::ptr::read_unaligned(
+                s.as_ptr().add(at) as *const [T; N]
+            ))
+        }
     }
 
     #[inline(always)]
@@ -288,9 +310,16 @@ macro_rules! fused_multiply_add {
                                 // inlined into (chosen after run-time detection);
                                 // chunk `c` is in bounds since N % width == 0.
                                 unsafe {
-                                    let at = |v: &[$t; N]| core::ptr::read_unaligned(v.as_ptr().add(c * $w) as *const $reg);
+                                    let at = |v: &[$t; N]| {
+                                        core::ptr::read_unaligned(
+                                            v.as_ptr().add(c * $w) as *const $reg
+                                        )
+                                    };
                                     let f = $f(at(&self.0), at(&a.0), at(&b.0));
-                                    core::ptr::write_unaligned(r.as_mut_ptr().add(c * $w) as *mut $reg, f);
+                                    core::ptr::write_unaligned(
+                                        r.as_mut_ptr().add(c * $w) as *mut $reg,
+                                        f,
+                                    );
                                 }
                             }
                             return V(r);
@@ -310,7 +339,15 @@ macro_rules! fused_multiply_add {
 }
 
 fused_multiply_add!(f32, 16, _mm512_fmadd_ps, __m512, 8, _mm256_fmadd_ps, __m256);
-fused_multiply_add!(f64, 8, _mm512_fmadd_pd, __m512d, 4, _mm256_fmadd_pd, __m256d);
+fused_multiply_add!(
+    f64,
+    8,
+    _mm512_fmadd_pd,
+    __m512d,
+    4,
+    _mm256_fmadd_pd,
+    __m256d
+);
 
 /// `as` conversions between lane types.
 pub trait CastTo<U> {

@@ -301,7 +301,13 @@ impl Rng {
     /// `n` floats: small integers (0..8) when `exact`, else uniform in [0, 1).
     fn f32s(&mut self, n: usize, exact: bool) -> Vec<f32> {
         (0..n)
-            .map(|_| if exact { self.below(8) as f32 } else { self.unit() })
+            .map(|_| {
+                if exact {
+                    self.below(8) as f32
+                } else {
+                    self.unit()
+                }
+            })
             .collect()
     }
     fn i32s(&mut self, n: usize, hi: usize) -> Vec<i32> {
@@ -327,7 +333,11 @@ struct Family {
 
 impl Family {
     fn max_of(&self, n: &str) -> usize {
-        self.max.iter().find(|(m, _)| *m == n).unwrap_or_else(|| panic!("{}: no max for {n}", self.name)).1
+        self.max
+            .iter()
+            .find(|(m, _)| *m == n)
+            .unwrap_or_else(|| panic!("{}: no max for {n}", self.name))
+            .1
     }
 
     /// The `sizes:` of each entry, in `Sizes::values()` order, and each
@@ -351,15 +361,30 @@ impl Family {
                 e.0 = self
                     .names
                     .iter()
-                    .map(|n| pairs.iter().find(|(k, _)| k == n).expect("every size pinned").1)
+                    .map(|n| {
+                        pairs
+                            .iter()
+                            .find(|(k, _)| k == n)
+                            .expect("every size pinned")
+                            .1
+                    })
                     .collect();
-            } else if t.starts_with("cor:") || t.starts_with("l2:") || t.starts_with("l1:") || t.starts_with("reg:") || t.starts_with("order:") {
+            } else if t.starts_with("cor:")
+                || t.starts_with("l2:")
+                || t.starts_with("l1:")
+                || t.starts_with("reg:")
+                || t.starts_with("order:")
+            {
                 e.1.push_str(t);
                 e.1.push_str("; ");
             }
         }
         assert!(!out.is_empty(), "{}: no entries in the config", self.name);
-        assert!(out.iter().all(|e| e.0.len() == self.names.len()), "{}: an entry lacks sizes", self.name);
+        assert!(
+            out.iter().all(|e| e.0.len() == self.names.len()),
+            "{}: an entry lacks sizes",
+            self.name
+        );
         out
     }
 
@@ -386,7 +411,8 @@ impl Family {
                         match g.below(20) {
                             0 => 0,
                             1..=7 => {
-                                let s: Vec<usize> = SPECIAL.into_iter().filter(|&s| s <= hi).collect();
+                                let s: Vec<usize> =
+                                    SPECIAL.into_iter().filter(|&s| s <= hi).collect();
                                 s[g.below(s.len())]
                             }
                             8..=11 => pinned[g.below(pinned.len())].0[d],
@@ -406,7 +432,10 @@ impl Family {
 }
 
 fn at(names: &[&str], v: &[usize], n: &str) -> usize {
-    v[names.iter().position(|m| *m == n).expect("a size parameter")]
+    v[names
+        .iter()
+        .position(|m| *m == n)
+        .expect("a size parameter")]
 }
 
 /// `NAME::Sizes` from values in `Sizes::values()` order.
@@ -428,12 +457,21 @@ fn run_family(f: &Family, cases: usize, case: impl Fn(&[usize], &mut Rng) -> Res
         .collect();
     let mut failures = Vec::new();
     let mut hits = vec![0usize; entries.len()];
-    let mut g = Rng::new(f.name.bytes().fold(17, |h, b| h.wrapping_mul(31) ^ b as u64));
+    let mut g = Rng::new(
+        f.name
+            .bytes()
+            .fold(17, |h, b| h.wrapping_mul(31) ^ b as u64),
+    );
     let mut run = |v: &[usize], g: &mut Rng, failures: &mut Vec<String>| {
         let plan = mdh::__rt::nearest_plan(&tuned, v);
         hits[plan] += 1;
         if let Err(e) = case(v, g) {
-            let sizes: Vec<String> = f.names.iter().zip(v).map(|(n, x)| format!("{n}: {x}")).collect();
+            let sizes: Vec<String> = f
+                .names
+                .iter()
+                .zip(v)
+                .map(|(n, x)| format!("{n}: {x}"))
+                .collect();
             failures.push(format!(
                 "{} with sizes {{{}}}, plan #{plan} (pinned to {:?}) {}\n    {e}",
                 f.name,
@@ -444,7 +482,12 @@ fn run_family(f: &Family, cases: usize, case: impl Fn(&[usize], &mut Rng) -> Res
         }
     };
     for (i, (s, _)) in entries.iter().enumerate() {
-        assert_eq!(mdh::__rt::nearest_plan(&tuned, s), i, "{}: pinned sizes {s:?} must select entry {i}", f.name);
+        assert_eq!(
+            mdh::__rt::nearest_plan(&tuned, s),
+            i,
+            "{}: pinned sizes {s:?} must select entry {i}",
+            f.name
+        );
         run(s, &mut g, &mut failures);
     }
     for _ in 0..cases {
@@ -454,9 +497,18 @@ fn run_family(f: &Family, cases: usize, case: impl Fn(&[usize], &mut Rng) -> Res
     println!("{}: plan hits {hits:?}", f.name);
     // Random sizes reach more than the pinned entries alone.
     let reached = hits.iter().filter(|&&h| h > 1).count();
-    assert!(reached * 2 >= entries.len(), "{}: random sizes reach only {reached} plans: {hits:?}", f.name);
+    assert!(
+        reached * 2 >= entries.len(),
+        "{}: random sizes reach only {reached} plans: {hits:?}",
+        f.name
+    );
     if !failures.is_empty() {
-        panic!("{} of {} cases failed:\n{}", failures.len(), entries.len() + cases, failures.join("\n"));
+        panic!(
+            "{} of {} cases failed:\n{}",
+            failures.len(),
+            entries.len() + cases,
+            failures.join("\n")
+        );
     }
 }
 
@@ -472,7 +524,11 @@ fn close(a: f64, b: f64, rtol: f64) -> bool {
 
 fn compare(what: usize, got: &Buffer, want: &Buffer, rtol: f64) -> Result<(), String> {
     if got.ty() != want.ty() || got.len() != want.len() {
-        return Err(format!("output #{what}: {} elements, expected {}", got.len(), want.len()));
+        return Err(format!(
+            "output #{what}: {} elements, expected {}",
+            got.len(),
+            want.len()
+        ));
     }
     let mut bad = Vec::new();
     let mut count = 0;
@@ -493,7 +549,11 @@ fn compare(what: usize, got: &Buffer, want: &Buffer, rtol: f64) -> Result<(), St
     if count == 0 {
         Ok(())
     } else {
-        Err(format!("output #{what}: {count} of {} elements differ: {}", got.len(), bad.join(", ")))
+        Err(format!(
+            "output #{what}: {count} of {} elements differ: {}",
+            got.len(),
+            bad.join(", ")
+        ))
     }
 }
 
@@ -551,7 +611,16 @@ fn f32_case(
     let mut out = nan(out_len);
     let r = kernel(&inputs, &mut out);
     let ins: Vec<Buffer> = inputs.into_iter().map(Buffer::from).collect();
-    verify(spec, sizes, &ins, &[], vec![nan(out_len).into()], r, vec![out.into()], rtol)
+    verify(
+        spec,
+        sizes,
+        &ins,
+        &[],
+        vec![nan(out_len).into()],
+        r,
+        vec![out.into()],
+        rtol,
+    )
 }
 
 /// Elements of a buffer with these extents; 0 when one is negative.
@@ -577,9 +646,14 @@ fn dot() {
         let s = sizes!(plan_dot, v; N);
         let exact = g.below(2) == 0;
         let n = s.N;
-        f32_case(plan_dot::SPEC, v, vec![g.f32s(n, exact), g.f32s(n, exact)], 1, sum_rtol(n, exact), |i, o| {
-            plan_dot::cpu(&i[0], &i[1], o, s)
-        })
+        f32_case(
+            plan_dot::SPEC,
+            v,
+            vec![g.f32s(n, exact), g.f32s(n, exact)],
+            1,
+            sum_rtol(n, exact),
+            |i, o| plan_dot::cpu(&i[0], &i[1], o, s),
+        )
     });
 }
 
@@ -595,9 +669,14 @@ fn matvec() {
     run_family(&f, CASES, |v, g| {
         let s = sizes!(plan_matvec, v; I, K);
         let exact = g.below(2) == 0;
-        f32_case(plan_matvec::SPEC, v, vec![g.f32s(s.I * s.K, exact), g.f32s(s.K, exact)], s.I, sum_rtol(s.K, exact), |x, o| {
-            plan_matvec::cpu(&x[0], &x[1], o, s)
-        })
+        f32_case(
+            plan_matvec::SPEC,
+            v,
+            vec![g.f32s(s.I * s.K, exact), g.f32s(s.K, exact)],
+            s.I,
+            sum_rtol(s.K, exact),
+            |x, o| plan_matvec::cpu(&x[0], &x[1], o, s),
+        )
     });
 }
 
@@ -613,9 +692,14 @@ fn matmul() {
     run_family(&f, CASES, |v, g| {
         let s = sizes!(plan_matmul, v; I, J, K);
         let exact = g.below(2) == 0;
-        f32_case(plan_matmul::SPEC, v, vec![g.f32s(s.I * s.K, exact), g.f32s(s.K * s.J, exact)], s.I * s.J, sum_rtol(s.K, exact), |x, o| {
-            plan_matmul::cpu(&x[0], &x[1], o, s)
-        })
+        f32_case(
+            plan_matmul::SPEC,
+            v,
+            vec![g.f32s(s.I * s.K, exact), g.f32s(s.K * s.J, exact)],
+            s.I * s.J,
+            sum_rtol(s.K, exact),
+            |x, o| plan_matmul::cpu(&x[0], &x[1], o, s),
+        )
     });
 }
 
@@ -631,9 +715,14 @@ fn matmul_t() {
     run_family(&f, CASES, |v, g| {
         let s = sizes!(plan_matmul_t, v; I, J, K);
         let exact = g.below(2) == 0;
-        f32_case(plan_matmul_t::SPEC, v, vec![g.f32s(s.K * s.I, exact), g.f32s(s.J * s.K, exact)], s.J * s.I, sum_rtol(s.K, exact), |x, o| {
-            plan_matmul_t::cpu(&x[0], &x[1], o, s)
-        })
+        f32_case(
+            plan_matmul_t::SPEC,
+            v,
+            vec![g.f32s(s.K * s.I, exact), g.f32s(s.J * s.K, exact)],
+            s.J * s.I,
+            sum_rtol(s.K, exact),
+            |x, o| plan_matmul_t::cpu(&x[0], &x[1], o, s),
+        )
     });
 }
 
@@ -649,10 +738,18 @@ fn bmatmul() {
     run_family(&f, CASES, |v, g| {
         let s = sizes!(plan_bmatmul, v; NB, I, J, K);
         let exact = g.below(2) == 0;
-        let (a, b) = (g.f32s(s.NB * s.I * s.K, exact), g.f32s(s.NB * s.K * s.J, exact));
-        f32_case(plan_bmatmul::SPEC, v, vec![a, b], s.NB * s.I * s.J, sum_rtol(s.K, exact), |x, o| {
-            plan_bmatmul::cpu(&x[0], &x[1], o, s)
-        })
+        let (a, b) = (
+            g.f32s(s.NB * s.I * s.K, exact),
+            g.f32s(s.NB * s.K * s.J, exact),
+        );
+        f32_case(
+            plan_bmatmul::SPEC,
+            v,
+            vec![a, b],
+            s.NB * s.I * s.J,
+            sum_rtol(s.K, exact),
+            |x, o| plan_bmatmul::cpu(&x[0], &x[1], o, s),
+        )
     });
 }
 
@@ -672,9 +769,14 @@ fn conv2d() {
         let s = sizes!(plan_conv2d, v; P, Q, R, S);
         let exact = g.below(2) == 0;
         let il = len(&[s.P as i128 + s.R as i128 - 1, s.Q as i128 + s.S as i128 - 1]);
-        f32_case(plan_conv2d::SPEC, v, vec![g.f32s(il, exact), g.f32s(s.R * s.S, exact)], s.P * s.Q, sum_rtol(s.R * s.S, exact), |x, o| {
-            plan_conv2d::cpu(&x[0], &x[1], o, s)
-        })
+        f32_case(
+            plan_conv2d::SPEC,
+            v,
+            vec![g.f32s(il, exact), g.f32s(s.R * s.S, exact)],
+            s.P * s.Q,
+            sum_rtol(s.R * s.S, exact),
+            |x, o| plan_conv2d::cpu(&x[0], &x[1], o, s),
+        )
     });
 }
 
@@ -684,7 +786,15 @@ fn mcc() {
         name: "plan_mcc",
         yaml: include_str!("../configs/plan_mcc.yaml"),
         names: &plan_mcc::Sizes::NAMES,
-        max: &[("N", 3), ("P", 7), ("Q", 7), ("K", 13), ("R", 5), ("S", 5), ("C", 5)],
+        max: &[
+            ("N", 3),
+            ("P", 7),
+            ("Q", 7),
+            ("K", 13),
+            ("R", 5),
+            ("S", 5),
+            ("C", 5),
+        ],
         cap: 20_000,
     };
     run_family(&f, CASES, |v, g| {
@@ -697,9 +807,14 @@ fn mcc() {
             s.C as i128,
         ]);
         let (i, w) = (g.f32s(il, exact), g.f32s(s.K * s.R * s.S * s.C, exact));
-        f32_case(plan_mcc::SPEC, v, vec![i, w], s.N * s.P * s.Q * s.K, sum_rtol(s.R * s.S * s.C, exact), |x, o| {
-            plan_mcc::cpu(&x[0], &x[1], o, s)
-        })
+        f32_case(
+            plan_mcc::SPEC,
+            v,
+            vec![i, w],
+            s.N * s.P * s.Q * s.K,
+            sum_rtol(s.R * s.S * s.C, exact),
+            |x, o| plan_mcc::cpu(&x[0], &x[1], o, s),
+        )
     });
 }
 
@@ -709,15 +824,33 @@ fn ccsdt() {
         name: "plan_ccsdt",
         yaml: include_str!("../configs/plan_ccsdt.yaml"),
         names: &plan_ccsdt::Sizes::NAMES,
-        max: &[("NA", 5), ("NB", 5), ("NC", 7), ("ND", 5), ("NE", 5), ("NF", 7), ("NG", 13)],
+        max: &[
+            ("NA", 5),
+            ("NB", 5),
+            ("NC", 7),
+            ("ND", 5),
+            ("NE", 5),
+            ("NF", 7),
+            ("NG", 13),
+        ],
         cap: 20_000,
     };
     run_family(&f, CASES, |v, g| {
         let s = sizes!(plan_ccsdt, v; NA, NB, NC, ND, NE, NF, NG);
         let exact = g.below(2) == 0;
-        let (a, b) = (g.f32s(s.NG * s.ND * s.NA * s.NB, exact), g.f32s(s.NE * s.NF * s.NG * s.NC, exact));
+        let (a, b) = (
+            g.f32s(s.NG * s.ND * s.NA * s.NB, exact),
+            g.f32s(s.NE * s.NF * s.NG * s.NC, exact),
+        );
         let out = s.NA * s.NB * s.NC * s.ND * s.NE * s.NF;
-        f32_case(plan_ccsdt::SPEC, v, vec![a, b], out, sum_rtol(s.NG, exact), |x, o| plan_ccsdt::cpu(&x[0], &x[1], o, s))
+        f32_case(
+            plan_ccsdt::SPEC,
+            v,
+            vec![a, b],
+            out,
+            sum_rtol(s.NG, exact),
+            |x, o| plan_ccsdt::cpu(&x[0], &x[1], o, s),
+        )
     });
 }
 
@@ -740,7 +873,16 @@ fn jacobi1d() {
         let x = g.f32s(s.N + 2, exact);
         let mut w = nan(s.N);
         let r = plan_jacobi1d::cpu(&x, &mut w, c0, c1, s);
-        verify(plan_jacobi1d::SPEC, v, &[x.into()], &[Value::F32(c0), Value::F32(c1)], vec![nan(s.N).into()], r, vec![w.into()], 1e-4)
+        verify(
+            plan_jacobi1d::SPEC,
+            v,
+            &[x.into()],
+            &[Value::F32(c0), Value::F32(c1)],
+            vec![nan(s.N).into()],
+            r,
+            vec![w.into()],
+            1e-4,
+        )
     });
 }
 
@@ -757,7 +899,14 @@ fn jacobi3d() {
         let s = sizes!(plan_jacobi3d, v; N, M, L);
         let exact = g.below(2) == 0;
         let x = g.f32s((s.N + 2) * (s.M + 2) * (s.L + 2), exact);
-        f32_case(plan_jacobi3d::SPEC, v, vec![x], s.N * s.M * s.L, 1e-4, |x, o| plan_jacobi3d::cpu(&x[0], o, s))
+        f32_case(
+            plan_jacobi3d::SPEC,
+            v,
+            vec![x],
+            s.N * s.M * s.L,
+            1e-4,
+            |x, o| plan_jacobi3d::cpu(&x[0], o, s),
+        )
     });
 }
 
@@ -788,7 +937,16 @@ fn prl() {
         let mut best = sentinel.clone();
         let r = plan_prl::cpu(&x[0], &x[1], &x[2], &x[3], &x[4], &x[5], &mut best, s);
         let ins: Vec<Buffer> = x.into_iter().map(Buffer::from).collect();
-        verify(plan_prl::SPEC, v, &ins, &[], vec![sentinel.into()], r, vec![best.into()], 0.0)
+        verify(
+            plan_prl::SPEC,
+            v,
+            &ins,
+            &[],
+            vec![sentinel.into()],
+            r,
+            vec![best.into()],
+            0.0,
+        )
     });
 }
 
@@ -807,7 +965,16 @@ fn histo() {
         let bins: Vec<u32> = (0..s.B as u32).rev().collect();
         let mut hist = vec![0xDEAD_BEEFu32; s.B];
         let r = plan_histo::cpu(&elems, &bins, &mut hist, s);
-        verify(plan_histo::SPEC, v, &[elems.into(), bins.into()], &[], vec![vec![0xDEAD_BEEFu32; s.B].into()], r, vec![hist.into()], 0.0)
+        verify(
+            plan_histo::SPEC,
+            v,
+            &[elems.into(), bins.into()],
+            &[],
+            vec![vec![0xDEAD_BEEFu32; s.B].into()],
+            r,
+            vec![hist.into()],
+            0.0,
+        )
     });
 }
 
@@ -830,7 +997,16 @@ fn map() {
         let (x, y) = (g.f32s(s.N, exact), g.f32s(s.N, exact));
         let mut z = nan(s.N);
         let r = plan_map::cpu(&x, &y, &mut z, alpha, s);
-        verify(plan_map::SPEC, v, &[x.into(), y.into()], &[Value::F32(alpha)], vec![nan(s.N).into()], r, vec![z.into()], 1e-4)
+        verify(
+            plan_map::SPEC,
+            v,
+            &[x.into(), y.into()],
+            &[Value::F32(alpha)],
+            vec![nan(s.N).into()],
+            r,
+            vec![z.into()],
+            1e-4,
+        )
     });
 }
 
@@ -846,7 +1022,14 @@ fn reduce() {
     run_family(&f, CASES, |v, g| {
         let s = sizes!(plan_reduce, v; N);
         let exact = g.below(2) == 0;
-        f32_case(plan_reduce::SPEC, v, vec![g.f32s(s.N, exact)], 1, sum_rtol(s.N, exact), |x, o| plan_reduce::cpu(&x[0], o, s))
+        f32_case(
+            plan_reduce::SPEC,
+            v,
+            vec![g.f32s(s.N, exact)],
+            1,
+            sum_rtol(s.N, exact),
+            |x, o| plan_reduce::cpu(&x[0], o, s),
+        )
     });
 }
 
@@ -865,7 +1048,16 @@ fn reduce2() {
         let x = g.f32s(s.N, exact);
         let (mut sum, mut max) = (nan(1), nan(1));
         let r = plan_reduce2::cpu(&x, &mut sum, &mut max, s);
-        verify(plan_reduce2::SPEC, v, &[x.into()], &[], vec![nan(1).into(), nan(1).into()], r, vec![sum.into(), max.into()], sum_rtol(s.N, exact))
+        verify(
+            plan_reduce2::SPEC,
+            v,
+            &[x.into()],
+            &[],
+            vec![nan(1).into(), nan(1).into()],
+            r,
+            vec![sum.into(), max.into()],
+            sum_rtol(s.N, exact),
+        )
     });
 }
 
@@ -881,7 +1073,14 @@ fn scan() {
     run_family(&f, CASES, |v, g| {
         let s = sizes!(plan_scan, v; N);
         let exact = g.below(2) == 0;
-        f32_case(plan_scan::SPEC, v, vec![g.f32s(s.N, exact)], s.N, sum_rtol(s.N, exact), |x, o| plan_scan::cpu(&x[0], o, s))
+        f32_case(
+            plan_scan::SPEC,
+            v,
+            vec![g.f32s(s.N, exact)],
+            s.N,
+            sum_rtol(s.N, exact),
+            |x, o| plan_scan::cpu(&x[0], o, s),
+        )
     });
 }
 
@@ -897,7 +1096,14 @@ fn mbbs() {
     run_family(&f, CASES, |v, g| {
         let s = sizes!(plan_mbbs, v; I, J);
         let exact = g.below(2) == 0;
-        f32_case(plan_mbbs::SPEC, v, vec![g.f32s(s.I * s.J, exact)], s.I, sum_rtol(s.I * s.J, exact), |x, o| plan_mbbs::cpu(&x[0], o, s))
+        f32_case(
+            plan_mbbs::SPEC,
+            v,
+            vec![g.f32s(s.I * s.J, exact)],
+            s.I,
+            sum_rtol(s.I * s.J, exact),
+            |x, o| plan_mbbs::cpu(&x[0], o, s),
+        )
     });
 }
 
@@ -919,6 +1125,15 @@ fn mandelbrot() {
         let n = s.H * s.W;
         let mut o = vec![0xDEAD_BEEFu32; n];
         let r = plan_mandelbrot::cpu(&mut o, max_iter, s);
-        verify(plan_mandelbrot::SPEC, v, &[], &[Value::U32(max_iter)], vec![vec![0xDEAD_BEEFu32; n].into()], r, vec![o.into()], 0.0)
+        verify(
+            plan_mandelbrot::SPEC,
+            v,
+            &[],
+            &[Value::U32(max_iter)],
+            vec![vec![0xDEAD_BEEFu32; n].into()],
+            r,
+            vec![o.into()],
+            0.0,
+        )
     });
 }

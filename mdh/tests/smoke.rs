@@ -20,7 +20,11 @@ fn matvec_matches_a_loop() {
         matvec::cpu(&m, &v, &mut w, matvec::Sizes { I: i, K: k }).unwrap();
         for r in 0..i {
             let want: f32 = (0..k).map(|c| m[r * k + c] * v[c]).sum();
-            assert!((w[r] - want).abs() <= 1e-4 * want.abs().max(1.0), "{r}: {} vs {want}", w[r]);
+            assert!(
+                (w[r] - want).abs() <= 1e-4 * want.abs().max(1.0),
+                "{r}: {} vs {want}",
+                w[r]
+            );
         }
     }
 }

@@ -19,7 +19,9 @@ use crate::codegen::rust_expr::{self, ty};
 use crate::codegen::rust_simd;
 use crate::config::CpuEntry;
 use crate::plan::CpuPlan;
-use crate::spec::{BinOp, BuiltinOp, DimKind, ExprKind, IndexFn, Kernel, ReduceOp, ScalarType, Type};
+use crate::spec::{
+    BinOp, BuiltinOp, DimKind, ExprKind, IndexFn, Kernel, ReduceOp, ScalarType, Type,
+};
 
 fn dim_var(d: usize) -> Ident {
     format_ident!("__i{}", d)
@@ -28,7 +30,11 @@ fn dim_var(d: usize) -> Ident {
 /// Dimensions an access depends on (a non-zero coefficient in some component).
 fn used_dims(f: &IndexFn, dims: usize) -> Vec<usize> {
     (0..dims)
-        .filter(|&d| f.components.iter().any(|c| c.dims.get(d).copied().unwrap_or(0) != 0))
+        .filter(|&d| {
+            f.components
+                .iter()
+                .any(|c| c.dims.get(d).copied().unwrap_or(0) != 0)
+        })
         .collect()
 }
 
@@ -79,7 +85,11 @@ impl<'k> Gen<'k> {
     fn new(k: &'k Kernel) -> Self {
         let d = k.dims.len();
         let kinds = k.dim_kinds();
-        let out_tys: Vec<ScalarType> = k.output_accesses().iter().map(|(b, _)| k.outputs[*b].ty).collect();
+        let out_tys: Vec<ScalarType> = k
+            .output_accesses()
+            .iter()
+            .map(|(b, _)| k.outputs[*b].ty)
+            .collect();
         let ops = (0..out_tys.len()).map(|o| reduce_op(k, o)).collect();
         let tys: Vec<TokenStream> = out_tys.iter().map(|t| ty(*t)).collect();
         Gen {
@@ -105,10 +115,18 @@ impl<'k> Gen<'k> {
     /// `lanes`: write whole vectors (`vals` are lane arrays of consecutive
     /// elements) instead of single values.
     fn direct_writes(&self, vals: &[TokenStream], lanes: bool) -> TokenStream {
-        let write = if lanes { format_ident!("write_lanes") } else { format_ident!("write") };
+        let write = if lanes {
+            format_ident!("write_lanes")
+        } else {
+            format_ident!("write")
+        };
         let mut w = TokenStream::new();
         for (o, (b, f)) in self.k.output_accesses().into_iter().enumerate() {
-            let (base, coef, ptr) = (format_ident!("__oa{}_b", o), format_ident!("__oa{}_c", o), format_ident!("__out{}", b));
+            let (base, coef, ptr) = (
+                format_ident!("__oa{}_b", o),
+                format_ident!("__oa{}_c", o),
+                format_ident!("__out{}", b),
+            );
             let off = offset(f, self.d, &base, &coef);
             let v = &vals[o];
             // SAFETY: `bind` checked bounds and disjointness of accesses; the
@@ -132,7 +150,11 @@ impl<'k> Gen<'k> {
     fn reads(&self) -> TokenStream {
         let mut reads = TokenStream::new();
         for (j, (b, f)) in self.k.input_accesses().into_iter().enumerate() {
-            let (base, coef, var) = (format_ident!("__ia{}_b", j), format_ident!("__ia{}_c", j), format_ident!("__p{}", j));
+            let (base, coef, var) = (
+                format_ident!("__ia{}_b", j),
+                format_ident!("__ia{}_c", j),
+                format_ident!("__p{}", j),
+            );
             let slice = format_ident!("__in{}", b);
             let t = ty(self.k.inputs[b].ty);
             let off = offset(f, self.d, &base, &coef);
@@ -146,10 +168,15 @@ impl<'k> Gen<'k> {
     /// The scalar function's body with its parameters bound to the reads.
     fn scalar_fn_block(&self, body: TokenStream) -> TokenStream {
         let sf = &self.k.scalar_fn;
-        let index_binds = sf.index_params.iter().flatten().enumerate().map(|(d, name)| {
-            let i = dim_var(d);
-            quote!(let #name: usize = #i;)
-        });
+        let index_binds = sf
+            .index_params
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(d, name)| {
+                let i = dim_var(d);
+                quote!(let #name: usize = #i;)
+            });
         let param_binds = sf.params.iter().enumerate().map(|(j, p)| {
             let v = format_ident!("__p{}", j);
             quote!(let #p = #v;)
@@ -159,7 +186,9 @@ impl<'k> Gen<'k> {
 
     /// The scalar function's values `__v0, __v1, …` at the current point.
     fn point(&self) -> TokenStream {
-        let vals: Vec<Ident> = (0..self.n_out()).map(|o| format_ident!("__v{}", o)).collect();
+        let vals: Vec<Ident> = (0..self.n_out())
+            .map(|o| format_ident!("__v{}", o))
+            .collect();
         let body = self.scalar_fn_block(rust_expr::expr(&self.k.scalar_fn.body));
         let result_ty = match &self.k.scalar_fn.body.ty {
             Some(t @ Type::Tuple(_)) => rust_expr::type_of(t),
@@ -182,7 +211,11 @@ impl<'k> Gen<'k> {
         let mut upd = TokenStream::new();
         for o in 0..self.n_out() {
             let Some(op) = self.ops[o] else { continue };
-            let (acc, v, t) = (format_ident!("__acc{}", o), format_ident!("__v{}", o), self.out_tys[o]);
+            let (acc, v, t) = (
+                format_ident!("__acc{}", o),
+                format_ident!("__v{}", o),
+                self.out_tys[o],
+            );
             if self.has_identity(o) {
                 let c = rust_expr::combine(op, t, &quote!(#acc[#slot]), &quote!(#v));
                 upd.extend(quote!(#acc[#slot] = #c;));
@@ -236,7 +269,9 @@ impl<'k> Gen<'k> {
             })
             .collect();
         match ids {
-            Some(ids) if !self.reduced.is_empty() => quote!(::core::option::Option::Some((#(#ids,)*))),
+            Some(ids) if !self.reduced.is_empty() => {
+                quote!(::core::option::Option::Some((#(#ids,)*)))
+            }
             _ => quote!(::core::option::Option::None),
         }
     }
@@ -246,7 +281,10 @@ impl<'k> Gen<'k> {
     fn tile_loops(&self, plan: &CpuPlan, layer: u8, inner: TokenStream) -> TokenStream {
         let sizes = if layer == 2 { &plan.l2 } else { &plan.l1 };
         plan.order.iter().rev().fold(inner, |inner, &d| {
-            let (lo, hi) = (format_ident!("__t{}_{}", layer, d), format_ident!("__t{}e_{}", layer, d));
+            let (lo, hi) = (
+                format_ident!("__t{}_{}", layer, d),
+                format_ident!("__t{}e_{}", layer, d),
+            );
             let (plo, phi) = if layer == 2 {
                 (quote!(__r[#d].0), quote!(__r[#d].1))
             } else {
@@ -271,11 +309,20 @@ impl<'k> Gen<'k> {
     fn kept_coords(&self, plan: &CpuPlan, full: bool, inner: TokenStream) -> TokenStream {
         let slot_terms = self.kept.iter().map(|&d| {
             let c = format_ident!("__c{}", d);
-            let stride: usize = self.kept.iter().filter(|&&e| e > d).map(|&e| plan.reg[e]).product();
+            let stride: usize = self
+                .kept
+                .iter()
+                .filter(|&&e| e > d)
+                .map(|&e| plan.reg[e])
+                .product();
             quote!(+ #c * #stride)
         });
         let binds = self.kept.iter().map(|&d| {
-            let (i, b, c) = (dim_var(d), format_ident!("__b{}", d), format_ident!("__c{}", d));
+            let (i, b, c) = (
+                dim_var(d),
+                format_ident!("__b{}", d),
+                format_ident!("__c{}", d),
+            );
             quote!(let #i: usize = #b + #c;)
         });
         let body = quote! { let __kc: usize = 0 #(#slot_terms)*; #(#binds)* #inner };
@@ -336,7 +383,11 @@ impl<'k> Gen<'k> {
                 }),
             }
         }
-        let (i_kr, lo_kr, hi_kr) = (dim_var(kr), format_ident!("__t1_{}", kr), format_ident!("__t1e_{}", kr));
+        let (i_kr, lo_kr, hi_kr) = (
+            dim_var(kr),
+            format_ident!("__t1_{}", kr),
+            format_ident!("__t1e_{}", kr),
+        );
         let lanes = self.kept_coords(plan, full, self.accumulate(&quote!(__kc * #rr + __l)));
         let tail = self.kept_coords(plan, full, self.accumulate(&quote!(__kc * #rr)));
         let innermost = quote! {
@@ -354,10 +405,18 @@ impl<'k> Gen<'k> {
                 __j += 1;
             }
         };
-        let red_loops = self.reduced[..self.reduced.len() - 1].iter().rev().fold(innermost, |inner, &d| {
-            let (i, lo, hi) = (dim_var(d), format_ident!("__t1_{}", d), format_ident!("__t1e_{}", d));
-            quote!(for #i in #lo..#hi { #inner })
-        });
+        let red_loops =
+            self.reduced[..self.reduced.len() - 1]
+                .iter()
+                .rev()
+                .fold(innermost, |inner, &d| {
+                    let (i, lo, hi) = (
+                        dim_var(d),
+                        format_ident!("__t1_{}", d),
+                        format_ident!("__t1e_{}", d),
+                    );
+                    quote!(for #i in #lo..#hi { #inner })
+                });
         // Fold the lanes, then re-compose with the task-local partial result.
         let mut fold = TokenStream::new();
         let mut finals = Vec::new();
@@ -410,7 +469,9 @@ impl<'k> Gen<'k> {
     /// of one 64-byte vector of the widest element type.
     fn simd(&self, plan: &CpuPlan) -> Option<Simd> {
         let sf = &self.k.scalar_fn;
-        if !rust_simd::vectorizable(&sf.body) || !(0..self.n_out()).all(|o| self.ops[o].is_none() || self.has_identity(o)) {
+        if !rust_simd::vectorizable(&sf.body)
+            || !(0..self.n_out()).all(|o| self.ops[o].is_none() || self.has_identity(o))
+        {
             return None;
         }
         let bytes = self
@@ -426,14 +487,25 @@ impl<'k> Gen<'k> {
         let fits = |d: usize| plan.reg[d] >= lanes && plan.reg[d] % lanes == 0;
         if let Some(&kr) = self.reduced.last() {
             if fits(kr) {
-                return Some(Simd { dim: kr, lanes, chunks: plan.reg[kr] / lanes, reduced: true });
+                return Some(Simd {
+                    dim: kr,
+                    lanes,
+                    chunks: plan.reg[kr] / lanes,
+                    reduced: true,
+                });
             }
             if plan.reg[kr] > 1 {
                 return None;
             }
         }
-        let s = crate::plan::contiguous_dim(self.k).filter(|&s| self.kinds[s].is_kept() && fits(s))?;
-        Some(Simd { dim: s, lanes, chunks: plan.reg[s] / lanes, reduced: false })
+        let s =
+            crate::plan::contiguous_dim(self.k).filter(|&s| self.kinds[s].is_kept() && fits(s))?;
+        Some(Simd {
+            dim: s,
+            lanes,
+            chunks: plan.reg[s] / lanes,
+            reduced: false,
+        })
     }
 
     /// Reads of the input accesses as vectors over the lanes of dimension
@@ -442,7 +514,11 @@ impl<'k> Gen<'k> {
     fn vector_reads(&self, s: usize, n: usize) -> TokenStream {
         let mut reads = TokenStream::new();
         for (j, (b, f)) in self.k.input_accesses().into_iter().enumerate() {
-            let (base, coef, var) = (format_ident!("__ia{}_b", j), format_ident!("__ia{}_c", j), format_ident!("__p{}", j));
+            let (base, coef, var) = (
+                format_ident!("__ia{}_b", j),
+                format_ident!("__ia{}_c", j),
+                format_ident!("__p{}", j),
+            );
             let slice = format_ident!("__in{}", b);
             let t = self.k.inputs[b].ty;
             let vt = rust_simd::vty(t, n);
@@ -482,24 +558,35 @@ impl<'k> Gen<'k> {
     fn vector_point_with(&self, s: usize, n: usize, body: TokenStream) -> TokenStream {
         let k = self.k;
         let usize_v = rust_simd::vty(ScalarType::Usize, n);
-        let sizes = k.size_params.iter().map(|p| quote!(let #p: #usize_v = <#usize_v>::splat(#p);));
+        let sizes = k
+            .size_params
+            .iter()
+            .map(|p| quote!(let #p: #usize_v = <#usize_v>::splat(#p);));
         let params = k.params.iter().map(|p| {
             let (name, vt) = (&p.name, rust_simd::vty(p.ty, n));
             quote!(let #name: #vt = <#vt>::splat(#name);)
         });
-        let index = k.scalar_fn.index_params.iter().flatten().enumerate().map(|(d, name)| {
-            let i = dim_var(d);
-            if d == s {
-                quote!(let #name: #usize_v = <#usize_v>::iota(#i);)
-            } else {
-                quote!(let #name: #usize_v = <#usize_v>::splat(#i);)
-            }
-        });
+        let index = k
+            .scalar_fn
+            .index_params
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(d, name)| {
+                let i = dim_var(d);
+                if d == s {
+                    quote!(let #name: #usize_v = <#usize_v>::iota(#i);)
+                } else {
+                    quote!(let #name: #usize_v = <#usize_v>::splat(#i);)
+                }
+            });
         let args = k.scalar_fn.params.iter().enumerate().map(|(j, p)| {
             let v = format_ident!("__p{}", j);
             quote!(let #p = #v;)
         });
-        let vals: Vec<Ident> = (0..self.n_out()).map(|o| format_ident!("__v{}", o)).collect();
+        let vals: Vec<Ident> = (0..self.n_out())
+            .map(|o| format_ident!("__v{}", o))
+            .collect();
         let tys: Vec<TokenStream> = self.out_tys.iter().map(|t| rust_simd::vty(*t, n)).collect();
         let reads = self.vector_reads(s, n);
         let binds = quote!(#(#sizes)* #(#params)* #(#index)* #(#args)*);
@@ -552,7 +639,12 @@ impl<'k> Gen<'k> {
         let (s, n) = (simd.dim, simd.lanes);
         // Kept coordinates enumerated at compile time (the lane dimension,
         // if kept, is covered by the vectors instead).
-        let outer: Vec<usize> = self.kept.iter().copied().filter(|&d| simd.reduced || d != s).collect();
+        let outer: Vec<usize> = self
+            .kept
+            .iter()
+            .copied()
+            .filter(|&d| simd.reduced || d != s)
+            .collect();
         let mut combos: Vec<Vec<(usize, usize)>> = vec![Vec::new()];
         for &d in &outer {
             combos = combos
@@ -597,7 +689,11 @@ impl<'k> Gen<'k> {
                             quote!(#val.0[__l])
                         })
                         .collect();
-                    let contiguous = self.k.output_accesses().iter().all(|(_, f)| static_coef(f, s) == Some(1));
+                    let contiguous = self
+                        .k
+                        .output_accesses()
+                        .iter()
+                        .all(|(_, f)| static_coef(f, s) == Some(1));
                     let store = if self.direct() && contiguous {
                         // Whole vectors: the lanes are consecutive elements.
                         let vals: Vec<TokenStream> = (0..self.n_out())
@@ -626,8 +722,14 @@ impl<'k> Gen<'k> {
 
         let mut init = TokenStream::new();
         for o in 0..self.n_out() {
-            let Some(ReduceOp::Builtin(op, _)) = self.ops[o] else { continue };
-            let id = rust_simd::splat(rust_expr::identity(*op, self.out_tys[o]), self.out_tys[o], n);
+            let Some(ReduceOp::Builtin(op, _)) = self.ops[o] else {
+                continue;
+            };
+            let id = rust_simd::splat(
+                rust_expr::identity(*op, self.out_tys[o]),
+                self.out_tys[o],
+                n,
+            );
             let vt = rust_simd::vty(self.out_tys[o], n);
             for c in 0..combos.len() {
                 for v in 0..simd.chunks {
@@ -648,13 +750,21 @@ impl<'k> Gen<'k> {
             for v in 0..simd.chunks {
                 let acc = |o: usize| acc_name(o, c, v);
                 let upd = self.vector_accumulate(s, n, &acc);
-                let lane0 = if simd.reduced { quote!(__j + #v * #n) } else { quote!(#b_s + #v * #n) };
+                let lane0 = if simd.reduced {
+                    quote!(__j + #v * #n)
+                } else {
+                    quote!(#b_s + #v * #n)
+                };
                 step.extend(quote! {{ #b let #i_s: usize = #lane0; #upd }});
             }
         }
         let red_loops = |inner: TokenStream, dims: &[usize]| {
             dims.iter().rev().fold(inner, |inner, &d| {
-                let (i, lo, hi) = (dim_var(d), format_ident!("__t1_{}", d), format_ident!("__t1e_{}", d));
+                let (i, lo, hi) = (
+                    dim_var(d),
+                    format_ident!("__t1_{}", d),
+                    format_ident!("__t1e_{}", d),
+                );
                 quote!(for #i in #lo..#hi { #inner })
             })
         };
@@ -707,7 +817,10 @@ impl<'k> Gen<'k> {
             let b = binds(combo);
             if simd.reduced {
                 let folds = (0..self.n_out()).map(|o| {
-                    let (t, f) = (format_ident!("__tacc{}_{}", o, c), format_ident!("__f{}", o));
+                    let (t, f) = (
+                        format_ident!("__tacc{}_{}", o, c),
+                        format_ident!("__f{}", o),
+                    );
                     let accs = (0..simd.chunks).map(|v| acc_name(o, c, v));
                     let cmb = self.combine_values(o, &quote!(#f), &quote!(__x.0[__l]));
                     quote! {
@@ -780,7 +893,12 @@ impl<'k> Gen<'k> {
             if true #(#full)* { #full_tile } else { #edge_tile }
         };
         // Register tiles are visited in the plan's loop order too.
-        let kept_in_order: Vec<usize> = plan.order.iter().copied().filter(|&x| self.kinds[x].is_kept()).collect();
+        let kept_in_order: Vec<usize> = plan
+            .order
+            .iter()
+            .copied()
+            .filter(|&x| self.kinds[x].is_kept())
+            .collect();
         let reg_loops = kept_in_order.iter().rev().fold(tile, |inner, &x| {
             let (b, n, lo, hi, r) = (
                 format_ident!("__b{}", x),
@@ -805,7 +923,11 @@ impl<'k> Gen<'k> {
         let body = self.tile_loops(plan, 2, self.tile_loops(plan, 1, micro));
         let ps = self.kept.iter().map(|&x| {
             let p = format_ident!("__ps{}", x);
-            let later = self.kept.iter().filter(|&&e| e > x).map(|&e| quote!(* (__r[#e].1 - __r[#e].0)));
+            let later = self
+                .kept
+                .iter()
+                .filter(|&&e| e > x)
+                .map(|&e| quote!(* (__r[#e].1 - __r[#e].0)));
             quote!(let #p: usize = 1 #(#later)*;)
         });
         let n_kept = self.kept.iter().map(|&e| quote!(* (__r[#e].1 - __r[#e].0)));
@@ -833,7 +955,11 @@ impl<'k> Gen<'k> {
     fn ctx_binds(&self) -> TokenStream {
         let k = self.k;
         let fields = self.ctx_fields().into_iter().map(|(n, _)| n);
-        let sizes = k.size_params.iter().enumerate().map(|(i, s)| quote!(let #s: usize = __sz[#i];));
+        let sizes = k
+            .size_params
+            .iter()
+            .enumerate()
+            .map(|(i, s)| quote!(let #s: usize = __sz[#i];));
         quote! {
             let __Ctx { #(#fields,)* .. } = *__c;
             #(#sizes)*
@@ -886,8 +1012,12 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
     let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
     let param_tys: Vec<TokenStream> = k.params.iter().map(|p| ty(p.ty)).collect();
     let ns = k.size_params.len();
-    let in_slices: Vec<Ident> = (0..k.inputs.len()).map(|b| format_ident!("__in{}", b)).collect();
-    let out_ptrs: Vec<Ident> = (0..k.outputs.len()).map(|b| format_ident!("__out{}", b)).collect();
+    let in_slices: Vec<Ident> = (0..k.inputs.len())
+        .map(|b| format_ident!("__in{}", b))
+        .collect();
+    let out_ptrs: Vec<Ident> = (0..k.outputs.len())
+        .map(|b| format_ident!("__out{}", b))
+        .collect();
 
     // The context: inputs, sizes, flattened input accesses, params.
     let (field_names, field_tys): (Vec<_>, Vec<_>) = g.ctx_fields().into_iter().unzip();
@@ -948,7 +1078,10 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
     let kind_toks = g.kinds.iter().map(|kd| super::dim_kind(*kd));
 
     // Plans: one task body each, chosen by the nearest tuned sizes.
-    let compute_fns = entries.iter().enumerate().map(|(i, e)| g.compute_fn(&e.plan, i));
+    let compute_fns = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| g.compute_fn(&e.plan, i));
     let indices: Vec<usize> = (0..entries.len()).collect();
     let calls = |isa: u8| {
         let arms = indices.iter().map(move |&i| {

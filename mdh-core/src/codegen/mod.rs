@@ -26,8 +26,15 @@ pub fn module(k: &Kernel, entries: &[CpuEntry], config: Option<&Path>) -> TokenS
     let desc = desc_tokens(&KernelDesc::from_kernel(k));
     let cpu = cpu::cpu_fn(k, entries);
     // Rebuild when the config file or the variables that locate it change.
-    let tracked_file = config.and_then(|p| p.to_str()).map(|p| quote!(const _: &[u8] = include_bytes!(#p);));
-    let env_vars = [crate::config::DIR_ENV_VAR.to_string(), crate::config::kernel_env_var(&k.name.to_string())];
+    let tracked_file = config.and_then(|p| p.to_str()).map(|p| {
+        quote!(
+            const _: &[u8] = include_bytes!(#p);
+        )
+    });
+    let env_vars = [
+        crate::config::DIR_ENV_VAR.to_string(),
+        crate::config::kernel_env_var(&k.name.to_string()),
+    ];
     quote! {
         #(#attrs)*
         #[allow(non_snake_case, non_camel_case_types, unused, clippy::all)]

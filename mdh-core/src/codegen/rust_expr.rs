@@ -5,7 +5,9 @@
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::spec::{BinOp, Block, BuiltinOp, Expr, ExprKind, Lit, Method, ReduceOp, ScalarType, Stmt, Type, UnOp};
+use crate::spec::{
+    BinOp, Block, BuiltinOp, Expr, ExprKind, Lit, Method, ReduceOp, ScalarType, Stmt, Type, UnOp,
+};
 
 pub fn ty(t: ScalarType) -> TokenStream {
     let id = Ident::new(t.name(), Span::call_site());
@@ -155,7 +157,9 @@ pub fn expr(e: &Expr) -> TokenStream {
             let r = expr(recv);
             let args: Vec<TokenStream> = args.iter().map(expr).collect();
             match m {
-                Method::Min | Method::Max => min_max(*m, t, &r, &args.first().cloned().unwrap_or_default()),
+                Method::Min | Method::Max => {
+                    min_max(*m, t, &r, &args.first().cloned().unwrap_or_default())
+                }
                 Method::Abs if t.is_int() => quote!((#r).wrapping_abs()),
                 _ => {
                     let name = format_ident!("{}", m.name());

@@ -16,7 +16,9 @@ use crate::spec::{BinOp, Block, Expr, ExprKind, Lit, Method, ScalarType, Stmt, T
 pub fn vectorizable(e: &Expr) -> bool {
     let is_if = |x: &Expr| matches!(x.kind, ExprKind::If(..));
     let is_int_div = |x: &Expr| match &x.kind {
-        ExprKind::Binary(BinOp::Div | BinOp::Rem, a, _) => a.scalar_ty().is_some_and(|t| !t.is_float()),
+        ExprKind::Binary(BinOp::Div | BinOp::Rem, a, _) => {
+            a.scalar_ty().is_some_and(|t| !t.is_float())
+        }
         _ => false,
     };
     pure(e) && !(any(e, &is_if) && any(e, &is_int_div))
@@ -30,7 +32,9 @@ fn pure(e: &Expr) -> bool {
         ExprKind::Unary(_, a) | ExprKind::Cast(a, _) => pure(a),
         ExprKind::Binary(_, a, b) => pure(a) && pure(b),
         ExprKind::MethodCall(r, _, args) => pure(r) && args.iter().all(pure),
-        ExprKind::If(c, then, els) => pure(c) && pure_block(then) && els.as_deref().is_some_and(pure),
+        ExprKind::If(c, then, els) => {
+            pure(c) && pure_block(then) && els.as_deref().is_some_and(pure)
+        }
         ExprKind::Block(b) => pure_block(b),
         ExprKind::Tuple(items) => items.iter().all(pure),
         ExprKind::Assign(..) | ExprKind::For(..) | ExprKind::Break => false,
@@ -66,7 +70,9 @@ fn any(e: &Expr, p: &dyn Fn(&Expr) -> bool) -> bool {
         ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Assign(_, _, a) => any(a, p),
         ExprKind::Binary(_, a, b) => any(a, p) || any(b, p),
         ExprKind::MethodCall(r, _, args) => any(r, p) || args.iter().any(|a| any(a, p)),
-        ExprKind::If(c, then, els) => any(c, p) || in_block(then) || els.as_deref().is_some_and(|x| any(x, p)),
+        ExprKind::If(c, then, els) => {
+            any(c, p) || in_block(then) || els.as_deref().is_some_and(|x| any(x, p))
+        }
         ExprKind::Block(b) => in_block(b),
         ExprKind::Tuple(items) => items.iter().any(|x| any(x, p)),
         ExprKind::For(_, lo, hi, body) => any(lo, p) || any(hi, p) || in_block(body),
@@ -144,7 +150,12 @@ pub fn expr(e: &Expr, n: usize) -> TokenStream {
             match &e.ty {
                 Some(Type::Tuple(ts)) => {
                     let (a, b): (Vec<_>, Vec<_>) = (0..ts.len())
-                        .map(|i| (quote::format_ident!("__ta{}", i), quote::format_ident!("__tb{}", i)))
+                        .map(|i| {
+                            (
+                                quote::format_ident!("__ta{}", i),
+                                quote::format_ident!("__tb{}", i),
+                            )
+                        })
                         .unzip();
                     quote!({
                         let __m = #c;
@@ -162,14 +173,18 @@ pub fn expr(e: &Expr, n: usize) -> TokenStream {
             quote!((#(#items,)*))
         }
         // Not vectorizable: callers check `vectorizable` first.
-        ExprKind::Assign(..) | ExprKind::For(..) | ExprKind::Break => quote!(::core::unreachable!()),
+        ExprKind::Assign(..) | ExprKind::For(..) | ExprKind::Break => {
+            quote!(::core::unreachable!())
+        }
     }
 }
 
 fn block(b: &Block, n: usize) -> TokenStream {
     let stmts = b.stmts.iter().map(|s| match s {
         Stmt::Let {
-            name, init: Some(i), ..
+            name,
+            init: Some(i),
+            ..
         } => {
             let i = expr(i, n);
             quote!(let #name = #i;)
