@@ -170,9 +170,14 @@ pub fn cpu_entries(k: &Kernel, path: &Path, text: &str) -> Result<Vec<CpuEntry>,
             .lines()
             .next()
             .unwrap_or("")
-            .trim_start_matches("error: ")
-            .to_string();
-        ConfigError(format!("{}: {first}", path.display()))
+            .trim_start_matches("error: ");
+        // Render its location like every other config error: `path:L:C: …`.
+        let located = first.strip_prefix("line ").and_then(|rest| {
+            let (line, rest) = rest.split_once(" column ")?;
+            let (col, text) = rest.split_once(": ")?;
+            Some(format!("{}:{line}:{col}: {text}", path.display()))
+        });
+        ConfigError(located.unwrap_or_else(|| format!("{}: {first}", path.display())))
     })?;
     let name = k.name.to_string();
     if file.kernel.value != name {
@@ -338,7 +343,7 @@ mod tests {
         let e =
             entries("kernel: matmul\nentries:\n  - backend: cpu\n    cpu:\n      reg: [4, x, 1]\n")
                 .unwrap_err();
-        assert!(e.0.starts_with("configs/matmul.yaml: line 5 column"), "{e}");
+        assert!(e.0.starts_with("configs/matmul.yaml:5:"), "{e}");
         let e =
             entries("kernel: matmul\nentries:\n  - backend: cpu\n    cpu:\n      reg: [4, 16]\n")
                 .unwrap_err();
