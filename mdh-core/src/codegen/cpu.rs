@@ -20,7 +20,7 @@ use crate::codegen::rust_simd;
 use crate::config::CpuEntry;
 use crate::plan::CpuPlan;
 use crate::spec::{
-    BinOp, BuiltinOp, DimKind, ExprKind, IndexFn, Kernel, ReduceOp, ScalarType, Type,
+    BinOp, BuiltinOp, DimKind, Expr, ExprKind, IndexFn, Kernel, ReduceOp, ScalarType, Type,
 };
 
 fn dim_var(d: usize) -> Ident {
@@ -236,16 +236,20 @@ impl<'k> Gen<'k> {
         }
     }
 
-    fn fused_mul_add(&self, slot: &TokenStream) -> Option<TokenStream> {
+    /// The factors `a`, `b` of a kernel whose scalar function is a float
+    /// product `a * b` combined by `PW(+)`: a multiply-add to fuse.
+    fn fusable_product(&self) -> Option<(&Expr, &Expr)> {
         let single_float_sum = self.n_out() == 1
             && self.out_tys[0].is_float()
             && matches!(self.ops[0], Some(ReduceOp::Builtin(BuiltinOp::Add, _)));
-        let ExprKind::Binary(BinOp::Mul, a, b) = &self.k.scalar_fn.body.kind else {
-            return None;
-        };
-        if !single_float_sum {
-            return None;
+        match &self.k.scalar_fn.body.kind {
+            ExprKind::Binary(BinOp::Mul, a, b) if single_float_sum => Some((a, b)),
+            _ => None,
         }
+    }
+
+    fn fused_mul_add(&self, slot: &TokenStream) -> Option<TokenStream> {
+        let (a, b) = self.fusable_product()?;
         let (a, b) = (rust_expr::expr(a), rust_expr::expr(b));
         let reads = self.reads();
         let body = self.scalar_fn_block(quote!((#a).mul_add(#b, __acc0[#slot])));
@@ -616,17 +620,13 @@ impl<'k> Gen<'k> {
         }
         let point = self.vector_point(s, n);
         let plain = quote! { #point #upd };
-        let sf = &self.k.scalar_fn;
-        let fusable = self.n_out() == 1
-            && self.out_tys[0].is_float()
-            && matches!(self.ops[0], Some(ReduceOp::Builtin(BuiltinOp::Add, _)));
-        match &sf.body.kind {
-            ExprKind::Binary(BinOp::Mul, x, y) if fusable => {
+        match self.fusable_product() {
+            Some((x, y)) => {
                 let (x, y, a) = (rust_simd::expr(x, n), rust_simd::expr(y, n), acc(0));
                 let point = self.vector_point_with(s, n, quote!((#x).fma::<ISA>(#y, #a)));
                 quote! { if ISA > 0 { #point #a = __v0; } else { #plain } }
             }
-            _ => plain,
+            None => plain,
         }
     }
 }
