@@ -145,24 +145,39 @@ impl<'k> Gen<'k> {
         matches!(self.ops[o], Some(ReduceOp::Builtin(..)))
     }
 
-    /// Reads of the input accesses at the point `__i0, __i1, …` into
-    /// `__p0, __p1, …` (one per scalar-function parameter).
-    fn reads(&self) -> TokenStream {
+    /// `let __pJ: TYPE = READ;` for every input access `J` (one per
+    /// scalar-function parameter), where `read` gives the type and the read
+    /// expression of one access.
+    fn input_reads(
+        &self,
+        read: impl Fn(&InputAccess<'_>) -> (TokenStream, TokenStream),
+    ) -> TokenStream {
         let mut reads = TokenStream::new();
         for (j, (b, f)) in self.k.input_accesses().into_iter().enumerate() {
-            let (base, coef, var) = (
-                format_ident!("__ia{}_b", j),
-                format_ident!("__ia{}_c", j),
-                format_ident!("__p{}", j),
-            );
-            let slice = format_ident!("__in{}", b);
-            let t = ty(self.k.inputs[b].ty);
-            let off = offset(f, self.d, &base, &coef);
-            // SAFETY: `bind` checked that this access stays inside the buffer
-            // over the whole index space, and every point is inside it.
-            reads.extend(quote! { let #var: #t = unsafe { *#slice.get_unchecked(#off) }; });
+            let (base, coef) = (format_ident!("__ia{}_b", j), format_ident!("__ia{}_c", j));
+            let access = InputAccess {
+                f,
+                slice: format_ident!("__in{}", b),
+                ty: self.k.inputs[b].ty,
+                off: offset(f, self.d, &base, &coef),
+                coef,
+            };
+            let var = format_ident!("__p{}", j);
+            let (t, r) = read(&access);
+            reads.extend(quote!(let #var: #t = #r;));
         }
         reads
+    }
+
+    /// Reads of the input accesses at the point `__i0, __i1, …` into
+    /// `__p0, __p1, …`.
+    fn reads(&self) -> TokenStream {
+        self.input_reads(|a| {
+            let (slice, off) = (&a.slice, &a.off);
+            // SAFETY: `bind` checked that this access stays inside the buffer
+            // over the whole index space, and every point is inside it.
+            (ty(a.ty), quote!(unsafe { *#slice.get_unchecked(#off) }))
+        })
     }
 
     /// The scalar function's body with its parameters bound to the reads.
@@ -516,23 +531,14 @@ impl<'k> Gen<'k> {
     /// `s` (whose index variable holds lane 0): contiguous loads, gathers,
     /// or broadcasts of accesses that do not depend on `s`.
     fn vector_reads(&self, s: usize, n: usize) -> TokenStream {
-        let mut reads = TokenStream::new();
-        for (j, (b, f)) in self.k.input_accesses().into_iter().enumerate() {
-            let (base, coef, var) = (
-                format_ident!("__ia{}_b", j),
-                format_ident!("__ia{}_c", j),
-                format_ident!("__p{}", j),
-            );
-            let slice = format_ident!("__in{}", b);
-            let t = self.k.inputs[b].ty;
-            let vt = rust_simd::vty(t, n);
-            let off = offset(f, self.d, &base, &coef);
+        self.input_reads(|a| {
+            let (f, slice, off, coef) = (a.f, &a.slice, &a.off, &a.coef);
+            let vt = rust_simd::vty(a.ty, n);
             // SAFETY (all three forms): `bind` checked that this access stays
             // inside the buffer over the whole index space, and every lane is
             // a point of a full register tile, inside the index space.
             let read = if !used_dims(f, self.d).contains(&s) {
-                let tt = ty(t);
-                quote!(<#vt>::splat(unsafe { *#slice.get_unchecked(#off) as #tt }))
+                quote!(<#vt>::splat(unsafe { *#slice.get_unchecked(#off) }))
             } else if static_coef(f, s) == Some(1) {
                 quote!(unsafe { <#vt>::load(#slice, #off) })
             } else {
@@ -548,9 +554,8 @@ impl<'k> Gen<'k> {
                     <#vt>::from_fn(|__l| unsafe { *#slice.get_unchecked((__o0 + __l as isize * #stride) as usize) })
                 })
             };
-            reads.extend(quote!(let #var: #vt = #read;));
-        }
-        reads
+            (vt, read)
+        })
     }
 
     /// The scalar function's values `__v0, …` as vectors over the lanes of `s`.
@@ -861,6 +866,17 @@ fn vcombine(op: BuiltinOp, x: &TokenStream, y: &TokenStream) -> TokenStream {
         BuiltinOp::Max => quote!((#x).max(#y)),
         BuiltinOp::Min => quote!((#x).min(#y)),
     }
+}
+
+/// One input access as the read emitters see it.
+struct InputAccess<'a> {
+    f: &'a IndexFn,
+    /// The buffer's slice, the access's run-time coefficients, its element
+    /// type, and its offset at the current point.
+    slice: Ident,
+    coef: Ident,
+    ty: ScalarType,
+    off: TokenStream,
 }
 
 /// The SIMD mapping of one plan's full register tiles.
