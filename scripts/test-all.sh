@@ -5,9 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # System libraries: OpenBLAS and oneDNN are the baselines that mdh-bench
-# links (its tests check that every baseline agrees with mdh).
+# links (its tests check that every baseline agrees with mdh). PoCL (with the
+# ocl-icd loader, libOpenCL.so.1) runs the OpenCL kernels on the CPU; mdh
+# loads OpenCL at run time, so no -dev package is needed to build.
 need=()
-for pkg in libopenblas-dev libdnnl-dev; do
+for pkg in libopenblas-dev libdnnl-dev ocl-icd-libopencl1 pocl-opencl-icd; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -17,4 +19,47 @@ if [ ${#need[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
 fi
 
+# NVRTC for the CUDA tests: compiles CUDA C without a GPU. PyPI's
+# nvidia-cuda-nvrtc-cu12 wheel ships libnvrtc.so.12; it is installed once for
+# the user (into the active virtualenv when there is one) and its lib folder
+# goes on LD_LIBRARY_PATH, where cudarc looks for it. MDH_REQUIRE_NVRTC makes
+# the CUDA tests fail instead of skipping when NVRTC cannot be loaded.
+nvrtc_lib() {
+    python3 -c 'import os, nvidia.cuda_nvrtc as m
+for p in m.__path__:
+    if os.path.exists(os.path.join(p, "lib", "libnvrtc.so.12")): print(os.path.join(p, "lib")); break' 2>/dev/null || true
+}
+nvrtc_dir=$(nvrtc_lib)
+if [ -z "$nvrtc_dir" ]; then
+    if ! python3 -m pip --version >/dev/null 2>&1; then
+        sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo="sudo"
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-pip
+    fi
+    if [ -n "${VIRTUAL_ENV:-}" ]; then
+        python3 -m pip install -q nvidia-cuda-nvrtc-cu12
+    else
+        # --break-system-packages: Debian's python refuses even --user installs without it
+        python3 -m pip install -q --user nvidia-cuda-nvrtc-cu12 2>/dev/null \
+            || python3 -m pip install -q --user --break-system-packages nvidia-cuda-nvrtc-cu12
+    fi
+    nvrtc_dir=$(nvrtc_lib)
+fi
+if [ -z "$nvrtc_dir" ]; then
+    echo "test-all.sh: nvidia-cuda-nvrtc-cu12 is installed but libnvrtc.so.12 was not found" >&2
+    exit 1
+fi
+export LD_LIBRARY_PATH="$nvrtc_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export MDH_REQUIRE_NVRTC=1
+# The OpenCL tests (every example family on PoCL) fail instead of skipping
+# when no OpenCL device is found.
+export MDH_REQUIRE_OPENCL=1
+
 cargo test --workspace --no-fail-fast
+# The CUDA runtime (NVRTC, CPU execution of CUDA C, no-GPU errors; on a GPU
+# machine also the device runs).
+cargo test -p mdh-gpu --features cuda --no-fail-fast
+# The OpenCL runtime on PoCL (builds, launches, no-ICD errors);
+# MDH_REQUIRE_OPENCL makes its device tests fail instead of skipping.
+cargo test -p mdh-gpu --features opencl --no-fail-fast

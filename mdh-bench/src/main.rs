@@ -135,13 +135,17 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    if let Some(failed) = blas::fix_core() {
+        eprintln!("!!! {failed}");
+    }
     let machine = machine();
     eprintln!(
-        "mdh-bench{}: {} case(s) on {machine}; rayon threads {}, OpenBLAS threads {}",
+        "mdh-bench{}: {} case(s) on {machine}; rayon threads {}, OpenBLAS threads {} (kernels {})",
         if args.quick { " --quick" } else { "" },
         selected.len(),
         rayon::current_num_threads(),
-        blas::threads()
+        blas::threads(),
+        blas::corename()
     );
 
     let started = Instant::now();

@@ -13,6 +13,7 @@
 //!       l1: [48, 256, 256]
 //!       reg: [6, 32, 1]
 //!       order: [0, 1, 2]
+//!       pack: [[], [2, 1]]              # per input access: packed layout
 //!     provenance: { ... }               # free-form (the tuner's record)
 //! ```
 //!
@@ -75,6 +76,9 @@ pub struct CpuConfig {
     pub reg: Option<Spanned<Vec<usize>>>,
     #[serde(default)]
     pub order: Option<Spanned<Vec<usize>>>,
+    /// Per input access: its packed layout, or [] (see `plan::CpuPlan::pack`).
+    #[serde(default)]
+    pub pack: Option<Spanned<Vec<Vec<usize>>>>,
 }
 
 impl CpuConfig {
@@ -223,14 +227,19 @@ pub fn cpu_entries(k: &Kernel, path: &Path, text: &str) -> Result<Vec<CpuEntry>,
                     dst.clone_from(&s.value);
                 }
             }
+            if let Some(p) = &v.pack {
+                plan.pack.clone_from(&p.value);
+            }
             plan.validate(k).map_err(|e| {
                 // Point at the offending field where the file sets it.
-                match v
-                    .fields()
-                    .into_iter()
-                    .find(|(n, f)| *n == e.field && f.is_some())
-                {
-                    Some((_, Some(f))) => located(path, f, e.message),
+                match (
+                    v.fields()
+                        .into_iter()
+                        .find(|(n, f)| *n == e.field && f.is_some()),
+                    &v.pack,
+                ) {
+                    (Some((_, Some(f))), _) => located(path, f, e.message),
+                    (_, Some(p)) if e.field == "pack" => located(path, p, e.message),
                     _ => located(path, c, e.message),
                 }
             })?;

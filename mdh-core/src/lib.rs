@@ -10,6 +10,7 @@ pub mod codegen;
 pub mod config;
 pub mod desc;
 pub mod error;
+pub mod gpu_plan;
 pub mod interp;
 pub mod parse;
 pub mod plan;

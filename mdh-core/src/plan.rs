@@ -10,8 +10,16 @@
 //! a task-local buffer over the task's kept points across tiles (the paper's
 //! re-composition in a faster memory region). Tile sizes need not divide the
 //! sizes: edge tiles run a variable-trip version of the same code.
+//!
+//! Memory regions of inputs (the paper's D3/D4): an input access may be
+//! *packed*: at each L1 tile, the elements the access reads over the tile
+//! are copied into a contiguous, 64-byte aligned, task-local buffer, in a
+//! layout the plan chooses (e.g. transposed so that the SIMD dimension is
+//! contiguous: vector loads instead of gathers), and the register tiles
+//! read the buffer. A buffer is refilled only when the tile's range of the
+//! dimensions the access uses changes.
 
-use crate::spec::{DimKind, Kernel, ScalarType};
+use crate::spec::{DimKind, IndexFn, Kernel, ScalarType};
 
 /// Accumulator registers available to one register tile: 32 vector
 /// registers, a few kept free for operands (DESIGN.md §7: a tile that
@@ -38,6 +46,33 @@ pub struct CpuPlan {
     /// Loop order of the L2 and L1 tile loops, outermost first (a
     /// permutation of the dimensions).
     pub order: Vec<usize>,
+    /// Per input access (the scalar function's parameters, in order): the
+    /// layout of its packed L1 tile, outermost dimension first, the last
+    /// one contiguous (a permutation of the dimensions the access uses), or
+    /// empty: read the input in place.
+    pub pack: Vec<Vec<usize>>,
+}
+
+/// The dimensions an access depends on (a non-zero coefficient in some
+/// component), in increasing order.
+pub fn used_dims(f: &IndexFn, dims: usize) -> Vec<usize> {
+    (0..dims)
+        .filter(|&d| {
+            f.components
+                .iter()
+                .any(|c| c.dims.get(d).copied().unwrap_or(0) != 0)
+        })
+        .collect()
+}
+
+/// The coefficient of dimension `d` in the row-major offset of an access
+/// when it is known at compile time: `d` appears only in the last
+/// component (whose stride is 1).
+pub fn static_coef(f: &IndexFn, d: usize) -> Option<i64> {
+    let (last, rest) = f.components.split_last()?;
+    rest.iter()
+        .all(|c| c.dims.get(d).copied().unwrap_or(0) == 0)
+        .then(|| last.dims.get(d).copied().unwrap_or(0))
 }
 
 /// Why a config does not fit a kernel: the offending field and a sentence.
@@ -63,6 +98,16 @@ pub fn elem_bytes(t: ScalarType) -> usize {
 /// The dimension whose consecutive indices are consecutive in memory for
 /// the most accesses: the natural SIMD dimension.
 pub fn contiguous_dim(k: &Kernel) -> Option<usize> {
+    let score = contiguity(k);
+    // Prefer the innermost among the best (row-major: the last dimension).
+    (0..score.len())
+        .filter(|&x| score[x] > 0)
+        .max_by_key(|&x| (score[x], x))
+}
+
+/// Per dimension: how many accesses (inputs and outputs) have consecutive
+/// elements at consecutive indices of it.
+pub fn contiguity(k: &Kernel) -> Vec<usize> {
     let d = k.dims.len();
     let mut score = vec![0usize; d];
     let accesses = k.input_accesses().into_iter().chain(k.output_accesses());
@@ -78,10 +123,7 @@ pub fn contiguous_dim(k: &Kernel) -> Option<usize> {
             }
         }
     }
-    // Prefer the innermost among the best (row-major: the last dimension).
-    (0..d)
-        .filter(|&x| score[x] > 0)
-        .max_by_key(|&x| (score[x], x))
+    score
 }
 
 impl CpuPlan {
@@ -94,7 +136,11 @@ impl CpuPlan {
     /// - L1 tiles of 256 along PW dimensions and 64 along kept ones, L2 tiles
     ///   four times larger; COR parts chosen at run time;
     /// - tile loops: kept dimensions outermost in dimension order, then PW
-    ///   dimensions, so partial results stay in the task-local buffer.
+    ///   dimensions, so partial results stay in the task-local buffer;
+    /// - packing: an input access that depends on a kept SIMD dimension
+    ///   without being contiguous along it (it would be read with gathers)
+    ///   is packed with the SIMD dimension innermost, its other dimensions
+    ///   in dimension order.
     pub fn default_for(k: &Kernel) -> CpuPlan {
         let d = k.dims.len();
         let kinds = k.dim_kinds();
@@ -148,12 +194,31 @@ impl CpuPlan {
                 order.insert(0, s);
             }
         }
+        let pack = k
+            .input_accesses()
+            .iter()
+            .map(|(_, f)| match simd {
+                Some(s)
+                    if kinds[s] == DimKind::Cc
+                        && reg[s] > 1
+                        && used_dims(f, d).contains(&s)
+                        && static_coef(f, s) != Some(1) =>
+                {
+                    let mut layout: Vec<usize> =
+                        used_dims(f, d).into_iter().filter(|&x| x != s).collect();
+                    layout.push(s);
+                    layout
+                }
+                _ => Vec::new(),
+            })
+            .collect();
         CpuPlan {
             cor: vec![0; d],
             l2,
             l1,
             reg,
             order,
+            pack,
         }
     }
 
@@ -211,6 +276,31 @@ impl CpuPlan {
                 ),
             ));
         }
+        let accesses = k.input_accesses();
+        if self.pack.len() != accesses.len() {
+            return Err(err(
+                "pack",
+                format!(
+                    "`pack` has {} entries but the kernel has {} input accesses (one per scalar-function parameter); give one layout per access, [] to read it in place",
+                    self.pack.len(),
+                    accesses.len()
+                ),
+            ));
+        }
+        for (j, ((b, f), layout)) in accesses.iter().zip(&self.pack).enumerate() {
+            let used = used_dims(f, d);
+            let mut sorted = layout.clone();
+            sorted.sort_unstable();
+            if !layout.is_empty() && sorted != used {
+                return Err(err(
+                    "pack",
+                    format!(
+                        "`pack[{j}]` ({}) is {layout:?} but must list each dimension its index function uses exactly once, in the order of the packed layout (last: contiguous): a permutation of {used:?}, or [] to read it in place",
+                        k.inputs[*b].name
+                    ),
+                ));
+            }
+        }
         let tile: usize = self.reg.iter().product();
         let per_output = self.reg_elements();
         let outs = k.output_accesses().len().max(1);
@@ -229,5 +319,65 @@ impl CpuPlan {
     /// Accumulators of one output in a register tile.
     pub fn reg_elements(&self) -> usize {
         self.reg.iter().product()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(src: proc_macro2::TokenStream) -> Kernel {
+        crate::compile(src).expect("valid kernel")
+    }
+
+    #[test]
+    fn packing_layouts_are_validated() {
+        let k = kernel(quote::quote! {
+            kernel matmul {
+                inp(A: f32[I, K], B: f32[K, J]),
+                out(C: f32[I, J]),
+                out_view(C: |i, j, k| (i, j)),
+                md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))),
+                inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
+            }
+        });
+        let mut p = CpuPlan::default_for(&k);
+        assert_eq!(p.pack, vec![Vec::<usize>::new(), vec![]]);
+        p.pack = vec![vec![2, 0], vec![2, 1]];
+        assert_eq!(p.validate(&k), Ok(()));
+        p.pack = vec![vec![2, 0]];
+        let e = p.validate(&k).unwrap_err();
+        assert!(
+            e.field == "pack" && e.message.contains("2 input accesses"),
+            "{e:?}"
+        );
+        p.pack = vec![vec![], vec![0, 1]];
+        let e = p.validate(&k).unwrap_err();
+        assert!(e.message.contains("`pack[1]` (B)"), "{e:?}");
+        assert!(e.message.contains("permutation of [1, 2]"), "{e:?}");
+        p.pack = vec![vec![2, 2], vec![]];
+        assert!(p.validate(&k).is_err());
+    }
+
+    #[test]
+    fn strided_simd_inputs_are_packed_by_default() {
+        // B is strided along the SIMD dimension `f` (the output's
+        // contiguous one): packed with `f` innermost; A does not depend on
+        // `f`: read in place.
+        let k = kernel(quote::quote! {
+            kernel ccsdt {
+                inp(A: f32[NG, ND, NA, NB], B: f32[NE, NF, NG, NC]),
+                out(C: f32[NA, NB, NC, ND, NE, NF]),
+                out_view(C: |a, b, c, d, e, f, g| (a, b, c, d, e, f)),
+                md_hom[NA, NB, NC, ND, NE, NF, NG](|x, y| x * y, (CC, CC, CC, CC, CC, CC, PW(+))),
+                inp_view(
+                    A: |a, b, c, d, e, f, g| (g, d, a, b),
+                    B: |a, b, c, d, e, f, g| (e, f, g, c),
+                ),
+            }
+        });
+        let p = CpuPlan::default_for(&k);
+        assert_eq!(p.pack, vec![vec![], vec![2, 4, 6, 5]]);
+        assert_eq!(p.validate(&k), Ok(()));
     }
 }

@@ -60,6 +60,32 @@ impl<T> SyncPtr<T> {
         unsafe { (self.0.add(i) as *mut [T; N]).write_unaligned(v) }
     }
 
+    /// Writes the first `cnt` lanes of `v` to elements `i..i + cnt`.
+    ///
+    /// # Safety
+    /// As for `write`, for every element of the range; `cnt <= N`.
+    #[inline(always)]
+    pub unsafe fn write_part<const N: usize>(self, i: usize, v: [T; N], cnt: usize)
+    where
+        T: Copy,
+    {
+        for (l, x) in v.into_iter().enumerate().take(cnt) {
+            unsafe { self.0.add(i + l).write(x) }
+        }
+    }
+
+    /// Reads elements `i..i + N` (same contract as [`SyncPtr::write`]).
+    ///
+    /// # Safety
+    /// As for `write`, for every element of the range; they are initialized.
+    #[inline(always)]
+    pub unsafe fn read_lanes<const N: usize>(self, i: usize) -> [T; N]
+    where
+        T: Copy,
+    {
+        unsafe { (self.0.add(i) as *const [T; N]).read_unaligned() }
+    }
+
     /// Reads element `i` (same contract as [`SyncPtr::write`]).
     ///
     /// # Safety
@@ -71,6 +97,65 @@ impl<T> SyncPtr<T> {
     {
         unsafe { self.0.add(i).read() }
     }
+}
+
+/// A task-local buffer that holds a packed tile of an input (the paper's
+/// memory regions D3/D4): 64-byte aligned, grown on demand, reused across
+/// the tiles of a task.
+pub struct Pack<T> {
+    blocks: Vec<Block64>,
+    len: usize,
+    _elems: core::marker::PhantomData<T>,
+}
+
+/// The unit of a [`Pack`]'s storage, for its alignment.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Block64([u8; 64]);
+
+impl<T: crate::simd::Lane> Pack<T> {
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        Pack {
+            blocks: Vec::new(),
+            len: 0,
+            _elems: core::marker::PhantomData,
+        }
+    }
+
+    /// The buffer as `len` elements (their values are those of an earlier
+    /// fill, or zero), to be filled.
+    #[inline]
+    pub fn resize(&mut self, len: usize) -> &mut [T] {
+        let blocks = (len * core::mem::size_of::<T>()).div_ceil(64);
+        if self.blocks.len() < blocks {
+            self.blocks.resize(blocks, Block64([0; 64]));
+        }
+        self.len = len;
+        // SAFETY: the blocks hold at least `len` elements' bytes, aligned to
+        // 64 ≥ align_of::<T>(); every bit pattern written so far is a `T`
+        // or zero bytes, and zero bytes are a valid value of every `Lane`
+        // type (numbers and `bool`); the borrow of `self` guards the slice.
+        unsafe { core::slice::from_raw_parts_mut(self.blocks.as_mut_ptr() as *mut T, len) }
+    }
+
+    /// The elements of the last [`Pack::resize`].
+    #[inline(always)]
+    pub fn as_slice(&self) -> &[T] {
+        // SAFETY: as in `resize`, for the `len` elements it made valid.
+        unsafe { core::slice::from_raw_parts(self.blocks.as_ptr() as *const T, self.len) }
+    }
+}
+
+/// The partial results of a single-output kernel as plain elements.
+#[inline(always)]
+pub fn flat<T>(v: &mut [(T,)]) -> &mut [T] {
+    const { assert!(core::mem::size_of::<(T,)>() == core::mem::size_of::<T>()) };
+    const { assert!(core::mem::align_of::<(T,)>() == core::mem::align_of::<T>()) };
+    // SAFETY: a 1-tuple of the same size and alignment as its only field has
+    // that field at offset 0 (asserted above), so `[(T,)]` and `[T]` of the
+    // same length have the same layout; the borrow is carried over.
+    unsafe { core::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut T, v.len()) }
 }
 
 /// The instruction sets generated kernels are compiled for.
@@ -143,23 +228,27 @@ pub fn nearest_plan(entries: &[(&str, Option<&[usize]>)], sizes: &[usize]) -> us
         .unwrap_or(0)
 }
 
-/// Splits `0..extent` into `parts` nearly equal, non-empty ranges.
-fn chunks(extent: usize, parts: usize) -> Vec<(usize, usize)> {
-    let parts = parts.clamp(1, extent.max(1));
-    (0..parts)
-        .map(|j| (extent * j / parts, extent * (j + 1) / parts))
-        .collect()
+/// Splits `0..extent` into at most `parts` nearly equal, non-empty ranges
+/// whose bounds are multiples of `align` (but the last), so that the
+/// register tiles of a task are not cut by its neighbour's.
+fn chunks(extent: usize, parts: usize, align: usize) -> Vec<(usize, usize)> {
+    let align = align.max(1);
+    let units = extent.div_ceil(align);
+    let parts = parts.clamp(1, units.max(1));
+    let bound = |j: usize| (units * j / parts * align).min(extent);
+    (0..parts).map(|j| (bound(j), bound(j + 1))).collect()
 }
 
 /// How many parts each dimension in `dims` gets so that together they reach
-/// about `target` parts, outer dimensions first.
-fn parts_for(ext: &[usize], dims: &[usize], mut target: usize) -> Vec<usize> {
+/// about `target` parts, outer dimensions first, none below `align`
+/// points.
+fn parts_for(ext: &[usize], align: &[usize], dims: &[usize], mut target: usize) -> Vec<usize> {
     let mut parts = vec![1; ext.len()];
     for &d in dims {
         if target <= 1 {
             break;
         }
-        let p = target.min(ext[d]).max(1);
+        let p = target.min(ext[d].div_ceil(align[d].max(1))).max(1);
         parts[d] = p;
         target = target.div_ceil(p);
     }
@@ -167,13 +256,18 @@ fn parts_for(ext: &[usize], dims: &[usize], mut target: usize) -> Vec<usize> {
 }
 
 /// All regions of the grid that `parts` cuts out of `full` along `dims`.
-fn grid<const D: usize>(full: Region<D>, ext: &[usize], parts: &[usize]) -> Vec<Region<D>> {
+fn grid<const D: usize>(
+    full: Region<D>,
+    ext: &[usize],
+    align: &[usize],
+    parts: &[usize],
+) -> Vec<Region<D>> {
     let mut regions = vec![full];
     for d in 0..D {
         if parts[d] <= 1 {
             continue;
         }
-        let cs = chunks(ext[d], parts[d]);
+        let cs = chunks(ext[d], parts[d], align[d]);
         regions = regions
             .into_iter()
             .flat_map(|r| {
@@ -199,12 +293,14 @@ fn count_kept<const D: usize>(r: &Region<D>, kinds: &[DimKind; D]) -> usize {
 ///
 /// `cor` is the plan's number of parts per dimension on the COR layer
 /// (rayon tasks); all zeros lets the driver choose from the thread count.
+/// `align` is the plan's register tile: parts start at its multiples.
 ///
-/// `compute(region, out)` pushes, for each kept point of `region` in
-/// row-major order of the kept dimensions, the combination of the scalar
+/// `compute(region, out, direct)` pushes, for each kept point of `region`
+/// in row-major order of the kept dimensions, the combination of the scalar
 /// function over the region's PW ranges (never empty); when no dimension is
-/// PW or PS, `compute` instead writes its results through the output views
-/// itself and pushes nothing, and `write` is not called. `write(region, vals)`
+/// PW or PS, or when `direct` is true (the region holds the whole PW range,
+/// so the results are final), `compute` instead writes its results through
+/// the output views itself and pushes nothing, and `write` is not called. `write(region, vals)`
 /// stores one value per kept point of `region`, same order. `identity` is the
 /// neutral element of the operators, if they have one (used when a PW
 /// dimension is empty).
@@ -214,8 +310,9 @@ pub fn execute<A, const D: usize>(
     ext: [usize; D],
     kinds: [DimKind; D],
     cor: [usize; D],
+    align: [usize; D],
     identity: Option<A>,
-    compute: impl Fn(&Region<D>, &mut Vec<A>) + Sync,
+    compute: impl Fn(&Region<D>, &mut Vec<A>, bool) + Sync,
     combine: impl Fn(A, A) -> A + Sync,
     write: impl Fn(&Region<D>, &[A]) + Sync,
 ) -> Result<(), Error>
@@ -242,9 +339,9 @@ where
             .map(|d| if kinds[d].is_kept() { cor[d].max(1) } else { 1 })
             .collect()
     } else {
-        parts_for(&ext, &kept, target)
+        parts_for(&ext, &align, &kept, target)
     };
-    let kept_regions = grid(full, &ext, &kept_parts);
+    let kept_regions = grid(full, &ext, &align, &kept_parts);
 
     if red_total == 0 {
         let Some(id) = identity else {
@@ -254,9 +351,9 @@ where
                 dim,
             });
         };
-        kept_regions
-            .par_iter()
-            .for_each(|r| write(r, &vec![id; count_kept(r, &kinds)]));
+        each(&kept_regions, |r| {
+            write(r, &vec![id; count_kept(r, &kinds)])
+        });
         return Ok(());
     }
 
@@ -267,11 +364,11 @@ where
             .map(|d| if kinds[d].is_kept() { 1 } else { cor[d].max(1) })
             .collect()
     } else if n_kept_regions < threads && target > 1 {
-        parts_for(&ext, &reduced, target.div_ceil(n_kept_regions))
+        parts_for(&ext, &align, &reduced, target.div_ceil(n_kept_regions))
     } else {
         vec![1; D]
     };
-    let red_regions: Vec<Region<D>> = grid(full, &ext, &red_parts);
+    let red_regions: Vec<Region<D>> = grid(full, &ext, &align, &red_parts);
 
     // One kept region's results: its parts along PW dimensions are computed
     // in parallel and combined in order.
@@ -281,7 +378,7 @@ where
         };
         let part = |rr: &Region<D>| {
             let mut v = Vec::with_capacity(count_kept(kr, &kinds));
-            compute(&merge(rr), &mut v);
+            compute(&merge(rr), &mut v, false);
             v
         };
         if red_regions.len() == 1 {
@@ -302,15 +399,18 @@ where
     if reduced.is_empty() && !has_ps {
         // Every point is its own result: `compute` writes it through the
         // output views directly (no task-local copy, no `write`).
-        kept_regions
-            .par_iter()
-            .for_each(|kr| compute(kr, &mut Vec::new()));
+        each(&kept_regions, |kr| compute(kr, &mut Vec::new(), true));
+        return Ok(());
+    }
+    if !has_ps && red_regions.len() == 1 {
+        // Each task holds the whole PW range of its kept points (kept
+        // regions span the full PW ranges): it writes its final results
+        // through the output views, with no task-local copy.
+        each(&kept_regions, |kr| compute(kr, &mut Vec::new(), true));
         return Ok(());
     }
     if !has_ps {
-        kept_regions
-            .par_iter()
-            .for_each(|kr| write(kr, &kept_region_values(kr)));
+        each(&kept_regions, |kr| write(kr, &kept_region_values(kr)));
         return Ok(());
     }
 
@@ -345,6 +445,16 @@ where
         write(kr, &vals);
     });
     Ok(())
+}
+
+/// `f` on every region, as rayon tasks; a single region runs on the
+/// calling thread (handing it to the pool would cost a wake-up of a worker,
+/// which is more than a small kernel's whole work).
+fn each<const D: usize>(regions: &[Region<D>], f: impl Fn(&Region<D>) + Sync) {
+    match regions {
+        [one] => f(one),
+        _ => regions.par_iter().for_each(|r| f(r)),
+    }
 }
 
 /// Calls `f(n, offset)` for the n-th kept point of `r` (row-major over the kept
@@ -403,7 +513,7 @@ fn scan_axis<A: Copy + Send + Sync>(
     // (scan chunks, combine the chunk totals in order, apply the carries).
     for line in data.chunks_mut(n * inner) {
         for j in 0..inner {
-            let parts = chunks(n, threads * TASKS_PER_THREAD);
+            let parts = chunks(n, threads * TASKS_PER_THREAD, 1);
             let ptr = SyncPtr::new(line);
             let at = move |i: usize| i * inner + j;
             // SAFETY (all three phases): chunks are disjoint ranges of
@@ -442,32 +552,38 @@ mod tests {
 
     fn sum_kernel(n: usize, kinds: [DimKind; 1]) -> Vec<u64> {
         let out = std::sync::Mutex::new(vec![0u64; n]);
+        let store = |r: &Region<1>, vals: &[u64]| {
+            let mut out = out.lock().unwrap();
+            if kinds[0].is_kept() {
+                for (i, v) in (r[0].0..r[0].1).zip(vals) {
+                    out[i] = *v;
+                }
+            } else {
+                out[0] = vals[0];
+            }
+        };
         execute::<u64, 1>(
             "t",
             [n],
             kinds,
             [0],
+            [3],
             Some(0),
-            |r, o| {
+            |r, o, direct| {
+                let mut v = Vec::new();
                 if kinds[0].is_kept() {
-                    for i in r[0].0..r[0].1 {
-                        o.push(i as u64 + 1);
-                    }
+                    v.extend((r[0].0..r[0].1).map(|i| i as u64 + 1));
                 } else {
-                    o.push((r[0].0..r[0].1).map(|i| i as u64 + 1).sum());
+                    v.push((r[0].0..r[0].1).map(|i| i as u64 + 1).sum());
+                }
+                if direct {
+                    store(r, &v);
+                } else {
+                    o.extend(v);
                 }
             },
             |a, b| a + b,
-            |r, vals| {
-                let mut out = out.lock().unwrap();
-                if kinds[0].is_kept() {
-                    for (i, v) in (r[0].0..r[0].1).zip(vals) {
-                        out[i] = *v;
-                    }
-                } else {
-                    out[0] = vals[0];
-                }
-            },
+            store,
         )
         .unwrap();
         out.into_inner().unwrap()
@@ -515,17 +631,22 @@ mod tests {
     fn regions_partition_the_space() {
         let ext = [7usize, 13, 5];
         let full: Region<3> = std::array::from_fn(|d| (0, ext[d]));
-        let parts = parts_for(&ext, &[0, 1, 2], 40);
-        let mut seen = vec![0u8; 7 * 13 * 5];
-        for r in grid(full, &ext, &parts) {
-            for a in r[0].0..r[0].1 {
-                for b in r[1].0..r[1].1 {
-                    for c in r[2].0..r[2].1 {
-                        seen[(a * 13 + b) * 5 + c] += 1;
+        for align in [[1, 1, 1], [2, 4, 1], [8, 3, 16]] {
+            let parts = parts_for(&ext, &align, &[0, 1, 2], 40);
+            let mut seen = vec![0u8; 7 * 13 * 5];
+            for r in grid(full, &ext, &align, &parts) {
+                for d in 0..3 {
+                    assert!(r[d].0 < r[d].1 && r[d].0 % align[d] == 0, "{r:?}");
+                }
+                for a in r[0].0..r[0].1 {
+                    for b in r[1].0..r[1].1 {
+                        for c in r[2].0..r[2].1 {
+                            seen[(a * 13 + b) * 5 + c] += 1;
+                        }
                     }
                 }
             }
+            assert!(seen.iter().all(|&s| s == 1));
         }
-        assert!(seen.iter().all(|&s| s == 1));
     }
 }

@@ -34,7 +34,31 @@ pub use mdh_core::Error;
 pub use mdh_macros::mdh;
 
 pub mod cpu;
+pub mod gpu;
 pub mod simd;
+
+/// OpenCL devices and buffers (the `opencl` feature): what generated
+/// `NAME::opencl::{run, launch}` take.
+#[cfg(feature = "opencl")]
+pub mod opencl {
+    pub use mdh_gpu::opencl::{Buffer, Device, Launch, Program};
+}
+
+/// Keeps its input when the facade's `opencl` feature is on (features in
+/// generated code would be evaluated in the user's crate, not here).
+#[cfg(feature = "opencl")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_opencl {
+    ($($t:tt)*) => { $($t)* };
+}
+
+#[cfg(not(feature = "opencl"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_opencl {
+    ($($t:tt)*) => {};
+}
 
 /// The reference interpreter: evaluates a kernel's high-level definition
 /// directly. It is slow and obviously correct; tests compare generated
@@ -52,8 +76,10 @@ pub mod reference {
 #[doc(hidden)]
 pub mod __rt {
     pub use crate::cpu::{cpu_name, execute, isa, nearest_plan, Isa, Region, SyncPtr};
+    pub use crate::gpu;
     pub use crate::simd::V;
-    pub use mdh_core::desc::{AccessDesc, AffineDesc, BufDesc, KernelDesc, SizeOp};
+    pub use mdh_core::desc::{AccessDesc, AffineDesc, Bound, BufDesc, KernelDesc, SizeOp};
+    pub use mdh_core::gpu_plan::GpuPlan;
     pub use mdh_core::spec::DimKind;
     pub use std::borrow::Cow;
     pub use std::sync::OnceLock;

@@ -147,6 +147,86 @@ impl<T: Lane, const N: usize> V<T, N> {
         }
     }
 
+    /// The `cnt` (1 ≤ `cnt` ≤ `N`) consecutive elements of `s` from `at` in
+    /// the first lanes; every further lane repeats the last of them, so that
+    /// each lane holds the value of a point that exists (lanes of an edge
+    /// tile past the end of the index space compute a valid point again,
+    /// which cannot trap, and are never stored). On AVX-512 a masked load
+    /// per 64-byte chunk, which touches no element past the `cnt`-th.
+    ///
+    /// # Safety
+    /// `1 <= cnt <= N` and `at + cnt <= s.len()`; `ISA` is the instruction
+    /// set of the `#[target_feature]` function this is inlined into.
+    #[inline(always)]
+    pub unsafe fn load_part<const ISA: u8>(s: &[T], at: usize, cnt: usize) -> Self {
+        #[cfg(target_arch = "x86_64")]
+        if ISA == AVX512 {
+            use core::arch::x86_64::*;
+            let p = s.as_ptr().wrapping_add(at);
+            // SAFETY: the caller guarantees `at + cnt - 1` is in bounds.
+            let last = unsafe { *p.add(cnt - 1) };
+            let mut r = [last; N];
+            let bytes = core::mem::size_of::<T>();
+            let w = 64 / Ord::max(bytes, 1);
+            if (bytes == 4 || bytes == 8) && N % w == 0 {
+                for c in 0..N / w {
+                    let k = Ord::min(cnt.saturating_sub(c * w), w);
+                    let mask = (1u64 << k) - 1; // k <= w <= 16
+                    let q = r.as_mut_ptr().wrapping_add(c * w);
+                    // SAFETY: AVX-512 is enabled (`ISA`); the mask selects
+                    // the elements `at + c·w .. at + c·w + k`, inside `s`
+                    // (masked-off elements are not accessed and cannot
+                    // fault); `q` points at `w` lanes of `r` of the same
+                    // element size (`N % w == 0`), whose masked-off lanes
+                    // keep `last`.
+                    unsafe {
+                        let src = p.wrapping_add(c * w) as *const u8;
+                        if bytes == 4 {
+                            let v = _mm512_mask_loadu_epi32(
+                                _mm512_loadu_si512(q as *const _),
+                                mask as __mmask16,
+                                src as *const i32,
+                            );
+                            _mm512_storeu_si512(q as *mut _, v);
+                        } else {
+                            let v = _mm512_mask_loadu_epi64(
+                                _mm512_loadu_si512(q as *const _),
+                                mask as __mmask8,
+                                src as *const i64,
+                            );
+                            _mm512_storeu_si512(q as *mut _, v);
+                        }
+                    }
+                }
+                return V(r);
+            }
+        }
+        // SAFETY: every index `at + min(l, cnt - 1)` is below `at + cnt`.
+        V(core::array::from_fn(|l| unsafe {
+            *s.get_unchecked(at + Ord::min(l, cnt - 1))
+        }))
+    }
+
+    /// `N` consecutive elements at `p`.
+    ///
+    /// # Safety
+    /// `p .. p + N` are valid, initialized elements.
+    #[inline(always)]
+    pub unsafe fn read(p: *const T) -> Self {
+        // SAFETY: the caller's guarantee; `V` is a transparent `[T; N]`.
+        unsafe { V(core::ptr::read_unaligned(p as *const [T; N])) }
+    }
+
+    /// Writes the lanes to `N` consecutive elements at `p`.
+    ///
+    /// # Safety
+    /// `p .. p + N` are valid for writes.
+    #[inline(always)]
+    pub unsafe fn write(self, p: *mut T) {
+        // SAFETY: the caller's guarantee.
+        unsafe { core::ptr::write_unaligned(p as *mut [T; N], self.0) }
+    }
+
     #[inline(always)]
     fn map(self, f: impl Fn(T) -> T) -> Self {
         let mut r = self.0;
@@ -249,6 +329,15 @@ impl<const N: usize> V<usize, N> {
     #[inline(always)]
     pub fn iota(start: usize) -> Self {
         V(core::array::from_fn(|l| start + l))
+    }
+
+    /// `start, …, start + cnt - 1`, then `start + cnt - 1` repeated: the
+    /// indices of an edge tile's lanes (see [`V::load_part`]).
+    #[inline(always)]
+    pub fn iota_part(start: usize, cnt: usize) -> Self {
+        V(core::array::from_fn(|l| {
+            start + Ord::min(l, Ord::max(cnt, 1) - 1)
+        }))
     }
 }
 
@@ -421,5 +510,41 @@ mod tests {
         let s = [1.0f32, 2.0, 3.0, 4.0, 5.0];
         // SAFETY: 1 + 4 <= 5.
         assert_eq!(unsafe { V::<f32, 4>::load(&s, 1) }.0, [2.0, 3.0, 4.0, 5.0]);
+        assert_eq!(V::<usize, 4>::iota_part(5, 2).0, [5, 6, 6, 6]);
+    }
+
+    #[test]
+    fn partial_loads_repeat_the_last_element() {
+        let s: Vec<f32> = (0..40).map(|x| x as f32).collect();
+        let d: Vec<f64> = (0..40).map(|x| x as f64).collect();
+        let b: Vec<u8> = (0..40).collect();
+        for cnt in 1..=32 {
+            let want = |l: usize| 3 + Ord::min(l, cnt - 1);
+            // SAFETY: 3 + cnt <= 40, and each body runs with the ISA it names.
+            unsafe {
+                let f = V::<f32, 32>::load_part::<BASELINE>(&s, 3, cnt);
+                assert!((0..32).all(|l| f.0[l] == want(l) as f32));
+                let g = V::<f64, 32>::load_part::<BASELINE>(&d, 3, cnt);
+                assert!((0..32).all(|l| g.0[l] == want(l) as f64));
+                let h = V::<u8, 32>::load_part::<BASELINE>(&b, 3, cnt);
+                assert!((0..32).all(|l| h.0[l] as usize == want(l)));
+                #[cfg(target_arch = "x86_64")]
+                if std::is_x86_feature_detected!("avx512f") {
+                    #[target_feature(enable = "avx512f")]
+                    unsafe fn both(s: &[f32], d: &[f64], cnt: usize) -> (V<f32, 32>, V<f64, 32>) {
+                        // SAFETY: as in the caller.
+                        unsafe {
+                            (
+                                V::<f32, 32>::load_part::<AVX512>(s, 3, cnt),
+                                V::<f64, 32>::load_part::<AVX512>(d, 3, cnt),
+                            )
+                        }
+                    }
+                    let (f, g) = both(&s, &d, cnt);
+                    assert!((0..32).all(|l| f.0[l] == want(l) as f32), "{cnt}: {f:?}");
+                    assert!((0..32).all(|l| g.0[l] == want(l) as f64), "{cnt}: {g:?}");
+                }
+            }
+        }
     }
 }

@@ -18,34 +18,13 @@ use quote::{format_ident, quote};
 use crate::codegen::rust_expr::{self, ty};
 use crate::codegen::rust_simd;
 use crate::config::CpuEntry;
-use crate::plan::CpuPlan;
+use crate::plan::{static_coef, used_dims, CpuPlan};
 use crate::spec::{
     BinOp, BuiltinOp, DimKind, Expr, ExprKind, IndexFn, Kernel, ReduceOp, ScalarType, Type,
 };
 
 fn dim_var(d: usize) -> Ident {
     format_ident!("__i{}", d)
-}
-
-/// Dimensions an access depends on (a non-zero coefficient in some component).
-fn used_dims(f: &IndexFn, dims: usize) -> Vec<usize> {
-    (0..dims)
-        .filter(|&d| {
-            f.components
-                .iter()
-                .any(|c| c.dims.get(d).copied().unwrap_or(0) != 0)
-        })
-        .collect()
-}
-
-/// The coefficient of dimension `d` in the row-major offset when it is known
-/// at compile time: `d` appears only in the last component (stride 1).
-/// Constant unit strides let LLVM see contiguous loads and vectorize them.
-fn static_coef(f: &IndexFn, d: usize) -> Option<i64> {
-    let (last, rest) = f.components.split_last()?;
-    rest.iter()
-        .all(|c| c.dims.get(d).copied().unwrap_or(0) == 0)
-        .then(|| last.dims.get(d).copied().unwrap_or(0))
 }
 
 /// `(base + Σ coef[d] · i_d) as usize` for the dimensions the access uses.
@@ -69,7 +48,9 @@ fn reduce_op(k: &Kernel, access: usize) -> Option<&ReduceOp> {
     k.ops.iter().find_map(|op| op.op_for(access))
 }
 
-/// What the generator needs to know about one kernel.
+/// What the generator needs to know about one kernel (and, inside the task
+/// body of a plan, the plan's packed input layouts).
+#[derive(Clone)]
 struct Gen<'k> {
     k: &'k Kernel,
     d: usize,
@@ -79,6 +60,9 @@ struct Gen<'k> {
     out_tys: Vec<ScalarType>,
     ops: Vec<Option<&'k ReduceOp>>,
     a_ty: TokenStream,
+    /// Per input access: the layout of its packed L1 tile (empty: read in
+    /// place); see [`CpuPlan::pack`].
+    pack: Vec<Vec<usize>>,
 }
 
 impl<'k> Gen<'k> {
@@ -101,6 +85,7 @@ impl<'k> Gen<'k> {
             out_tys,
             ops,
             a_ty: quote!((#(#tys,)*)),
+            pack: vec![Vec::new(); k.input_accesses().len()],
         }
     }
 
@@ -113,28 +98,30 @@ impl<'k> Gen<'k> {
     /// Writes of value `vals[o]` of every output access `o` at the current
     /// point, through the output views (direct mode).
     /// `lanes`: write whole vectors (`vals` are lane arrays of consecutive
-    /// elements) instead of single values.
-    fn direct_writes(&self, vals: &[TokenStream], lanes: bool) -> TokenStream {
-        let write = if lanes {
-            format_ident!("write_lanes")
-        } else {
-            format_ident!("write")
+    /// elements) instead of single values, or their first `__cnt` lanes.
+    fn direct_writes(&self, vals: &[TokenStream], lanes: Lanes) -> TokenStream {
+        let (write, cnt) = match lanes {
+            Lanes::One => (format_ident!("write"), quote!()),
+            Lanes::All => (format_ident!("write_lanes"), quote!()),
+            Lanes::First => (format_ident!("write_part"), quote!(, __cnt)),
         };
         let mut w = TokenStream::new();
-        for (o, (b, f)) in self.k.output_accesses().into_iter().enumerate() {
-            let (base, coef, ptr) = (
-                format_ident!("__oa{}_b", o),
-                format_ident!("__oa{}_c", o),
-                format_ident!("__out{}", b),
-            );
-            let off = offset(f, self.d, &base, &coef);
-            let v = &vals[o];
+        for (o, v) in vals.iter().enumerate() {
+            let (ptr, off) = self.out_at(o);
             // SAFETY: `bind` checked bounds and disjointness of accesses; the
             // output view is injective over the kept dimensions (checked at
             // compile time) and each point belongs to one task.
-            w.extend(quote! { unsafe { #ptr.#write(#off, #v) }; });
+            w.extend(quote! { unsafe { #ptr.#write(#off, #v #cnt) }; });
         }
         w
+    }
+
+    /// The pointer to the buffer of output access `o` and the access's
+    /// offset at the current point.
+    fn out_at(&self, o: usize) -> (Ident, TokenStream) {
+        let (b, f) = self.k.output_accesses()[o];
+        let (base, coef) = (format_ident!("__oa{}_b", o), format_ident!("__oa{}_c", o));
+        (format_ident!("__out{}", b), offset(f, self.d, &base, &coef))
     }
 
     fn n_out(&self) -> usize {
@@ -150,23 +137,195 @@ impl<'k> Gen<'k> {
     /// expression of one access.
     fn input_reads(
         &self,
-        read: impl Fn(&InputAccess<'_>) -> (TokenStream, TokenStream),
+        read: impl Fn(&InputAccess) -> (TokenStream, TokenStream),
     ) -> TokenStream {
         let mut reads = TokenStream::new();
         for (j, (b, f)) in self.k.input_accesses().into_iter().enumerate() {
             let (base, coef) = (format_ident!("__ia{}_b", j), format_ident!("__ia{}_c", j));
-            let access = InputAccess {
-                f,
-                slice: format_ident!("__in{}", b),
-                ty: self.k.inputs[b].ty,
-                off: offset(f, self.d, &base, &coef),
-                coef,
+            let layout = &self.pack[j];
+            let access = match layout.split_last() {
+                // In place: the access's own offset and strides.
+                None => InputAccess {
+                    uses: used_dims(f, self.d),
+                    slice: format_ident!("__in{}", b),
+                    ty: self.k.inputs[b].ty,
+                    off: offset(f, self.d, &base, &coef),
+                    stride: (0..self.d)
+                        .map(|x| match static_coef(f, x) {
+                            Some(c) => {
+                                let c = c as isize;
+                                quote!(#c)
+                            }
+                            None => quote!(#coef[#x]),
+                        })
+                        .collect(),
+                    unit: (0..self.d).map(|x| static_coef(f, x) == Some(1)).collect(),
+                },
+                // Packed: the position in the tile's buffer, whose last
+                // layout dimension is contiguous.
+                Some((&last, _)) => {
+                    let (off, stride) = self.packed_offset(j);
+                    InputAccess {
+                        uses: layout.clone(),
+                        slice: format_ident!("__pk{}", j),
+                        ty: self.k.inputs[b].ty,
+                        off,
+                        stride,
+                        unit: (0..self.d).map(|x| x == last).collect(),
+                    }
+                }
             };
             let var = format_ident!("__p{}", j);
             let (t, r) = read(&access);
             reads.extend(quote!(let #var: #t = #r;));
         }
         reads
+    }
+
+    /// Re-composes the values `__new` (a tuple, one per output access) of
+    /// the current kept point with the earlier PW tiles' partial results
+    /// (`__first`: there are none): in the output itself when the task
+    /// holds the whole PW range (`__direct`: the results are final after its
+    /// last PW tile), else in the task-local buffer `__o`.
+    fn partial_store(&self) -> TokenStream {
+        let pidx = self.kept.iter().map(|&d| {
+            let (i, ps) = (dim_var(d), format_ident!("__ps{}", d));
+            quote!(+ (#i - __r[#d].0) * #ps)
+        });
+        let merged = (0..self.n_out()).map(|o| {
+            let idx = syn::Index::from(o);
+            self.combine_values(o, &quote!(__slot.#idx), &quote!(__new.#idx))
+        });
+        let mut direct = TokenStream::new();
+        for o in 0..self.n_out() {
+            let (ptr, off) = self.out_at(o);
+            let idx = syn::Index::from(o);
+            let cmb = self.combine_values(o, &quote!(unsafe { #ptr.read(__at) }), &quote!(__v));
+            // SAFETY: `bind` checked bounds and disjointness of accesses; the
+            // output view is injective over the kept dimensions (checked at
+            // compile time) and each kept point belongs to one task, which
+            // wrote it at its first PW tile.
+            direct.extend(quote! {{
+                let __at: usize = #off;
+                let __v = __new.#idx;
+                let __v = if __first { __v } else { #cmb };
+                unsafe { #ptr.write(__at, __v) };
+            }});
+        }
+        quote! {
+            if __direct {
+                #direct
+            } else {
+                let __pidx: usize = 0 #(#pidx)*;
+                let __slot = __o[__pidx];
+                __o[__pidx] = if __first { __new } else { (#(#merged,)*) };
+            }
+        }
+    }
+
+    /// The offset of the current point in the packed L1 tile of input
+    /// access `j`, and the offset's coefficient per dimension: the layout's
+    /// last dimension has stride 1, the others the run-time strides
+    /// `__pks{j}` set when the tile is packed.
+    fn packed_offset(&self, j: usize) -> (TokenStream, Vec<TokenStream>) {
+        let layout = &self.pack[j];
+        let strides = format_ident!("__pks{}", j);
+        let mut stride: Vec<TokenStream> = vec![quote!(0isize); self.d];
+        for (q, &x) in layout.iter().enumerate() {
+            stride[x] = if q + 1 == layout.len() {
+                quote!(1isize)
+            } else {
+                quote!((#strides[#q] as isize))
+            };
+        }
+        let terms = layout.iter().map(|&x| {
+            let (i, lo, st) = (dim_var(x), format_ident!("__t1_{}", x), &stride[x]);
+            quote!(+ (#i - #lo) as isize * #st)
+        });
+        (quote!((0isize #(#terms)*) as usize), stride)
+    }
+
+    /// The packing of the plan's packed input accesses (the paper's memory
+    /// regions D3/D4): the task-local buffers and their state, and the code
+    /// at the start of each L1 tile that refills a buffer when the tile's
+    /// range of the dimensions its access uses has changed and binds
+    /// `__pk{j}` to it. Rows of the layout's last dimension start 64-byte
+    /// aligned.
+    fn packing(&self) -> (TokenStream, TokenStream) {
+        let (mut setup, mut refill) = (TokenStream::new(), TokenStream::new());
+        for (j, (b, f)) in self.k.input_accesses().into_iter().enumerate() {
+            let layout = &self.pack[j];
+            let m = layout.len();
+            if m == 0 {
+                continue;
+            }
+            let t = ty(self.k.inputs[b].ty);
+            let (buf, last, st, pk) = (
+                format_ident!("__pkb{}", j),
+                format_ident!("__pkt{}", j),
+                format_ident!("__pks{}", j),
+                format_ident!("__pk{}", j),
+            );
+            let (outer, m2) = (m - 1, 2 * m);
+            setup.extend(quote! {
+                let mut #buf: ::mdh::cpu::Pack<#t> = ::mdh::cpu::Pack::new();
+                let mut #last: [usize; #m2] = [usize::MAX; #m2];
+                let mut #st: [usize; #outer] = [0; #outer];
+            });
+            let (lo, hi): (Vec<Ident>, Vec<Ident>) = layout
+                .iter()
+                .map(|&x| (format_ident!("__t1_{}", x), format_ident!("__t1e_{}", x)))
+                .unzip();
+            let strides = (0..outer).rev().map(|q| {
+                if q + 1 == outer {
+                    let pad = quote!((64 / ::core::mem::size_of::<#t>()));
+                    quote!(#st[#q] = __e[#q + 1].next_multiple_of(#pad);)
+                } else {
+                    quote!(#st[#q] = #st[#q + 1] * __e[#q + 1];)
+                }
+            });
+            let len = if outer == 0 {
+                quote!(__e[0])
+            } else {
+                quote!(#st[0] * __e[0])
+            };
+            let (dst_off, _) = self.packed_offset(j);
+            let src_off = offset(
+                f,
+                self.d,
+                &format_ident!("__ia{}_b", j),
+                &format_ident!("__ia{}_c", j),
+            );
+            let src = format_ident!("__in{}", b);
+            // SAFETY: the position is inside the buffer of `__len` elements
+            // laid out above, and `bind` checked that the access stays inside
+            // its input over the whole index space, which holds the tile.
+            let copy = layout.iter().rev().fold(
+                quote! {
+                    unsafe { *__dst.get_unchecked_mut(#dst_off) = *#src.get_unchecked(#src_off) };
+                },
+                |inner, &x| {
+                    let (i, lo, hi) = (
+                        dim_var(x),
+                        format_ident!("__t1_{}", x),
+                        format_ident!("__t1e_{}", x),
+                    );
+                    quote!(for #i in #lo..#hi { #inner })
+                },
+            );
+            refill.extend(quote! {
+                let __tile: [usize; #m2] = [#(#lo, #hi),*];
+                if __tile != #last {
+                    #last = __tile;
+                    let __e: [usize; #m] = [#(#hi - #lo),*];
+                    #(#strides)*
+                    let __dst: &mut [#t] = #buf.resize(#len);
+                    #copy
+                }
+                let #pk: &[#t] = #buf.as_slice();
+            });
+        }
+        (setup, refill)
     }
 
     /// Reads of the input accesses at the point `__i0, __i1, …` into
@@ -360,10 +519,8 @@ impl<'k> Gen<'k> {
 
     /// The work of one register tile (full: constant trip counts).
     fn register_tile(&self, plan: &CpuPlan, full: bool) -> TokenStream {
-        if full {
-            if let Some(simd) = self.simd(plan) {
-                return self.vector_tile(plan, &simd);
-            }
+        if let Some(simd) = self.simd(plan) {
+            return self.vector_tile(plan, &simd, !full);
         }
         let pidx = self.kept.iter().map(|&d| {
             let (i, ps) = (dim_var(d), format_ident!("__ps{}", d));
@@ -379,7 +536,7 @@ impl<'k> Gen<'k> {
                 })
                 .collect();
             let store = if self.direct() {
-                self.direct_writes(&vals, false)
+                self.direct_writes(&vals, Lanes::One)
             } else {
                 quote! { #pidx __o[__pidx] = (#(#vals,)*); }
             };
@@ -463,19 +620,14 @@ impl<'k> Gen<'k> {
             }
             finals.push(f);
         }
-        let merged = (0..self.n_out()).map(|o| {
-            let idx = syn::Index::from(o);
-            self.combine_values(o, &quote!(__slot.#idx), &quote!(__new.#idx))
-        });
+        let partial = self.partial_store();
         let store = self.kept_coords(
             plan,
             full,
             quote! {
                 #fold
-                #pidx
                 let __new = (#(#finals,)*);
-                let __slot = __o[__pidx];
-                __o[__pidx] = if __first { __new } else { (#(#merged,)*) };
+                #partial
             },
         );
         quote! { #init #red_loops #store }
@@ -517,8 +669,24 @@ impl<'k> Gen<'k> {
                 return None;
             }
         }
-        let s =
-            crate::plan::contiguous_dim(self.k).filter(|&s| self.kinds[s].is_kept() && fits(s))?;
+        // The kept dimension whose register tile fits the lanes, contiguous
+        // in the most accesses (packed ones counting with their layout's
+        // last dimension), the innermost among the best.
+        let mut score = crate::plan::contiguity(self.k);
+        for (j, (_, f)) in self.k.input_accesses().into_iter().enumerate() {
+            if let Some(&last) = self.pack[j].last() {
+                for (x, sc) in score.iter_mut().enumerate() {
+                    let was = static_coef(f, x) == Some(1);
+                    *sc = *sc + usize::from(x == last) - usize::from(was);
+                }
+            }
+        }
+        let s = self
+            .kept
+            .iter()
+            .copied()
+            .filter(|&x| fits(x) && score[x] > 0)
+            .max_by_key(|&x| (score[x], x))?;
         Some(Simd {
             dim: s,
             lanes,
@@ -529,29 +697,33 @@ impl<'k> Gen<'k> {
 
     /// Reads of the input accesses as vectors over the lanes of dimension
     /// `s` (whose index variable holds lane 0): contiguous loads, gathers,
-    /// or broadcasts of accesses that do not depend on `s`.
-    fn vector_reads(&self, s: usize, n: usize) -> TokenStream {
+    /// or broadcasts of accesses that do not depend on `s`. `part`: only the
+    /// first `__cnt` lanes are points of the index space (an edge tile); the
+    /// others read the last of them again.
+    fn vector_reads(&self, s: usize, n: usize, part: bool) -> TokenStream {
         self.input_reads(|a| {
-            let (f, slice, off, coef) = (a.f, &a.slice, &a.off, &a.coef);
+            let (slice, off) = (&a.slice, &a.off);
             let vt = rust_simd::vty(a.ty, n);
-            // SAFETY (all three forms): `bind` checked that this access stays
-            // inside the buffer over the whole index space, and every lane is
-            // a point of a full register tile, inside the index space.
-            let read = if !used_dims(f, self.d).contains(&s) {
+            // SAFETY (all forms): `bind` checked that this access stays
+            // inside the buffer over the whole index space, and every lane
+            // read is a point of the register tile inside the index space
+            // (all lanes of a full tile, the first `__cnt` of an edge tile).
+            let lane = if part {
+                quote!(::core::cmp::min(__l, __cnt - 1))
+            } else {
+                quote!(__l)
+            };
+            let read = if !a.uses.contains(&s) {
                 quote!(<#vt>::splat(unsafe { *#slice.get_unchecked(#off) }))
-            } else if static_coef(f, s) == Some(1) {
+            } else if a.unit[s] && part {
+                quote!(unsafe { <#vt>::load_part::<ISA>(#slice, #off, __cnt) })
+            } else if a.unit[s] {
                 quote!(unsafe { <#vt>::load(#slice, #off) })
             } else {
-                let stride = match static_coef(f, s) {
-                    Some(c) => {
-                        let c = c as isize;
-                        quote!(#c)
-                    }
-                    None => quote!(#coef[#s]),
-                };
+                let stride = &a.stride[s];
                 quote!({
                     let __o0 = #off as isize;
-                    <#vt>::from_fn(|__l| unsafe { *#slice.get_unchecked((__o0 + __l as isize * #stride) as usize) })
+                    <#vt>::from_fn(|__l| unsafe { *#slice.get_unchecked((__o0 + #lane as isize * #stride) as usize) })
                 })
             };
             (vt, read)
@@ -559,12 +731,13 @@ impl<'k> Gen<'k> {
     }
 
     /// The scalar function's values `__v0, …` as vectors over the lanes of `s`.
-    fn vector_point(&self, s: usize, n: usize) -> TokenStream {
-        self.vector_point_with(s, n, rust_simd::expr(&self.k.scalar_fn.body, n))
+    /// `part`: as in [`Gen::vector_reads`].
+    fn vector_point(&self, s: usize, n: usize, part: bool) -> TokenStream {
+        self.vector_point_with(s, n, part, rust_simd::expr(&self.k.scalar_fn.body, n))
     }
 
     /// As `vector_point`, with `body` in place of the scalar function's body.
-    fn vector_point_with(&self, s: usize, n: usize, body: TokenStream) -> TokenStream {
+    fn vector_point_with(&self, s: usize, n: usize, part: bool, body: TokenStream) -> TokenStream {
         let k = self.k;
         let usize_v = rust_simd::vty(ScalarType::Usize, n);
         let sizes = k
@@ -583,7 +756,9 @@ impl<'k> Gen<'k> {
             .enumerate()
             .map(|(d, name)| {
                 let i = dim_var(d);
-                if d == s {
+                if d == s && part {
+                    quote!(let #name: #usize_v = <#usize_v>::iota_part(#i, __cnt);)
+                } else if d == s {
                     quote!(let #name: #usize_v = <#usize_v>::iota(#i);)
                 } else {
                     quote!(let #name: #usize_v = <#usize_v>::splat(#i);)
@@ -597,7 +772,7 @@ impl<'k> Gen<'k> {
             .map(|o| format_ident!("__v{}", o))
             .collect();
         let tys: Vec<TokenStream> = self.out_tys.iter().map(|t| rust_simd::vty(*t, n)).collect();
-        let reads = self.vector_reads(s, n);
+        let reads = self.vector_reads(s, n, part);
         let binds = quote!(#(#sizes)* #(#params)* #(#index)* #(#args)*);
         let (pat, pty) = if vals.len() == 1 {
             let (v, t) = (&vals[0], &tys[0]);
@@ -614,7 +789,13 @@ impl<'k> Gen<'k> {
     /// `acc = acc ⊕ v` on vectors for every output (the operators are
     /// built-ins: `simd` requires neutral elements), with an FMA ISA fusing a
     /// float `a * b` summed with `+` into one `mul_add`.
-    fn vector_accumulate(&self, s: usize, n: usize, acc: &dyn Fn(usize) -> Ident) -> TokenStream {
+    fn vector_accumulate(
+        &self,
+        s: usize,
+        n: usize,
+        part: bool,
+        acc: &dyn Fn(usize) -> Ident,
+    ) -> TokenStream {
         let mut upd = TokenStream::new();
         for o in 0..self.n_out() {
             let (a, v) = (acc(o), format_ident!("__v{}", o));
@@ -623,12 +804,12 @@ impl<'k> Gen<'k> {
                 upd.extend(quote!(#a = #c;));
             }
         }
-        let point = self.vector_point(s, n);
+        let point = self.vector_point(s, n, part);
         let plain = quote! { #point #upd };
         match self.fusable_product() {
             Some((x, y)) => {
                 let (x, y, a) = (rust_simd::expr(x, n), rust_simd::expr(y, n), acc(0));
-                let point = self.vector_point_with(s, n, quote!((#x).fma::<ISA>(#y, #a)));
+                let point = self.vector_point_with(s, n, part, quote!((#x).fma::<ISA>(#y, #a)));
                 quote! { if ISA > 0 { #point #a = __v0; } else { #plain } }
             }
             None => plain,
@@ -637,11 +818,16 @@ impl<'k> Gen<'k> {
 }
 
 impl<'k> Gen<'k> {
-    /// A full register tile on SIMD lanes: the register tile's other kept
+    /// A register tile on SIMD lanes: the register tile's other kept
     /// coordinates and its vectors are unrolled, so every accumulator is a
-    /// named vector that stays in registers.
-    fn vector_tile(&self, plan: &CpuPlan, simd: &Simd) -> TokenStream {
+    /// named vector that stays in registers. `edge`: the tile is cut by the
+    /// end of its L1 tile (`__n{d}` below the register tile in some kept
+    /// dimension): coordinates and vectors past `__n{d}` are skipped, and
+    /// the last vector of a kept SIMD dimension has `__cnt` lanes of points
+    /// (partial loads and stores).
+    fn vector_tile(&self, plan: &CpuPlan, simd: &Simd, edge: bool) -> TokenStream {
         let (s, n) = (simd.dim, simd.lanes);
+        let part = edge && !simd.reduced;
         // Kept coordinates enumerated at compile time (the lane dimension,
         // if kept, is covered by the vectors instead).
         let outer: Vec<usize> = self
@@ -680,6 +866,33 @@ impl<'k> Gen<'k> {
         };
         let i_s = dim_var(s);
         let b_s = format_ident!("__b{}", s);
+        // The code of vector `v` of coordinate combination `combo`, skipped
+        // at an edge when the combination or the vector is past the edge.
+        let n_s = format_ident!("__n{}", s);
+        let guarded = |combo: &[(usize, usize)], v: Option<usize>, body: TokenStream| {
+            let mut conds: Vec<TokenStream> = Vec::new();
+            if edge {
+                for &(d, c) in combo.iter().filter(|&&(_, c)| c > 0) {
+                    let nd = format_ident!("__n{}", d);
+                    conds.push(quote!(#c < #nd));
+                }
+            }
+            let cnt = match v {
+                Some(v) if part => {
+                    if v > 0 {
+                        conds.push(quote!(#v * #n < #n_s));
+                    }
+                    quote!(let __cnt: usize = ::core::cmp::min(#n, #n_s - #v * #n);)
+                }
+                _ => quote!(),
+            };
+            if conds.is_empty() {
+                quote!({ #cnt #body })
+            } else {
+                quote!(if #(#conds)&&* { #cnt #body })
+            }
+        };
+        let stored = if part { quote!(__cnt) } else { quote!(#n) };
 
         if self.reduced.is_empty() {
             // No reduction: each vector of values goes straight to the task's results.
@@ -687,7 +900,7 @@ impl<'k> Gen<'k> {
             for combo in &combos {
                 let b = binds(combo);
                 for v in 0..simd.chunks {
-                    let point = self.vector_point(s, n);
+                    let point = self.vector_point(s, n, part);
                     let lanes: Vec<TokenStream> = (0..self.n_out())
                         .map(|o| {
                             let val = format_ident!("__v{}", o);
@@ -707,19 +920,23 @@ impl<'k> Gen<'k> {
                                 quote!(#val.0)
                             })
                             .collect();
-                        self.direct_writes(&vals, true)
+                        self.direct_writes(&vals, if part { Lanes::First } else { Lanes::All })
                     } else if self.direct() {
-                        let w = self.direct_writes(&lanes, false);
-                        quote! { for __l in 0..#n { let #i_s: usize = #b_s + #v * #n + __l; #w } }
+                        let w = self.direct_writes(&lanes, Lanes::One);
+                        quote! { for __l in 0..#stored { let #i_s: usize = #b_s + #v * #n + __l; #w } }
                     } else {
-                        quote! { for __l in 0..#n { let #i_s: usize = #b_s + #v * #n + __l; #pidx __o[__pidx] = (#(#lanes,)*); } }
+                        quote! { for __l in 0..#stored { let #i_s: usize = #b_s + #v * #n + __l; #pidx __o[__pidx] = (#(#lanes,)*); } }
                     };
-                    body.extend(quote! {{
-                        #b
-                        let #i_s: usize = #b_s + #v * #n;
-                        #point
-                        #store
-                    }});
+                    body.extend(guarded(
+                        combo,
+                        Some(v),
+                        quote! {
+                            #b
+                            let #i_s: usize = #b_s + #v * #n;
+                            #point
+                            #store
+                        },
+                    ));
                 }
             }
             return body;
@@ -754,13 +971,17 @@ impl<'k> Gen<'k> {
             let b = binds(combo);
             for v in 0..simd.chunks {
                 let acc = |o: usize| acc_name(o, c, v);
-                let upd = self.vector_accumulate(s, n, &acc);
+                let upd = self.vector_accumulate(s, n, part, &acc);
                 let lane0 = if simd.reduced {
                     quote!(__j + #v * #n)
                 } else {
                     quote!(#b_s + #v * #n)
                 };
-                step.extend(quote! {{ #b let #i_s: usize = #lane0; #upd }});
+                step.extend(guarded(
+                    combo,
+                    Some(v),
+                    quote! { #b let #i_s: usize = #lane0; #upd },
+                ));
             }
         }
         let red_loops = |inner: TokenStream, dims: &[usize]| {
@@ -788,7 +1009,11 @@ impl<'k> Gen<'k> {
                         quote!(#t = #cmb;)
                     })
                 });
-                tail.extend(quote! {{ #b let #i_s: usize = __j; #point #(#upd)* }});
+                tail.extend(guarded(
+                    combo,
+                    None,
+                    quote! { #b let #i_s: usize = __j; #point #(#upd)* },
+                ));
             }
             let inner = quote! {
                 let mut __j: usize = #lo;
@@ -808,15 +1033,63 @@ impl<'k> Gen<'k> {
         // Fold lanes (reduced) or spread them (kept), then re-compose with
         // the task's partial results.
         let mut store = TokenStream::new();
-        let merged = (0..self.n_out()).map(|o| {
-            let idx = syn::Index::from(o);
-            self.combine_values(o, &quote!(__slot.#idx), &quote!(__new.#idx))
-        });
-        let merged = quote!((#(#merged,)*));
-        let write = quote! {
-            #pidx
-            let __slot = __o[__pidx];
-            __o[__pidx] = if __first { __new } else { #merged };
+        let write = self.partial_store();
+        // A single output whose SIMD dimension is the innermost kept one:
+        // its lanes are consecutive task-local partial results, re-composed
+        // as a vector.
+        let innermost_kept = self.kept.last() == Some(&s);
+        let vector_store = match self.ops.first() {
+            Some(Some(ReduceOp::Builtin(op, _))) if self.n_out() == 1 && innermost_kept => {
+                let (t, vt) = (ty(self.out_tys[0]), rust_simd::vty(self.out_tys[0], n));
+                let merged = vcombine(*op, &quote!(__slot), &quote!(__new));
+                // In the output when it is contiguous along `s`, else lane by
+                // lane there.
+                let direct = if static_coef(self.k.output_accesses()[0].1, s) == Some(1) {
+                    let (ptr, off) = self.out_at(0);
+                    // SAFETY: as in `partial_store`, for the `N` points of
+                    // the lanes (a full register tile), consecutive in the
+                    // output.
+                    quote! {
+                        let __at: usize = #off;
+                        let __new: #vt = if __first { __new } else {
+                            let __slot: #vt = ::mdh::__rt::V(unsafe { #ptr.read_lanes(__at) });
+                            #merged
+                        };
+                        unsafe { #ptr.write_lanes(__at, __new.0) };
+                    }
+                } else {
+                    let write = self.partial_store();
+                    quote! {
+                        for __l in 0..#n {
+                            let #i_s: usize = #i_s + __l;
+                            let __new = (__new.0[__l],);
+                            #write
+                        }
+                    }
+                };
+                // SAFETY: `flat` views the partial results as plain
+                // elements; the `N` lanes from `__pidx` are the kept points
+                // `__i{s} .. __i{s} + N` of the task's region (a full
+                // register tile), consecutive there (`s` is the innermost
+                // kept dimension), and no other reference to `__o` is live.
+                Some(quote! {
+                    if __direct {
+                        #direct
+                    } else {
+                        #pidx
+                        let __op: *mut #t = ::mdh::cpu::flat(__o).as_mut_ptr();
+                        unsafe {
+                            let __at = __op.add(__pidx);
+                            let __new: #vt = if __first { __new } else {
+                                let __slot: #vt = <#vt>::read(__at);
+                                #merged
+                            };
+                            __new.write(__at);
+                        }
+                    }
+                })
+            }
+            _ => None,
         };
         for (c, combo) in combos.iter().enumerate() {
             let b = binds(combo);
@@ -836,26 +1109,48 @@ impl<'k> Gen<'k> {
                     }
                 });
                 let fs = (0..self.n_out()).map(|o| format_ident!("__f{}", o));
-                store.extend(quote! {{ #b #(#folds)* let __new = (#(#fs,)*); #write }});
+                store.extend(guarded(
+                    combo,
+                    None,
+                    quote! { #b #(#folds)* let __new = (#(#fs,)*); #write },
+                ));
             } else {
                 for v in 0..simd.chunks {
                     let lanes = (0..self.n_out()).map(|o| {
                         let a = acc_name(o, c, v);
                         quote!(#a.0[__l])
                     });
-                    store.extend(quote! {{
-                        #b
-                        for __l in 0..#n {
+                    let per_lane = quote! {
+                        for __l in 0..#stored {
                             let #i_s: usize = #b_s + #v * #n + __l;
                             let __new = (#(#lanes,)*);
                             #write
                         }
-                    }});
+                    };
+                    let body = match (&vector_store, part) {
+                        (Some(vs), false) => {
+                            let a = acc_name(0, c, v);
+                            quote!(let #i_s: usize = #b_s + #v * #n; let __new = #a; #vs)
+                        }
+                        _ => per_lane,
+                    };
+                    store.extend(guarded(combo, Some(v), quote!(#b #body)));
                 }
             }
         }
         quote! { #init #loops #store }
     }
+}
+
+/// How many lanes of a vector a store writes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lanes {
+    /// A single value.
+    One,
+    /// Every lane.
+    All,
+    /// The first `__cnt` lanes (the lanes of an edge tile that are points).
+    First,
 }
 
 /// `x ⊕ y` lane-wise for a built-in operator.
@@ -868,15 +1163,19 @@ fn vcombine(op: BuiltinOp, x: &TokenStream, y: &TokenStream) -> TokenStream {
     }
 }
 
-/// One input access as the read emitters see it.
-struct InputAccess<'a> {
-    f: &'a IndexFn,
-    /// The buffer's slice, the access's run-time coefficients, its element
-    /// type, and its offset at the current point.
+/// One input access as the read emitters see it: in place or packed.
+struct InputAccess {
+    /// The dimensions it depends on.
+    uses: Vec<usize>,
+    /// The slice it reads, its element type, and its offset at the current
+    /// point.
     slice: Ident,
-    coef: Ident,
     ty: ScalarType,
     off: TokenStream,
+    /// Per dimension: the offset's coefficient, and whether it is 1 at
+    /// compile time (consecutive indices are consecutive elements).
+    stride: Vec<TokenStream>,
+    unit: Vec<bool>,
 }
 
 /// The SIMD mapping of one plan's full register tiles.
@@ -893,6 +1192,14 @@ struct Simd {
 impl<'k> Gen<'k> {
     /// The task body of one plan: tile loops of L2 and L1, register tiles.
     fn compute_fn(&self, plan: &CpuPlan, index: usize) -> TokenStream {
+        let planned = Gen {
+            pack: plan.pack.clone(),
+            ..self.clone()
+        };
+        planned.plan_body(plan, index)
+    }
+
+    fn plan_body(&self, plan: &CpuPlan, index: usize) -> TokenStream {
         let (d, a_ty) = (self.d, &self.a_ty);
         let name = format_ident!("__compute_{}", index);
         let first = self.reduced.iter().map(|&k| {
@@ -932,7 +1239,9 @@ impl<'k> Gen<'k> {
                 }
             }
         });
+        let (pack_setup, pack) = self.packing();
         let micro = quote! {
+            #pack
             let __first: bool = true #(#first)*;
             #reg_loops
         };
@@ -952,16 +1261,20 @@ impl<'k> Gen<'k> {
             quote!()
         } else {
             quote! {
-                __o.clear();
-                __o.resize(1usize #(#n_kept)*, ::core::default::Default::default());
+                if !__direct {
+                    __o.clear();
+                    __o.resize(1usize #(#n_kept)*, ::core::default::Default::default());
+                }
             }
         };
         quote! {
             #[inline(always)]
-            fn #name<const ISA: u8>(__c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>) {
+            fn #name<const ISA: u8>(__c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool) {
                 #binds
+                let _ = __direct;
                 #(#ps)*
                 #partials
+                #pack_setup
                 #body
             }
         }
@@ -1102,9 +1415,9 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
     let calls = |isa: u8| {
         let arms = indices.iter().map(move |&i| {
             let f = format_ident!("__compute_{}", i);
-            quote!(#i => #f::<#isa>(__c, __r, __o),)
+            quote!(#i => #f::<#isa>(__c, __r, __o, __direct),)
         });
-        quote!(match __plan { #(#arms)* _ => __compute_0::<#isa>(__c, __r, __o), })
+        quote!(match __plan { #(#arms)* _ => __compute_0::<#isa>(__c, __r, __o, __direct), })
     };
     let (avx512, avx2, baseline) = (calls(2), calls(1), calls(0));
     let tuned = entries.iter().map(|e| {
@@ -1117,6 +1430,10 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
     let cors = entries.iter().map(|e| {
         let c = &e.plan.cor;
         quote!([#(#c),*])
+    });
+    let regs = entries.iter().map(|e| {
+        let r = &e.plan.reg;
+        quote!([#(#r),*])
     });
     let doc = format!(
         "Runs `{name_str}` on the CPU (rayon). Arguments: the inputs, the outputs (overwritten where the output view writes), the params, then the sizes. Returns an error if a slice length does not match its shape for these sizes, if a size expression overflows, or if an index function leaves its buffer."
@@ -1132,21 +1449,21 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
 
         /// One task: the body of plan `__plan`, compiled for the best
         /// instruction set this CPU has.
-        fn __compute(__plan: usize, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>) {
+        fn __compute(__plan: usize, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool) {
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-                unsafe fn __avx512(__plan: usize, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>) {
+                unsafe fn __avx512(__plan: usize, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool) {
                     #avx512
                 }
                 #[target_feature(enable = "avx2,fma")]
-                unsafe fn __avx2(__plan: usize, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>) {
+                unsafe fn __avx2(__plan: usize, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool) {
                     #avx2
                 }
                 match ::mdh::__rt::isa() {
                     // SAFETY: the CPU has these features (detected at run time).
-                    ::mdh::__rt::Isa::Avx512 => return unsafe { __avx512(__plan, __c, __r, __o) },
-                    ::mdh::__rt::Isa::Avx2 => return unsafe { __avx2(__plan, __c, __r, __o) },
+                    ::mdh::__rt::Isa::Avx512 => return unsafe { __avx512(__plan, __c, __r, __o, __direct) },
+                    ::mdh::__rt::Isa::Avx2 => return unsafe { __avx2(__plan, __c, __r, __o, __direct) },
                     ::mdh::__rt::Isa::Baseline => {}
                 }
             }
@@ -1175,14 +1492,16 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
             };
             let __plan: usize = ::mdh::__rt::nearest_plan(&[#(#tuned),*], &__sizes);
             const __COR: &[[usize; #d]] = &[#(#cors),*];
+            const __REG: &[[usize; #d]] = &[#(#regs),*];
             let __ext: [usize; #d] = ::core::array::from_fn(|__d| __bound.extents[__d]);
             ::mdh::__rt::execute::<#a_ty, #d>(
                 #name_str,
                 __ext,
                 [#(#kind_toks),*],
                 __COR[__plan],
+                __REG[__plan],
                 #identity,
-                |__r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>| __compute(__plan, &__ctx, __r, __o),
+                |__r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool| __compute(__plan, &__ctx, __r, __o, __direct),
                 |__x: #a_ty, __y: #a_ty| -> #a_ty { (#(#combine_parts,)*) },
                 |__r: &::mdh::__rt::Region<#d>, __vals: &[#a_ty]| {
                     let mut __n = 0usize;

@@ -1,6 +1,9 @@
 //! Code generators: the module a kernel expands to, and its back ends.
 
+pub mod c_expr;
 pub mod cpu;
+pub mod gpu;
+pub mod gpu_api;
 pub mod rust_expr;
 pub mod rust_simd;
 
@@ -25,6 +28,7 @@ pub fn module(k: &Kernel, entries: &[CpuEntry], config: Option<&Path>) -> TokenS
     let spec = &k.source;
     let desc = desc_tokens(&KernelDesc::from_kernel(k));
     let cpu = cpu::cpu_fn(k, entries);
+    let opencl = gpu_api::opencl_module(k, &[]);
     // Rebuild when the config file or the variables that locate it change.
     let tracked_file = config.and_then(|p| p.to_str()).map(|p| {
         quote!(
@@ -69,6 +73,8 @@ pub fn module(k: &Kernel, entries: &[CpuEntry], config: Option<&Path>) -> TokenS
             #(const _: ::core::option::Option<&str> = ::core::option_env!(#env_vars);)*
 
             #cpu
+
+            #opencl
         }
     }
 }

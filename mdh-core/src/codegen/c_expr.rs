@@ -1,0 +1,547 @@
+//! Lowering of checked scalar-function expressions (and user-defined
+//! combine operators) to C, for the OpenCL and CUDA dialects of the GPU
+//! emitter.
+//!
+//! Rust's expressions (blocks, `if`, loops with values) become C statements
+//! that assign temporaries; what is left are pure C expressions. The meaning
+//! is the interpreter's: integer arithmetic wraps (computed in the unsigned
+//! type of the same width, so C's signed overflow never happens), literals
+//! carry their checked types, and every user name gets a prefix so that it
+//! cannot collide with a C keyword or a name of the kernel.
+
+use std::fmt::Write;
+
+use crate::spec::{
+    BinOp, Block, BuiltinOp, Expr, ExprKind, Lit, Method, ReduceOp, ScalarType, Stmt, UnOp,
+};
+
+/// The two C dialects of the GPU emitter; every difference between them
+/// that reaches an expression is a method here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    OpenCl,
+    Cuda,
+}
+
+impl Dialect {
+    /// The C type of a value of type `t` in registers.
+    pub fn ty(self, t: ScalarType) -> &'static str {
+        match (self, t) {
+            (_, ScalarType::F32) => "float",
+            (_, ScalarType::F64) => "double",
+            (Dialect::OpenCl, ScalarType::I8) => "char",
+            (Dialect::Cuda, ScalarType::I8) => "signed char",
+            (_, ScalarType::I16) => "short",
+            (_, ScalarType::I32) => "int",
+            (_, ScalarType::I64) => "long",
+            (_, ScalarType::U8) => "uchar",
+            (_, ScalarType::U16) => "ushort",
+            (_, ScalarType::U32) => "uint",
+            (_, ScalarType::U64 | ScalarType::Usize) => "ulong",
+            (_, ScalarType::Bool) => "bool",
+        }
+    }
+
+    /// The C type of a buffer element (OpenCL has no `bool` in buffers or
+    /// kernel arguments: bytes 0 / 1, as Rust stores `bool`).
+    pub fn storage_ty(self, t: ScalarType) -> &'static str {
+        match t {
+            ScalarType::Bool => "uchar",
+            _ => self.ty(t),
+        }
+    }
+
+    /// The unsigned type of the same width, in which wrapping arithmetic is
+    /// defined (narrow types are computed in `uint` and truncated).
+    fn unsigned_ty(self, t: ScalarType) -> &'static str {
+        match t {
+            ScalarType::I64 | ScalarType::U64 | ScalarType::Usize => "ulong",
+            _ => "uint",
+        }
+    }
+
+    fn infinity(self, t: ScalarType) -> &'static str {
+        match (self, t) {
+            (Dialect::OpenCl, ScalarType::F32) => "INFINITY",
+            (Dialect::OpenCl, _) => "((double)INFINITY)",
+            (Dialect::Cuda, ScalarType::F32) => "__int_as_float(0x7f800000)",
+            (Dialect::Cuda, _) => "__longlong_as_double(0x7ff0000000000000LL)",
+        }
+    }
+
+    /// `(t)a` with Rust's `as` semantics for floats to integers (saturating,
+    /// NaN to 0). OpenCL says so with `convert_T_sat_rtz`; CUDA's
+    /// conversion instructions saturate by themselves.
+    fn cast(self, a: &str, from: ScalarType, to: ScalarType) -> String {
+        if from.is_float() && to.is_int() && self == Dialect::OpenCl {
+            format!("convert_{}_sat_rtz({a})", self.ty(to))
+        } else if to == ScalarType::Bool {
+            format!("(({a}) != 0)")
+        } else {
+            format!("(({}){a})", self.ty(to))
+        }
+    }
+}
+
+/// A C literal of value `v` and type `t` (integers that do not fit wrap,
+/// like `v as t`).
+pub fn int_lit(d: Dialect, v: u128, t: ScalarType) -> String {
+    match t {
+        ScalarType::F32 => float_lit(d, v as f64, t),
+        ScalarType::F64 => float_lit(d, v as f64, t),
+        ScalarType::Bool => (if v != 0 { "true" } else { "false" }).into(),
+        ScalarType::I32 if v <= i32::MAX as u128 => format!("{v}"),
+        ScalarType::U32 => format!("{}u", v as u32),
+        ScalarType::I64 if v <= i64::MAX as u128 => format!("{v}L"),
+        ScalarType::U64 | ScalarType::Usize => format!("{}UL", v as u64),
+        _ => {
+            // Truncate to the width (two's complement), then reinterpret.
+            let bits = 8 * crate::plan::elem_bytes(t) as u32;
+            let m = if bits >= 128 {
+                v
+            } else {
+                v & ((1u128 << bits) - 1)
+            };
+            format!("(({})({}UL))", d.ty(t), m as u64)
+        }
+    }
+}
+
+pub fn float_lit(d: Dialect, v: f64, t: ScalarType) -> String {
+    match t {
+        ScalarType::F32 if (v as f32).is_finite() => format!("{:?}f", v as f32),
+        ScalarType::F64 if v.is_finite() => format!("{v:?}"),
+        _ => d.infinity(t).into(),
+    }
+}
+
+/// The neutral element of a built-in operator on `t`.
+pub fn identity(d: Dialect, op: BuiltinOp, t: ScalarType) -> String {
+    let signed_min = |bits: u32| format!("(({})(1UL << {}))", d.ty(t), bits - 1);
+    match (op, t) {
+        (BuiltinOp::Add, _) => int_lit(d, 0, t),
+        (BuiltinOp::Mul, _) => int_lit(d, 1, t),
+        (BuiltinOp::Max, _) if t.is_float() => format!("(-{})", d.infinity(t)),
+        (BuiltinOp::Min, _) if t.is_float() => d.infinity(t).into(),
+        (BuiltinOp::Max, _) if t.is_signed() => signed_min(8 * crate::plan::elem_bytes(t) as u32),
+        (BuiltinOp::Max, _) => int_lit(d, 0, t),
+        (BuiltinOp::Min, _) if t.is_signed() => {
+            let bits = 8 * crate::plan::elem_bytes(t) as u32;
+            int_lit(d, (1u128 << (bits - 1)) - 1, t)
+        }
+        (BuiltinOp::Min, _) => {
+            let bits = 8 * crate::plan::elem_bytes(t) as u32;
+            int_lit(d, (1u128 << bits) - 1, t)
+        }
+    }
+}
+
+fn checked_ty(e: &Expr) -> ScalarType {
+    // The checker fills every node; an unchecked node is a bug in mdh, and
+    // i32 keeps the output compilable so the bug shows as a test failure.
+    e.scalar_ty().unwrap_or(ScalarType::I32)
+}
+
+/// Whether lowering `e` needs statements (it is not a pure C expression).
+fn needs_stmts(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Lit(_) | ExprKind::Var(_) => false,
+        ExprKind::Unary(_, a) | ExprKind::Cast(a, _) => needs_stmts(a),
+        ExprKind::Binary(_, a, b) => needs_stmts(a) || needs_stmts(b),
+        ExprKind::MethodCall(r, _, args) => needs_stmts(r) || args.iter().any(needs_stmts),
+        _ => true,
+    }
+}
+
+/// A C name bound to a Rust name.
+#[derive(Clone)]
+struct Binding {
+    rust: String,
+    c: String,
+}
+
+/// Lowers expressions into a buffer of C statements.
+pub struct Lowering {
+    pub d: Dialect,
+    /// The statements emitted so far.
+    pub out: String,
+    indent: usize,
+    scope: Vec<Binding>,
+    fresh: usize,
+}
+
+impl Lowering {
+    pub fn new(d: Dialect, indent: usize) -> Lowering {
+        Lowering {
+            d,
+            out: String::new(),
+            indent,
+            scope: Vec::new(),
+            fresh: 0,
+        }
+    }
+
+    /// Binds `rust` to the C expression `c` (a variable or a macro name).
+    pub fn bind(&mut self, rust: &str, c: &str) {
+        self.scope.push(Binding {
+            rust: rust.into(),
+            c: c.into(),
+        });
+    }
+
+    fn lookup(&self, rust: &str) -> String {
+        self.scope
+            .iter()
+            .rev()
+            .find(|b| b.rust == rust)
+            .map(|b| b.c.clone())
+            // The checker resolved every name; keep the output compilable.
+            .unwrap_or_else(|| format!("/* unbound {rust} */ 0"))
+    }
+
+    /// A new C variable name derived from `hint`.
+    pub fn fresh(&mut self, hint: &str) -> String {
+        self.fresh += 1;
+        format!("v{}_{hint}", self.fresh)
+    }
+
+    pub fn line(&mut self, s: &str) {
+        let _ = writeln!(self.out, "{:w$}{s}", "", w = self.indent * 4);
+    }
+
+    fn open(&mut self, s: &str) {
+        self.line(s);
+        self.indent += 1;
+    }
+
+    fn close(&mut self, s: &str) {
+        self.indent -= 1;
+        self.line(s);
+    }
+
+    /// Declares a fresh variable of type `t` initialized with `init`.
+    pub fn temp(&mut self, hint: &str, t: ScalarType, init: &str) -> String {
+        let v = self.fresh(hint);
+        let ty = self.d.ty(t);
+        self.line(&format!("{ty} {v} = {init};"));
+        v
+    }
+
+    /// `e` as a pure C expression, emitting the statements it needs first.
+    pub fn value(&mut self, e: &Expr) -> String {
+        let d = self.d;
+        match &e.kind {
+            ExprKind::Lit(Lit::Bool(b)) => b.to_string(),
+            ExprKind::Lit(Lit::Int(v, _)) => int_lit(d, *v, checked_ty(e)),
+            ExprKind::Lit(Lit::Float(v, _)) => float_lit(d, *v, checked_ty(e)),
+            ExprKind::Var(id) => self.lookup(&id.to_string()),
+            ExprKind::Unary(op, a) => {
+                let t = checked_ty(a);
+                let a = self.value(a);
+                self.unary(*op, t, &a)
+            }
+            ExprKind::Binary(op @ (BinOp::And | BinOp::Or), a, b) if needs_stmts(b) => {
+                // Keep the short circuit: the statements of `b` run only
+                // when `a` does not decide.
+                let a = self.value(a);
+                let t = self.temp("cond", ScalarType::Bool, &a);
+                let test = if *op == BinOp::And {
+                    t.clone()
+                } else {
+                    format!("!{t}")
+                };
+                self.open(&format!("if ({test}) {{"));
+                let b = self.value(b);
+                self.line(&format!("{t} = {b};"));
+                self.close("}");
+                t
+            }
+            ExprKind::Binary(op, a, b) => {
+                let t = checked_ty(a);
+                let a = self.value(a);
+                let b = self.value(b);
+                self.binary(*op, t, &a, &b)
+            }
+            ExprKind::Cast(a, to) => {
+                let from = checked_ty(a);
+                let a = self.value(a);
+                d.cast(&a, from, *to)
+            }
+            ExprKind::MethodCall(recv, m, args) => {
+                let t = checked_ty(recv);
+                let r = self.value(recv);
+                let args: Vec<String> = args.iter().map(|a| self.value(a)).collect();
+                self.method(*m, t, &r, &args)
+            }
+            ExprKind::If(c, then, Some(els))
+                if !needs_stmts(c) && simple_block(then) && !needs_stmts(els) =>
+            {
+                let c = self.value(c);
+                let then = self.value(then.tail.as_deref().unwrap_or(e));
+                let els = self.value(els);
+                format!("({c} ? {then} : {els})")
+            }
+            ExprKind::Block(b) if b.stmts.is_empty() && b.tail.is_some() => {
+                self.value(b.tail.as_deref().unwrap_or(e))
+            }
+            _ => match e.scalar_ty() {
+                Some(t) => {
+                    let v = self.fresh("t");
+                    let ty = d.ty(t);
+                    self.line(&format!("{ty} {v};"));
+                    self.assign_into(e, std::slice::from_ref(&v));
+                    v
+                }
+                None => {
+                    self.stmt(e);
+                    String::new()
+                }
+            },
+        }
+    }
+
+    /// Lowers `e` and assigns its value(s) to `dests` (one per tuple
+    /// component, or one for a scalar).
+    pub fn assign_into(&mut self, e: &Expr, dests: &[String]) {
+        match &e.kind {
+            ExprKind::Tuple(items) if items.len() == dests.len() => {
+                for (item, dest) in items.iter().zip(dests) {
+                    self.assign_into(item, std::slice::from_ref(dest));
+                }
+            }
+            ExprKind::If(c, then, Some(els)) => {
+                let c = self.value(c);
+                self.open(&format!("if {} {{", paren(&c)));
+                self.block_into(then, dests);
+                self.close("} else {");
+                self.indent += 1;
+                self.assign_into(els, dests);
+                self.close("}");
+            }
+            ExprKind::Block(b) => self.block_into(b, dests),
+            ExprKind::Break => self.line("break;"),
+            _ if dests.len() == 1 => {
+                let v = self.value(e);
+                self.line(&format!("{} = {v};", dests[0]));
+            }
+            // A tuple-valued expression of another form does not pass the
+            // checker; lower it for its effects only.
+            _ => self.stmt(e),
+        }
+    }
+
+    fn block_into(&mut self, b: &Block, dests: &[String]) {
+        let mark = self.scope.len();
+        self.stmts(b);
+        if let Some(t) = &b.tail {
+            self.assign_into(t, dests);
+        }
+        self.scope.truncate(mark);
+    }
+
+    fn stmts(&mut self, b: &Block) {
+        for (i, s) in b.stmts.iter().enumerate() {
+            match s {
+                Stmt::Let { name, ty, init, .. } => {
+                    let n = name.to_string();
+                    let t = ty
+                        .or_else(|| init.as_ref().and_then(Expr::scalar_ty))
+                        .or_else(|| deferred_type(&n, &b.stmts[i + 1..]))
+                        .unwrap_or(ScalarType::I32);
+                    let v = match init {
+                        Some(init) => {
+                            let x = self.value(init);
+                            let v = self.fresh(&n);
+                            self.line(&format!("{} {v} = {x};", self.d.ty(t)));
+                            v
+                        }
+                        None => {
+                            let v = self.fresh(&n);
+                            self.line(&format!("{} {v};", self.d.ty(t)));
+                            v
+                        }
+                    };
+                    self.bind(&n, &v);
+                }
+                Stmt::Expr(e) => self.stmt(e),
+            }
+        }
+    }
+
+    /// Lowers `e` for its effects (its value, if any, is dropped).
+    pub fn stmt(&mut self, e: &Expr) {
+        match &e.kind {
+            ExprKind::Assign(id, op, v) => {
+                let x = self.lookup(&id.to_string());
+                let val = self.value(v);
+                let rhs = match op {
+                    None => val,
+                    Some(op) => self.binary(*op, checked_ty(v), &x, &val),
+                };
+                self.line(&format!("{x} = {rhs};"));
+            }
+            ExprKind::For(var, lo, hi, body) => {
+                let t = checked_ty(lo);
+                let lo = self.value(lo);
+                let hi = self.value(hi);
+                let end = self.temp("end", t, &hi);
+                let name = var.as_ref().map_or("_".to_string(), |v| v.to_string());
+                let v = self.fresh(&name.replace('_', "it"));
+                let ty = self.d.ty(t);
+                self.open(&format!("for ({ty} {v} = {lo}; {v} < {end}; {v}++) {{"));
+                let mark = self.scope.len();
+                if let Some(var) = var {
+                    self.bind(&var.to_string(), &v);
+                }
+                self.block_stmt(body);
+                self.scope.truncate(mark);
+                self.close("}");
+            }
+            ExprKind::If(c, then, els) => {
+                let c = self.value(c);
+                self.open(&format!("if {} {{", paren(&c)));
+                self.block_stmt(then);
+                match els {
+                    Some(els) => {
+                        self.close("} else {");
+                        self.indent += 1;
+                        self.stmt(els);
+                        self.close("}");
+                    }
+                    None => self.close("}"),
+                }
+            }
+            ExprKind::Block(b) => self.block_stmt(b),
+            ExprKind::Break => self.line("break;"),
+            // Pure expressions have no effects.
+            _ => {}
+        }
+    }
+
+    fn block_stmt(&mut self, b: &Block) {
+        let mark = self.scope.len();
+        self.stmts(b);
+        if let Some(t) = &b.tail {
+            self.stmt(t);
+        }
+        self.scope.truncate(mark);
+    }
+
+    fn unary(&self, op: UnOp, t: ScalarType, a: &str) -> String {
+        let d = self.d;
+        match op {
+            UnOp::Neg if t.is_int() => format!("(({})(0u - ({}){a}))", d.ty(t), d.unsigned_ty(t)),
+            UnOp::Neg => format!("(-{a})"),
+            UnOp::Not if t == ScalarType::Bool => format!("(!{a})"),
+            UnOp::Not => format!("(({})(~{a}))", d.ty(t)),
+        }
+    }
+
+    /// `a op b` on operands of type `t`.
+    pub fn binary(&self, op: BinOp, t: ScalarType, a: &str, b: &str) -> String {
+        let d = self.d;
+        let wraps = matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul);
+        if t.is_int() && wraps {
+            let u = d.unsigned_ty(t);
+            return format!("(({})(({u}){a} {} ({u}){b}))", d.ty(t), op.symbol());
+        }
+        if t.is_int() && matches!(op, BinOp::Div | BinOp::Rem) {
+            return format!("(({})({a} {} {b}))", d.ty(t), op.symbol());
+        }
+        if t.is_float() && op == BinOp::Rem {
+            return format!("fmod({a}, {b})");
+        }
+        format!("({a} {} {b})", op.symbol())
+    }
+
+    fn method(&self, m: Method, t: ScalarType, r: &str, args: &[String]) -> String {
+        let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
+        match m {
+            Method::Abs if t.is_int() => {
+                format!("({r} < 0 ? {} : {r})", self.unary(UnOp::Neg, t, r))
+            }
+            Method::Abs => format!("fabs({r})"),
+            Method::Min | Method::Max => self.min_max(m, t, r, &arg(0)),
+            Method::Powi if self.d == Dialect::OpenCl => format!("pown({r}, {})", arg(0)),
+            Method::Powi => format!("pow({r}, ({}){})", self.d.ty(t), arg(0)),
+            Method::Powf => format!("pow({r}, {})", arg(0)),
+            Method::Ln => format!("log({r})"),
+            Method::MulAdd => format!("fma({r}, {}, {})", arg(0), arg(1)),
+            Method::Sqrt
+            | Method::Exp
+            | Method::Sin
+            | Method::Cos
+            | Method::Tanh
+            | Method::Floor
+            | Method::Ceil => format!("{}({r})", m.name()),
+        }
+    }
+
+    fn min_max(&self, m: Method, t: ScalarType, a: &str, b: &str) -> String {
+        match (m, t.is_float()) {
+            (Method::Min, true) => format!("fmin({a}, {b})"),
+            (_, true) => format!("fmax({a}, {b})"),
+            (Method::Min, false) => format!("({a} < {b} ? {a} : {b})"),
+            (_, false) => format!("({a} > {b} ? {a} : {b})"),
+        }
+    }
+
+    /// `a ⊕ b` for a combine operator on values of type `t`, as a pure C
+    /// expression (a closure's statements are emitted first).
+    pub fn combine(&mut self, op: &ReduceOp, t: ScalarType, a: &str, b: &str) -> String {
+        match op {
+            ReduceOp::Builtin(BuiltinOp::Add, _) => self.binary(BinOp::Add, t, a, b),
+            ReduceOp::Builtin(BuiltinOp::Mul, _) => self.binary(BinOp::Mul, t, a, b),
+            ReduceOp::Builtin(BuiltinOp::Max, _) => self.min_max(Method::Max, t, a, b),
+            ReduceOp::Builtin(BuiltinOp::Min, _) => self.min_max(Method::Min, t, a, b),
+            ReduceOp::Closure(c) => {
+                let mark = self.scope.len();
+                let l = self.temp(&c.lhs.to_string(), t, a);
+                let r = self.temp(&c.rhs.to_string(), t, b);
+                self.bind(&c.lhs.to_string(), &l);
+                self.bind(&c.rhs.to_string(), &r);
+                let v = self.value(&c.body);
+                self.scope.truncate(mark);
+                v
+            }
+        }
+    }
+}
+
+/// `c` in parentheses once (clang warns about `if ((a == b))`).
+fn paren(c: &str) -> String {
+    // Wrapped when the first parenthesis closes only at the very end.
+    let mut wrapped = c.starts_with('(') && c.ends_with(')');
+    let mut depth = 0i32;
+    for (i, ch) in c.char_indices() {
+        match ch {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ => {}
+        }
+        if depth == 0 && i + 1 < c.len() {
+            wrapped = false;
+        }
+    }
+    if wrapped {
+        c.to_string()
+    } else {
+        format!("({c})")
+    }
+}
+
+fn simple_block(b: &Block) -> bool {
+    b.stmts.is_empty() && b.tail.as_deref().is_some_and(|t| !needs_stmts(t))
+}
+
+/// The type of `let x;` (no annotation, no initializer): that of the value
+/// first assigned to it in its block (the checker demands such an assignment).
+fn deferred_type(name: &str, rest: &[Stmt]) -> Option<ScalarType> {
+    rest.iter().find_map(|s| match s {
+        Stmt::Expr(Expr {
+            kind: ExprKind::Assign(id, None, v),
+            ..
+        }) if id == name => v.scalar_ty(),
+        _ => None,
+    })
+}

@@ -1,0 +1,665 @@
+//! The C-like kernel emitter shared by the OpenCL and CUDA back ends.
+//!
+//! It emits a source *template*: every size, every count of the plan and
+//! every offset is a preprocessor name (`N0`, `W1`, `IN0_0_BASE`, …) that
+//! [`crate::gpu_plan::defines`] defines for one call, so one template serves
+//! every size and every plan (the tuner varies plans by definitions alone),
+//! and the device compiler sees constants.
+//!
+//! The template holds up to three kinds of kernels (all launched as 1-D
+//! ranges; work-group and work-item coordinates per md_hom dimension are
+//! decoded from the linear ids, last dimension fastest):
+//! - `mdh_main`: each work-group walks its block of the index space in LM
+//!   tiles (kept dimensions outside, PW dimensions inside), optionally
+//!   copying the tiles of inputs into local memory first; each work-item
+//!   computes its PM tile of points, keeps partial results of PW dimensions
+//!   in private memory, combines them across the work-items of its group by
+//!   a tree in local memory, and writes the result through the output view
+//!   (or, when PW dimensions are split across work-groups, into a buffer of
+//!   partial results per work-group). PS dimensions are computed here like
+//!   CC dimensions.
+//! - `mdh_combine`: the second pass over the partial results of work-groups.
+//! - `mdh_scan{d}`: for each PS dimension `d`, an inclusive scan in place
+//!   along `d` (one work-item per line).
+//!
+//! The dialects differ only in the names of [`Dialect`]'s methods and
+//! [`Words`].
+
+use std::fmt::Write;
+
+use crate::codegen::c_expr::{identity, Dialect, Lowering};
+use crate::spec::{BuiltinOp, DimKind, Kernel, ReduceOp, ScalarType, Type};
+
+/// The words that differ between the dialects outside of expressions.
+struct Words {
+    kernel: &'static str,
+    global: &'static str,
+    restrict: &'static str,
+    local: &'static str,
+    barrier: &'static str,
+    group_id: &'static str,
+    local_id: &'static str,
+}
+
+fn words(d: Dialect) -> Words {
+    match d {
+        Dialect::OpenCl => Words {
+            kernel: "__kernel void",
+            global: "__global ",
+            restrict: "restrict",
+            local: "__local",
+            barrier: "barrier(CLK_LOCAL_MEM_FENCE);",
+            group_id: "(long)get_group_id(0)",
+            local_id: "(long)get_local_id(0)",
+        },
+        Dialect::Cuda => Words {
+            kernel: "extern \"C\" __global__ void",
+            global: "",
+            restrict: "__restrict__",
+            local: "__shared__",
+            barrier: "__syncthreads();",
+            group_id: "(long)blockIdx.x",
+            local_id: "(long)threadIdx.x",
+        },
+    }
+}
+
+/// Work-items per work-group of the second pass and of the scans.
+pub const PASS_ITEMS: usize = 64;
+
+/// What the emitter needs to know about one kernel.
+struct Emit<'k> {
+    k: &'k Kernel,
+    d: Dialect,
+    w: Words,
+    dims: usize,
+    kinds: Vec<DimKind>,
+    kept: Vec<usize>,
+    pw: Vec<usize>,
+    /// Per output access: (buffer, access of that buffer, value type).
+    outs: Vec<(usize, usize, ScalarType)>,
+    /// Per input access: (buffer, access of that buffer).
+    ins: Vec<(usize, usize)>,
+    ops: Vec<Option<&'k ReduceOp>>,
+}
+
+/// Whether combining output `o` needs "has a value" flags: an operator
+/// without a neutral element, whose partial results may be empty.
+fn needs_flags(op: Option<&ReduceOp>) -> bool {
+    matches!(op, Some(ReduceOp::Closure(_)))
+}
+
+impl<'k> Emit<'k> {
+    fn new(k: &'k Kernel, d: Dialect) -> Self {
+        let dims = k.dims.len();
+        let kinds = k.dim_kinds();
+        let per_buffer = |accs: Vec<(usize, &crate::spec::IndexFn)>| -> Vec<(usize, usize)> {
+            let mut seen = std::collections::HashMap::new();
+            accs.into_iter()
+                .map(|(b, _)| {
+                    let a = seen.entry(b).or_insert(0usize);
+                    *a += 1;
+                    (b, *a - 1)
+                })
+                .collect()
+        };
+        let ins = per_buffer(k.input_accesses());
+        let outs = per_buffer(k.output_accesses())
+            .into_iter()
+            .map(|(b, a)| (b, a, k.outputs[b].ty))
+            .collect();
+        let n_out = k.output_accesses().len();
+        Emit {
+            k,
+            d,
+            w: words(d),
+            dims,
+            kept: (0..dims).filter(|&x| kinds[x].is_kept()).collect(),
+            pw: (0..dims).filter(|&x| kinds[x] == DimKind::Pw).collect(),
+            kinds,
+            outs,
+            ins,
+            ops: (0..n_out)
+                .map(|o| k.ops.iter().find_map(|op| op.op_for(o)))
+                .collect(),
+        }
+    }
+
+    /// The kernel parameters shared by all kernels: inputs, outputs,
+    /// partial results per output access, params.
+    fn params(&self, with_inputs: bool, with_partials: bool) -> String {
+        let mut p = Vec::new();
+        let g = self.w.global;
+        if with_inputs {
+            for (b, buf) in self.k.inputs.iter().enumerate() {
+                let t = self.d.storage_ty(buf.ty);
+                p.push(format!("{g}const {t}* {} in{b}", self.w.restrict));
+            }
+        }
+        for (b, buf) in self.k.outputs.iter().enumerate() {
+            p.push(format!("{g}{}* out{b}", self.d.storage_ty(buf.ty)));
+        }
+        if with_partials {
+            for (o, &(_, _, t)) in self.outs.iter().enumerate() {
+                p.push(format!("{g}{}* part{o}", self.d.storage_ty(t)));
+            }
+        }
+        for prm in &self.k.params {
+            p.push(format!(
+                "const {} arg_{}",
+                self.d.storage_ty(prm.ty),
+                prm.name
+            ));
+        }
+        p.join(", ")
+    }
+
+    /// Binds the kernel's params and size parameters for the scalar function
+    /// and the operators.
+    fn bind_names(&self, l: &mut Lowering) {
+        for s in &self.k.size_params {
+            l.bind(&s.to_string(), &format!("MDH_SIZE_{s}"));
+        }
+        for prm in &self.k.params {
+            let v = if prm.ty == ScalarType::Bool {
+                format!("(arg_{} != 0)", prm.name)
+            } else {
+                format!("arg_{}", prm.name)
+            };
+            l.bind(&prm.name.to_string(), &v);
+        }
+    }
+
+    /// Decodes `id` into per-dimension coordinates `{prefix}{x}` with radix
+    /// `{radix}{x}` (last dimension fastest), for `dims`.
+    fn decode(&self, l: &mut Lowering, id: &str, prefix: &str, radix: &str, dims: &[usize]) {
+        let rest = l.fresh("rest");
+        l.line(&format!("long {rest} = {id};"));
+        for &x in dims.iter().rev() {
+            l.line(&format!("const long {prefix}{x} = {rest} % {radix}{x};"));
+            l.line(&format!("{rest} /= {radix}{x};"));
+        }
+    }
+
+    /// `Σ coef · i` of a linear offset named `{pre}` at the point `i{x}`.
+    fn linear(&self, pre: &str, dims: &[usize]) -> String {
+        let mut s = format!("{pre}_BASE");
+        for &x in dims {
+            let _ = write!(s, " + {pre}_C{x} * i{x}");
+        }
+        s
+    }
+
+    /// The dimensions an input access depends on.
+    fn used(&self, b: usize, a: usize) -> Vec<usize> {
+        let f = self.access(b, a);
+        (0..self.dims)
+            .filter(|&x| f.components.iter().any(|c| c.dims[x] != 0))
+            .collect()
+    }
+
+    fn access(&self, b: usize, a: usize) -> &crate::spec::IndexFn {
+        self.k
+            .inp_view
+            .iter()
+            .filter(|v| v.buffer == self.k.inputs[b].name)
+            .flat_map(|v| v.accesses.iter())
+            .nth(a)
+            .expect("accesses are numbered from the views")
+    }
+
+    /// The element of input access `(b, a)` at point `i`: from local memory
+    /// when its buffer is cached there (`#if LOCAL{b}`), else from global.
+    fn load(&self, b: usize, a: usize) -> String {
+        let f = self.access(b, a);
+        let mut local = String::from("0");
+        for (c, comp) in f.components.iter().enumerate() {
+            let mut v = format!("IN{b}_{a}_O{c}");
+            for (x, &cf) in comp.dims.iter().enumerate() {
+                if cf != 0 {
+                    let _ = write!(v, " + ({cf}L) * i{x}");
+                }
+            }
+            let _ = write!(local, " + ({v} - lo{b}_{c}) * L{b}_S{c}");
+        }
+        let global = self.linear(&format!("IN{b}_{a}"), &self.used(b, a));
+        format!("MDH_LOAD{b}(({local}), ({global}))")
+    }
+
+    fn main_kernel(&self, src: &mut String) {
+        let (d, w) = (self.d, &self.w);
+        let all: Vec<usize> = (0..self.dims).collect();
+        let _ = writeln!(
+            src,
+            "{} mdh_main({})\n{{",
+            w.kernel,
+            self.params(true, true)
+        );
+        let mut l = Lowering::new(d, 1);
+        self.bind_names(&mut l);
+        l.line(&format!("const long gid = {};", w.group_id));
+        l.line(&format!("const long lid = {};", w.local_id));
+        self.decode(&mut l, "gid", "g", "G", &all);
+        self.decode(&mut l, "lid", "w", "W", &all);
+        for &x in &all {
+            l.line(&format!("const long blo{x} = g{x} * B{x};"));
+            l.line(&format!(
+                "const long bhi{x} = MDH_MIN(blo{x} + B{x}, N{x});"
+            ));
+        }
+        // Local memory: tiles of cached inputs, the reduction tree.
+        for (b, buf) in self.k.inputs.iter().enumerate() {
+            l.line(&format!("#if LOCAL{b}"));
+            l.line(&format!(
+                "{} {} lmem{b}[L{b}_SIZE];",
+                w.local,
+                d.storage_ty(buf.ty)
+            ));
+            for c in 0..buf.shape.len() {
+                l.line(&format!("long lo{b}_{c} = 0;"));
+            }
+            l.line("#endif");
+        }
+        l.line("#if PW_ITEMS > 1");
+        for (o, &(_, _, t)) in self.outs.iter().enumerate() {
+            l.line(&format!(
+                "{} {} red{o}[WG_ITEMS];",
+                w.local,
+                d.storage_ty(t)
+            ));
+            if needs_flags(self.ops[o]) {
+                l.line(&format!("{} uchar redf{o}[WG_ITEMS];", w.local));
+            }
+        }
+        l.line("#endif");
+        // The linear index of this work-item among the PW work-items, and
+        // of its kept work-item coordinates.
+        let mut pwl = String::from("0L");
+        for &x in &self.pw {
+            pwl = format!("({pwl}) * W{x} + w{x}");
+        }
+        let mut kl = String::from("0L");
+        for &x in &self.kept {
+            kl = format!("({kl}) * W{x} + w{x}");
+        }
+        l.line(&format!("const long pwl = {pwl};"));
+        l.line(&format!("const long kl = {kl};"));
+        let index =
+            |x: usize| format!("t{x} + (MDH_BLOCKED ? w{x} * P{x} + p{x} : w{x} + p{x} * W{x})");
+        // Kept tile loops.
+        for &x in &self.kept {
+            l.line(&format!(
+                "for (long t{x} = blo{x}; t{x} < bhi{x}; t{x} += T{x}) {{"
+            ));
+            l.line(&format!("const long e{x} = MDH_MIN(t{x} + T{x}, bhi{x});"));
+        }
+        // Private accumulators over the kept PM tile.
+        let mut pk = String::from("1L");
+        for &x in &self.kept {
+            pk = format!("{pk} * P{x}");
+        }
+        let mut q = String::from("0L");
+        for &x in &self.kept {
+            q = format!("({q}) * P{x} + p{x}");
+        }
+        l.line(&format!("#define PK ({pk})"));
+        for (o, &(_, _, t)) in self.outs.iter().enumerate() {
+            let init = match self.ops[o] {
+                Some(ReduceOp::Builtin(op, _)) => identity(d, *op, t),
+                _ => crate::codegen::c_expr::int_lit(d, 0, t),
+            };
+            l.line(&format!("{} acc{o}[PK];", d.ty(t)));
+            if needs_flags(self.ops[o]) {
+                l.line(&format!("bool has{o}[PK];"));
+            }
+            l.line(&format!(
+                "for (long q = 0; q < PK; q++) {{ acc{o}[q] = {init};"
+            ));
+            if needs_flags(self.ops[o]) {
+                l.line(&format!("    has{o}[q] = false;"));
+            }
+            l.line("}");
+        }
+        // PW tile loops.
+        for &x in &self.pw {
+            l.line(&format!(
+                "for (long t{x} = blo{x}; t{x} < bhi{x}; t{x} += T{x}) {{"
+            ));
+            l.line(&format!("const long e{x} = MDH_MIN(t{x} + T{x}, bhi{x});"));
+        }
+        self.local_copies(&mut l);
+        // Private loops: PW outside, kept inside (the accumulators' index
+        // is then a constant after unrolling).
+        for &x in self.pw.iter().chain(&self.kept) {
+            l.line(&format!("for (long p{x} = 0; p{x} < P{x}; p{x}++) {{"));
+        }
+        for &x in &all {
+            l.line(&format!("const long i{x} = {};", index(x)));
+        }
+        let mut inside = String::from("1");
+        for &x in &all {
+            let _ = write!(inside, " && i{x} < e{x}");
+        }
+        l.line(&format!("if ({inside}) {{"));
+        let results = self.point(&mut l);
+        l.line(&format!("const long q = {q};"));
+        for (o, r) in results.iter().enumerate() {
+            let t = self.outs[o].2;
+            match self.ops[o] {
+                None => l.line(&format!("acc{o}[q] = {r};")),
+                Some(op) => {
+                    let c = l.combine(op, t, &format!("acc{o}[q]"), r);
+                    if needs_flags(Some(op)) {
+                        l.line(&format!(
+                            "acc{o}[q] = has{o}[q] ? {c} : {r}; has{o}[q] = true;"
+                        ));
+                    } else {
+                        l.line(&format!("acc{o}[q] = {c};"));
+                    }
+                }
+            }
+        }
+        l.line("}");
+        for _ in self.pw.iter().chain(&self.kept) {
+            l.line("}");
+        }
+        l.line("#if ANY_LOCAL");
+        l.line(w.barrier);
+        l.line("#endif");
+        for _ in &self.pw {
+            l.line("}");
+        }
+        // Results: the tree across PW work-items, then the output view or
+        // the partial results of this work-group.
+        for &x in &self.kept {
+            l.line(&format!("for (long p{x} = 0; p{x} < P{x}; p{x}++) {{"));
+        }
+        for &x in &self.kept {
+            l.line(&format!("const long i{x} = {};", index(x)));
+        }
+        let mut valid = String::from("1");
+        for &x in &self.kept {
+            let _ = write!(valid, " && i{x} < e{x}");
+        }
+        l.line(&format!("const long q = {q};"));
+        l.line("#if PW_ITEMS > 1");
+        for (o, _) in self.outs.iter().enumerate() {
+            l.line(&format!("red{o}[kl * PW_ITEMS + pwl] = acc{o}[q];"));
+            if needs_flags(self.ops[o]) {
+                l.line(&format!("redf{o}[kl * PW_ITEMS + pwl] = has{o}[q];"));
+            }
+        }
+        l.line(w.barrier);
+        l.line("for (long s = 1; s < PW_ITEMS; s *= 2) {");
+        l.line("if (pwl % (2 * s) == 0 && pwl + s < PW_ITEMS) {");
+        let me = "kl * PW_ITEMS + pwl";
+        for (o, &(_, _, t)) in self.outs.iter().enumerate() {
+            let Some(op) = self.ops[o] else { continue };
+            let other = format!("red{o}[{me} + s]");
+            let c = l.combine(op, t, &format!("red{o}[{me}]"), &other);
+            if needs_flags(Some(op)) {
+                l.line(&format!(
+                    "if (redf{o}[{me} + s]) {{ red{o}[{me}] = redf{o}[{me}] ? {c} : {other}; redf{o}[{me}] = 1; }}"
+                ));
+            } else {
+                l.line(&format!("red{o}[{me}] = {c};"));
+            }
+        }
+        l.line("}");
+        l.line(w.barrier);
+        l.line("}");
+        for (o, _) in self.outs.iter().enumerate() {
+            l.line(&format!("acc{o}[q] = red{o}[{me}];"));
+        }
+        l.line(w.barrier);
+        l.line("#endif");
+        l.line(&format!(
+            "if (pwl == 0{}) {{",
+            valid.trim_start_matches('1')
+        ));
+        self.write_results(&mut l);
+        l.line("}");
+        for _ in &self.kept {
+            l.line("}");
+        }
+        l.line("#undef PK");
+        for _ in &self.kept {
+            l.line("}");
+        }
+        src.push_str(&l.out);
+        src.push_str("}\n\n");
+    }
+
+    /// The scalar function at point `i`: binds its parameters to the loaded
+    /// inputs and returns one C expression per output access.
+    fn point(&self, l: &mut Lowering) -> Vec<String> {
+        let f = &self.k.scalar_fn;
+        if let Some(ix) = &f.index_params {
+            for (x, name) in ix.iter().enumerate() {
+                l.bind(&name.to_string(), &format!("((ulong)i{x})"));
+            }
+        }
+        for (name, &(b, a)) in f.params.iter().zip(&self.ins) {
+            let t = self.k.inputs[b].ty;
+            let v = l.temp(&name.to_string(), t, &self.load(b, a));
+            l.bind(&name.to_string(), &v);
+        }
+        let dests: Vec<String> = self
+            .outs
+            .iter()
+            .map(|&(_, _, t)| {
+                let v = l.fresh("r");
+                l.line(&format!("{} {v};", self.d.ty(t)));
+                v
+            })
+            .collect();
+        match &f.body.ty {
+            Some(Type::Tuple(_)) | Some(Type::Scalar(_)) => l.assign_into(&f.body, &dests),
+            _ => l.stmt(&f.body),
+        }
+        dests
+    }
+
+    /// Writes `acc{o}[q]` of every output access at kept point `i`.
+    fn write_results(&self, l: &mut Lowering) {
+        l.line("#if PW_GROUPS == 1");
+        for (o, &(b, a, _)) in self.outs.iter().enumerate() {
+            let off = self.linear(&format!("OUT{b}_{a}"), &self.kept);
+            l.line(&format!("out{b}[{off}] = acc{o}[q];"));
+        }
+        l.line("#else");
+        let mut gpw = String::from("0L");
+        for &x in &self.pw {
+            gpw = format!("({gpw}) * G{x} + g{x}");
+        }
+        let mut kept_lin = String::from("0L");
+        for &x in &self.kept {
+            kept_lin = format!("({kept_lin}) * N{x} + i{x}");
+        }
+        for (o, _) in self.outs.iter().enumerate() {
+            l.line(&format!(
+                "part{o}[({gpw}) * KEPT_POINTS + ({kept_lin})] = acc{o}[q];"
+            ));
+        }
+        l.line("#endif");
+    }
+
+    /// Cooperative copies of the current tile of locally cached inputs.
+    fn local_copies(&self, l: &mut Lowering) {
+        for (b, buf) in self.k.inputs.iter().enumerate() {
+            let f = self.access(b, 0);
+            let rank = buf.shape.len();
+            l.line(&format!("#if LOCAL{b}"));
+            l.line("{");
+            // The box of the tile: per component, the least and greatest
+            // value over the tile (coefficients are the same for every
+            // access of the buffer; offsets differ by constants).
+            for (c, comp) in f.components.iter().enumerate() {
+                let (mut lo, mut hi) = (format!("IN{b}_OMIN{c}"), format!("IN{b}_OMAX{c}"));
+                for (x, &cf) in comp.dims.iter().enumerate() {
+                    if cf > 0 {
+                        let _ = write!(lo, " + ({cf}L) * t{x}");
+                        let _ = write!(hi, " + ({cf}L) * (e{x} - 1)");
+                    } else if cf < 0 {
+                        let _ = write!(lo, " + ({cf}L) * (e{x} - 1)");
+                        let _ = write!(hi, " + ({cf}L) * t{x}");
+                    }
+                }
+                l.line(&format!("lo{b}_{c} = {lo};"));
+                l.line(&format!("const long ext{c} = {hi} - lo{b}_{c} + 1;"));
+            }
+            let total = (0..rank)
+                .map(|c| format!("ext{c}"))
+                .collect::<Vec<_>>()
+                .join(" * ");
+            l.line(&format!(
+                "for (long e = lid; e < {total}; e += WG_ITEMS) {{"
+            ));
+            l.line("long rest = e, lidx = 0, gidx = 0;");
+            for c in (0..rank).rev() {
+                l.line(&format!("const long x{c} = rest % ext{c}; rest /= ext{c};"));
+                l.line(&format!(
+                    "lidx += x{c} * L{b}_S{c}; gidx += (lo{b}_{c} + x{c}) * IN{b}_S{c};"
+                ));
+            }
+            l.line(&format!("lmem{b}[lidx] = in{b}[gidx];"));
+            l.line("}");
+            l.line("}");
+            l.line("#endif");
+        }
+        l.line("#if ANY_LOCAL");
+        l.line(self.w.barrier);
+        l.line("#endif");
+    }
+
+    /// The second pass: combines the partial results of the work-groups
+    /// that split PW dimensions, in order, and writes the output view.
+    fn combine_kernel(&self, src: &mut String) {
+        let _ = writeln!(
+            src,
+            "#if PW_GROUPS > 1\n{} mdh_combine({})\n{{",
+            self.w.kernel,
+            self.params(false, true)
+        );
+        let mut l = Lowering::new(self.d, 1);
+        self.bind_names(&mut l);
+        l.line(&format!(
+            "const long idx = {} * {PASS_ITEMS}L + {};",
+            self.w.group_id, self.w.local_id
+        ));
+        l.line("if (idx < KEPT_POINTS) {");
+        self.decode(&mut l, "idx", "i", "N", &self.kept);
+        for (o, &(b, a, t)) in self.outs.iter().enumerate() {
+            let v = l.temp("v", t, &format!("part{o}[idx]"));
+            l.line("for (long g = 1; g < PW_GROUPS; g++) {");
+            let c = match self.ops[o] {
+                Some(op) => l.combine(op, t, &v, &format!("part{o}[g * KEPT_POINTS + idx]")),
+                None => v.clone(),
+            };
+            l.line(&format!("{v} = {c};"));
+            l.line("}");
+            let off = self.linear(&format!("OUT{b}_{a}"), &self.kept);
+            l.line(&format!("out{b}[{off}] = {v};"));
+        }
+        l.line("}");
+        src.push_str(&l.out);
+        src.push_str("}\n#endif\n\n");
+    }
+
+    /// One in-place inclusive scan per PS dimension `s`, one work-item per
+    /// line along `s`.
+    fn scan_kernels(&self, src: &mut String) {
+        for &s in self.kept.iter().filter(|&&x| self.kinds[x] == DimKind::Ps) {
+            let _ = writeln!(
+                src,
+                "{} mdh_scan{s}({})\n{{",
+                self.w.kernel,
+                self.params(false, false)
+            );
+            let mut l = Lowering::new(self.d, 1);
+            self.bind_names(&mut l);
+            l.line(&format!(
+                "const long idx = {} * {PASS_ITEMS}L + {};",
+                self.w.group_id, self.w.local_id
+            ));
+            l.line(&format!("if (N{s} > 0 && idx < KEPT_POINTS / N{s}) {{"));
+            let others: Vec<usize> = self.kept.iter().copied().filter(|&x| x != s).collect();
+            self.decode(&mut l, "idx", "i", "N", &others);
+            l.line(&format!("const long i{s} = 0;"));
+            for (o, &(b, a, t)) in self.outs.iter().enumerate() {
+                let Some(op) = self.ops[o] else { continue };
+                let off = self.linear(&format!("OUT{b}_{a}"), &self.kept);
+                l.line("{");
+                l.line(&format!("long off = {off};"));
+                let acc = l.temp("acc", t, &format!("out{b}[off]"));
+                l.line(&format!("for (long j = 1; j < N{s}; j++) {{"));
+                l.line(&format!("off += OUT{b}_{a}_C{s};"));
+                let c = l.combine(op, t, &acc, &format!("out{b}[off]"));
+                l.line(&format!("{acc} = {c};"));
+                l.line(&format!("out{b}[off] = {acc};"));
+                l.line("}");
+                l.line("}");
+            }
+            l.line("}");
+            src.push_str(&l.out);
+            src.push_str("}\n\n");
+        }
+    }
+
+    fn prelude(&self, src: &mut String) {
+        let uses = |t: ScalarType| {
+            self.k.inputs.iter().any(|b| b.ty == t)
+                || self.k.outputs.iter().any(|b| b.ty == t)
+                || self.k.params.iter().any(|p| p.ty == t)
+                || self.k.source.contains(t.name())
+        };
+        match self.d {
+            Dialect::OpenCl => {
+                if uses(ScalarType::F64) {
+                    src.push_str("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
+                }
+            }
+            Dialect::Cuda => src.push_str(
+                "typedef unsigned char uchar;\ntypedef unsigned short ushort;\ntypedef unsigned int uint;\ntypedef unsigned long ulong;\n",
+            ),
+        }
+        src.push_str("#define MDH_MIN(a, b) ((a) < (b) ? (a) : (b))\n");
+        src.push_str("#ifndef MDH_BLOCKED\n#define MDH_BLOCKED 0\n#endif\n");
+        let mut any = Vec::new();
+        for b in 0..self.k.inputs.len() {
+            let _ = writeln!(
+                src,
+                "#ifndef LOCAL{b}\n#define LOCAL{b} 0\n#endif\n#if LOCAL{b}\n#define MDH_LOAD{b}(l, g) lmem{b}[l]\n#else\n#define MDH_LOAD{b}(l, g) in{b}[g]\n#endif"
+            );
+            any.push(format!("LOCAL{b}"));
+        }
+        if any.is_empty() {
+            any.push("0".into());
+        }
+        let _ = writeln!(src, "#define ANY_LOCAL ({})\n", any.join(" || "));
+    }
+}
+
+/// Whether output access `o`'s operator has a neutral element (so an empty
+/// PW dimension yields it instead of an error).
+pub fn has_identity(k: &Kernel, o: usize) -> bool {
+    matches!(
+        k.ops.iter().find_map(|op| op.op_for(o)),
+        None | Some(ReduceOp::Builtin(
+            BuiltinOp::Add | BuiltinOp::Mul | BuiltinOp::Max | BuiltinOp::Min,
+            _
+        ))
+    )
+}
+
+/// The source template of kernel `k` in dialect `d` (see the module docs);
+/// [`crate::gpu_plan::defines`] completes it for one call.
+pub fn template(k: &Kernel, d: Dialect) -> String {
+    let e = Emit::new(k, d);
+    let mut src = String::new();
+    e.prelude(&mut src);
+    e.main_kernel(&mut src);
+    e.combine_kernel(&mut src);
+    e.scan_kernels(&mut src);
+    src
+}

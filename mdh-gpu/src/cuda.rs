@@ -1,0 +1,671 @@
+//! The CUDA runtime of mdh over [`cudarc`]: devices, buffers, NVRTC
+//! compilation with a module cache, and timed kernel launches.
+//!
+//! cudarc is built with dynamic loading: this crate builds on machines
+//! without CUDA, and every entry point first checks that the driver
+//! (`libcuda.so`) or NVRTC (`libnvrtc.so.12`) can be loaded, returning an
+//! [`Error::Backend`] when it cannot (cudarc itself would panic).
+//!
+//! NVRTC is looked up by name (the system's library path and
+//! `LD_LIBRARY_PATH`), then at `MDH_NVRTC_LIB` (the library file or its
+//! folder), then in the `nvidia-cuda-nvrtc-cu12` wheel of a `pip install
+//! --user` (`~/.local/lib/python3.*/site-packages/nvidia/cuda_nvrtc/lib`).
+//!
+//! ```no_run
+//! # fn main() -> Result<(), mdh_core::Error> {
+//! use mdh_gpu::cuda::Device;
+//! let dev = Device::first()?;
+//! let m = dev.module(r#"extern "C" __global__ void twice(float* x, int n) {
+//!     int i = blockIdx.x * blockDim.x + threadIdx.x;
+//!     if (i < n) x[i] *= 2.0f;
+//! }"#)?;
+//! let mut x = dev.buffer_from(&[1.0f32, 2.0, 3.0])?;
+//! let took = m.kernel("twice")?.arg_slice_mut(&mut x).arg_scalar(3i32).run([1, 1, 1], [32, 1, 1], 0)?;
+//! let mut out = [0.0f32; 3];
+//! dev.read(&x, &mut out)?;
+//! assert_eq!(out, [2.0, 4.0, 6.0]);
+//! # let _ = took; Ok(()) }
+//! ```
+
+pub use cudarc;
+
+use cudarc::driver::{
+    sys::{CUevent_flags, CUfunction_attribute},
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, LaunchArgs,
+    LaunchConfig, PushKernelArg, ValidAsZeroBits,
+};
+use cudarc::nvrtc::{result as nvrtc_result, sys as nvrtc_sys};
+use mdh_core::Error;
+use std::collections::HashMap;
+use std::ffi::{c_char, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+fn backend(msg: impl Into<String>) -> Error {
+    Error::Backend(msg.into())
+}
+
+/// Runs `f`, turning a panic inside cudarc (a missing symbol in an old
+/// library, for instance) into an `Err` that names `what`.
+fn guarded<R>(what: &str, f: impl FnOnce() -> Result<R, Error>) -> Result<R, Error> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        Err(backend(format!("{what}: the CUDA library failed: {msg}")))
+    })
+}
+
+fn driver_err(what: &str) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ {
+    move |e| backend(format!("CUDA: {what} failed: {e}"))
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+// ------------------------------------------------------------------ libraries
+
+/// Whether the CUDA driver library (`libcuda.so`) can be loaded. A machine
+/// can have the driver and still no device: see [`Device::first`].
+pub fn driver_available() -> bool {
+    static OK: OnceLock<bool> = OnceLock::new();
+    // SAFETY: tries to dlopen the driver library by its usual names.
+    *OK.get_or_init(|| unsafe { cudarc::driver::sys::is_culib_present() })
+}
+
+/// Where NVRTC may be besides the library path: `MDH_NVRTC_LIB` and the pip
+/// wheel of a `--user` install.
+fn nvrtc_candidates() -> Vec<PathBuf> {
+    const LIB: &str = "libnvrtc.so.12";
+    let mut c = Vec::new();
+    if let Some(p) = std::env::var_os("MDH_NVRTC_LIB").map(PathBuf::from) {
+        c.push(if p.is_dir() { p.join(LIB) } else { p });
+    }
+    let mut roots = Vec::new();
+    if let Some(home) = std::env::var_os("HOME") {
+        roots.push(PathBuf::from(home).join(".local/lib"));
+    }
+    if let Some(venv) = std::env::var_os("VIRTUAL_ENV") {
+        roots.push(PathBuf::from(venv).join("lib"));
+    }
+    for root in roots {
+        let Ok(entries) = std::fs::read_dir(&root) else {
+            continue;
+        };
+        let mut pys: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("python3"))
+            })
+            .collect();
+        pys.sort();
+        for py in pys.into_iter().rev() {
+            c.push(py.join("site-packages/nvidia/cuda_nvrtc/lib").join(LIB));
+        }
+    }
+    c
+}
+
+/// Whether NVRTC (`libnvrtc.so.12`, e.g. from PyPI's `nvidia-cuda-nvrtc-cu12`)
+/// can be loaded. NVRTC needs no GPU.
+pub fn nvrtc_available() -> bool {
+    static OK: OnceLock<bool> = OnceLock::new();
+    static PRELOADED: OnceLock<libloading::Library> = OnceLock::new();
+    *OK.get_or_init(|| {
+        // SAFETY: tries to dlopen NVRTC by its usual names.
+        if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+            return true;
+        }
+        // Loading the library from a known path makes the dynamic loader
+        // answer cudarc's later dlopen("libnvrtc.so.12") with it (same soname).
+        for path in nvrtc_candidates() {
+            if !path.is_file() {
+                continue;
+            }
+            // SAFETY: loading NVRTC runs no initialisers with preconditions.
+            if let Ok(lib) = unsafe { libloading::Library::new(&path) } {
+                let _ = PRELOADED.set(lib);
+                // SAFETY: as above.
+                return unsafe { cudarc::nvrtc::sys::is_culib_present() };
+            }
+        }
+        false
+    })
+}
+
+fn no_nvrtc() -> Error {
+    backend(
+        "NVRTC is not available: libnvrtc.so.12 could not be loaded. Install it with \
+         `pip install --user nvidia-cuda-nvrtc-cu12` (or a CUDA toolkit) and put its lib folder \
+         on LD_LIBRARY_PATH, or set MDH_NVRTC_LIB to the library",
+    )
+}
+
+/// The NVRTC version `(major, minor)`, if NVRTC is available.
+pub fn nvrtc_version() -> Option<(i32, i32)> {
+    if !nvrtc_available() {
+        return None;
+    }
+    guarded("nvrtcVersion", || {
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: two valid out-pointers.
+        unsafe { nvrtc_sys::nvrtcVersion(&mut major, &mut minor) }
+            .result()
+            .map_err(|e| backend(format!("nvrtcVersion failed: {e:?}")))?;
+        Ok((major, minor))
+    })
+    .ok()
+}
+
+// ------------------------------------------------------------------ NVRTC
+
+/// The result of [`nvrtc_compile`].
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    /// The PTX assembly.
+    pub ptx: String,
+    /// NVRTC's log (warnings); empty when there were none.
+    pub log: String,
+}
+
+struct RawOutput {
+    ptx: Option<String>,
+    cubin: Option<Vec<u8>>,
+    log: String,
+}
+
+fn c_text(v: Vec<c_char>) -> String {
+    let bytes: Vec<u8> = v
+        .into_iter()
+        .map(|c| c as u8)
+        .take_while(|&b| b != 0)
+        .collect();
+    String::from_utf8_lossy(&bytes).trim().to_owned()
+}
+
+fn check_arch(arch: &str) -> Result<(), Error> {
+    let ok = ["sm_", "compute_"].iter().any(|p| {
+        arch.strip_prefix(p).is_some_and(|n| {
+            !n.is_empty()
+                && n.chars().all(|c| c.is_ascii_alphanumeric())
+                && n.starts_with(|c: char| c.is_ascii_digit())
+        })
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(backend(format!(
+            "`{arch}` is not a CUDA architecture: expected a name such as sm_80, sm_90 or compute_80"
+        )))
+    }
+}
+
+/// Compiles `source` with NVRTC and the given options.
+fn nvrtc_raw(source: &str, options: &[String], want_cubin: bool) -> Result<RawOutput, Error> {
+    if !nvrtc_available() {
+        return Err(no_nvrtc());
+    }
+    let src = CString::new(source).map_err(|_| backend("the CUDA source contains a NUL byte"))?;
+    guarded("NVRTC", || {
+        let prog = nvrtc_result::create_program(&src, Some(c"mdh_kernel.cu"))
+            .map_err(|e| backend(format!("nvrtcCreateProgram failed: {e:?}")))?;
+        // SAFETY: `prog` is a live program until `destroy_program` below.
+        let out = unsafe {
+            let compiled = nvrtc_result::compile_program(prog, options);
+            let log = nvrtc_result::get_program_log(prog)
+                .map(c_text)
+                .unwrap_or_default();
+            match compiled {
+                Err(e) => Err(backend(format!(
+                    "NVRTC failed to compile the CUDA source ({:?}, options {}):\n{log}",
+                    e.0,
+                    options.join(" ")
+                ))),
+                Ok(()) => {
+                    let ptx = nvrtc_result::get_ptx(prog).ok().map(c_text);
+                    let cubin = if want_cubin { get_cubin(prog) } else { None };
+                    Ok(RawOutput { ptx, cubin, log })
+                }
+            }
+        };
+        // SAFETY: `prog` was created above and is destroyed once.
+        let _ = unsafe { nvrtc_result::destroy_program(prog) };
+        out
+    })
+}
+
+/// The CUBIN of a program compiled for a real architecture (`sm_XY`).
+///
+/// # Safety
+/// `prog` must be a live, compiled NVRTC program.
+unsafe fn get_cubin(prog: nvrtc_sys::nvrtcProgram) -> Option<Vec<u8>> {
+    let mut size = 0usize;
+    // SAFETY: per the caller; `size` is a valid out-pointer.
+    unsafe { nvrtc_sys::nvrtcGetCUBINSize(prog, &mut size) }
+        .result()
+        .ok()?;
+    if size == 0 {
+        return None;
+    }
+    let mut buf = vec![0u8; size];
+    // SAFETY: `buf` has the size NVRTC reported.
+    unsafe { nvrtc_sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr() as *mut c_char) }
+        .result()
+        .ok()?;
+    Some(buf)
+}
+
+/// Compiles CUDA C `source` to PTX with NVRTC for `arch` (`"sm_80"`,
+/// `"sm_90"`, `"compute_80"`, ...). Needs NVRTC, not a GPU. The source must
+/// include no headers (NVRTC's built-ins cover the device intrinsics).
+///
+/// Returns the PTX and NVRTC's log (warnings, empty when there were none),
+/// or an `Err` with the log when compilation fails.
+pub fn nvrtc_compile(source: &str, arch: &str) -> Result<Compiled, Error> {
+    nvrtc_compile_with_options(source, arch, &[])
+}
+
+/// [`nvrtc_compile`] with extra NVRTC options (`"-lineinfo"`,
+/// `"--use_fast_math"`, ...).
+pub fn nvrtc_compile_with_options(
+    source: &str,
+    arch: &str,
+    options: &[&str],
+) -> Result<Compiled, Error> {
+    check_arch(arch)?;
+    let mut opts = vec![format!("--gpu-architecture={arch}")];
+    opts.extend(options.iter().map(|s| s.to_string()));
+    let out = nvrtc_raw(source, &opts, false)?;
+    let ptx = match out.ptx {
+        Some(p) if !p.is_empty() => p,
+        _ => {
+            return Err(backend(format!(
+                "NVRTC compiled the source for {arch} but returned no PTX"
+            )))
+        }
+    };
+    Ok(Compiled { ptx, log: out.log })
+}
+
+type Cubin = Arc<OnceLock<Result<Arc<Vec<u8>>, String>>>;
+
+/// The CUBIN of `source` for the real architecture `arch`, compiled once per
+/// process.
+fn cubin(source: &str, arch: &str) -> Result<Arc<Vec<u8>>, Error> {
+    static CACHE: OnceLock<Mutex<HashMap<(String, String), Cubin>>> = OnceLock::new();
+    let cell = lock(CACHE.get_or_init(Default::default))
+        .entry((source.to_owned(), arch.to_owned()))
+        .or_default()
+        .clone();
+    cell.get_or_init(|| {
+        let opts = [format!("--gpu-architecture={arch}")];
+        let out = nvrtc_raw(source, &opts, true).map_err(|e| e.to_string())?;
+        out.cubin
+            .map(Arc::new)
+            .ok_or_else(|| format!("NVRTC compiled the source for {arch} but returned no CUBIN"))
+    })
+    .clone()
+    .map_err(backend)
+}
+
+// ------------------------------------------------------------------ devices
+
+/// A CUDA device: its primary context, the stream work is issued on, and a
+/// cache of loaded modules keyed by source (the device fixes the
+/// architecture; NVRTC output is cached per process by source and
+/// architecture).
+pub struct Device {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    ordinal: usize,
+    name: String,
+    cc: (u32, u32),
+    arch: String,
+    modules: Mutex<HashMap<String, Arc<Module>>>,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device")
+            .field("ordinal", &self.ordinal)
+            .field("name", &self.name)
+            .field("compute_capability", &self.cc)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Device {
+    /// The first CUDA device, or an `Err` that says why there is none (no
+    /// driver library, no device, or the driver failed to start).
+    pub fn first() -> Result<Device, Error> {
+        Self::by_index(0)
+    }
+
+    /// The CUDA device with ordinal `i`.
+    pub fn by_index(i: usize) -> Result<Device, Error> {
+        if !driver_available() {
+            return Err(backend(
+                "no CUDA driver: libcuda.so (the NVIDIA driver library) could not be loaded, \
+                 so there is no CUDA device on this machine",
+            ));
+        }
+        guarded("opening a CUDA device", || {
+            cudarc::driver::result::init()
+                .map_err(|e| backend(format!("no usable CUDA device: cuInit failed: {e}")))?;
+            let n = CudaContext::device_count().map_err(driver_err("counting CUDA devices"))?;
+            if i >= n.max(0) as usize {
+                return Err(backend(format!(
+                    "there is no CUDA device {i}: the driver reports {n} device(s)"
+                )));
+            }
+            let ctx = CudaContext::new(i).map_err(driver_err("creating a context"))?;
+            let stream = ctx.default_stream();
+            let name = ctx.name().map_err(driver_err("reading the device name"))?;
+            let (major, minor) = ctx
+                .compute_capability()
+                .map_err(driver_err("reading the compute capability"))?;
+            let cc = (major.max(0) as u32, minor.max(0) as u32);
+            Ok(Device {
+                ctx,
+                stream,
+                ordinal: i,
+                name,
+                cc,
+                arch: format!("sm_{}{}", cc.0, cc.1),
+                modules: Mutex::new(HashMap::new()),
+            })
+        })
+    }
+
+    /// The number of CUDA devices (0 without a driver).
+    pub fn count() -> usize {
+        if !driver_available() {
+            return 0;
+        }
+        guarded("counting CUDA devices", || {
+            cudarc::driver::result::init().map_err(driver_err("cuInit"))?;
+            CudaContext::device_count().map_err(driver_err("counting CUDA devices"))
+        })
+        .map(|n| n.max(0) as usize)
+        .unwrap_or(0)
+    }
+
+    /// The device's ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+
+    /// The device's name, e.g. `"NVIDIA H100 80GB HBM3"`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The compute capability `(major, minor)`, e.g. `(9, 0)`.
+    pub fn compute_capability(&self) -> (u32, u32) {
+        self.cc
+    }
+
+    /// The NVRTC architecture the device's modules are compiled for, e.g. `"sm_90"`.
+    pub fn arch(&self) -> &str {
+        &self.arch
+    }
+
+    /// The context (for direct cudarc use).
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The stream all of this device's copies and launches are issued on
+    /// (the context's default stream).
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// A device buffer holding a copy of `data`.
+    pub fn buffer_from<T: DeviceRepr>(&self, data: &[T]) -> Result<CudaSlice<T>, Error> {
+        guarded("copying to the device", || {
+            self.stream
+                .clone_htod(data)
+                .map_err(driver_err("copying to the device"))
+        })
+    }
+
+    /// A zeroed device buffer of `len` elements.
+    pub fn buffer<T: DeviceRepr + ValidAsZeroBits>(
+        &self,
+        len: usize,
+    ) -> Result<CudaSlice<T>, Error> {
+        guarded("allocating device memory", || {
+            self.stream
+                .alloc_zeros(len)
+                .map_err(driver_err("allocating device memory"))
+        })
+    }
+
+    /// Copies `buf` into `out` (which must have the same length) and waits
+    /// for the copy and all work before it on the stream.
+    pub fn read<T: DeviceRepr>(&self, buf: &CudaSlice<T>, out: &mut [T]) -> Result<(), Error> {
+        if buf.len() != out.len() {
+            return Err(backend(format!(
+                "reading a device buffer of {} elements into a host slice of {}",
+                buf.len(),
+                out.len()
+            )));
+        }
+        guarded("copying from the device", || {
+            self.stream
+                .memcpy_dtoh(buf, out)
+                .map_err(driver_err("copying from the device"))?;
+            self.stream
+                .synchronize()
+                .map_err(driver_err("waiting for the device"))
+        })
+    }
+
+    /// Waits until all work issued on the device's stream has finished.
+    pub fn synchronize(&self) -> Result<(), Error> {
+        guarded("waiting for the device", || {
+            self.stream
+                .synchronize()
+                .map_err(driver_err("waiting for the device"))
+        })
+    }
+
+    /// Compiles `source` with NVRTC for this device's architecture (once per
+    /// process per source and architecture) and loads it (once per device).
+    /// The `Err` of a failed compilation carries NVRTC's log.
+    pub fn module(&self, source: &str) -> Result<Arc<Module>, Error> {
+        if let Some(m) = lock(&self.modules).get(source) {
+            return Ok(m.clone());
+        }
+        let image = cubin(source, &self.arch)?;
+        let module = guarded("loading a CUDA module", || {
+            self.ctx
+                .load_module(cudarc::nvrtc::Ptx::from_binary(image.to_vec()))
+                .map_err(driver_err("loading the compiled module"))
+        })?;
+        let m = Arc::new(Module {
+            module,
+            stream: self.stream.clone(),
+            functions: Mutex::new(HashMap::new()),
+        });
+        Ok(lock(&self.modules)
+            .entry(source.to_owned())
+            .or_insert(m)
+            .clone())
+    }
+}
+
+// ------------------------------------------------------------------ modules and launches
+
+/// A loaded CUDA module: the kernels of one source on one device.
+pub struct Module {
+    module: Arc<CudaModule>,
+    stream: Arc<CudaStream>,
+    functions: Mutex<HashMap<String, CudaFunction>>,
+}
+
+impl std::fmt::Debug for Module {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Module").finish_non_exhaustive()
+    }
+}
+
+impl Module {
+    /// The cudarc module (for direct cudarc use).
+    pub fn cuda_module(&self) -> &Arc<CudaModule> {
+        &self.module
+    }
+
+    /// The kernel `name` (an `extern "C" __global__` function of the source).
+    pub fn function(&self, name: &str) -> Result<CudaFunction, Error> {
+        if let Some(f) = lock(&self.functions).get(name) {
+            return Ok(f.clone());
+        }
+        if name.contains('\0') {
+            return Err(backend(format!("`{name}` is not a kernel name")));
+        }
+        let f = guarded("loading a CUDA kernel", || {
+            self.module.load_function(name).map_err(|e| {
+                backend(format!(
+                    "CUDA: the module has no kernel `{name}` (is it declared extern \"C\" __global__?): {e}"
+                ))
+            })
+        })?;
+        lock(&self.functions).insert(name.to_owned(), f.clone());
+        Ok(f)
+    }
+
+    /// A launch of kernel `name`: add its arguments in parameter order, then
+    /// [`Kernel::run`].
+    pub fn kernel<'a>(&self, name: &str) -> Result<Kernel<'a>, Error> {
+        Ok(Kernel {
+            func: self.function(name)?,
+            stream: self.stream.clone(),
+            name: name.to_owned(),
+            args: Vec::new(),
+        })
+    }
+}
+
+/// One argument of a launch, pushed onto cudarc's launch builder.
+trait KernelArg {
+    fn push<'s>(&'s mut self, b: &mut LaunchArgs<'s>);
+}
+
+struct SliceArg<'a, T>(&'a CudaSlice<T>);
+impl<T> KernelArg for SliceArg<'_, T> {
+    fn push<'s>(&'s mut self, b: &mut LaunchArgs<'s>) {
+        b.arg(self.0);
+    }
+}
+
+struct SliceMutArg<'a, T>(&'a mut CudaSlice<T>);
+impl<T> KernelArg for SliceMutArg<'_, T> {
+    fn push<'s>(&'s mut self, b: &mut LaunchArgs<'s>) {
+        b.arg(&mut *self.0);
+    }
+}
+
+struct ScalarArg<T>(T);
+impl<T: DeviceRepr> KernelArg for ScalarArg<T> {
+    fn push<'s>(&'s mut self, b: &mut LaunchArgs<'s>) {
+        b.arg(&self.0);
+    }
+}
+
+/// A kernel launch being set up: arguments in the kernel's parameter order,
+/// then [`Kernel::run`].
+///
+/// The argument types must match the kernel's parameters (a device buffer of
+/// `T` for a `T*`, a scalar of the same C type by value): cudarc cannot check
+/// that, and a mismatch gives wrong results or a launch error.
+#[must_use = "a kernel launch does nothing until `run`"]
+pub struct Kernel<'a> {
+    func: CudaFunction,
+    stream: Arc<CudaStream>,
+    name: String,
+    args: Vec<Box<dyn KernelArg + 'a>>,
+}
+
+impl<'a> Kernel<'a> {
+    /// Adds a device buffer the kernel reads (a `const T*` parameter).
+    pub fn arg_slice<T>(mut self, s: &'a CudaSlice<T>) -> Self {
+        self.args.push(Box::new(SliceArg(s)));
+        self
+    }
+
+    /// Adds a device buffer the kernel writes (a `T*` parameter).
+    pub fn arg_slice_mut<T>(mut self, s: &'a mut CudaSlice<T>) -> Self {
+        self.args.push(Box::new(SliceMutArg(s)));
+        self
+    }
+
+    /// Adds a scalar passed by value (`f32` for `float`, `i32` for `int`, ...).
+    pub fn arg_scalar<T: DeviceRepr + 'a>(mut self, x: T) -> Self {
+        self.args.push(Box::new(ScalarArg(x)));
+        self
+    }
+
+    /// Launches the kernel on `grid` blocks of `block` threads with
+    /// `shared_bytes` of dynamic shared memory, waits for it, and returns its
+    /// duration measured with CUDA events.
+    pub fn run(
+        self,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_bytes: u32,
+    ) -> Result<Duration, Error> {
+        crate::cuda_sim::check_launch(grid, block)?;
+        let Kernel {
+            func,
+            stream,
+            name,
+            mut args,
+        } = self;
+        let what = format!("launching CUDA kernel `{name}`");
+        guarded(&what, || {
+            if shared_bytes > 48 * 1024 {
+                func.set_attribute(
+                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    shared_bytes as i32,
+                )
+                .map_err(driver_err(&format!(
+                    "allowing {shared_bytes} bytes of dynamic shared memory for `{name}`"
+                )))?;
+            }
+            let cfg = LaunchConfig {
+                grid_dim: (grid[0], grid[1], grid[2]),
+                block_dim: (block[0], block[1], block[2]),
+                shared_mem_bytes: shared_bytes,
+            };
+            let mut b = stream.launch_builder(&func);
+            for a in args.iter_mut() {
+                a.push(&mut b);
+            }
+            b.record_kernel_launch(CUevent_flags::CU_EVENT_DEFAULT);
+            // SAFETY: the arguments are device buffers of this context and
+            // plain `DeviceRepr` scalars that live until the launch has
+            // completed (we wait for it below); matching them to the
+            // kernel's parameters is the caller's contract (see `Kernel`).
+            let events = unsafe { b.launch(cfg) }.map_err(driver_err(&what))?;
+            let (start, end) =
+                events.ok_or_else(|| backend(format!("{what}: no timing events were recorded")))?;
+            let ms = start
+                .elapsed_ms(&end)
+                .map_err(driver_err(&format!("running CUDA kernel `{name}`")))?;
+            stream
+                .synchronize()
+                .map_err(driver_err(&format!("running CUDA kernel `{name}`")))?;
+            Ok(Duration::from_secs_f64(ms.max(0.0) as f64 / 1e3))
+        })
+    }
+}

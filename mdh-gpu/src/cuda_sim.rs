@@ -1,0 +1,522 @@
+//! CPU execution of CUDA C kernels (the C++ prelude and the system compiler):
+//! the tests' stand-in for a GPU.
+//!
+//! [`run_on_cpu`] takes the CUDA source of a kernel (as a code generator emits
+//! it: `extern "C" __global__` kernels that include no headers), writes a C++
+//! program made of [`PRELUDE`], the source and a generated `main`, compiles it
+//! with the system C++ compiler (`g++ -std=c++20 -O1 -pthread`; the binary is
+//! cached by a hash of the program, so each source compiles once per machine),
+//! and runs it on the host buffers given as [`SimArg`]s.
+//!
+//! # Execution model (see `cuda_prelude.hpp` for details)
+//!
+//! - Blocks are distributed over up to 16 worker threads (`MDH_SIM_THREADS`
+//!   overrides the count; `1` makes a run fully deterministic). A worker runs
+//!   one block at a time.
+//! - The threads of a block are fibers on their worker: each runs until it
+//!   reaches a barrier (`__syncthreads`, a shuffle, a vote, `__syncwarp`),
+//!   and a barrier opens when every live thread of its block or warp waits at
+//!   it. A missing `__syncthreads` therefore gives a wrong result every time,
+//!   not a rare race, and a deadlock is reported as an `Err`.
+//! - `__shared__` is `static thread_local`: shared by the fibers of the block
+//!   on that worker, private to other workers' blocks.
+//! - Global atomics are real atomics (blocks run in parallel).
+//! - Buffers start 256-byte aligned, as `cudaMalloc`'s do; accesses more than
+//!   255 bytes past a buffer's end fault, and writes just before or after it
+//!   are detected. Either is an `Err` naming the problem.
+//!
+//! # Limits
+//!
+//! At most 1024 threads per block (as on a GPU); no dynamic shared memory
+//! (`extern __shared__`); no cooperative groups, textures, surfaces,
+//! `__constant__` uploads, inline PTX or `#include`s of CUDA headers;
+//! shuffle and vote masks are ignored (every live lane of the warp must take
+//! part, as in the usual full-mask code) and shuffled values are at most
+//! 8 bytes; `float4` and friends have 4-byte alignment. Each fiber has a
+//! 256 KiB stack (`MDH_SIM_STACK_KIB` changes it). A run that takes longer
+//! than `MDH_SIM_TIMEOUT_S` seconds (default 600) is killed.
+//!
+//! Environment: `MDH_SIM_CXX` (else `CXX`, else `g++`) picks the compiler,
+//! `MDH_SIM_CXXFLAGS` adds flags (e.g. `-fsanitize=undefined`), and
+//! `MDH_SIM_CACHE` the folder of cached binaries (default: a folder in the
+//! system temp dir).
+
+use mdh_core::Error;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The C++20 header that maps CUDA's built-ins onto the CPU (threads of a
+/// block as fibers, `__shared__`, barriers, warp shuffles, atomics, math).
+pub const PRELUDE: &str = include_str!("cuda_prelude.hpp");
+
+/// One kernel argument for [`run_on_cpu`], in the kernel's parameter order.
+#[derive(Debug)]
+pub enum SimArg<'a> {
+    /// A device buffer (a pointer parameter `elem*`). Its bytes are copied in
+    /// before the launch and the kernel's results are copied back into
+    /// `data` after it. `elem` is the C element type (`"float"`,
+    /// `"unsigned int"`, `"bool"`, ...); `data.len()` must be a multiple of
+    /// its size.
+    Buf {
+        /// The host bytes of the buffer (native endianness).
+        data: &'a mut [u8],
+        /// The C type of one element.
+        elem: &'static str,
+    },
+    /// A scalar passed by value: its bytes in native endianness and its C type.
+    Scalar {
+        /// The bytes of the value (`x.to_ne_bytes()`).
+        bytes: Vec<u8>,
+        /// The C type of the value.
+        ty: &'static str,
+    },
+}
+
+/// A Rust type with the same representation as a C type, usable in
+/// [`SimArg::buf`] and [`SimArg::scalar`].
+///
+/// # Safety
+/// Every bit pattern of `size_of::<Self>()` bytes must be a valid value (the
+/// kernel's results are copied back byte for byte), the type must have no
+/// padding, and [`SimType::C_TYPE`] must be a C type of the same size.
+pub unsafe trait SimType: Copy + 'static {
+    /// The C spelling of the type.
+    const C_TYPE: &'static str;
+}
+
+macro_rules! sim_types {
+    ($($t:ty => $c:literal),* $(,)?) => {
+        // SAFETY: fixed-size integers and IEEE floats: no padding, every bit
+        // pattern valid, and the C types have the same size on the targets
+        // mdh supports (LP64).
+        $(unsafe impl SimType for $t { const C_TYPE: &'static str = $c; })*
+    };
+}
+sim_types! {
+    f32 => "float", f64 => "double",
+    i8 => "signed char", i16 => "short", i32 => "int", i64 => "long long",
+    u8 => "unsigned char", u16 => "unsigned short", u32 => "unsigned int",
+    u64 => "unsigned long long", usize => "size_t", isize => "ptrdiff_t",
+}
+
+impl<'a> SimArg<'a> {
+    /// A buffer argument over a typed host slice (results are written back).
+    pub fn buf<T: SimType>(data: &'a mut [T]) -> Self {
+        let len = std::mem::size_of_val(data);
+        // SAFETY: `SimType` guarantees no padding and that every byte pattern
+        // written back is a valid `T`; `u8` has alignment 1 and the slice is
+        // borrowed mutably for `'a`.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr() as *mut u8, len) };
+        SimArg::Buf {
+            data: bytes,
+            elem: T::C_TYPE,
+        }
+    }
+
+    /// A scalar argument.
+    pub fn scalar<T: SimType>(x: T) -> Self {
+        let len = std::mem::size_of::<T>();
+        // SAFETY: `SimType` guarantees `T` has no padding, so all its bytes
+        // are initialised.
+        let bytes =
+            unsafe { std::slice::from_raw_parts(&x as *const T as *const u8, len) }.to_vec();
+        SimArg::Scalar {
+            bytes,
+            ty: T::C_TYPE,
+        }
+    }
+
+    /// A `bool` scalar (C++ `bool`, one byte).
+    pub fn bool(x: bool) -> Self {
+        SimArg::Scalar {
+            bytes: vec![x as u8],
+            ty: "bool",
+        }
+    }
+}
+
+fn backend(msg: impl Into<String>) -> Error {
+    Error::Backend(msg.into())
+}
+
+/// Checks launch dimensions against CUDA's limits (compute capability 3.0
+/// and later): no zero extents, at most 1024 threads per block, block z at
+/// most 64, grid x below 2³¹, grid y and z at most 65535.
+pub fn check_launch(grid: [u32; 3], block: [u32; 3]) -> Result<(), Error> {
+    if grid.contains(&0) || block.contains(&0) {
+        return Err(backend(format!(
+            "CUDA launch with grid {grid:?} and block {block:?}: every extent must be at least 1"
+        )));
+    }
+    let threads = block.iter().map(|&b| b as u64).product::<u64>();
+    if threads > 1024 {
+        return Err(backend(format!(
+            "CUDA launch with block {block:?}: {threads} threads per block, CUDA allows at most 1024"
+        )));
+    }
+    if block[0] > 1024 || block[1] > 1024 || block[2] > 64 {
+        return Err(backend(format!(
+            "CUDA launch with block {block:?}: the block extents may be at most [1024, 1024, 64]"
+        )));
+    }
+    if grid[0] > i32::MAX as u32 || grid[1] > 65535 || grid[2] > 65535 {
+        return Err(backend(format!(
+            "CUDA launch with grid {grid:?}: the grid extents may be at most [2^31 - 1, 65535, 65535]"
+        )));
+    }
+    Ok(())
+}
+
+fn is_ident(s: &str) -> bool {
+    let mut c = s.chars();
+    matches!(c.next(), Some(f) if f.is_ascii_alphabetic() || f == '_')
+        && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+}
+
+fn is_c_type(s: &str) -> bool {
+    !s.trim().is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ' ' || c == ':')
+}
+
+/// The C++ program for `kernel` with the given argument kinds: prelude,
+/// source, and a `main(dir, gx, gy, gz, bx, by, bz)` that loads `dir/argN.bin`,
+/// launches and stores the buffers back.
+fn program(source: &str, kernel: &str, args: &[SimArg]) -> Result<String, Error> {
+    if !is_ident(kernel) {
+        return Err(backend(format!(
+            "CPU execution of CUDA: `{kernel}` is not a valid kernel name"
+        )));
+    }
+    let mut p = String::with_capacity(PRELUDE.len() + source.len() + 2048);
+    p.push_str(PRELUDE);
+    p.push_str("\n#line 1 \"kernel.cu\"\n");
+    p.push_str(source);
+    p.push_str("\n#line 1 \"mdh_sim_main.cpp\"\n");
+    p.push_str("int main(int argc, char** argv) {\n");
+    p.push_str("    if (argc != 8) mdh_sim::fail(\"usage: sim DIR GX GY GZ BX BY BZ\");\n");
+    p.push_str("    const char* dir = argv[1];\n");
+    p.push_str("    dim3 grid(mdh_sim::parse_dim(argv[2]), mdh_sim::parse_dim(argv[3]), mdh_sim::parse_dim(argv[4]));\n");
+    p.push_str("    dim3 block(mdh_sim::parse_dim(argv[5]), mdh_sim::parse_dim(argv[6]), mdh_sim::parse_dim(argv[7]));\n");
+    let mut call = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        match a {
+            SimArg::Buf { elem, .. } => {
+                if !is_c_type(elem) {
+                    return Err(backend(format!(
+                        "CPU execution of CUDA kernel `{kernel}`: argument {i} has the element type `{elem}`, which is not a C type name"
+                    )));
+                }
+                let _ = writeln!(
+                    p,
+                    "    mdh_sim::Buffer b{i};\n    {elem}* a{i} = mdh_sim::load_buffer<{elem}>(dir, {i}, b{i});"
+                );
+            }
+            SimArg::Scalar { ty, .. } => {
+                if !is_c_type(ty) {
+                    return Err(backend(format!(
+                        "CPU execution of CUDA kernel `{kernel}`: argument {i} has the type `{ty}`, which is not a C type name"
+                    )));
+                }
+                let _ = writeln!(p, "    {ty} a{i} = mdh_sim::load_scalar<{ty}>(dir, {i});");
+            }
+        }
+        call.push(format!("a{i}"));
+    }
+    let _ = writeln!(
+        p,
+        "    mdh_sim::launch(grid, block, [&]() {{ {kernel}({}); }});",
+        call.join(", ")
+    );
+    for (i, a) in args.iter().enumerate() {
+        if let SimArg::Buf { .. } = a {
+            let _ = writeln!(p, "    mdh_sim::store_buffer(dir, {i}, b{i});");
+        }
+    }
+    p.push_str("    return 0;\n}\n");
+    Ok(p)
+}
+
+/// FNV-1a, 64 bits, over several parts (stable across runs and Rust versions).
+fn fnv(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for &b in part.iter().chain(&(part.len() as u64).to_le_bytes()) {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+fn compiler() -> String {
+    std::env::var("MDH_SIM_CXX")
+        .or_else(|_| std::env::var("CXX"))
+        .unwrap_or_else(|_| "g++".to_owned())
+}
+
+fn extra_flags() -> Vec<String> {
+    std::env::var("MDH_SIM_CXXFLAGS")
+        .map(|s| s.split_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+const FLAGS: &[&str] = &[
+    "-std=c++20",
+    "-O1",
+    "-pthread",
+    "-fno-strict-aliasing",
+    "-x",
+    "c++",
+];
+
+/// Whether the C++ compiler that [`run_on_cpu`] needs can be started.
+pub fn cpu_sim_available() -> bool {
+    static OK: OnceLock<bool> = OnceLock::new();
+    *OK.get_or_init(|| {
+        Command::new(compiler())
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+    })
+}
+
+fn cache_dir() -> PathBuf {
+    std::env::var_os("MDH_SIM_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("mdh-cuda-sim-cache"))
+}
+
+fn unique() -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!(
+        "{}-{}-{nanos}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+type Built = Arc<OnceLock<Result<PathBuf, String>>>;
+
+/// Compiles `program` once per process (and once per machine through the
+/// on-disk cache) and returns the binary's path.
+fn build(program: &str) -> Result<PathBuf, Error> {
+    let cxx = compiler();
+    let flags = extra_flags();
+    let flag_text = format!("{cxx} {} {}", FLAGS.join(" "), flags.join(" "));
+    let hash = fnv(&[program.as_bytes(), flag_text.as_bytes()]);
+    static BUILT: OnceLock<Mutex<HashMap<u64, Built>>> = OnceLock::new();
+    let cell = {
+        let mut map = BUILT
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        map.entry(hash).or_default().clone()
+    };
+    cell.get_or_init(|| {
+        let dir = cache_dir();
+        let bin = dir.join(format!("{hash:016x}.bin"));
+        if bin.is_file() {
+            return Ok(bin);
+        }
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create the cache folder {}: {e}", dir.display()))?;
+        let tag = unique();
+        let cpp = dir.join(format!("{hash:016x}.cpp"));
+        let cpp_tmp = dir.join(format!("{hash:016x}.{tag}.cpp"));
+        let bin_tmp = dir.join(format!("{hash:016x}.{tag}.tmp"));
+        std::fs::write(&cpp_tmp, program)
+            .map_err(|e| format!("cannot write {}: {e}", cpp_tmp.display()))?;
+        let out = Command::new(&cxx)
+            .args(FLAGS)
+            .args(&flags)
+            .arg(&cpp_tmp)
+            .arg("-o")
+            .arg(&bin_tmp)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&cpp_tmp);
+                format!("cannot start the C++ compiler `{cxx}` (set MDH_SIM_CXX or CXX, or install g++ 11 or later): {e}")
+            })?;
+        // Keep the program next to the binary for reading; renames are atomic.
+        let _ = std::fs::rename(&cpp_tmp, &cpp);
+        if !out.status.success() {
+            let _ = std::fs::remove_file(&bin_tmp);
+            return Err(format!(
+                "`{cxx}` failed to compile the CUDA kernel for the CPU ({}):\n{}",
+                cpp.display(),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        std::fs::rename(&bin_tmp, &bin)
+            .map_err(|e| format!("cannot move the binary to {}: {e}", bin.display()))?;
+        Ok(bin)
+    })
+    .clone()
+    .map_err(|e| backend(format!("CPU execution of CUDA: {e}")))
+}
+
+fn timeout() -> Duration {
+    let s = std::env::var("MDH_SIM_TIMEOUT_S")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(600);
+    Duration::from_secs(s.max(1))
+}
+
+/// Removes the run folder when dropped.
+struct RunDir(PathBuf);
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn describe_failure(status: std::process::ExitStatus, stderr: &str) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            let what = match sig {
+                11 | 7 => "an out-of-bounds memory access (or a thread's stack overflowed: raise MDH_SIM_STACK_KIB)",
+                8 => "an arithmetic fault (integer division by zero)",
+                6 => "an abort",
+                _ => "a signal",
+            };
+            return format!("the kernel crashed with signal {sig}: {what}. {stderr}");
+        }
+    }
+    format!("the kernel failed ({status}): {stderr}")
+}
+
+/// Runs `kernel` of the CUDA C `source` on the CPU with the grid and block
+/// dimensions `grid` and `block` and the arguments `args` (in the kernel's
+/// parameter order). Buffers are copied in before and back after the run.
+///
+/// Errors (as [`Error::Backend`]): invalid launch dimensions, a kernel name
+/// or type that is not C, no C++ compiler, a compile error (with the
+/// compiler's output), a crash, an out-of-bounds write, a deadlock, or a
+/// timeout.
+pub fn run_on_cpu(
+    source: &str,
+    kernel: &str,
+    args: &mut [SimArg],
+    grid: [u32; 3],
+    block: [u32; 3],
+) -> Result<(), Error> {
+    check_launch(grid, block)?;
+    let program = program(source, kernel, args)?;
+    let bin = build(&program)?;
+
+    let dir = std::env::temp_dir().join(format!("mdh-cuda-sim-run-{}", unique()));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| backend(format!("cannot create {}: {e}", dir.display())))?;
+    let dir = RunDir(dir);
+    let arg_file = |i: usize| dir.0.join(format!("arg{i}.bin"));
+    for (i, a) in args.iter().enumerate() {
+        let bytes: &[u8] = match a {
+            SimArg::Buf { data, .. } => data,
+            SimArg::Scalar { bytes, .. } => bytes,
+        };
+        std::fs::write(arg_file(i), bytes)
+            .map_err(|e| backend(format!("cannot write {}: {e}", arg_file(i).display())))?;
+    }
+    let out_path = dir.0.join("stdout.txt");
+    let err_path = dir.0.join("stderr.txt");
+    let file = |p: &Path| {
+        std::fs::File::create(p).map_err(|e| backend(format!("cannot create {}: {e}", p.display())))
+    };
+    let mut child = Command::new(&bin)
+        .arg(&dir.0)
+        .args(grid.iter().chain(&block).map(|d| d.to_string()))
+        .stdin(Stdio::null())
+        .stdout(file(&out_path)?)
+        .stderr(file(&err_path)?)
+        .spawn()
+        .map_err(|e| backend(format!("cannot start {}: {e}", bin.display())))?;
+    let limit = timeout();
+    let start = Instant::now();
+    let mut nap = Duration::from_micros(200);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if start.elapsed() > limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(backend(format!(
+                    "CPU execution of CUDA kernel `{kernel}` ran longer than {} s and was stopped (MDH_SIM_TIMEOUT_S)",
+                    limit.as_secs()
+                )));
+            }
+            Ok(None) => {
+                std::thread::sleep(nap);
+                nap = (nap * 2).min(Duration::from_millis(20));
+            }
+            Err(e) => {
+                return Err(backend(format!(
+                    "waiting for the CPU execution failed: {e}"
+                )))
+            }
+        }
+    };
+    if !status.success() {
+        let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
+        return Err(backend(format!(
+            "CPU execution of CUDA kernel `{kernel}` (grid {grid:?}, block {block:?}): {}",
+            describe_failure(status, stderr.trim())
+        )));
+    }
+    for (i, a) in args.iter_mut().enumerate() {
+        if let SimArg::Buf { data, .. } = a {
+            let back = std::fs::read(arg_file(i))
+                .map_err(|e| backend(format!("cannot read {}: {e}", arg_file(i).display())))?;
+            if back.len() != data.len() {
+                return Err(backend(format!(
+                    "CPU execution of CUDA kernel `{kernel}`: argument {i} came back with {} bytes instead of {}",
+                    back.len(),
+                    data.len()
+                )));
+            }
+            data.copy_from_slice(&back);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launch_limits() {
+        assert!(check_launch([1, 1, 1], [1024, 1, 1]).is_ok());
+        assert!(check_launch([1, 1, 1], [1025, 1, 1]).is_err());
+        assert!(check_launch([1, 1, 1], [32, 32, 2]).is_err());
+        assert!(check_launch([0, 1, 1], [1, 1, 1]).is_err());
+        assert!(check_launch([1, 70000, 1], [1, 1, 1]).is_err());
+    }
+
+    #[test]
+    fn names_and_types_are_checked() {
+        let args = [SimArg::Scalar {
+            bytes: vec![0; 4],
+            ty: "int); system(\"x\"",
+        }];
+        assert!(program("", "k", &args).is_err());
+        assert!(program("", "k-1", &args[..0]).is_err());
+        assert!(is_c_type("unsigned long long"));
+    }
+}
