@@ -1,6 +1,8 @@
-//! GPU runtimes of mdh. The OpenCL and CUDA back ends are not built yet: the
-//! `opencl` and `cuda` features exist so that code can name them, and this
-//! crate offers nothing that pretends to run a kernel.
+//! GPU runtimes of mdh: OpenCL devices, buffers, program cache and timed
+//! launches (feature `opencl`), and the CUDA runtime with NVRTC and the CPU
+//! execution of CUDA C for tests (feature `cuda`). Both load their system
+//! libraries at run time, so the crate builds everywhere and a missing driver
+//! is an `Err`.
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
