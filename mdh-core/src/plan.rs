@@ -27,6 +27,9 @@ use crate::spec::{DimKind, IndexFn, Kernel, ScalarType};
 pub const VECTOR_REGISTERS_FOR_ACCUMULATORS: usize = 24;
 /// Bytes of one vector register of the widest SIMD layer (AVX-512).
 pub const VECTOR_BYTES: usize = 64;
+/// Bytes of one contiguous run of a reduction read by the default plan of a
+/// reduction along contiguous inputs: well inside one core's L2.
+pub const PW_STREAM_BYTES: usize = 64 * 1024;
 /// Upper bound on the elements of one register tile, whatever the type.
 pub const MAX_REGISTER_TILE: usize = 512;
 
@@ -134,7 +137,10 @@ impl CpuPlan {
     /// - the next kept dimension outward gets up to 6 rows, keeping the
     ///   accumulators within [`VECTOR_REGISTERS_FOR_ACCUMULATORS`];
     /// - L1 tiles of 256 along PW dimensions and 64 along kept ones, L2 tiles
-    ///   four times larger; COR parts chosen at run time;
+    ///   four times larger; COR parts chosen at run time; a reduction whose
+    ///   SIMD dimension is its innermost PW dimension (matvec, dot) instead
+    ///   reads runs of [`PW_STREAM_BYTES`] along it, other PW dimensions and
+    ///   kept L1 tiles one register tile, kept L2 tiles 16 of them;
     /// - tile loops: kept dimensions outermost in dimension order, then PW
     ///   dimensions, so partial results stay in the task-local buffer;
     /// - packing: an input access that depends on a kept SIMD dimension
@@ -192,6 +198,24 @@ impl CpuPlan {
                 }
                 order.retain(|&x| x != s);
                 order.insert(0, s);
+            }
+        }
+        // A reduction along its contiguous inputs (matvec, dot): PW tiles
+        // long enough that each row streams as one run the prefetchers
+        // follow, and that partial results rarely leave the registers; the
+        // tile of the other inputs (e.g. matvec's vector) stays in L2 while
+        // the kept dimension's L2 tile of register tiles passes over it.
+        // Measured on the 2-core AVX-512 Xeon: matvec 4096² 0.58× → ~1.0×
+        // OpenBLAS's sgemv.
+        if let Some(s) = simd.filter(|&s| Some(s) == innermost_pw) {
+            let run = PW_STREAM_BYTES / bytes;
+            for x in (0..d).filter(|&x| kinds[x] == DimKind::Pw) {
+                l1[x] = if x == s { run.max(reg[x]) } else { reg[x] };
+                l2[x] = l1[x];
+            }
+            for x in (0..d).filter(|&x| kinds[x].is_kept()) {
+                l1[x] = reg[x];
+                l2[x] = 16 * reg[x];
             }
         }
         let pack = k

@@ -341,21 +341,29 @@ impl<'k> Gen<'k> {
 
     /// The scalar function's body with its parameters bound to the reads.
     fn scalar_fn_block(&self, body: TokenStream) -> TokenStream {
-        let sf = &self.k.scalar_fn;
-        let index_binds = sf
-            .index_params
-            .iter()
-            .flatten()
+        let index_binds = self.index_binds(|_, name, i| quote!(let #name: usize = #i;));
+        let param_binds = self.param_binds();
+        quote!({ #(#index_binds)* #(#param_binds)* #body })
+    }
+
+    /// `bind(d, name, i)` for each index parameter `name` of the scalar
+    /// function, bound to dimension `d` whose index variable is `i`.
+    fn index_binds<'s>(
+        &'s self,
+        bind: impl Fn(usize, &Ident, &Ident) -> TokenStream + 's,
+    ) -> impl Iterator<Item = TokenStream> + 's {
+        let names = self.k.scalar_fn.index_params.iter().flatten();
+        names
             .enumerate()
-            .map(|(d, name)| {
-                let i = dim_var(d);
-                quote!(let #name: usize = #i;)
-            });
-        let param_binds = sf.params.iter().enumerate().map(|(j, p)| {
+            .map(move |(d, name)| bind(d, name, &dim_var(d)))
+    }
+
+    /// The scalar function's value parameters bound to the reads `__p{j}`.
+    fn param_binds(&self) -> impl Iterator<Item = TokenStream> + '_ {
+        self.k.scalar_fn.params.iter().enumerate().map(|(j, p)| {
             let v = format_ident!("__p{}", j);
             quote!(let #p = #v;)
-        });
-        quote!({ #(#index_binds)* #(#param_binds)* #body })
+        })
     }
 
     /// The scalar function's values `__v0, __v1, …` at the current point.
@@ -748,26 +756,16 @@ impl<'k> Gen<'k> {
             let (name, vt) = (&p.name, rust_simd::vty(p.ty, n));
             quote!(let #name: #vt = <#vt>::splat(#name);)
         });
-        let index = k
-            .scalar_fn
-            .index_params
-            .iter()
-            .flatten()
-            .enumerate()
-            .map(|(d, name)| {
-                let i = dim_var(d);
-                if d == s && part {
-                    quote!(let #name: #usize_v = <#usize_v>::iota_part(#i, __cnt);)
-                } else if d == s {
-                    quote!(let #name: #usize_v = <#usize_v>::iota(#i);)
-                } else {
-                    quote!(let #name: #usize_v = <#usize_v>::splat(#i);)
-                }
-            });
-        let args = k.scalar_fn.params.iter().enumerate().map(|(j, p)| {
-            let v = format_ident!("__p{}", j);
-            quote!(let #p = #v;)
+        let index = self.index_binds(|d, name, i| {
+            if d == s && part {
+                quote!(let #name: #usize_v = <#usize_v>::iota_part(#i, __cnt);)
+            } else if d == s {
+                quote!(let #name: #usize_v = <#usize_v>::iota(#i);)
+            } else {
+                quote!(let #name: #usize_v = <#usize_v>::splat(#i);)
+            }
         });
+        let args = self.param_binds();
         let vals: Vec<Ident> = (0..self.n_out())
             .map(|o| format_ident!("__v{}", o))
             .collect();
