@@ -75,6 +75,17 @@ impl Rng {
         (0..n).map(|_| self.unit()).collect()
     }
 
+    /// `n` floats: small integers (0..8) when `exact`, so that every sum of
+    /// products below 2^24 is exact in any order and results compare exactly;
+    /// else uniform in `[0, 1)`.
+    pub fn f32s_or_ints(&mut self, n: usize, exact: bool) -> Vec<f32> {
+        if exact {
+            (0..n).map(|_| self.below(8) as f32).collect()
+        } else {
+            self.f32s(n)
+        }
+    }
+
     /// `n` floats uniform in `[lo, hi)`.
     pub fn f32s_in(&mut self, n: usize, lo: f32, hi: f32) -> Vec<f32> {
         (0..n).map(|_| lo + (hi - lo) * self.unit()).collect()

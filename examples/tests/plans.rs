@@ -33,290 +33,35 @@
 //! `1e-4` for element-wise scalar functions with float parameters (FMA
 //! contraction may differ).
 
-use mdh::mdh;
 use mdh::reference::{Buffer, Value};
 use mdh::Error;
+use mdh_examples::check::{self, len, verify, Rng};
 
 // ---------------------------------------------------------------------------
-// The kernels: the example families, under their own names (and configs).
+// The kernels: the example families (`mdh_examples::family!`), under their
+// own names (and configs).
 
-mdh! {
-    pub kernel plan_dot {
-        inp(x: f32[N], y: f32[N]),
-        out(r: f32[]),
-        out_view(r: |k| ()),
-        md_hom[N](|a, b| a * b, (PW(+))),
-        inp_view(x: |k| (k), y: |k| (k)),
-    }
-}
-
-mdh! {
-    pub kernel plan_matvec {
-        inp(M: f32[I, K], v: f32[K]),
-        out(w: f32[I]),
-        out_view(w: |i, k| (i)),
-        md_hom[I, K](|m, x| m * x, (CC, PW(+))),
-        inp_view(M: |i, k| (i, k), v: |i, k| (k)),
-    }
-}
-
-mdh! {
-    pub kernel plan_matmul {
-        inp(A: f32[I, K], B: f32[K, J]),
-        out(C: f32[I, J]),
-        out_view(C: |i, j, k| (i, j)),
-        md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))),
-        inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
-    }
-}
-
-mdh! {
-    pub kernel plan_matmul_t {
-        inp(A: f32[K, I], B: f32[J, K]),
-        out(C: f32[J, I]),
-        out_view(C: |i, j, k| (j, i)),
-        md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))),
-        inp_view(A: |i, j, k| (k, i), B: |i, j, k| (j, k)),
-    }
-}
-
-mdh! {
-    pub kernel plan_bmatmul {
-        inp(A: f32[NB, I, K], B: f32[NB, K, J]),
-        out(C: f32[NB, I, J]),
-        out_view(C: |b, i, j, k| (b, i, j)),
-        md_hom[NB, I, J, K](|a, x| a * x, (CC, CC, CC, PW(+))),
-        inp_view(A: |b, i, j, k| (b, i, k), B: |b, i, j, k| (b, k, j)),
-    }
-}
-
-mdh! {
-    pub kernel plan_conv2d {
-        inp(I: f32[P + R - 1, Q + S - 1], F: f32[R, S]),
-        out(O: f32[P, Q]),
-        out_view(O: |p, q, r, s| (p, q)),
-        md_hom[P, Q, R, S](|x, w| x * w, (CC, CC, PW(+), PW(+))),
-        inp_view(I: |p, q, r, s| (p + r, q + s), F: |p, q, r, s| (r, s)),
-    }
-}
-
-mdh! {
-    pub kernel plan_mcc {
-        inp(I: f32[N, 2 * P + R - 2, 2 * Q + S - 2, C], F: f32[K, R, S, C]),
-        out(O: f32[N, P, Q, K]),
-        out_view(O: |n, p, q, k, r, s, c| (n, p, q, k)),
-        md_hom[N, P, Q, K, R, S, C](|x, w| x * w, (CC, CC, CC, CC, PW(+), PW(+), PW(+))),
-        inp_view(
-            I: |n, p, q, k, r, s, c| (n, 2 * p + r, 2 * q + s, c),
-            F: |n, p, q, k, r, s, c| (k, r, s, c),
-        ),
-    }
-}
-
-mdh! {
-    pub kernel plan_ccsdt {
-        inp(A: f32[NG, ND, NA, NB], B: f32[NE, NF, NG, NC]),
-        out(C: f32[NA, NB, NC, ND, NE, NF]),
-        out_view(C: |a, b, c, d, e, f, g| (a, b, c, d, e, f)),
-        md_hom[NA, NB, NC, ND, NE, NF, NG](|x, y| x * y, (CC, CC, CC, CC, CC, CC, PW(+))),
-        inp_view(
-            A: |a, b, c, d, e, f, g| (g, d, a, b),
-            B: |a, b, c, d, e, f, g| (e, f, g, c),
-        ),
-    }
-}
-
-mdh! {
-    pub kernel plan_jacobi1d {
-        inp(v: f32[N + 2]),
-        out(w: f32[N]),
-        params(c0: f32, c1: f32),
-        out_view(w: |i| (i)),
-        md_hom[N](|l, m, r| c0 * (l + r) + c1 * m, (CC)),
-        inp_view(v: [|i| (i), |i| (i + 1), |i| (i + 2)]),
-    }
-}
-
-mdh! {
-    pub kernel plan_jacobi3d {
-        inp(v: f32[N + 2, M + 2, L + 2]),
-        out(w: f32[N, M, L]),
-        out_view(w: |i, j, k| (i, j, k)),
-        md_hom[N, M, L](
-            |c, xm, xp, ym, yp, zm, zp| 0.4 * c + 0.1 * (xm + xp + ym + yp + zm + zp),
-            (CC, CC, CC)
-        ),
-        inp_view(v: [
-            |i, j, k| (i + 1, j + 1, k + 1),
-            |i, j, k| (i, j + 1, k + 1),
-            |i, j, k| (i + 2, j + 1, k + 1),
-            |i, j, k| (i + 1, j, k + 1),
-            |i, j, k| (i + 1, j + 2, k + 1),
-            |i, j, k| (i + 1, j + 1, k),
-            |i, j, k| (i + 1, j + 1, k + 2),
-        ]),
-    }
-}
-
-mdh! {
-    /// Record linkage: a user-defined PW operator (max of an encoded
-    /// (weight, index) pair) whose scalar function reads the indices.
-    pub kernel plan_prl {
-        inp(n_first: i32[I], n_last: i32[I], n_year: i32[I],
-            e_first: i32[J], e_last: i32[J], e_year: i32[J]),
-        out(best: i64[I]),
-        out_view(best: |i, j| (i)),
-        md_hom[I, J](
-            |[i, j], nf, nl, ny, ef, el, ey| {
-                let wf = if nf == ef { 8 } else { -2 };
-                let wl = if nl == el { 12 } else { -3 };
-                let dy = ny - ey;
-                let wy = if dy == 0 { 5 } else if dy == 1 || dy == -1 { 2 } else { -4 };
-                (wf + wl + wy) as i64 * 4294967296 + (4294967295 - j as i64)
-            },
-            (CC, PW(|a, b| if a > b { a } else { b }))
-        ),
-        inp_view(
-            n_first: |i, j| (i), n_last: |i, j| (i), n_year: |i, j| (i),
-            e_first: |i, j| (j), e_last: |i, j| (j), e_year: |i, j| (j),
-        ),
-    }
-}
-
-mdh! {
-    pub kernel plan_histo {
-        inp(elems: u32[E], bins: u32[B]),
-        out(hist: u32[B]),
-        out_view(hist: |e, b| (b)),
-        md_hom[E, B](|x, y| if x == y { 1 } else { 0 }, (PW(+), CC)),
-        inp_view(elems: |e, b| (e), bins: |e, b| (b)),
-    }
-}
-
-mdh! {
-    pub kernel plan_map {
-        inp(x: f32[N], y: f32[N]),
-        out(z: f32[N]),
-        params(alpha: f32),
-        out_view(z: |i| (i)),
-        md_hom[N](|a, b| alpha * a + b, (CC)),
-        inp_view(x: |i| (i), y: |i| (i)),
-    }
-}
-
-mdh! {
-    pub kernel plan_reduce {
-        inp(x: f32[N]),
-        out(s: f32[]),
-        out_view(s: |i| ()),
-        md_hom[N](|a| a, (PW(+))),
-        inp_view(x: |i| (i)),
-    }
-}
-
-mdh! {
-    pub kernel plan_reduce2 {
-        inp(x: f32[N]),
-        out(s: f32[], m: f32[]),
-        out_view(s: |i| (), m: |i| ()),
-        md_hom[N](|a| (a, a), (PW(+, max))),
-        inp_view(x: |i| (i)),
-    }
-}
-
-mdh! {
-    pub kernel plan_scan {
-        inp(x: f32[N]),
-        out(y: f32[N]),
-        out_view(y: |i| (i)),
-        md_hom[N](|a| a, (PS(+))),
-        inp_view(x: |i| (i)),
-    }
-}
-
-mdh! {
-    pub kernel plan_mbbs {
-        inp(A: f32[I, J]),
-        out(o: f32[I]),
-        out_view(o: |i, j| (i)),
-        md_hom[I, J](|a| a, (PS(+), PW(+))),
-        inp_view(A: |i, j| (i, j)),
-    }
-}
-
-mdh! {
-    pub kernel plan_mandelbrot {
-        inp(),
-        out(O: u32[H, W]),
-        params(max_iter: u32),
-        out_view(O: |y, x| (y, x)),
-        md_hom[H, W](
-            |[y, x]| {
-                let cr = x as f32 * 3.0 / W as f32 - 2.0;
-                let ci = y as f32 * 2.0 / H as f32 - 1.0;
-                let mut zr = 0.0;
-                let mut zi = 0.0;
-                let mut n = 0;
-                for _ in 0..max_iter {
-                    if zr * zr + zi * zi > 4.0 {
-                        break;
-                    }
-                    let t = zr * zr - zi * zi + cr;
-                    zi = 2.0 * zr * zi + ci;
-                    zr = t;
-                    n += 1;
-                }
-                n
-            },
-            (CC, CC)
-        ),
-        inp_view(),
-    }
-}
+mdh_examples::family!(dot, plan_dot);
+mdh_examples::family!(matvec, plan_matvec);
+mdh_examples::family!(matmul, plan_matmul);
+mdh_examples::family!(matmul_t, plan_matmul_t);
+mdh_examples::family!(bmatmul, plan_bmatmul);
+mdh_examples::family!(conv2d, plan_conv2d);
+mdh_examples::family!(mcc, plan_mcc);
+mdh_examples::family!(ccsdt, plan_ccsdt);
+mdh_examples::family!(jacobi1d, plan_jacobi1d);
+mdh_examples::family!(jacobi3d, plan_jacobi3d);
+mdh_examples::family!(prl, plan_prl);
+mdh_examples::family!(histo, plan_histo);
+mdh_examples::family!(map, plan_map);
+mdh_examples::family!(reduce, plan_reduce);
+mdh_examples::family!(reduce2, plan_reduce2);
+mdh_examples::family!(scan, plan_scan);
+mdh_examples::family!(mbbs, plan_mbbs);
+mdh_examples::family!(mandelbrot, plan_mandelbrot);
 
 // ---------------------------------------------------------------------------
 // Random numbers, sizes and inputs
-
-/// SplitMix64: deterministic test inputs.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed ^ 0x5DEE_CE66_D1CE_4E5B)
-    }
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in `0..n` (`n > 0`).
-    fn below(&mut self, n: usize) -> usize {
-        (((self.next_u64() >> 11) as u128 * n as u128) >> 53) as usize
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next_u64() >> 40) as f32 * (1.0 / (1u64 << 24) as f32)
-    }
-    /// `n` floats: small integers (0..8) when `exact`, else uniform in [0, 1).
-    fn f32s(&mut self, n: usize, exact: bool) -> Vec<f32> {
-        (0..n)
-            .map(|_| {
-                if exact {
-                    self.below(8) as f32
-                } else {
-                    self.unit()
-                }
-            })
-            .collect()
-    }
-    fn i32s(&mut self, n: usize, hi: usize) -> Vec<i32> {
-        (0..n).map(|_| self.below(hi) as i32).collect()
-    }
-    fn u32s(&mut self, n: usize, hi: usize) -> Vec<u32> {
-        (0..n).map(|_| self.below(hi.max(1)) as u32).collect()
-    }
-}
 
 const SPECIAL: [usize; 8] = [1, 2, 3, 5, 7, 13, 31, 97];
 
@@ -515,83 +260,12 @@ fn run_family(f: &Family, cases: usize, case: impl Fn(&[usize], &mut Rng) -> Res
 // ---------------------------------------------------------------------------
 // Comparison with the interpreter
 
-fn close(a: f64, b: f64, rtol: f64) -> bool {
-    if a.is_nan() || b.is_nan() {
-        return a.is_nan() && b.is_nan();
-    }
-    a == b || (a - b).abs() <= rtol * 1f64.max(a.abs()).max(b.abs())
-}
-
-fn compare(what: usize, got: &Buffer, want: &Buffer, rtol: f64) -> Result<(), String> {
-    if got.ty() != want.ty() || got.len() != want.len() {
-        return Err(format!(
-            "output #{what}: {} elements, expected {}",
-            got.len(),
-            want.len()
-        ));
-    }
-    let mut bad = Vec::new();
-    let mut count = 0;
-    for i in 0..got.len() {
-        let (g, w) = (got.get(i), want.get(i));
-        let ok = match (g, w) {
-            (Value::F32(a), Value::F32(b)) => close(a as f64, b as f64, rtol),
-            (Value::F64(a), Value::F64(b)) => close(a, b, rtol),
-            _ => g == w,
-        };
-        if !ok {
-            count += 1;
-            if bad.len() < 6 {
-                bad.push(format!("[{i}] got {g:?}, expected {w:?}"));
-            }
-        }
-    }
-    if count == 0 {
-        Ok(())
-    } else {
-        Err(format!(
-            "output #{what}: {count} of {} elements differ: {}",
-            got.len(),
-            bad.join(", ")
-        ))
-    }
-}
-
-/// Runs the interpreter from `init` and compares with the kernel's `result`
-/// and outputs `got`. A kernel error must be the interpreter's error kind.
-fn verify(
-    spec: &str,
-    sizes: &[usize],
-    inputs: &[Buffer],
-    params: &[Value],
-    init: Vec<Buffer>,
-    result: Result<(), Error>,
-    got: Vec<Buffer>,
-    rtol: f64,
-) -> Result<(), String> {
-    let mut want = init;
-    let k = mdh::reference::kernel(spec).map_err(|e| format!("interpreter: {e}"))?;
-    let reference = mdh::reference::run(&k, sizes, inputs, &mut want, params);
-    match (result, reference) {
-        (Err(a), Err(b)) if std::mem::discriminant(&a) == std::mem::discriminant(&b) => Ok(()),
-        (Err(a), Err(b)) => Err(format!("kernel error `{a}`, interpreter error `{b}`")),
-        (Err(a), Ok(())) => Err(format!("kernel failed, the interpreter did not: {a}")),
-        (Ok(()), Err(b)) => Err(format!("kernel succeeded, the interpreter failed: {b}")),
-        (Ok(()), Ok(())) => {
-            for (o, (g, w)) in got.iter().zip(&want).enumerate() {
-                compare(o, g, w, rtol)?;
-            }
-            Ok(())
-        }
-    }
-}
-
 /// Tolerance of a reduction of `n` float terms of one sign (see the module docs).
 fn sum_rtol(n: usize, exact: bool) -> f64 {
     if exact {
         0.0
     } else {
-        1e-4f64.max(4.0 * f32::EPSILON as f64 * (n as f64).sqrt())
+        check::sum_rtol(n)
     }
 }
 
@@ -618,14 +292,9 @@ fn f32_case(
         &[],
         vec![nan(out_len).into()],
         r,
-        vec![out.into()],
+        &[out.into()],
         rtol,
     )
-}
-
-/// Elements of a buffer with these extents; 0 when one is negative.
-fn len(extents: &[i128]) -> usize {
-    extents.iter().map(|&e| e.max(0) as usize).product()
 }
 
 const CASES: usize = 300;
@@ -649,7 +318,7 @@ fn dot() {
         f32_case(
             plan_dot::SPEC,
             v,
-            vec![g.f32s(n, exact), g.f32s(n, exact)],
+            vec![g.f32s_or_ints(n, exact), g.f32s_or_ints(n, exact)],
             1,
             sum_rtol(n, exact),
             |i, o| plan_dot::cpu(&i[0], &i[1], o, s),
@@ -672,7 +341,7 @@ fn matvec() {
         f32_case(
             plan_matvec::SPEC,
             v,
-            vec![g.f32s(s.I * s.K, exact), g.f32s(s.K, exact)],
+            vec![g.f32s_or_ints(s.I * s.K, exact), g.f32s_or_ints(s.K, exact)],
             s.I,
             sum_rtol(s.K, exact),
             |x, o| plan_matvec::cpu(&x[0], &x[1], o, s),
@@ -695,7 +364,10 @@ fn matmul() {
         f32_case(
             plan_matmul::SPEC,
             v,
-            vec![g.f32s(s.I * s.K, exact), g.f32s(s.K * s.J, exact)],
+            vec![
+                g.f32s_or_ints(s.I * s.K, exact),
+                g.f32s_or_ints(s.K * s.J, exact),
+            ],
             s.I * s.J,
             sum_rtol(s.K, exact),
             |x, o| plan_matmul::cpu(&x[0], &x[1], o, s),
@@ -718,7 +390,10 @@ fn matmul_t() {
         f32_case(
             plan_matmul_t::SPEC,
             v,
-            vec![g.f32s(s.K * s.I, exact), g.f32s(s.J * s.K, exact)],
+            vec![
+                g.f32s_or_ints(s.K * s.I, exact),
+                g.f32s_or_ints(s.J * s.K, exact),
+            ],
             s.J * s.I,
             sum_rtol(s.K, exact),
             |x, o| plan_matmul_t::cpu(&x[0], &x[1], o, s),
@@ -739,8 +414,8 @@ fn bmatmul() {
         let s = sizes!(plan_bmatmul, v; NB, I, J, K);
         let exact = g.below(2) == 0;
         let (a, b) = (
-            g.f32s(s.NB * s.I * s.K, exact),
-            g.f32s(s.NB * s.K * s.J, exact),
+            g.f32s_or_ints(s.NB * s.I * s.K, exact),
+            g.f32s_or_ints(s.NB * s.K * s.J, exact),
         );
         f32_case(
             plan_bmatmul::SPEC,
@@ -772,7 +447,7 @@ fn conv2d() {
         f32_case(
             plan_conv2d::SPEC,
             v,
-            vec![g.f32s(il, exact), g.f32s(s.R * s.S, exact)],
+            vec![g.f32s_or_ints(il, exact), g.f32s_or_ints(s.R * s.S, exact)],
             s.P * s.Q,
             sum_rtol(s.R * s.S, exact),
             |x, o| plan_conv2d::cpu(&x[0], &x[1], o, s),
@@ -806,7 +481,10 @@ fn mcc() {
             2 * s.Q as i128 + s.S as i128 - 2,
             s.C as i128,
         ]);
-        let (i, w) = (g.f32s(il, exact), g.f32s(s.K * s.R * s.S * s.C, exact));
+        let (i, w) = (
+            g.f32s_or_ints(il, exact),
+            g.f32s_or_ints(s.K * s.R * s.S * s.C, exact),
+        );
         f32_case(
             plan_mcc::SPEC,
             v,
@@ -839,8 +517,8 @@ fn ccsdt() {
         let s = sizes!(plan_ccsdt, v; NA, NB, NC, ND, NE, NF, NG);
         let exact = g.below(2) == 0;
         let (a, b) = (
-            g.f32s(s.NG * s.ND * s.NA * s.NB, exact),
-            g.f32s(s.NE * s.NF * s.NG * s.NC, exact),
+            g.f32s_or_ints(s.NG * s.ND * s.NA * s.NB, exact),
+            g.f32s_or_ints(s.NE * s.NF * s.NG * s.NC, exact),
         );
         let out = s.NA * s.NB * s.NC * s.ND * s.NE * s.NF;
         f32_case(
@@ -870,7 +548,7 @@ fn jacobi1d() {
         let s = sizes!(plan_jacobi1d, v; N);
         let exact = g.below(2) == 0;
         let (c0, c1) = (g.unit() * 4.0 - 2.0, g.unit() * 4.0 - 2.0);
-        let x = g.f32s(s.N + 2, exact);
+        let x = g.f32s_or_ints(s.N + 2, exact);
         let mut w = nan(s.N);
         let r = plan_jacobi1d::cpu(&x, &mut w, c0, c1, s);
         verify(
@@ -880,7 +558,7 @@ fn jacobi1d() {
             &[Value::F32(c0), Value::F32(c1)],
             vec![nan(s.N).into()],
             r,
-            vec![w.into()],
+            &[w.into()],
             1e-4,
         )
     });
@@ -898,7 +576,7 @@ fn jacobi3d() {
     run_family(&f, CASES, |v, g| {
         let s = sizes!(plan_jacobi3d, v; N, M, L);
         let exact = g.below(2) == 0;
-        let x = g.f32s((s.N + 2) * (s.M + 2) * (s.L + 2), exact);
+        let x = g.f32s_or_ints((s.N + 2) * (s.M + 2) * (s.L + 2), exact);
         f32_case(
             plan_jacobi3d::SPEC,
             v,
@@ -926,12 +604,12 @@ fn prl() {
         let s = sizes!(plan_prl, v; I, J);
         // Few distinct values: matches, near years and ties are common.
         let x: Vec<Vec<i32>> = vec![
-            g.i32s(s.I, 4),
-            g.i32s(s.I, 4),
-            g.i32s(s.I, 5),
-            g.i32s(s.J, 4),
-            g.i32s(s.J, 4),
-            g.i32s(s.J, 5),
+            g.i32s(s.I, 0, 4),
+            g.i32s(s.I, 0, 4),
+            g.i32s(s.I, 0, 5),
+            g.i32s(s.J, 0, 4),
+            g.i32s(s.J, 0, 4),
+            g.i32s(s.J, 0, 5),
         ];
         let sentinel = vec![0x5A5A_5A5Ai64; s.I];
         let mut best = sentinel.clone();
@@ -944,7 +622,7 @@ fn prl() {
             &[],
             vec![sentinel.into()],
             r,
-            vec![best.into()],
+            &[best.into()],
             0.0,
         )
     });
@@ -961,7 +639,7 @@ fn histo() {
     };
     run_family(&f, CASES, |v, g| {
         let s = sizes!(plan_histo, v; E, B);
-        let elems = g.u32s(s.E, s.B + 3);
+        let elems = g.u32s(s.E, (s.B + 3) as u32);
         let bins: Vec<u32> = (0..s.B as u32).rev().collect();
         let mut hist = vec![0xDEAD_BEEFu32; s.B];
         let r = plan_histo::cpu(&elems, &bins, &mut hist, s);
@@ -972,7 +650,7 @@ fn histo() {
             &[],
             vec![vec![0xDEAD_BEEFu32; s.B].into()],
             r,
-            vec![hist.into()],
+            &[hist.into()],
             0.0,
         )
     });
@@ -994,7 +672,7 @@ fn map() {
         let s = sizes!(plan_map, v; N);
         let exact = g.below(2) == 0;
         let alpha = g.unit() * 8.0 - 4.0;
-        let (x, y) = (g.f32s(s.N, exact), g.f32s(s.N, exact));
+        let (x, y) = (g.f32s_or_ints(s.N, exact), g.f32s_or_ints(s.N, exact));
         let mut z = nan(s.N);
         let r = plan_map::cpu(&x, &y, &mut z, alpha, s);
         verify(
@@ -1004,7 +682,7 @@ fn map() {
             &[Value::F32(alpha)],
             vec![nan(s.N).into()],
             r,
-            vec![z.into()],
+            &[z.into()],
             1e-4,
         )
     });
@@ -1025,7 +703,7 @@ fn reduce() {
         f32_case(
             plan_reduce::SPEC,
             v,
-            vec![g.f32s(s.N, exact)],
+            vec![g.f32s_or_ints(s.N, exact)],
             1,
             sum_rtol(s.N, exact),
             |x, o| plan_reduce::cpu(&x[0], o, s),
@@ -1045,7 +723,7 @@ fn reduce2() {
     run_family(&f, CASES, |v, g| {
         let s = sizes!(plan_reduce2, v; N);
         let exact = g.below(2) == 0;
-        let x = g.f32s(s.N, exact);
+        let x = g.f32s_or_ints(s.N, exact);
         let (mut sum, mut max) = (nan(1), nan(1));
         let r = plan_reduce2::cpu(&x, &mut sum, &mut max, s);
         verify(
@@ -1055,7 +733,7 @@ fn reduce2() {
             &[],
             vec![nan(1).into(), nan(1).into()],
             r,
-            vec![sum.into(), max.into()],
+            &[sum.into(), max.into()],
             sum_rtol(s.N, exact),
         )
     });
@@ -1076,7 +754,7 @@ fn scan() {
         f32_case(
             plan_scan::SPEC,
             v,
-            vec![g.f32s(s.N, exact)],
+            vec![g.f32s_or_ints(s.N, exact)],
             s.N,
             sum_rtol(s.N, exact),
             |x, o| plan_scan::cpu(&x[0], o, s),
@@ -1099,7 +777,7 @@ fn mbbs() {
         f32_case(
             plan_mbbs::SPEC,
             v,
-            vec![g.f32s(s.I * s.J, exact)],
+            vec![g.f32s_or_ints(s.I * s.J, exact)],
             s.I,
             sum_rtol(s.I * s.J, exact),
             |x, o| plan_mbbs::cpu(&x[0], o, s),
@@ -1132,7 +810,7 @@ fn mandelbrot() {
             &[Value::U32(max_iter)],
             vec![vec![0xDEAD_BEEFu32; n].into()],
             r,
-            vec![o.into()],
+            &[o.into()],
             0.0,
         )
     });
