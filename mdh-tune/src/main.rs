@@ -180,7 +180,8 @@ fn run(args: Args) -> Result<(), String> {
 
 /// A candidate ready to measure.
 struct Pending {
-    technique: Option<usize>,
+    /// The technique that proposed it (`None`: the default plan).
+    technique: Option<&'static str>,
     point: Option<Point>,
     plan: CpuPlan,
     bound: f64,
@@ -277,7 +278,7 @@ impl Tuning<'_> {
                 continue;
             }
             out.push(Pending {
-                technique: Some(t),
+                technique: Some(self.ensemble.techniques[t].name()),
                 point: Some(p),
                 plan,
                 bound,
@@ -333,9 +334,12 @@ fn tune_cpu(
     };
     let (log, done) = Log::open(&log_path, &start, args.resume)?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut ensemble = Ensemble::new(space.cards(), args.seed);
+    let sampler = space.clone();
+    ensemble.history.sampler = Some(Box::new(move |rng| sampler.sample(rng)));
     let mut t = Tuning {
         k,
-        ensemble: Ensemble::new(space.cards(), args.seed),
+        ensemble,
         space,
         seen: HashMap::new(),
         costs: Vec::new(),
@@ -420,7 +424,7 @@ fn tune_cpu(
         let began = Instant::now();
         let plans: Vec<CpuPlan> = batch.iter().map(|p| p.plan.clone()).collect();
         let candidate = |p: &Pending, status, time_s, error, elapsed_s| Candidate {
-            technique: p.technique.map(|i| t.ensemble.techniques[i].name().to_string()),
+            technique: p.technique.map(str::to_string),
             point: p.point.clone(),
             plan: PlanRecord::from(&p.plan),
             status,
@@ -515,7 +519,14 @@ fn tune_cpu(
     }
     let png = scratch.dir().join(format!("tune-cpu{tag}.png"));
     plot::best_over_evaluations(&png, &format!("mdh-tune: {} on the CPU{tag}", k.name), &best_so_far)?;
-    eprintln!("{measured} candidates measured in {:.0}s; log: {}; plot: {}", elapsed(), t.log.path().display(), png.display());
+    let uses: Vec<String> = t
+        .ensemble
+        .techniques
+        .iter()
+        .zip(t.ensemble.bandit.uses())
+        .map(|(tq, u)| format!("{} {u}", tq.name()))
+        .collect();
+    eprintln!("{measured} candidates measured in {:.0}s (proposals by technique: {}); log: {}; plot: {}", elapsed(), uses.join(", "), t.log.path().display(), png.display());
     eprintln!("default {}, best {}: wrote {}", ms(default_time), ms(best_time), path.display());
     println!("speedup over default: {speedup:.3}");
     Ok(())

@@ -69,13 +69,12 @@ pub fn kernels(crate_dir: &Path) -> Result<Vec<Found>, String> {
 
 /// The kernel named `name`, or an error listing the kernels there are.
 pub fn find(crate_dir: &Path, name: Option<&str>) -> Result<Found, String> {
-    let all = kernels(crate_dir)?;
-    let list = || {
-        all.iter()
-            .map(|f| format!("  {} ({})", f.kernel.name, f.file.display()))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
+    let mut all = kernels(crate_dir)?;
+    let list = all
+        .iter()
+        .map(|f| format!("  {} ({})", f.kernel.name, f.file.display()))
+        .collect::<Vec<_>>()
+        .join("\n");
     if all.is_empty() {
         return Err(format!(
             "no `mdh!` kernel found under {}; point --manifest-path at the crate that defines the kernel",
@@ -85,16 +84,15 @@ pub fn find(crate_dir: &Path, name: Option<&str>) -> Result<Found, String> {
     let Some(name) = name else {
         return Err(format!(
             "name the kernel to tune with --kernel; this crate defines:\n{}",
-            list()
+            list
         ));
     };
-    let mut all = all;
     match all.iter().position(|f| f.kernel.name == name) {
         Some(i) => Ok(all.swap_remove(i)),
         None => Err(format!(
             "no kernel `{name}` in {}; use one of:\n{}",
             crate_dir.display(),
-            list()
+            list
         )),
     }
 }

@@ -38,18 +38,19 @@ pub enum Param {
     L1(usize, Vec<usize>),
     L2(usize, Vec<usize>),
     Order(Vec<Vec<usize>>),
-    Pack(usize, Vec<Vec<usize>>),
+    Pack(Vec<Vec<usize>>),
 }
 
 impl Param {
     fn len(&self) -> usize {
         match self {
             Param::Cor(_, v) | Param::Reg(_, v) | Param::L1(_, v) | Param::L2(_, v) => v.len(),
-            Param::Order(v) | Param::Pack(_, v) => v.len(),
+            Param::Order(v) | Param::Pack(v) => v.len(),
         }
     }
 }
 
+#[derive(Clone)]
 pub struct CpuSpace {
     pub params: Vec<Param>,
     pub extents: Vec<usize>,
@@ -116,7 +117,7 @@ impl CpuSpace {
         }
         let dims: Vec<usize> = (0..d).collect();
         params.push(Param::Order(permutations(&dims)));
-        for (j, (_, f)) in k.input_accesses().into_iter().enumerate() {
+        for (_, f) in k.input_accesses() {
             let used = used_dims(f, d);
             let mut layouts = vec![Vec::new()];
             for &inner in &used {
@@ -124,7 +125,7 @@ impl CpuSpace {
                 l.push(inner);
                 layouts.push(l);
             }
-            params.push(Param::Pack(j, layouts));
+            params.push(Param::Pack(layouts));
         }
         let outputs = k.output_accesses().len().max(1);
         Ok(CpuSpace {
@@ -175,7 +176,7 @@ impl CpuSpace {
                     plan.l2[*x] = (l1 * v[i]).min(self.extents[*x].div_ceil(l1).max(1) * l1);
                 }
                 Param::Order(v) => plan.order.clone_from(&v[i]),
-                Param::Pack(_, v) => plan.pack.push(v[i].clone()),
+                Param::Pack(v) => plan.pack.push(v[i].clone()),
             }
         }
         plan

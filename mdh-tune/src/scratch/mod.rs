@@ -281,3 +281,45 @@ impl Scratch {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The generated crate (without building it: that is a release build of
+    /// mdh, for the ignored end-to-end test): valid Rust, one config per
+    /// candidate that the macro reads back as that candidate's plan.
+    #[test]
+    fn a_batch_is_one_crate_with_a_config_per_candidate() {
+        let tokens: TokenStream = "pub kernel saxpy { inp(x: f32[N], y: f32[N]), out(z: f32[N]), params(a: f32), out_view(z: |i| (i)), md_hom[N](|u, v| a * u + v, (CC)), inp_view(x: |i| (i), y: |i| (i)), }"
+            .parse()
+            .unwrap();
+        let k = mdh_core::compile(tokens.clone()).unwrap();
+        let tmp = std::env::temp_dir().join(format!("mdh-tune-scratch-{}", std::process::id()));
+        let ws = Workspace {
+            deps: "mdh = { path = \"/nowhere\" }\n".into(),
+            target_dir: tmp.clone(),
+            lock_file: None,
+        };
+        let s = Scratch::new(&ws, &k, &tokens, &[1000]).unwrap();
+        let mut other = CpuPlan::default_for(&k);
+        other.reg = vec![4];
+        other.l1 = vec![64];
+        let plans = [CpuPlan::default_for(&k), other];
+        s.write(&plans).unwrap();
+        let main = std::fs::read_to_string(s.dir().join("src/main.rs")).unwrap();
+        syn::parse_file(&main).unwrap();
+        assert!(main.contains("c1 :: cpu") && main.contains("0.5f32"), "{main}");
+        for (i, plan) in plans.iter().enumerate() {
+            let path = s.dir().join(format!("configs/c{i}.yaml"));
+            let renamed = mdh_core::compile(crate::source::renamed(&tokens, &format!("c{i}"))).unwrap();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let e = mdh_core::config::cpu_entries(&renamed, &path, &text).unwrap();
+            assert_eq!(&e[0].plan, plan);
+        }
+        // A smaller batch leaves no stale configs behind.
+        s.write(&plans[..1]).unwrap();
+        assert!(!s.dir().join("configs/c1.yaml").exists());
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+}

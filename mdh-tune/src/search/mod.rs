@@ -49,6 +49,9 @@ impl Rng {
 pub struct History {
     pub cards: Vec<usize>,
     pub measured: Vec<(Point, f64)>,
+    /// Draws a random point; the space's own sampler propagates its
+    /// constraints (default: uniform per coordinate).
+    pub sampler: Option<Box<dyn Fn(&mut Rng) -> Point>>,
 }
 
 impl History {
@@ -57,7 +60,10 @@ impl History {
     }
 
     pub fn random_point(&self, rng: &mut Rng) -> Point {
-        self.cards.iter().map(|&c| rng.below(c)).collect()
+        match &self.sampler {
+            Some(sample) => sample(rng),
+            None => self.cards.iter().map(|&c| rng.below(c)).collect(),
+        }
     }
 
     /// `p` with coordinate `i` moved by `delta`, clamped to its range.
@@ -115,6 +121,7 @@ impl Ensemble {
             history: History {
                 cards,
                 measured: Vec::new(),
+                sampler: None,
             },
             rng: Rng::new(seed),
         }
@@ -165,6 +172,7 @@ pub mod tests {
         let mut h = History {
             cards: vec![10; 6],
             measured: Vec::new(),
+            sampler: None,
         };
         let mut rng = Rng::new(seed);
         for _ in 0..n {
