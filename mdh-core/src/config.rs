@@ -126,6 +126,13 @@ pub fn kernel_env_var(kernel: &str) -> String {
 
 pub const DIR_ENV_VAR: &str = "MDH_CONFIG_DIR";
 
+/// Whether `dir` is a workspace root: its `Cargo.toml` has a `[workspace]`
+/// table (where the lookup of configs stops).
+pub fn is_workspace_root(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("Cargo.toml"))
+        .is_ok_and(|t| t.lines().any(|l| l.trim() == "[workspace]"))
+}
+
 /// Where the config of `kernel` is, per the rules in the module docs.
 /// `Err` only when an environment variable names a file that is missing.
 pub fn find(kernel: &str, manifest_dir: Option<&Path>) -> Result<Option<PathBuf>, ConfigError> {
@@ -152,10 +159,7 @@ pub fn find(kernel: &str, manifest_dir: Option<&Path>) -> Result<Option<PathBuf>
         if p.is_file() {
             return Ok(Some(p));
         }
-        let is_root = std::fs::read_to_string(d.join("Cargo.toml"))
-            .map(|t| t.lines().any(|l| l.trim() == "[workspace]"))
-            .unwrap_or(false);
-        if is_root {
+        if is_workspace_root(&d) {
             break;
         }
         dir = d.parent().map(Path::to_path_buf);

@@ -70,8 +70,9 @@ struct Args {
     /// Number of candidates to measure instead of a time budget.
     #[arg(long)]
     evaluations: Option<usize>,
-    /// The directory of the config files (default: `configs/` next to the
-    /// manifest).
+    /// The directory of the config files (default: where the macro finds
+    /// the kernel's config now, else the nearest existing `configs/` from
+    /// the crate up to its workspace root, else `configs/` in the crate).
     #[arg(long)]
     out: Option<PathBuf>,
     /// Continue the tuning log of an interrupted run with the same kernel,
@@ -174,9 +175,34 @@ fn run(args: Args) -> Result<(), String> {
         (Some(b), None) => Budget::Time(parse_duration(b)?),
         (None, None) => Budget::Time(Duration::from_secs(300)),
     };
-    let out_dir = args.out.clone().unwrap_or_else(|| crate_dir.join("configs"));
+    let out_dir = match &args.out {
+        Some(d) => d.clone(),
+        None => default_out(&k.name.to_string(), &crate_dir)?,
+    };
     tune_cpu(&args, &manifest, &found, &sizes, &budget, &out_dir)
 }
+
+/// Where the tuned entry goes without `--out`: next to the config the
+/// macro reads now (so the new entry joins it instead of shadowing it).
+fn default_out(kernel: &str, crate_dir: &Path) -> Result<PathBuf, String> {
+    if let Some(file) = mdh_core::config::find(kernel, Some(crate_dir)).map_err(|e| e.0)? {
+        return Ok(file.parent().unwrap_or(Path::new(".")).to_path_buf());
+    }
+    let root = crate_dir
+        .ancestors()
+        .find(|d| mdh_core::config::is_workspace_root(d))
+        .unwrap_or(crate_dir);
+    Ok(crate_dir
+        .ancestors()
+        .take_while(|d| d.starts_with(root))
+        .map(|d| d.join("configs"))
+        .find(|d| d.is_dir())
+        .unwrap_or_else(|| crate_dir.join("configs")))
+}
+
+/// Candidates in the first batch under a time budget (the default plan and
+/// its first competitors), before the cost of one is known.
+const FIRST_BATCH: usize = 4;
 
 /// A candidate ready to measure.
 struct Pending {
@@ -389,16 +415,23 @@ fn tune_cpu(
     };
     update(&bar, &t);
 
-    let mut batch_s: Option<f64> = None;
+    // Seconds per candidate (build and run) in the last batch: sizes the
+    // next batch to what the time budget has left.
+    let mut per_candidate_s: Option<f64> = None;
     loop {
         let left = match budget {
             Budget::Time(d) => {
-                // Stop when not even half a batch fits any more.
                 let left = d.as_secs_f64() - elapsed();
-                if left <= 0.0 || batch_s.is_some_and(|b| left < b / 2.0) {
+                let fit = match per_candidate_s {
+                    // A first, small batch measures the cost of one.
+                    None => FIRST_BATCH,
+                    // Rounded: a batch may overrun the budget by half a candidate.
+                    Some(c) => ((left / c).round().max(0.0)) as usize,
+                };
+                if left <= 0.0 || fit == 0 {
                     break;
                 }
-                args.batch
+                fit.min(args.batch)
             }
             Budget::Evaluations(n) => match n.saturating_sub(t.costs.len()) {
                 0 => break,
@@ -410,7 +443,8 @@ fn tune_cpu(
             let plan = CpuPlan::default_for(k);
             batch.push(Pending {
                 technique: None,
-                point: None,
+                // On the grid, the default seeds the local searches.
+                point: t.space.encode(&plan),
                 bound: t.lower_bound(&plan),
                 plan,
             });
@@ -477,7 +511,9 @@ fn tune_cpu(
                 }
             }
         }
-        batch_s = Some(began.elapsed().as_secs_f64());
+        let took = began.elapsed().as_secs_f64();
+        per_candidate_s = Some(took / batch.len() as f64);
+        bar.println(format!("batch of {}: built and measured in {took:.0}s", batch.len()));
         update(&bar, &t);
         if t.default_time.is_none() {
             return Err("the default plan did not run correctly at these sizes; see the tuning log".into());

@@ -10,8 +10,10 @@
 //! - L1 tiles are multiples of register tiles, L2 tiles multiples of L1
 //!   tiles (parameters are the multipliers), clamped to the extents;
 //! - register tiles: only the innermost PW dimension may exceed 1 among PW
-//!   dimensions; the register tile's points stay within the registers
-//!   ([`MAX_REGISTER_TILE`] over all outputs), enforced dimension by
+//!   dimensions; the register tile's accumulators stay within the
+//!   registers ([`VECTOR_REGISTERS_FOR_ACCUMULATORS`] vectors, at most
+//!   [`MAX_REGISTER_TILE`] points over all outputs: larger tiles spill, and
+//!   their fully unrolled code is slow to compile), enforced dimension by
 //!   dimension when sampling and by shrinking when repairing;
 //! - loop orders: permutations of the dimensions (any order of PW
 //!   dimensions is legal: partial results are kept per task);
@@ -19,7 +21,9 @@
 //!   dimensions innermost (contiguous).
 
 use mdh_core::desc::KernelDesc;
-use mdh_core::plan::{elem_bytes, used_dims, CpuPlan, MAX_REGISTER_TILE, VECTOR_BYTES};
+use mdh_core::plan::{
+    elem_bytes, used_dims, CpuPlan, MAX_REGISTER_TILE, VECTOR_BYTES, VECTOR_REGISTERS_FOR_ACCUMULATORS,
+};
 use mdh_core::spec::{DimKind, Kernel};
 
 use crate::search::{Point, Rng};
@@ -131,7 +135,7 @@ impl CpuSpace {
         Ok(CpuSpace {
             params,
             extents,
-            reg_budget: MAX_REGISTER_TILE / outputs,
+            reg_budget: MAX_REGISTER_TILE.min(VECTOR_REGISTERS_FOR_ACCUMULATORS * lanes) / outputs,
         })
     }
 
@@ -180,6 +184,37 @@ impl CpuSpace {
             }
         }
         plan
+    }
+
+    /// The point of `plan`, if the space holds it.
+    pub fn encode(&self, plan: &CpuPlan) -> Option<Point> {
+        // Coordinates one by one: each is the value that decodes to the
+        // plan's, given the earlier ones (L1 depends on REG, L2 on L1).
+        let mut p = vec![0; self.params.len()];
+        for s in 0..self.params.len() {
+            let i = (0..self.params[s].len()).find(|&i| {
+                p[s] = i;
+                let d = self.decode(&p);
+                match &self.params[s] {
+                    Param::Cor(x, _) => d.cor[*x] == plan.cor[*x],
+                    Param::Reg(x, _) => d.reg[*x] == plan.reg[*x],
+                    Param::L1(x, _) => d.l1[*x] == plan.l1[*x],
+                    Param::L2(x, _) => d.l2[*x] == plan.l2[*x],
+                    Param::Order(_) => d.order == plan.order,
+                    Param::Pack(_) => true,
+                }
+            })?;
+            p[s] = i;
+        }
+        // Packing: the j-th Pack parameter is input access j.
+        let packs = self.params.iter().enumerate().filter_map(|(s, q)| match q {
+            Param::Pack(v) => Some((s, v)),
+            _ => None,
+        });
+        for (j, (s, v)) in packs.enumerate() {
+            p[s] = v.iter().position(|l| Some(l) == plan.pack.get(j))?;
+        }
+        (self.decode(&p) == *plan).then_some(p)
     }
 
     fn reg_points(&self, p: &Point) -> usize {
@@ -293,6 +328,20 @@ mod tests {
     }
 
     #[test]
+    fn default_plans_on_the_grid_are_encoded() {
+        let k = matmul();
+        let s = CpuSpace::new(&k, &[1024, 1024, 1024]).unwrap();
+        let mut rng = Rng::new(3);
+        for _ in 0..200 {
+            let p = s.sample(&mut rng);
+            assert_eq!(s.encode(&s.decode(&p)).map(|q| s.decode(&q)), Some(s.decode(&p)));
+        }
+        let mut off = CpuPlan::default_for(&k);
+        off.l1[0] = 7;
+        assert_eq!(s.encode(&off), None);
+    }
+
+    #[test]
     fn the_space_size_counts_register_tiles_within_the_budget() {
         let k = kernel(quote::quote! {
             kernel matvec {
@@ -315,7 +364,7 @@ mod tests {
         let pairs = reg[0]
             .iter()
             .flat_map(|a| reg[1].iter().map(move |b| a * b))
-            .filter(|&p| p <= MAX_REGISTER_TILE)
+            .filter(|&p| p <= s.reg_budget)
             .count() as f64;
         let rest: f64 = s
             .params

@@ -13,6 +13,9 @@ const EXPLORATION: f64 = 0.5;
 pub struct AucBandit {
     history: Vec<VecDeque<bool>>,
     uses: Vec<usize>,
+    /// Chosen but not yet credited (a batch is proposed before any of it
+    /// is measured): counted as uses when choosing.
+    pending: Vec<usize>,
 }
 
 impl AucBandit {
@@ -20,6 +23,7 @@ impl AucBandit {
         AucBandit {
             history: vec![VecDeque::new(); arms],
             uses: vec![0; arms],
+            pending: vec![0; arms],
         }
     }
 
@@ -42,21 +46,29 @@ impl AucBandit {
     }
 
     /// The technique to use next: an unused one first, then the best score.
-    pub fn choose(&self) -> usize {
-        if let Some(t) = self.uses.iter().position(|&u| u == 0) {
-            return t;
-        }
-        let total: usize = self.uses.iter().sum();
-        let score = |t: usize| {
-            Self::auc(&self.history[t])
-                + EXPLORATION * (2.0 * (total as f64).ln() / self.uses[t] as f64).sqrt()
+    pub fn choose(&mut self) -> usize {
+        let n: Vec<usize> = self.uses.iter().zip(&self.pending).map(|(u, p)| u + p).collect();
+        let t = match n.iter().position(|&u| u == 0) {
+            Some(t) => t,
+            None => {
+                let total: usize = n.iter().sum();
+                let score = |t: usize| {
+                    Self::auc(&self.history[t])
+                        + EXPLORATION * (2.0 * (total as f64).ln() / n[t] as f64).sqrt()
+                };
+                (0..n.len())
+                    .max_by(|&a, &b| score(a).total_cmp(&score(b)))
+                    .unwrap_or(0)
+            }
         };
-        (0..self.uses.len())
-            .max_by(|&a, &b| score(a).total_cmp(&score(b)))
-            .unwrap_or(0)
+        self.pending[t] += 1;
+        t
     }
 
+    /// Credits a measured proposal of `t` (chosen before, or replayed from
+    /// a log).
     pub fn credit(&mut self, t: usize, success: bool) {
+        self.pending[t] = self.pending[t].saturating_sub(1);
         self.uses[t] += 1;
         let h = &mut self.history[t];
         h.push_back(success);
@@ -79,5 +91,13 @@ mod tests {
         }
         assert!(b.uses()[1] > b.uses()[0] + b.uses()[2], "{:?}", b.uses());
         assert!(b.uses().iter().all(|&u| u > 0));
+    }
+
+    #[test]
+    fn a_batch_chosen_before_any_credit_tries_every_arm() {
+        let mut b = AucBandit::new(4);
+        let mut batch: Vec<usize> = (0..4).map(|_| b.choose()).collect();
+        batch.sort_unstable();
+        assert_eq!(batch, vec![0, 1, 2, 3]);
     }
 }
