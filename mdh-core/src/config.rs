@@ -29,7 +29,8 @@
 //! Without a file (or without a CPU entry) the heuristic default plan of
 //! [`CpuPlan::default_for`] is used. Several CPU entries are all compiled
 //! in and dispatched at run time: entries whose device matches the CPU,
-//! nearest tuned sizes first; the default plan is always there as fallback.
+//! nearest tuned sizes first; the default plan is the fallback (left out
+//! when an entry without device and sizes makes it unreachable).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -189,22 +190,25 @@ fn yaml_list(v: &[usize]) -> String {
 }
 
 /// The YAML list item of one CPU entry, as the tuner writes it: the fields
-/// [`cpu_entries`] reads (`backend`, `device`, `sizes`, `cpu` with every
-/// plan field), then `provenance`, a flow mapping of the given keys and
-/// already rendered YAML values.
+/// [`cpu_entries`] reads (`backend`, `device`, `sizes` unless `None`, `cpu`
+/// with every plan field), then `provenance` (a flow mapping of the given
+/// keys and already rendered YAML values) unless empty.
 pub fn cpu_entry_yaml(
     k: &Kernel,
     device: &str,
-    sizes: &[usize],
+    sizes: Option<&[usize]>,
     plan: &CpuPlan,
     provenance: &[(&str, String)],
 ) -> String {
-    let sizes: Vec<String> = k
-        .size_params
-        .iter()
-        .zip(sizes)
-        .map(|(p, v)| format!("{p}: {v}"))
-        .collect();
+    let sizes = sizes.map_or(String::new(), |sizes| {
+        let s: Vec<String> = k
+            .size_params
+            .iter()
+            .zip(sizes)
+            .map(|(p, v)| format!("{p}: {v}"))
+            .collect();
+        format!("    sizes: {{ {} }}\n", s.join(", "))
+    });
     let lists = [&plan.cor, &plan.l2, &plan.l1, &plan.reg, &plan.order];
     let mut cpu: Vec<String> = CPU_LIST_FIELDS
         .iter()
@@ -214,12 +218,15 @@ pub fn cpu_entry_yaml(
     let pack: Vec<String> = plan.pack.iter().map(|l| yaml_list(l)).collect();
     cpu.push(format!("pack: [{}]", pack.join(", ")));
     let prov: Vec<String> = provenance.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    let prov = if prov.is_empty() {
+        String::new()
+    } else {
+        format!("    provenance: {{ {} }}\n", prov.join(", "))
+    };
     format!(
-        "  - backend: cpu\n    device: {}\n    sizes: {{ {} }}\n    cpu: {{ {} }}\n    provenance: {{ {} }}\n",
+        "  - backend: cpu\n    device: {}\n{sizes}    cpu: {{ {} }}\n{prov}",
         yaml_string(device),
-        sizes.join(", "),
         cpu.join(", "),
-        prov.join(", ")
     )
 }
 
@@ -413,7 +420,9 @@ fn size_values(
 }
 
 /// All CPU entries the macro compiles for `k`: those of its config file,
-/// then the default plan. Returns the file read (for rebuild tracking).
+/// then the default plan, unless an entry for any device and any sizes
+/// makes it unreachable (the dispatch takes the first such entry before
+/// it). Returns the file read (for rebuild tracking).
 pub fn cpu_plans(
     k: &Kernel,
     manifest_dir: Option<&Path>,
@@ -429,11 +438,13 @@ pub fn cpu_plans(
         }
         None => Vec::new(),
     };
-    entries.push(CpuEntry {
-        plan: CpuPlan::default_for(k),
-        device: "*".into(),
-        sizes: None,
-    });
+    if !entries.iter().any(|e| e.device == "*" && e.sizes.is_none()) {
+        entries.push(CpuEntry {
+            plan: CpuPlan::default_for(k),
+            device: "*".into(),
+            sizes: None,
+        });
+    }
     Ok((entries, path))
 }
 
@@ -492,7 +503,7 @@ mod tests {
         let entry = cpu_entry_yaml(
             &k,
             "Xeon \"2\" \\ cores",
-            &[64, 16, 32],
+            Some(&[64, 16, 32]),
             &tuned(),
             &[("evaluations", "12".into()), ("date", yaml_string("2026-01-01"))],
         );
@@ -510,7 +521,7 @@ mod tests {
         let k = matmul();
         let path = Path::new("configs/matmul.yaml");
         let old = "# hand-written\nkernel: matmul\nentries:\n  # first\n  - backend: cpu\n    sizes: {I: 64, J: 32, K: 16}\n    cpu: { reg: [4, 16, 1] }\n\n  # second: GPU\n  - backend: opencl\n  # third\n  - backend: cpu\n    device: \"*\"\n    sizes: {I: 8, J: 8, K: 8}\n";
-        let entry = cpu_entry_yaml(&k, "*", &[64, 16, 32], &tuned(), &[]);
+        let entry = cpu_entry_yaml(&k, "*", Some(&[64, 16, 32]), &tuned(), &[]);
         let new = merge_cpu_entry(&k, path, Some(old), "*", &[64, 16, 32], &entry).unwrap();
         for kept in ["# hand-written", "# first", "# second: GPU", "backend: opencl", "# third", "{I: 8, J: 8, K: 8}"] {
             assert!(new.contains(kept), "lost `{kept}`:\n{new}");
@@ -520,7 +531,7 @@ mod tests {
         assert_eq!(e.len(), 2);
         assert_eq!(e[0].plan, tuned());
         // Other sizes: appended.
-        let other = cpu_entry_yaml(&k, "*", &[1, 2, 3], &tuned(), &[]);
+        let other = cpu_entry_yaml(&k, "*", Some(&[1, 2, 3]), &tuned(), &[]);
         let more = merge_cpu_entry(&k, path, Some(&new), "*", &[1, 2, 3], &other).unwrap();
         assert_eq!(cpu_entries(&k, path, &more).unwrap().len(), 3);
         // An empty list becomes a block list.

@@ -7,7 +7,7 @@
 //! parts give at most `Π parts` tasks, and the largest task (its extents
 //! rounded up to whole register tiles) runs on one core alone.
 
-use mdh_core::plan::{elem_bytes, CpuPlan, VECTOR_BYTES};
+use mdh_core::plan::{simd_lanes, CpuPlan};
 use mdh_core::spec::Kernel;
 
 /// Cycles per second: above any sustained all-core clock.
@@ -23,13 +23,7 @@ pub struct Machine {
 /// Seconds the plan needs at least for a kernel with `extents` whose
 /// inputs have `input_bytes` bytes in all.
 pub fn lower_bound(k: &Kernel, plan: &CpuPlan, extents: &[usize], input_bytes: f64, m: &Machine) -> f64 {
-    let bytes = k
-        .output_accesses()
-        .iter()
-        .map(|(b, _)| elem_bytes(k.outputs[*b].ty))
-        .max()
-        .unwrap_or(4);
-    let lanes = (VECTOR_BYTES / bytes).max(1) as f64;
+    let lanes = simd_lanes(k) as f64;
     let threads = m.threads.max(1) as f64;
     let points: f64 = extents.iter().map(|&e| e as f64).product();
     // COR parts: 0 lets the run time choose, up to one per thread.
@@ -58,16 +52,7 @@ mod tests {
 
     #[test]
     fn one_task_is_bounded_by_one_core() {
-        let k = mdh_core::compile(quote::quote! {
-            kernel matvec {
-                inp(M: f32[I, K], v: f32[K]),
-                out(w: f32[I]),
-                out_view(w: |i, k| (i)),
-                md_hom[I, K](|m, x| m * x, (CC, PW(+))),
-                inp_view(M: |i, k| (i, k), v: |i, k| (k)),
-            }
-        })
-        .unwrap();
+        let k = crate::space::tests::matvec();
         let m = Machine { threads: 4 };
         let mut p = CpuPlan::default_for(&k);
         let ext = [1024, 1024];

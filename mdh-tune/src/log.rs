@@ -18,43 +18,6 @@ pub struct Start {
     pub sizes: Vec<usize>,
 }
 
-/// A CPU plan as logged.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct PlanRecord {
-    pub cor: Vec<usize>,
-    pub l2: Vec<usize>,
-    pub l1: Vec<usize>,
-    pub reg: Vec<usize>,
-    pub order: Vec<usize>,
-    pub pack: Vec<Vec<usize>>,
-}
-
-impl From<&CpuPlan> for PlanRecord {
-    fn from(p: &CpuPlan) -> PlanRecord {
-        PlanRecord {
-            cor: p.cor.clone(),
-            l2: p.l2.clone(),
-            l1: p.l1.clone(),
-            reg: p.reg.clone(),
-            order: p.order.clone(),
-            pack: p.pack.clone(),
-        }
-    }
-}
-
-impl From<&PlanRecord> for CpuPlan {
-    fn from(p: &PlanRecord) -> CpuPlan {
-        CpuPlan {
-            cor: p.cor.clone(),
-            l2: p.l2.clone(),
-            l1: p.l1.clone(),
-            reg: p.reg.clone(),
-            order: p.order.clone(),
-            pack: p.pack.clone(),
-        }
-    }
-}
-
 /// What became of a candidate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -74,7 +37,7 @@ pub struct Candidate {
     /// The technique that proposed it (`None`: the default plan).
     pub technique: Option<String>,
     pub point: Option<Vec<usize>>,
-    pub plan: PlanRecord,
+    pub plan: CpuPlan,
     pub status: Status,
     pub time_s: Option<f64>,
     pub lower_bound_s: f64,
@@ -174,7 +137,7 @@ mod tests {
         Candidate {
             technique: Some("random".into()),
             point: Some(vec![1, 2]),
-            plan: PlanRecord {
+            plan: CpuPlan {
                 cor: vec![0],
                 l2: vec![4],
                 l1: vec![2],

@@ -36,7 +36,7 @@ use mdh_core::desc::KernelDesc;
 use mdh_core::plan::{elem_bytes, CpuPlan};
 use mdh_core::Kernel;
 
-use log::{Candidate, Log, PlanRecord, Record, Start, Status};
+use log::{Candidate, Log, Record, Start, Status};
 use search::{Ensemble, Point};
 use space::CpuSpace;
 
@@ -219,7 +219,7 @@ struct Tuning<'a> {
     space: CpuSpace,
     ensemble: Ensemble,
     /// Every plan seen, with its cost (`INFINITY` unless it ran correctly).
-    seen: HashMap<PlanRecord, f64>,
+    seen: HashMap<CpuPlan, f64>,
     /// Measured candidates in order: (time or INFINITY), for the plot.
     costs: Vec<f64>,
     best: Option<(CpuPlan, f64)>,
@@ -262,7 +262,7 @@ impl Tuning<'_> {
                 self.default_time = Some(cost);
             }
             if self.best.as_ref().is_none_or(|b| cost < b.1) {
-                self.best = Some((CpuPlan::from(&c.plan), cost));
+                self.best = Some((c.plan.clone(), cost));
             }
         }
     }
@@ -279,13 +279,12 @@ impl Tuning<'_> {
             let (t, p) = self.ensemble.propose();
             let p = self.space.repair(p);
             let plan = self.space.decode(&p);
-            let key = PlanRecord::from(&plan);
-            if let Some(&cost) = self.seen.get(&key) {
+            if let Some(&cost) = self.seen.get(&plan) {
                 // Known: the technique learns its cost again, nothing runs.
                 self.ensemble.observe(Some(t), p, cost);
                 continue;
             }
-            if out.iter().any(|q| PlanRecord::from(&q.plan) == key) {
+            if out.iter().any(|q| q.plan == plan) {
                 continue;
             }
             debug_assert_eq!(plan.validate(self.k), Ok(()));
@@ -294,7 +293,7 @@ impl Tuning<'_> {
                 self.record(Candidate {
                     technique: Some(self.ensemble.techniques[t].name().into()),
                     point: Some(p),
-                    plan: key,
+                    plan,
                     status: Status::Pruned,
                     time_s: None,
                     lower_bound_s: bound,
@@ -363,6 +362,7 @@ fn tune_cpu(
     let mut ensemble = Ensemble::new(space.cards(), args.seed);
     let sampler = space.clone();
     ensemble.history.sampler = Some(Box::new(move |rng| sampler.sample(rng)));
+    ensemble.history.start = space.encode(&CpuPlan::default_for(k));
     let mut t = Tuning {
         k,
         ensemble,
@@ -439,7 +439,7 @@ fn tune_cpu(
             },
         };
         let mut batch = Vec::new();
-        if t.default_time.is_none() && !t.seen.contains_key(&PlanRecord::from(&CpuPlan::default_for(k))) {
+        if t.default_time.is_none() && !t.seen.contains_key(&CpuPlan::default_for(k)) {
             let plan = CpuPlan::default_for(k);
             batch.push(Pending {
                 technique: None,
@@ -460,7 +460,7 @@ fn tune_cpu(
         let candidate = |p: &Pending, status, time_s, error, elapsed_s| Candidate {
             technique: p.technique.map(str::to_string),
             point: p.point.clone(),
-            plan: PlanRecord::from(&p.plan),
+            plan: p.plan.clone(),
             status,
             time_s,
             lower_bound_s: p.bound,
@@ -536,7 +536,7 @@ fn tune_cpu(
         ("default_time_s", format!("{default_time:e}")),
         ("speedup_over_default", format!("{speedup:.3}")),
     ];
-    let entry = cpu_entry_yaml(k, &device, sizes, &best, &provenance);
+    let entry = cpu_entry_yaml(k, &device, Some(sizes), &best, &provenance);
     let path = out_dir.join(format!("{}.yaml", k.name));
     let old = match std::fs::read_to_string(&path) {
         Ok(s) => Some(s),
@@ -596,16 +596,7 @@ mod tests {
         assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
         assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
         assert!(parse_duration("5 parsecs").unwrap_err().contains("unknown unit"));
-        let k = mdh_core::compile(quote::quote! {
-            kernel matvec {
-                inp(M: f32[I, K], v: f32[K]),
-                out(w: f32[I]),
-                out_view(w: |i, k| (i)),
-                md_hom[I, K](|m, x| m * x, (CC, PW(+))),
-                inp_view(M: |i, k| (i, k), v: |i, k| (k)),
-            }
-        })
-        .unwrap();
+        let k = crate::space::tests::matvec();
         assert_eq!(parse_sizes(&k, Some("K=8,I=4")).unwrap(), vec![4, 8]);
         assert!(parse_sizes(&k, Some("I=4")).unwrap_err().contains("lacks `K`"));
         assert!(parse_sizes(&k, Some("I=4,K=8,J=2")).unwrap_err().contains("not a size parameter"));

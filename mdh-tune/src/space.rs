@@ -22,7 +22,7 @@
 
 use mdh_core::desc::KernelDesc;
 use mdh_core::plan::{
-    elem_bytes, used_dims, CpuPlan, MAX_REGISTER_TILE, VECTOR_BYTES, VECTOR_REGISTERS_FOR_ACCUMULATORS,
+    simd_lanes, used_dims, CpuPlan, MAX_REGISTER_TILE, VECTOR_REGISTERS_FOR_ACCUMULATORS,
 };
 use mdh_core::spec::{DimKind, Kernel};
 
@@ -92,13 +92,7 @@ impl CpuSpace {
         let d = extents.len();
         let kinds = k.dim_kinds();
         let innermost_pw = (0..d).rev().find(|&x| kinds[x] == DimKind::Pw);
-        let bytes = k
-            .output_accesses()
-            .iter()
-            .map(|(b, _)| elem_bytes(k.outputs[*b].ty))
-            .max()
-            .unwrap_or(4);
-        let lanes = (VECTOR_BYTES / bytes).max(1);
+        let lanes = simd_lanes(k);
         let mut params = Vec::new();
         for (x, &ext) in extents.iter().enumerate() {
             params.push(Param::Cor(x, COR.to_vec()));
@@ -289,14 +283,27 @@ impl CpuSpace {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn kernel(src: proc_macro2::TokenStream) -> Kernel {
         mdh_core::compile(src).expect("valid kernel")
     }
 
-    fn matmul() -> Kernel {
+    /// The test kernels of this crate.
+    pub(crate) fn matvec() -> Kernel {
+        kernel(quote::quote! {
+            kernel matvec {
+                inp(M: f32[I, K], v: f32[K]),
+                out(w: f32[I]),
+                out_view(w: |i, k| (i)),
+                md_hom[I, K](|m, x| m * x, (CC, PW(+))),
+                inp_view(M: |i, k| (i, k), v: |i, k| (k)),
+            }
+        })
+    }
+
+    pub(crate) fn matmul() -> Kernel {
         kernel(quote::quote! {
             kernel matmul {
                 inp(A: f32[I, K], B: f32[K, J]),
@@ -343,16 +350,7 @@ mod tests {
 
     #[test]
     fn the_space_size_counts_register_tiles_within_the_budget() {
-        let k = kernel(quote::quote! {
-            kernel matvec {
-                inp(M: f32[I, K], v: f32[K]),
-                out(w: f32[I]),
-                out_view(w: |i, k| (i)),
-                md_hom[I, K](|m, x| m * x, (CC, PW(+))),
-                inp_view(M: |i, k| (i, k), v: |i, k| (k)),
-            }
-        });
-        let s = CpuSpace::new(&k, &[2048, 2048]).unwrap();
+        let s = CpuSpace::new(&matvec(), &[2048, 2048]).unwrap();
         let reg: Vec<&Vec<usize>> = s
             .params
             .iter()

@@ -184,7 +184,8 @@ impl Scratch {
             let path = configs.join(format!("{name}.yaml"));
             let renamed = mdh_core::compile(crate::source::renamed(&self.tokens, &name))
                 .map_err(|e| format!("the renamed kernel does not compile: {e}"))?;
-            let entry = cpu_entry_yaml(&renamed, "*", sizes, plan, &[]);
+            // For any device and sizes: the only plan compiled in.
+            let entry = cpu_entry_yaml(&renamed, "*", None, plan, &[]);
             let text = merge_cpu_entry(&renamed, &path, None, "*", sizes, &entry).map_err(|e| e.0)?;
             std::fs::write(&path, text).map_err(io)?;
             let toks = crate::source::renamed(&self.tokens, &name);
@@ -314,7 +315,8 @@ mod tests {
             let path = s.dir().join(format!("configs/c{i}.yaml"));
             let renamed = mdh_core::compile(crate::source::renamed(&tokens, &format!("c{i}"))).unwrap();
             let text = std::fs::read_to_string(&path).unwrap();
-            let e = mdh_core::config::cpu_entries(&renamed, &path, &text).unwrap();
+            let e = mdh_core::config::cpu_plans(&renamed, Some(&s.dir)).unwrap().0;
+            assert_eq!(e.len(), 1, "the candidate alone, no default: {text}");
             assert_eq!(&e[0].plan, plan);
         }
         // A smaller batch leaves no stale configs behind.

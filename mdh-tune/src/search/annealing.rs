@@ -29,8 +29,8 @@ impl Technique for SimulatedAnnealing {
     }
 
     fn propose(&mut self, h: &History, rng: &mut Rng) -> Point {
-        match self.current.as_ref().or(h.best()) {
-            Some((p, _)) => h.neighbour(p, rng),
+        match self.current.as_ref().map(|c| &c.0).or(h.best_or_start()) {
+            Some(p) => h.neighbour(p, rng),
             None => h.random_point(rng),
         }
     }

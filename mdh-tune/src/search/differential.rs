@@ -4,7 +4,6 @@
 
 use super::{History, Point, Rng, Technique};
 
-#[derive(Default)]
 pub struct DifferentialEvolution;
 
 /// The population: the best measured points.

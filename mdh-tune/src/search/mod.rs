@@ -52,11 +52,19 @@ pub struct History {
     /// Draws a random point; the space's own sampler propagates its
     /// constraints (default: uniform per coordinate).
     pub sampler: Option<Box<dyn Fn(&mut Rng) -> Point>>,
+    /// Where local searches start before anything is measured (the
+    /// default plan's point): a batch is proposed before it is measured.
+    pub start: Option<Point>,
 }
 
 impl History {
     pub fn best(&self) -> Option<&(Point, f64)> {
         self.measured.iter().min_by(|a, b| a.1.total_cmp(&b.1))
+    }
+
+    /// The best point, else the start point.
+    pub fn best_or_start(&self) -> Option<&Point> {
+        self.best().map(|b| &b.0).or(self.start.as_ref())
     }
 
     pub fn random_point(&self, rng: &mut Rng) -> Point {
@@ -93,13 +101,15 @@ pub trait Technique {
     fn observe(&mut self, _p: &Point, _cost: f64, _h: &History) {}
 }
 
-/// All techniques, in the order the bandit's statistics and the log name them.
+/// All techniques, in the order the bandit first tries them: the local
+/// searches first (they start next to the default plan), differential
+/// evolution last (it needs a population).
 pub fn techniques() -> Vec<Box<dyn Technique>> {
     vec![
-        Box::new(random::RandomSampling),
         Box::new(annealing::SimulatedAnnealing::default()),
-        Box::new(differential::DifferentialEvolution::default()),
         Box::new(pattern::PatternSearch::default()),
+        Box::new(random::RandomSampling),
+        Box::new(differential::DifferentialEvolution),
     ]
 }
 
@@ -122,6 +132,7 @@ impl Ensemble {
                 cards,
                 measured: Vec::new(),
                 sampler: None,
+                start: None,
             },
             rng: Rng::new(seed),
         }
@@ -173,6 +184,7 @@ pub mod tests {
             cards: vec![10; 6],
             measured: Vec::new(),
             sampler: None,
+            start: None,
         };
         let mut rng = Rng::new(seed);
         for _ in 0..n {

@@ -20,7 +20,7 @@ impl Technique for PatternSearch {
     }
 
     fn propose(&mut self, h: &History, rng: &mut Rng) -> Point {
-        let Some((center, _)) = self.center.as_ref().or(h.best()) else {
+        let Some(center) = self.center.as_ref().map(|c| &c.0).or(h.best_or_start()) else {
             return h.random_point(rng);
         };
         let center = center.clone();
