@@ -217,7 +217,10 @@ pub fn cpu_entry_yaml(
         .collect();
     let pack: Vec<String> = plan.pack.iter().map(|l| yaml_list(l)).collect();
     cpu.push(format!("pack: [{}]", pack.join(", ")));
-    let prov: Vec<String> = provenance.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    let prov: Vec<String> = provenance
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
     let prov = if prov.is_empty() {
         String::new()
     } else {
@@ -505,7 +508,10 @@ mod tests {
             "Xeon \"2\" \\ cores",
             Some(&[64, 16, 32]),
             &tuned(),
-            &[("evaluations", "12".into()), ("date", yaml_string("2026-01-01"))],
+            &[
+                ("evaluations", "12".into()),
+                ("date", yaml_string("2026-01-01")),
+            ],
         );
         let path = Path::new("configs/matmul.yaml");
         let text = merge_cpu_entry(&k, path, None, "x", &[64, 16, 32], &entry).unwrap();
@@ -523,7 +529,14 @@ mod tests {
         let old = "# hand-written\nkernel: matmul\nentries:\n  # first\n  - backend: cpu\n    sizes: {I: 64, J: 32, K: 16}\n    cpu: { reg: [4, 16, 1] }\n\n  # second: GPU\n  - backend: opencl\n  # third\n  - backend: cpu\n    device: \"*\"\n    sizes: {I: 8, J: 8, K: 8}\n";
         let entry = cpu_entry_yaml(&k, "*", Some(&[64, 16, 32]), &tuned(), &[]);
         let new = merge_cpu_entry(&k, path, Some(old), "*", &[64, 16, 32], &entry).unwrap();
-        for kept in ["# hand-written", "# first", "# second: GPU", "backend: opencl", "# third", "{I: 8, J: 8, K: 8}"] {
+        for kept in [
+            "# hand-written",
+            "# first",
+            "# second: GPU",
+            "backend: opencl",
+            "# third",
+            "{I: 8, J: 8, K: 8}",
+        ] {
             assert!(new.contains(kept), "lost `{kept}`:\n{new}");
         }
         assert!(!new.contains("reg: [4, 16, 1]"), "{new}");
@@ -535,10 +548,20 @@ mod tests {
         let more = merge_cpu_entry(&k, path, Some(&new), "*", &[1, 2, 3], &other).unwrap();
         assert_eq!(cpu_entries(&k, path, &more).unwrap().len(), 3);
         // An empty list becomes a block list.
-        let empty = merge_cpu_entry(&k, path, Some("kernel: matmul\nentries: []\n"), "*", &[1, 2, 3], &other).unwrap();
+        let empty = merge_cpu_entry(
+            &k,
+            path,
+            Some("kernel: matmul\nentries: []\n"),
+            "*",
+            &[1, 2, 3],
+            &other,
+        )
+        .unwrap();
         assert_eq!(cpu_entries(&k, path, &empty).unwrap().len(), 1);
         // A broken file is reported, not overwritten.
-        assert!(merge_cpu_entry(&k, path, Some("kernel: other\n"), "*", &[1, 2, 3], &other).is_err());
+        assert!(
+            merge_cpu_entry(&k, path, Some("kernel: other\n"), "*", &[1, 2, 3], &other).is_err()
+        );
     }
 
     #[test]

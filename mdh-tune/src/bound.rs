@@ -22,7 +22,13 @@ pub struct Machine {
 
 /// Seconds the plan needs at least for a kernel with `extents` whose
 /// inputs have `input_bytes` bytes in all.
-pub fn lower_bound(k: &Kernel, plan: &CpuPlan, extents: &[usize], input_bytes: f64, m: &Machine) -> f64 {
+pub fn lower_bound(
+    k: &Kernel,
+    plan: &CpuPlan,
+    extents: &[usize],
+    input_bytes: f64,
+    m: &Machine,
+) -> f64 {
     let lanes = simd_lanes(k) as f64;
     let threads = m.threads.max(1) as f64;
     let points: f64 = extents.iter().map(|&e| e as f64).product();
@@ -61,7 +67,10 @@ mod tests {
         let parallel = lower_bound(&k, &p, &ext, bytes, &m);
         p.cor = vec![1, 1];
         let serial = lower_bound(&k, &p, &ext, bytes, &m);
-        assert!((serial / parallel - 4.0).abs() < 0.3, "{serial} vs {parallel}");
+        assert!(
+            (serial / parallel - 4.0).abs() < 0.3,
+            "{serial} vs {parallel}"
+        );
         // Below what any real CPU achieves: 1M FMAs in > 1 µs.
         assert!(parallel < 1e-5 && parallel > 0.0);
     }

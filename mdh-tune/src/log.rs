@@ -66,7 +66,10 @@ impl Log {
         let mut done = Vec::new();
         if resume {
             let f = File::open(path).map_err(|e| {
-                format!("cannot resume from {}: {e}; run without --resume to start a new tuning", path.display())
+                format!(
+                    "cannot resume from {}: {e}; run without --resume to start a new tuning",
+                    path.display()
+                )
             })?;
             for (n, line) in BufReader::new(f).lines().enumerate() {
                 let line = line.map_err(|e| format!("{}: {e}", path.display()))?;
@@ -93,7 +96,8 @@ impl Log {
             }
         }
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }
         let file = OpenOptions::new()
             .create(true)
@@ -101,7 +105,12 @@ impl Log {
             .write(true)
             .truncate(!resume)
             .open(path)
-            .map_err(|e| format!("cannot write the tuning log {}: {e}; check the directory's permissions", path.display()))?;
+            .map_err(|e| {
+                format!(
+                    "cannot write the tuning log {}: {e}; check the directory's permissions",
+                    path.display()
+                )
+            })?;
         let mut log = Log {
             path: path.to_path_buf(),
             file,
@@ -120,7 +129,8 @@ impl Log {
 
     /// Appends one record and pushes it to the disk.
     pub fn append(&mut self, r: &Record) -> Result<(), String> {
-        let mut line = serde_json::to_string(r).map_err(|e| format!("encoding a log record: {e}"))?;
+        let mut line =
+            serde_json::to_string(r).map_err(|e| format!("encoding a log record: {e}"))?;
         line.push('\n');
         self.file
             .write_all(line.as_bytes())
@@ -175,7 +185,10 @@ mod tests {
         drop(log);
         let (_, done) = Log::open(&path, &start, true).unwrap();
         assert_eq!(done.len(), 3);
-        let other = Start { sizes: vec![9], ..start.clone() };
+        let other = Start {
+            sizes: vec![9],
+            ..start.clone()
+        };
         let e = Log::open(&path, &other, true).err().unwrap();
         assert!(e.contains("another tuning"), "{e}");
         // Without --resume: a new log.

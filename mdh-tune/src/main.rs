@@ -109,15 +109,24 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
         "" | "s" => n,
         "m" | "min" => n * 60.0,
         "h" => n * 3600.0,
-        _ => return Err(format!("--budget `{s}`: unknown unit `{unit}`; use s, m or h")),
+        _ => {
+            return Err(format!(
+                "--budget `{s}`: unknown unit `{unit}`; use s, m or h"
+            ))
+        }
     };
-    Duration::try_from_secs_f64(secs).map_err(|_| format!("--budget `{s}` must be a positive duration"))
+    Duration::try_from_secs_f64(secs)
+        .map_err(|_| format!("--budget `{s}` must be a positive duration"))
 }
 
 /// `I=1024,K=4096` in the kernel's size-parameter order.
 fn parse_sizes(k: &Kernel, s: Option<&str>) -> Result<Vec<usize>, String> {
     let names: Vec<String> = k.size_params.iter().map(|p| p.to_string()).collect();
-    let example = names.iter().map(|n| format!("{n}=1024")).collect::<Vec<_>>().join(",");
+    let example = names
+        .iter()
+        .map(|n| format!("{n}=1024"))
+        .collect::<Vec<_>>()
+        .join(",");
     let s = s.ok_or_else(|| format!("give the sizes to tune for, e.g. --size {example}"))?;
     let mut given = HashMap::new();
     for part in s.split(',').filter(|p| !p.trim().is_empty()) {
@@ -129,13 +138,23 @@ fn parse_sizes(k: &Kernel, s: Option<&str>) -> Result<Vec<usize>, String> {
             .parse()
             .map_err(|_| format!("--size: `{part}`: the value must be a non-negative integer"))?;
         if !names.iter().any(|x| x == n.trim()) {
-            return Err(format!("--size: `{}` is not a size parameter of `{}`; they are {}", n.trim(), k.name, names.join(", ")));
+            return Err(format!(
+                "--size: `{}` is not a size parameter of `{}`; they are {}",
+                n.trim(),
+                k.name,
+                names.join(", ")
+            ));
         }
         given.insert(n.trim().to_string(), v);
     }
     names
         .iter()
-        .map(|n| given.get(n).copied().ok_or_else(|| format!("--size lacks `{n}`; give every size parameter: {example}")))
+        .map(|n| {
+            given
+                .get(n)
+                .copied()
+                .ok_or_else(|| format!("--size lacks `{n}`; give every size parameter: {example}"))
+        })
         .collect()
 }
 
@@ -231,7 +250,13 @@ struct Tuning<'a> {
 
 impl Tuning<'_> {
     fn lower_bound(&self, plan: &CpuPlan) -> f64 {
-        bound::lower_bound(self.k, plan, &self.space.extents, self.input_bytes, &self.machine)
+        bound::lower_bound(
+            self.k,
+            plan,
+            &self.space.extents,
+            self.input_bytes,
+            &self.machine,
+        )
     }
 
     /// Records a finished candidate: log, search, best.
@@ -254,7 +279,10 @@ impl Tuning<'_> {
             self.costs.push(cost);
         }
         if let Some(p) = &c.point {
-            let t = c.technique.as_deref().and_then(|t| self.ensemble.technique(t));
+            let t = c
+                .technique
+                .as_deref()
+                .and_then(|t| self.ensemble.technique(t));
             self.ensemble.observe(t, p.clone(), cost);
         }
         if c.status == Status::Ok {
@@ -334,7 +362,11 @@ fn tune_cpu(
         .iter()
         .zip(desc.inputs.iter())
         .map(|(b, d)| {
-            let n: f64 = d.shape.iter().map(|c| KernelDesc::eval_size(c, sizes).unwrap_or(0) as f64).product();
+            let n: f64 = d
+                .shape
+                .iter()
+                .map(|c| KernelDesc::eval_size(c, sizes).unwrap_or(0) as f64)
+                .product();
             n * elem_bytes(b.ty) as f64
         })
         .sum();
@@ -342,13 +374,23 @@ fn tune_cpu(
         "tuning `{}` ({}) for {} on {device}: {} parameters, ≈{:.2e} configurations",
         k.name,
         found.file.display(),
-        k.size_params.iter().zip(sizes).map(|(p, v)| format!("{p}={v}")).collect::<Vec<_>>().join(","),
+        k.size_params
+            .iter()
+            .zip(sizes)
+            .map(|(p, v)| format!("{p}={v}"))
+            .collect::<Vec<_>>()
+            .join(","),
         space.params.len(),
         space.size()
     );
     let ws = scratch::Workspace::of(manifest)?;
     let scratch = scratch::Scratch::new(&ws, k, &found.tokens, sizes)?;
-    let tag: String = k.size_params.iter().zip(sizes).map(|(p, v)| format!("-{p}{v}")).collect();
+    let tag: String = k
+        .size_params
+        .iter()
+        .zip(sizes)
+        .map(|(p, v)| format!("-{p}{v}"))
+        .collect();
     let log_path = scratch.dir().join(format!("tune-cpu{tag}.jsonl"));
     let reference = scratch.dir().join(format!("reference{tag}.txt"));
     let start = Start {
@@ -380,11 +422,18 @@ fn tune_cpu(
         t.absorb(c);
     }
     if !done.is_empty() {
-        eprintln!("resumed {} candidates from {}", done.len(), log_path.display());
+        eprintln!(
+            "resumed {} candidates from {}",
+            done.len(),
+            log_path.display()
+        );
     }
 
     // The dependencies build once, before the clock starts.
-    eprintln!("building the scratch crate's dependencies in {} (once; not counted in the budget)", ws.target_dir.join("mdh-tune").display());
+    eprintln!(
+        "building the scratch crate's dependencies in {} (once; not counted in the budget)",
+        ws.target_dir.join("mdh-tune").display()
+    );
     scratch.build(&[])?;
 
     let clock = Instant::now();
@@ -472,7 +521,9 @@ fn tune_cpu(
                 if batch[0].technique.is_none() {
                     return Err(e);
                 }
-                bar.println(format!("a batch failed to build; its candidates are recorded as failed:\n{e}"));
+                bar.println(format!(
+                    "a batch failed to build; its candidates are recorded as failed:\n{e}"
+                ));
                 let failed: Vec<Candidate> = batch
                     .iter()
                     .map(|p| candidate(p, Status::Failed, None, Some(e.clone()), elapsed()))
@@ -492,14 +543,20 @@ fn tune_cpu(
                 })?;
                 let mut measured = vec![false; batch.len()];
                 for m in results {
-                    let i: usize = m.kernel.trim_start_matches('c').parse().map_err(|_| format!("the harness reported an unknown kernel `{}`", m.kernel))?;
+                    let i: usize = m.kernel.trim_start_matches('c').parse().map_err(|_| {
+                        format!("the harness reported an unknown kernel `{}`", m.kernel)
+                    })?;
                     let status = match m.status.as_str() {
                         "ok" => Status::Ok,
                         "wrong" => Status::Wrong,
                         _ => Status::Failed,
                     };
                     if status == Status::Wrong {
-                        bar.println(format!("candidate {:?} computes wrong results: {}", batch[i].plan, m.error.as_deref().unwrap_or("")));
+                        bar.println(format!(
+                            "candidate {:?} computes wrong results: {}",
+                            batch[i].plan,
+                            m.error.as_deref().unwrap_or("")
+                        ));
                     }
                     measured[i] = true;
                     let c = candidate(&batch[i], status, m.time_s, m.error, elapsed());
@@ -507,21 +564,32 @@ fn tune_cpu(
                     update(&bar, &t);
                 }
                 if let Some(i) = measured.iter().position(|m| !m) {
-                    return Err(format!("the harness did not report candidate c{i}; see {}", scratch.dir().display()));
+                    return Err(format!(
+                        "the harness did not report candidate c{i}; see {}",
+                        scratch.dir().display()
+                    ));
                 }
             }
         }
         let took = began.elapsed().as_secs_f64();
         per_candidate_s = Some(took / batch.len() as f64);
-        bar.println(format!("batch of {}: built and measured in {took:.0}s", batch.len()));
+        bar.println(format!(
+            "batch of {}: built and measured in {took:.0}s",
+            batch.len()
+        ));
         update(&bar, &t);
         if t.default_time.is_none() {
-            return Err("the default plan did not run correctly at these sizes; see the tuning log".into());
+            return Err(
+                "the default plan did not run correctly at these sizes; see the tuning log".into(),
+            );
         }
     }
     bar.finish_and_clear();
 
-    let (best, best_time) = t.best.clone().ok_or("no candidate ran correctly; see the tuning log")?;
+    let (best, best_time) = t
+        .best
+        .clone()
+        .ok_or("no candidate ran correctly; see the tuning log")?;
     let default_time = t.default_time.ok_or("the default plan was not measured")?;
     let speedup = default_time / best_time;
     let measured = t.costs.len();
@@ -543,8 +611,10 @@ fn tune_cpu(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
-    let text = merge_cpu_entry(k, &path, old.as_deref(), &device, sizes, &entry).map_err(|e| e.0)?;
-    std::fs::create_dir_all(out_dir).map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
+    let text =
+        merge_cpu_entry(k, &path, old.as_deref(), &device, sizes, &entry).map_err(|e| e.0)?;
+    std::fs::create_dir_all(out_dir)
+        .map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
     std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
 
     let mut best_so_far = Vec::with_capacity(measured);
@@ -554,7 +624,11 @@ fn tune_cpu(
         best_so_far.push(b);
     }
     let png = scratch.dir().join(format!("tune-cpu{tag}.png"));
-    plot::best_over_evaluations(&png, &format!("mdh-tune: {} on the CPU{tag}", k.name), &best_so_far)?;
+    plot::best_over_evaluations(
+        &png,
+        &format!("mdh-tune: {} on the CPU{tag}", k.name),
+        &best_so_far,
+    )?;
     let uses: Vec<String> = t
         .ensemble
         .techniques
@@ -562,8 +636,19 @@ fn tune_cpu(
         .zip(t.ensemble.bandit.uses())
         .map(|(tq, u)| format!("{} {u}", tq.name()))
         .collect();
-    eprintln!("{measured} candidates measured in {:.0}s (proposals by technique: {}); log: {}; plot: {}", elapsed(), uses.join(", "), t.log.path().display(), png.display());
-    eprintln!("default {}, best {}: wrote {}", ms(default_time), ms(best_time), path.display());
+    eprintln!(
+        "{measured} candidates measured in {:.0}s (proposals by technique: {}); log: {}; plot: {}",
+        elapsed(),
+        uses.join(", "),
+        t.log.path().display(),
+        png.display()
+    );
+    eprintln!(
+        "default {}, best {}: wrote {}",
+        ms(default_time),
+        ms(best_time),
+        path.display()
+    );
     println!("speedup over default: {speedup:.3}");
     Ok(())
 }
@@ -595,12 +680,20 @@ mod tests {
         assert_eq!(parse_duration("60s").unwrap(), Duration::from_secs(60));
         assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
         assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
-        assert!(parse_duration("5 parsecs").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("5 parsecs")
+            .unwrap_err()
+            .contains("unknown unit"));
         let k = crate::space::tests::matvec();
         assert_eq!(parse_sizes(&k, Some("K=8,I=4")).unwrap(), vec![4, 8]);
-        assert!(parse_sizes(&k, Some("I=4")).unwrap_err().contains("lacks `K`"));
-        assert!(parse_sizes(&k, Some("I=4,K=8,J=2")).unwrap_err().contains("not a size parameter"));
-        assert!(parse_sizes(&k, None).unwrap_err().contains("--size I=1024,K=1024"));
+        assert!(parse_sizes(&k, Some("I=4"))
+            .unwrap_err()
+            .contains("lacks `K`"));
+        assert!(parse_sizes(&k, Some("I=4,K=8,J=2"))
+            .unwrap_err()
+            .contains("not a size parameter"));
+        assert!(parse_sizes(&k, None)
+            .unwrap_err()
+            .contains("--size I=1024,K=1024"));
     }
 
     #[test]

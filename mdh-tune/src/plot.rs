@@ -6,7 +6,11 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 
 /// `best[i]`: the best time in seconds after evaluation `i + 1`.
-pub fn best_over_evaluations(path: &std::path::Path, title: &str, best: &[f64]) -> Result<(), String> {
+pub fn best_over_evaluations(
+    path: &std::path::Path,
+    title: &str,
+    best: &[f64],
+) -> Result<(), String> {
     let fail = |e: &dyn std::fmt::Display| format!("plot {}: {e}", path.display());
     plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular())
         .map_err(|_| "plot: cannot load the DejaVu font".to_string())?;

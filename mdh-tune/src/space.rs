@@ -341,7 +341,10 @@ pub(crate) mod tests {
         let mut rng = Rng::new(3);
         for _ in 0..200 {
             let p = s.sample(&mut rng);
-            assert_eq!(s.encode(&s.decode(&p)).map(|q| s.decode(&q)), Some(s.decode(&p)));
+            assert_eq!(
+                s.encode(&s.decode(&p)).map(|q| s.decode(&q)),
+                Some(s.decode(&p))
+            );
         }
         let mut off = CpuPlan::default_for(&k);
         off.l1[0] = 7;

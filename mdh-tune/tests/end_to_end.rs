@@ -14,14 +14,27 @@ fn tune(out: &Path, extra: &[&str]) -> String {
     let o = Command::new(env!("CARGO_BIN_EXE_mdh-tune"))
         .arg("--manifest-path")
         .arg(&examples)
-        .args(["--kernel", "matvec", "--backend", "cpu", "--size", "I=256,K=512", "--batch", "3"])
+        .args([
+            "--kernel",
+            "matvec",
+            "--backend",
+            "cpu",
+            "--size",
+            "I=256,K=512",
+            "--batch",
+            "3",
+        ])
         .arg("--out")
         .arg(out)
         .args(extra)
         .output()
         .expect("mdh-tune runs");
     let stdout = String::from_utf8_lossy(&o.stdout).to_string();
-    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     stdout
 }
 
@@ -38,11 +51,18 @@ fn tunes_matvec_writes_a_config_and_resumes() {
         .unwrap();
     assert!(speedup >= 1.0, "{first}");
     let yaml = std::fs::read_to_string(out.join("matvec.yaml")).unwrap();
-    assert!(yaml.contains("sizes: { I: 256, K: 512 }") && yaml.contains("evaluations: 3"), "{yaml}");
+    assert!(
+        yaml.contains("sizes: { I: 256, K: 512 }") && yaml.contains("evaluations: 3"),
+        "{yaml}"
+    );
     // Resuming goes on from the 3 measured candidates to 6.
     tune(&out, &["--evaluations", "6", "--resume"]);
     let yaml = std::fs::read_to_string(out.join("matvec.yaml")).unwrap();
     assert!(yaml.contains("evaluations: 6"), "{yaml}");
-    assert_eq!(yaml.matches("- backend: cpu").count(), 1, "replaced, not appended: {yaml}");
+    assert_eq!(
+        yaml.matches("- backend: cpu").count(),
+        1,
+        "replaced, not appended: {yaml}"
+    );
     std::fs::remove_dir_all(&out).unwrap();
 }

@@ -44,7 +44,9 @@ fn fail(msg: String) -> ! {
 fn input(ty: ScalarType, len: usize, seed: &mut u64) -> Buffer {
     let mut b = Buffer::zeros(ty, len);
     for i in 0..len {
-        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let r = (*seed >> 40) as u32; // 24 bits
         let x = match ty {
             ScalarType::F32 => Value::F32(r as f32 / (1u32 << 24) as f32),
@@ -68,7 +70,14 @@ fn parse(ty: ScalarType, s: &str) -> Option<Value> {
 
 /// The reference outputs: read from `path` when an earlier batch computed
 /// them, else computed by the interpreter and saved there.
-fn reference(spec: &str, sizes: &[usize], inputs: &[Buffer], init: &[Buffer], params: &[Value], path: &str) -> Vec<Buffer> {
+fn reference(
+    spec: &str,
+    sizes: &[usize],
+    inputs: &[Buffer],
+    init: &[Buffer],
+    params: &[Value],
+    path: &str,
+) -> Vec<Buffer> {
     if let Ok(text) = std::fs::read_to_string(path) {
         let mut want = init.to_vec();
         let mut lines = text.lines();
@@ -85,10 +94,14 @@ fn reference(spec: &str, sizes: &[usize], inputs: &[Buffer], init: &[Buffer], pa
             return want;
         }
     }
-    let k = mdh::reference::kernel(spec).unwrap_or_else(|e| fail(format!("the kernel does not parse: {e}")));
+    let k = mdh::reference::kernel(spec)
+        .unwrap_or_else(|e| fail(format!("the kernel does not parse: {e}")));
     let mut want = init.to_vec();
-    mdh::reference::run(&k, sizes, inputs, &mut want, params)
-        .unwrap_or_else(|e| fail(format!("the reference interpreter fails at these sizes: {e}")));
+    mdh::reference::run(&k, sizes, inputs, &mut want, params).unwrap_or_else(|e| {
+        fail(format!(
+            "the reference interpreter fails at these sizes: {e}"
+        ))
+    });
     let mut text = String::new();
     for b in &want {
         for i in 0..b.len() {
@@ -103,7 +116,8 @@ fn reference(spec: &str, sizes: &[usize], inputs: &[Buffer], init: &[Buffer], pa
 
 /// The inputs, initial outputs and reference results of the tuned sizes.
 pub fn setup(spec: &str, sizes: &[usize], params: &[Value]) -> Case {
-    let k = mdh::reference::kernel(spec).unwrap_or_else(|e| fail(format!("the kernel does not parse: {e}")));
+    let k = mdh::reference::kernel(spec)
+        .unwrap_or_else(|e| fail(format!("the kernel does not parse: {e}")));
     let desc = KernelDesc::from_kernel(&k);
     let len = |shape: &[mdh_core::desc::SizeCode]| -> usize {
         shape
@@ -168,7 +182,11 @@ fn mismatch(got: &[Buffer], want: &[Buffer], rtol: f64) -> Option<String> {
                 (a, b) => a == b,
             };
             if !ok {
-                return Some(format!("output #{o}[{i}] is {}, the reference says {}", g.get(i), w.get(i)));
+                return Some(format!(
+                    "output #{o}[{i}] is {}, the reference says {}",
+                    g.get(i),
+                    w.get(i)
+                ));
             }
         }
     }
@@ -182,23 +200,38 @@ fn report(name: &str, fields: &str) {
 }
 
 /// Checks and times one candidate; `run` calls it on the given outputs.
-pub fn measure(case: &Case, name: &str, mut run: impl FnMut(&mut [Buffer]) -> Result<(), mdh::Error>) {
+pub fn measure(
+    case: &Case,
+    name: &str,
+    mut run: impl FnMut(&mut [Buffer]) -> Result<(), mdh::Error>,
+) {
     let mut outs = case.init.clone();
     let t = Instant::now();
     let r = run(&mut outs);
     let first = t.elapsed().as_secs_f64();
     if let Err(e) = r {
-        return report(name, &format!("\"status\": \"failed\", \"error\": {}", yaml_string(&e.to_string())));
+        return report(
+            name,
+            &format!(
+                "\"status\": \"failed\", \"error\": {}",
+                yaml_string(&e.to_string())
+            ),
+        );
     }
     if let Some(m) = mismatch(&outs, &case.want, case.rtol) {
-        return report(name, &format!("\"status\": \"wrong\", \"error\": {}", yaml_string(&m)));
+        return report(
+            name,
+            &format!("\"status\": \"wrong\", \"error\": {}", yaml_string(&m)),
+        );
     }
     let mut times = Vec::new();
     if first > case.slow_s {
         times.push(first);
     } else {
         let start = Instant::now();
-        while times.len() < 3 || (start.elapsed().as_secs_f64() < case.min_time_s && times.len() < 50) {
+        while times.len() < 3
+            || (start.elapsed().as_secs_f64() < case.min_time_s && times.len() < 50)
+        {
             let t = Instant::now();
             let _ = run(&mut outs);
             times.push(t.elapsed().as_secs_f64());
@@ -207,6 +240,10 @@ pub fn measure(case: &Case, name: &str, mut run: impl FnMut(&mut [Buffer]) -> Re
     times.sort_by(f64::total_cmp);
     report(
         name,
-        &format!("\"status\": \"ok\", \"time_s\": {:e}, \"runs\": {}", times[times.len() / 2], times.len()),
+        &format!(
+            "\"status\": \"ok\", \"time_s\": {:e}, \"runs\": {}",
+            times[times.len() / 2],
+            times.len()
+        ),
     );
 }

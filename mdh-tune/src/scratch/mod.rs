@@ -72,7 +72,13 @@ impl Workspace {
                 // A path dependency: the same sources.
                 None => format!(
                     "{name} = {{ path = {} }}\n",
-                    toml_string(&p.manifest_path.parent().unwrap_or(Path::new(".")).display().to_string())
+                    toml_string(
+                        &p.manifest_path
+                            .parent()
+                            .unwrap_or(Path::new("."))
+                            .display()
+                            .to_string()
+                    )
                 ),
                 Some(_) => format!("{name} = \"={}\"\n", p.version),
             })
@@ -131,7 +137,12 @@ fn param_value(t: ScalarType) -> (TokenStream, TokenStream) {
 
 impl Scratch {
     /// Creates (or reuses) the scratch crate of `kernel` under `ws`.
-    pub fn new(ws: &Workspace, kernel: &Kernel, tokens: &TokenStream, sizes: &[usize]) -> Result<Scratch, String> {
+    pub fn new(
+        ws: &Workspace,
+        kernel: &Kernel,
+        tokens: &TokenStream,
+        sizes: &[usize],
+    ) -> Result<Scratch, String> {
         let root = ws.target_dir.join("mdh-tune");
         let dir = root.join(kernel.name.to_string());
         let package = format!("mdh-tune-{}", kernel.name.to_string().replace('_', "-"));
@@ -169,7 +180,12 @@ impl Scratch {
     /// Writes the crate for `plans` (candidate `cN` runs `plans[N]`).
     fn write(&self, plans: &[CpuPlan]) -> Result<(), String> {
         let k = &self.kernel;
-        let io = |e: std::io::Error| format!("cannot write the scratch crate in {}: {e}", self.dir.display());
+        let io = |e: std::io::Error| {
+            format!(
+                "cannot write the scratch crate in {}: {e}",
+                self.dir.display()
+            )
+        };
         let configs = self.dir.join("configs");
         for old in std::fs::read_dir(&configs).map_err(io)?.flatten() {
             std::fs::remove_file(old.path()).map_err(io)?;
@@ -186,7 +202,8 @@ impl Scratch {
                 .map_err(|e| format!("the renamed kernel does not compile: {e}"))?;
             // For any device and sizes: the only plan compiled in.
             let entry = cpu_entry_yaml(&renamed, "*", None, plan, &[]);
-            let text = merge_cpu_entry(&renamed, &path, None, "*", sizes, &entry).map_err(|e| e.0)?;
+            let text =
+                merge_cpu_entry(&renamed, &path, None, "*", sizes, &entry).map_err(|e| e.0)?;
             std::fs::write(&path, text).map_err(io)?;
             let toks = crate::source::renamed(&self.tokens, &name);
             let m = format_ident!("{}", name);
@@ -310,12 +327,18 @@ mod tests {
         s.write(&plans).unwrap();
         let main = std::fs::read_to_string(s.dir().join("src/main.rs")).unwrap();
         syn::parse_file(&main).unwrap();
-        assert!(main.contains("c1 :: cpu") && main.contains("0.5f32"), "{main}");
+        assert!(
+            main.contains("c1 :: cpu") && main.contains("0.5f32"),
+            "{main}"
+        );
         for (i, plan) in plans.iter().enumerate() {
             let path = s.dir().join(format!("configs/c{i}.yaml"));
-            let renamed = mdh_core::compile(crate::source::renamed(&tokens, &format!("c{i}"))).unwrap();
+            let renamed =
+                mdh_core::compile(crate::source::renamed(&tokens, &format!("c{i}"))).unwrap();
             let text = std::fs::read_to_string(&path).unwrap();
-            let e = mdh_core::config::cpu_plans(&renamed, Some(&s.dir)).unwrap().0;
+            let e = mdh_core::config::cpu_plans(&renamed, Some(&s.dir))
+                .unwrap()
+                .0;
             assert_eq!(e.len(), 1, "the candidate alone, no default: {text}");
             assert_eq!(&e[0].plan, plan);
         }

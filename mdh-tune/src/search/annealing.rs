@@ -54,7 +54,8 @@ impl Technique for SimulatedAnnealing {
 mod tests {
     #[test]
     fn annealing_beats_random_sampling_on_a_bowl() {
-        let sa = super::super::tests::run_alone(Box::<super::SimulatedAnnealing>::default(), 150, 3);
+        let sa =
+            super::super::tests::run_alone(Box::<super::SimulatedAnnealing>::default(), 150, 3);
         assert!(sa <= 3.0, "{sa}");
     }
 }

@@ -47,7 +47,12 @@ impl AucBandit {
 
     /// The technique to use next: an unused one first, then the best score.
     pub fn choose(&mut self) -> usize {
-        let n: Vec<usize> = self.uses.iter().zip(&self.pending).map(|(u, p)| u + p).collect();
+        let n: Vec<usize> = self
+            .uses
+            .iter()
+            .zip(&self.pending)
+            .map(|(u, p)| u + p)
+            .collect();
         let t = match n.iter().position(|&u| u == 0) {
             Some(t) => t,
             None => {

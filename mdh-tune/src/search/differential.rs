@@ -25,7 +25,11 @@ impl Technique for DifferentialEvolution {
         pop.truncate(POPULATION);
         let n = pop.len();
         let target = &pop[rng.below(n)].0;
-        let (a, b, c) = (&pop[rng.below(n)].0, &pop[rng.below(n)].0, &pop[rng.below(n)].0);
+        let (a, b, c) = (
+            &pop[rng.below(n)].0,
+            &pop[rng.below(n)].0,
+            &pop[rng.below(n)].0,
+        );
         // At least one coordinate comes from the mutant.
         let forced = rng.below(target.len());
         (0..target.len())

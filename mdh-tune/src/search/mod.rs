@@ -35,7 +35,7 @@ impl Rng {
 
     /// Uniform in `0..n` (`n > 0`).
     pub fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() >> 11) as u128 * n as u128 >> 53) as usize
+        (((self.next_u64() >> 11) as u128 * n as u128) >> 53) as usize
     }
 
     /// Uniform in `[0, 1)`.
@@ -44,6 +44,9 @@ impl Rng {
     }
 }
 
+/// Draws a random point of the space.
+pub type Sampler = Box<dyn Fn(&mut Rng) -> Point>;
+
 /// What every technique may look at: the sizes of the coordinates' value
 /// lists and all measured points so far.
 pub struct History {
@@ -51,7 +54,7 @@ pub struct History {
     pub measured: Vec<(Point, f64)>,
     /// Draws a random point; the space's own sampler propagates its
     /// constraints (default: uniform per coordinate).
-    pub sampler: Option<Box<dyn Fn(&mut Rng) -> Point>>,
+    pub sampler: Option<Sampler>,
     /// Where local searches start before anything is measured (the
     /// default plan's point): a batch is proposed before it is measured.
     pub start: Option<Point>,
@@ -207,7 +210,11 @@ pub mod tests {
         }
         assert_eq!(e.history.best().unwrap().1, 1.0);
         // Every technique got some turns.
-        assert!(e.bandit.uses().iter().all(|&u| u > 0), "{:?}", e.bandit.uses());
+        assert!(
+            e.bandit.uses().iter().all(|&u| u > 0),
+            "{:?}",
+            e.bandit.uses()
+        );
     }
 
     #[test]
@@ -217,6 +224,9 @@ pub mod tests {
         for _ in 0..4000 {
             counts[r.below(4)] += 1;
         }
-        assert!(counts.iter().all(|&c| (900..1100).contains(&c)), "{counts:?}");
+        assert!(
+            counts.iter().all(|&c| (900..1100).contains(&c)),
+            "{counts:?}"
+        );
     }
 }

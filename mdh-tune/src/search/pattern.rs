@@ -41,7 +41,7 @@ impl Technique for PatternSearch {
             }
             self.improved_in_sweep = false;
         }
-        let (i, up) = (self.move_ / 2, self.move_ % 2 == 0);
+        let (i, up) = (self.move_ / 2, self.move_.is_multiple_of(2));
         self.move_ += 1;
         h.moved(&center, i, if up { self.step } else { -self.step })
     }
