@@ -370,16 +370,17 @@ fn tune_cpu(
             n * elem_bytes(b.ty) as f64
         })
         .sum();
+    let at = k
+        .size_params
+        .iter()
+        .zip(sizes)
+        .map(|(p, v)| format!("{p}={v}"))
+        .collect::<Vec<_>>()
+        .join(",");
     eprintln!(
-        "tuning `{}` ({}) for {} on {device}: {} parameters, ≈{:.2e} configurations",
+        "tuning `{}` ({}) for {at} on {device}: {} parameters, ≈{:.2e} configurations",
         k.name,
         found.file.display(),
-        k.size_params
-            .iter()
-            .zip(sizes)
-            .map(|(p, v)| format!("{p}={v}"))
-            .collect::<Vec<_>>()
-            .join(","),
         space.params.len(),
         space.size()
     );
@@ -626,7 +627,7 @@ fn tune_cpu(
     let png = scratch.dir().join(format!("tune-cpu{tag}.png"));
     plot::best_over_evaluations(
         &png,
-        &format!("mdh-tune: {} on the CPU{tag}", k.name),
+        &format!("mdh-tune: {} on the CPU ({device}) at {at}", k.name),
         &best_so_far,
     )?;
     let uses: Vec<String> = t
