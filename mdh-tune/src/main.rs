@@ -182,11 +182,13 @@ fn run(args: Args) -> Result<(), String> {
     let k = &found.kernel;
     let sizes = parse_sizes(k, args.size.as_deref())?;
     if args.backend != Backend::Cpu {
+        let name = args
+            .backend
+            .to_possible_value()
+            .map_or_else(String::new, |v| v.get_name().to_string());
         return Err(format!(
-            "--backend {:?}: this version of mdh-tune tunes CPU plans only; use --backend cpu (GPU plans are written by hand in configs/<kernel>.yaml for now)",
-            args.backend
-        )
-        .to_lowercase());
+            "--backend {name}: this version of mdh-tune tunes CPU plans only; use --backend cpu (GPU plans are written by hand in configs/<kernel>.yaml for now)"
+        ));
     }
     let budget = match (&args.budget, args.evaluations) {
         (_, Some(0)) => return Err("--evaluations must be at least 1 (the default plan)".into()),
