@@ -29,7 +29,8 @@
 //! Without a file (or without a CPU entry) the heuristic default plan of
 //! [`CpuPlan::default_for`] is used. Several CPU entries are all compiled
 //! in and dispatched at run time: entries whose device matches the CPU,
-//! nearest tuned sizes first; the default plan is always there as fallback.
+//! nearest tuned sizes first; the default plan is the fallback (left out
+//! when an entry without device and sizes makes it unreachable).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -81,15 +82,13 @@ pub struct CpuConfig {
     pub pack: Option<Spanned<Vec<Vec<usize>>>>,
 }
 
+/// The list fields of a CPU plan in YAML, in the order of [`CpuConfig::fields`].
+pub const CPU_LIST_FIELDS: [&str; 5] = ["cor", "l2", "l1", "reg", "order"];
+
 impl CpuConfig {
     fn fields(&self) -> [(&'static str, &Option<Spanned<Vec<usize>>>); 5] {
-        [
-            ("cor", &self.cor),
-            ("l2", &self.l2),
-            ("l1", &self.l1),
-            ("reg", &self.reg),
-            ("order", &self.order),
-        ]
+        let values = [&self.cor, &self.l2, &self.l1, &self.reg, &self.order];
+        [0, 1, 2, 3, 4].map(|i| (CPU_LIST_FIELDS[i], values[i]))
     }
 }
 
@@ -128,6 +127,13 @@ pub fn kernel_env_var(kernel: &str) -> String {
 
 pub const DIR_ENV_VAR: &str = "MDH_CONFIG_DIR";
 
+/// Whether `dir` is a workspace root: its `Cargo.toml` has a `[workspace]`
+/// table (where the lookup of configs stops).
+pub fn is_workspace_root(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("Cargo.toml"))
+        .is_ok_and(|t| t.lines().any(|l| l.trim() == "[workspace]"))
+}
+
 /// Where the config of `kernel` is, per the rules in the module docs.
 /// `Err` only when an environment variable names a file that is missing.
 pub fn find(kernel: &str, manifest_dir: Option<&Path>) -> Result<Option<PathBuf>, ConfigError> {
@@ -154,15 +160,147 @@ pub fn find(kernel: &str, manifest_dir: Option<&Path>) -> Result<Option<PathBuf>
         if p.is_file() {
             return Ok(Some(p));
         }
-        let is_root = std::fs::read_to_string(d.join("Cargo.toml"))
-            .map(|t| t.lines().any(|l| l.trim() == "[workspace]"))
-            .unwrap_or(false);
-        if is_root {
+        if is_workspace_root(&d) {
             break;
         }
         dir = d.parent().map(Path::to_path_buf);
     }
     Ok(None)
+}
+
+/// A string as a YAML (and JSON) double-quoted scalar.
+pub fn yaml_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn yaml_list(v: &[usize]) -> String {
+    let items: Vec<String> = v.iter().map(usize::to_string).collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// The YAML list item of one CPU entry, as the tuner writes it: the fields
+/// [`cpu_entries`] reads (`backend`, `device`, `sizes` unless `None`, `cpu`
+/// with every plan field), then `provenance` (a flow mapping of the given
+/// keys and already rendered YAML values) unless empty.
+pub fn cpu_entry_yaml(
+    k: &Kernel,
+    device: &str,
+    sizes: Option<&[usize]>,
+    plan: &CpuPlan,
+    provenance: &[(&str, String)],
+) -> String {
+    let sizes = sizes.map_or(String::new(), |sizes| {
+        let s: Vec<String> = k
+            .size_params
+            .iter()
+            .zip(sizes)
+            .map(|(p, v)| format!("{p}: {v}"))
+            .collect();
+        format!("    sizes: {{ {} }}\n", s.join(", "))
+    });
+    let lists = [&plan.cor, &plan.l2, &plan.l1, &plan.reg, &plan.order];
+    let mut cpu: Vec<String> = CPU_LIST_FIELDS
+        .iter()
+        .zip(lists)
+        .map(|(n, v)| format!("{n}: {}", yaml_list(v)))
+        .collect();
+    let pack: Vec<String> = plan.pack.iter().map(|l| yaml_list(l)).collect();
+    cpu.push(format!("pack: [{}]", pack.join(", ")));
+    let prov: Vec<String> = provenance
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    let prov = if prov.is_empty() {
+        String::new()
+    } else {
+        format!("    provenance: {{ {} }}\n", prov.join(", "))
+    };
+    format!(
+        "  - backend: cpu\n    device: {}\n{sizes}    cpu: {{ {} }}\n{prov}",
+        yaml_string(device),
+        cpu.join(", "),
+    )
+}
+
+/// A config file's text with `entry` (a list item from [`cpu_entry_yaml`])
+/// in place of the CPU entry of the same device and sizes, or appended to
+/// `entries`; a new file when `text` is `None`. Other entries and all
+/// comments are kept as they are (the text is edited, not re-serialized).
+pub fn merge_cpu_entry(
+    k: &Kernel,
+    path: &Path,
+    text: Option<&str>,
+    device: &str,
+    sizes: &[usize],
+    entry: &str,
+) -> Result<String, ConfigError> {
+    let Some(text) = text else {
+        return Ok(format!("kernel: {}\nentries:\n{entry}", k.name));
+    };
+    // Checks the whole file as the macro will (a broken file is reported,
+    // not overwritten), and finds the entry to replace.
+    cpu_entries(k, path, text)?;
+    let file: ConfigFile = serde_saphyr::from_str(text)
+        .map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
+    let lines: Vec<&str> = text.lines().collect();
+    let starts: Vec<usize> = file
+        .entries
+        .iter()
+        .map(|e| e.referenced.line() as usize - 1)
+        .collect();
+    let same = file.entries.iter().position(|e| {
+        let e = &e.value;
+        e.backend.value == "cpu"
+            && e.device.as_deref().unwrap_or("*") == device
+            && e.sizes
+                .as_ref()
+                .and_then(|s| size_values(k, path, s).ok())
+                .is_some_and(|s| s == sizes)
+    });
+    let mut out: Vec<String> = Vec::new();
+    match same {
+        Some(i) => {
+            // The entry's lines end before the comments and blank lines
+            // that precede the next entry (or the end of the file).
+            let mut end = starts.get(i + 1).copied().unwrap_or(lines.len());
+            while end > starts[i] + 1 && {
+                let l = lines[end - 1].trim();
+                l.is_empty() || l.starts_with('#')
+            } {
+                end -= 1;
+            }
+            out.extend(lines[..starts[i]].iter().map(|l| l.to_string()));
+            out.push(entry.trim_end().to_string());
+            out.extend(lines[end..].iter().map(|l| l.to_string()));
+        }
+        None if file.entries.is_empty() => {
+            // No entries yet (`entries:` absent or `entries: []`).
+            out.extend(
+                lines
+                    .iter()
+                    .filter(|l| !l.starts_with("entries:"))
+                    .map(|l| l.to_string()),
+            );
+            out.push("entries:".into());
+            out.push(entry.trim_end().to_string());
+        }
+        None => {
+            out.extend(lines.iter().map(|l| l.to_string()));
+            out.push(entry.trim_end().to_string());
+        }
+    }
+    Ok(out.join("\n") + "\n")
 }
 
 /// Parses a config file's text and returns the CPU entries for `k`.
@@ -285,7 +423,9 @@ fn size_values(
 }
 
 /// All CPU entries the macro compiles for `k`: those of its config file,
-/// then the default plan. Returns the file read (for rebuild tracking).
+/// then the default plan, unless an entry for any device and any sizes
+/// makes it unreachable (the dispatch takes the first such entry before
+/// it). Returns the file read (for rebuild tracking).
 pub fn cpu_plans(
     k: &Kernel,
     manifest_dir: Option<&Path>,
@@ -301,11 +441,13 @@ pub fn cpu_plans(
         }
         None => Vec::new(),
     };
-    entries.push(CpuEntry {
-        plan: CpuPlan::default_for(k),
-        device: "*".into(),
-        sizes: None,
-    });
+    if !entries.iter().any(|e| e.device == "*" && e.sizes.is_none()) {
+        entries.push(CpuEntry {
+            plan: CpuPlan::default_for(k),
+            device: "*".into(),
+            sizes: None,
+        });
+    }
     Ok((entries, path))
 }
 
@@ -345,6 +487,81 @@ mod tests {
         assert_eq!(e[0].plan.reg, vec![4, 16, 1]);
         assert_eq!(e[0].plan.order, vec![1, 0, 2]);
         assert_eq!(e[0].plan.l1, CpuPlan::default_for(&matmul()).l1);
+    }
+
+    fn tuned() -> CpuPlan {
+        CpuPlan {
+            cor: vec![2, 0, 1],
+            l2: vec![96, 512, 128],
+            l1: vec![48, 64, 128],
+            reg: vec![6, 32, 1],
+            order: vec![1, 0, 2],
+            pack: vec![vec![2, 0], vec![]],
+        }
+    }
+
+    #[test]
+    fn written_entries_read_back_as_the_same_plan() {
+        let k = matmul();
+        let entry = cpu_entry_yaml(
+            &k,
+            "Xeon \"2\" \\ cores",
+            Some(&[64, 16, 32]),
+            &tuned(),
+            &[
+                ("evaluations", "12".into()),
+                ("date", yaml_string("2026-01-01")),
+            ],
+        );
+        let path = Path::new("configs/matmul.yaml");
+        let text = merge_cpu_entry(&k, path, None, "x", &[64, 16, 32], &entry).unwrap();
+        let e = cpu_entries(&k, path, &text).unwrap();
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].plan, tuned());
+        assert_eq!(e[0].device, "Xeon \"2\" \\ cores");
+        assert_eq!(e[0].sizes, Some(vec![64, 16, 32]));
+    }
+
+    #[test]
+    fn merging_replaces_the_same_entry_and_keeps_the_rest() {
+        let k = matmul();
+        let path = Path::new("configs/matmul.yaml");
+        let old = "# hand-written\nkernel: matmul\nentries:\n  # first\n  - backend: cpu\n    sizes: {I: 64, J: 32, K: 16}\n    cpu: { reg: [4, 16, 1] }\n\n  # second: GPU\n  - backend: opencl\n  # third\n  - backend: cpu\n    device: \"*\"\n    sizes: {I: 8, J: 8, K: 8}\n";
+        let entry = cpu_entry_yaml(&k, "*", Some(&[64, 16, 32]), &tuned(), &[]);
+        let new = merge_cpu_entry(&k, path, Some(old), "*", &[64, 16, 32], &entry).unwrap();
+        for kept in [
+            "# hand-written",
+            "# first",
+            "# second: GPU",
+            "backend: opencl",
+            "# third",
+            "{I: 8, J: 8, K: 8}",
+        ] {
+            assert!(new.contains(kept), "lost `{kept}`:\n{new}");
+        }
+        assert!(!new.contains("reg: [4, 16, 1]"), "{new}");
+        let e = cpu_entries(&k, path, &new).unwrap();
+        assert_eq!(e.len(), 2);
+        assert_eq!(e[0].plan, tuned());
+        // Other sizes: appended.
+        let other = cpu_entry_yaml(&k, "*", Some(&[1, 2, 3]), &tuned(), &[]);
+        let more = merge_cpu_entry(&k, path, Some(&new), "*", &[1, 2, 3], &other).unwrap();
+        assert_eq!(cpu_entries(&k, path, &more).unwrap().len(), 3);
+        // An empty list becomes a block list.
+        let empty = merge_cpu_entry(
+            &k,
+            path,
+            Some("kernel: matmul\nentries: []\n"),
+            "*",
+            &[1, 2, 3],
+            &other,
+        )
+        .unwrap();
+        assert_eq!(cpu_entries(&k, path, &empty).unwrap().len(), 1);
+        // A broken file is reported, not overwritten.
+        assert!(
+            merge_cpu_entry(&k, path, Some("kernel: other\n"), "*", &[1, 2, 3], &other).is_err()
+        );
     }
 
     #[test]

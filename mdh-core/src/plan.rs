@@ -33,7 +33,7 @@ pub const PW_STREAM_BYTES: usize = 64 * 1024;
 /// Upper bound on the elements of one register tile, whatever the type.
 pub const MAX_REGISTER_TILE: usize = 512;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct CpuPlan {
     /// #PRT(COR, d): parts of each dimension run as separate rayon tasks
     /// (0: chosen at run time from the number of threads).
@@ -98,6 +98,18 @@ pub fn elem_bytes(t: ScalarType) -> usize {
     }
 }
 
+/// Lanes of one vector of the widest SIMD layer for the kernel's widest
+/// output type.
+pub fn simd_lanes(k: &Kernel) -> usize {
+    let bytes = k
+        .output_accesses()
+        .iter()
+        .map(|(b, _)| elem_bytes(k.outputs[*b].ty))
+        .max()
+        .unwrap_or(4);
+    (VECTOR_BYTES / bytes).max(1)
+}
+
 /// The dimension whose consecutive indices are consecutive in memory for
 /// the most accesses: the natural SIMD dimension.
 pub fn contiguous_dim(k: &Kernel) -> Option<usize> {
@@ -150,13 +162,7 @@ impl CpuPlan {
     pub fn default_for(k: &Kernel) -> CpuPlan {
         let d = k.dims.len();
         let kinds = k.dim_kinds();
-        let bytes = k
-            .output_accesses()
-            .iter()
-            .map(|(b, _)| elem_bytes(k.outputs[*b].ty))
-            .max()
-            .unwrap_or(4);
-        let lanes = (VECTOR_BYTES / bytes).max(1);
+        let lanes = simd_lanes(k);
         let mut reg = vec![1; d];
         let innermost_pw = (0..d).rev().find(|&x| kinds[x] == DimKind::Pw);
         let simd = contiguous_dim(k);

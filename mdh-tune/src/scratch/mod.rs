@@ -1,0 +1,350 @@
+//! The scratch crate that measures CPU candidates. CPU plans are compiled
+//! into the kernel (constant trip counts), so each batch of candidates is
+//! one build: a renamed copy of the kernel per candidate (`c0`, `c1`, …),
+//! each with its own `configs/cN.yaml`, and a `main` that checks and times
+//! them all in one process (see `harness.rs`).
+//!
+//! The crate lives in `<target dir>/mdh-tune/<kernel>/` and builds into
+//! `<target dir>/mdh-tune/target`, shared by all kernels: the dependencies
+//! (`mdh`, `rayon`, `syn`, …) compile once, later batches rebuild only the
+//! generated code.
+
+use std::io::BufRead as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use serde::Deserialize;
+
+use mdh_core::config::{cpu_entry_yaml, merge_cpu_entry};
+use mdh_core::plan::CpuPlan;
+use mdh_core::spec::{Kernel, ScalarType};
+
+/// Where the tuned crate's `mdh` comes from, and where it builds.
+pub struct Workspace {
+    /// `mdh` and `mdh-core` as dependency lines of a Cargo.toml.
+    pub deps: String,
+    pub target_dir: PathBuf,
+    pub lock_file: Option<PathBuf>,
+}
+
+#[derive(Deserialize)]
+struct Metadata {
+    packages: Vec<Package>,
+    target_directory: PathBuf,
+    workspace_root: PathBuf,
+}
+
+#[derive(Deserialize)]
+struct Package {
+    name: String,
+    version: String,
+    source: Option<String>,
+    manifest_path: PathBuf,
+}
+
+impl Workspace {
+    /// Asks cargo where the crate at `manifest` gets `mdh` from.
+    pub fn of(manifest: &Path) -> Result<Workspace, String> {
+        let out = Command::new(cargo())
+            .args(["metadata", "--format-version", "1", "--manifest-path"])
+            .arg(manifest)
+            .output()
+            .map_err(|e| format!("cannot run cargo: {e}; put cargo on PATH or set CARGO"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "`cargo metadata` failed for {}; fix the manifest:\n{}",
+                manifest.display(),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let m: Metadata = serde_json::from_slice(&out.stdout)
+            .map_err(|e| format!("cannot read `cargo metadata`'s answer: {e}"))?;
+        let dep = |name: &str| -> Result<String, String> {
+            let p = m.packages.iter().find(|p| p.name == name).ok_or_else(|| {
+                format!(
+                    "{} does not depend on `{name}`; the crate to tune must use mdh",
+                    manifest.display()
+                )
+            })?;
+            Ok(match &p.source {
+                // A path dependency: the same sources.
+                None => format!(
+                    "{name} = {{ path = {} }}\n",
+                    toml_string(
+                        &p.manifest_path
+                            .parent()
+                            .unwrap_or(Path::new("."))
+                            .display()
+                            .to_string()
+                    )
+                ),
+                Some(_) => format!("{name} = \"={}\"\n", p.version),
+            })
+        };
+        let lock = m.workspace_root.join("Cargo.lock");
+        Ok(Workspace {
+            deps: dep("mdh")? + &dep("mdh-core")?,
+            target_dir: m.target_directory,
+            lock_file: lock.is_file().then_some(lock),
+        })
+    }
+}
+
+fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+}
+
+/// TOML basic strings escape like JSON's.
+fn toml_string(s: &str) -> String {
+    mdh_core::config::yaml_string(s)
+}
+
+/// One measured candidate, as the harness reports it.
+#[derive(Debug, Deserialize)]
+pub struct Measured {
+    pub kernel: String,
+    pub status: String,
+    #[serde(default)]
+    pub time_s: Option<f64>,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+pub struct Scratch {
+    dir: PathBuf,
+    target_dir: PathBuf,
+    package: String,
+    kernel: Kernel,
+    tokens: TokenStream,
+    sizes: Vec<usize>,
+}
+
+/// A literal of a scalar param's value in the tuning runs, and the same
+/// value for the reference interpreter.
+fn param_value(t: ScalarType) -> (TokenStream, TokenStream) {
+    let lit: TokenStream = match t {
+        ScalarType::F32 | ScalarType::F64 => format!("0.5{}", t.name()),
+        ScalarType::Bool => "true".into(),
+        _ => format!("1{}", t.name()),
+    }
+    .parse()
+    .expect("a literal");
+    let variant = format_ident!("{}", format!("{t:?}"));
+    (lit.clone(), quote!(mdh::reference::Value::#variant(#lit)))
+}
+
+impl Scratch {
+    /// Creates (or reuses) the scratch crate of `kernel` under `ws`.
+    pub fn new(
+        ws: &Workspace,
+        kernel: &Kernel,
+        tokens: &TokenStream,
+        sizes: &[usize],
+    ) -> Result<Scratch, String> {
+        let root = ws.target_dir.join("mdh-tune");
+        let dir = root.join(kernel.name.to_string());
+        let package = format!("mdh-tune-{}", kernel.name.to_string().replace('_', "-"));
+        let io = |e: std::io::Error| {
+            format!("cannot write the scratch crate in {}: {e}; check that the target directory is writable", dir.display())
+        };
+        std::fs::create_dir_all(dir.join("src")).map_err(io)?;
+        std::fs::create_dir_all(dir.join("configs")).map_err(io)?;
+        let manifest = format!(
+            "# Written by mdh-tune: one build per batch of candidates.\n[package]\nname = \"{package}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\n{}\n[workspace]\n\n[profile.release]\ndebug = false\n",
+            ws.deps
+        );
+        std::fs::write(dir.join("Cargo.toml"), manifest).map_err(io)?;
+        if let Some(lock) = &ws.lock_file {
+            // Same dependency versions as the tuned crate, and no resolution.
+            if !dir.join("Cargo.lock").exists() {
+                std::fs::copy(lock, dir.join("Cargo.lock")).map_err(io)?;
+            }
+        }
+        std::fs::write(dir.join("src/harness.rs"), include_str!("harness.rs")).map_err(io)?;
+        Ok(Scratch {
+            dir,
+            target_dir: root.join("target"),
+            package,
+            kernel: kernel.clone(),
+            tokens: tokens.clone(),
+            sizes: sizes.to_vec(),
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Writes the crate for `plans` (candidate `cN` runs `plans[N]`).
+    fn write(&self, plans: &[CpuPlan]) -> Result<(), String> {
+        let k = &self.kernel;
+        let io = |e: std::io::Error| {
+            format!(
+                "cannot write the scratch crate in {}: {e}",
+                self.dir.display()
+            )
+        };
+        let configs = self.dir.join("configs");
+        for old in std::fs::read_dir(&configs).map_err(io)?.flatten() {
+            std::fs::remove_file(old.path()).map_err(io)?;
+        }
+        let mut kernels = TokenStream::new();
+        let mut calls = TokenStream::new();
+        let (lits, values): (Vec<_>, Vec<_>) = k.params.iter().map(|p| param_value(p.ty)).unzip();
+        let sizes = &self.sizes;
+        let size_names = &k.size_params;
+        for (i, plan) in plans.iter().enumerate() {
+            let name = format!("c{i}");
+            let path = configs.join(format!("{name}.yaml"));
+            let renamed = mdh_core::compile(crate::source::renamed(&self.tokens, &name))
+                .map_err(|e| format!("the renamed kernel does not compile: {e}"))?;
+            // For any device and sizes: the only plan compiled in.
+            let entry = cpu_entry_yaml(&renamed, "*", None, plan, &[]);
+            let text =
+                merge_cpu_entry(&renamed, &path, None, "*", sizes, &entry).map_err(|e| e.0)?;
+            std::fs::write(&path, text).map_err(io)?;
+            let toks = crate::source::renamed(&self.tokens, &name);
+            let m = format_ident!("{}", name);
+            kernels.extend(quote!(mdh::mdh! { #toks }));
+            let ins = k.inputs.iter().enumerate().map(|(b, d)| {
+                let f = format_ident!("as_{}", d.ty.name());
+                quote!(case.inputs[#b].#f().unwrap())
+            });
+            let outs = k.outputs.iter().map(|d| {
+                let f = format_ident!("as_{}_mut", d.ty.name());
+                quote!(__o.next().unwrap().#f().unwrap())
+            });
+            calls.extend(quote! {
+                harness::measure(&case, #name, |__outs: &mut [mdh::reference::Buffer]| {
+                    let mut __o = __outs.iter_mut();
+                    #m::cpu(#(#ins,)* #(#outs,)* #(#lits,)* #m::Sizes { #(#size_names: #sizes),* })
+                });
+            });
+        }
+        let spec = &k.source;
+        let main = quote! {
+            //! Written by mdh-tune for one batch of candidates; overwritten.
+            mod harness;
+            #kernels
+            fn main() {
+                let case = harness::setup(#spec, &[#(#sizes),*], &[#(#values),*]);
+                #calls
+            }
+        };
+        std::fs::write(self.dir.join("src/main.rs"), main.to_string()).map_err(io)
+    }
+
+    /// Builds the crate for `plans` (release, the configs of this crate
+    /// only). Returns the binary.
+    pub fn build(&self, plans: &[CpuPlan]) -> Result<PathBuf, String> {
+        self.write(plans)?;
+        let out = Command::new(cargo())
+            .args(["build", "--release", "--quiet", "--manifest-path"])
+            .arg(self.dir.join("Cargo.toml"))
+            .env("CARGO_TARGET_DIR", &self.target_dir)
+            .env(mdh_core::config::DIR_ENV_VAR, self.dir.join("configs"))
+            .stdout(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run cargo: {e}; put cargo on PATH or set CARGO"))?;
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let tail: Vec<&str> = err.lines().rev().take(30).collect();
+            return Err(format!(
+                "the scratch crate in {} does not build (a bug of mdh: please report it with this output):\n{}",
+                self.dir.display(),
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            ));
+        }
+        Ok(self.target_dir.join("release").join(&self.package))
+    }
+
+    /// Runs a built batch; calls `each` with every result as it arrives.
+    /// `slow_s`: a candidate slower than this in its checked run is timed
+    /// once. The reference outputs are cached in `reference`.
+    pub fn run(
+        &self,
+        binary: &Path,
+        slow_s: f64,
+        reference: &Path,
+        mut each: impl FnMut(Measured) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let mut child = Command::new(binary)
+            .arg("--slow")
+            .arg(slow_s.to_string())
+            .arg("--reference")
+            .arg(reference)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run {}: {e}", binary.display()))?;
+        let stdout = child.stdout.take().expect("piped");
+        for line in std::io::BufReader::new(stdout).lines() {
+            let line = line.map_err(|e| format!("reading the measurements: {e}"))?;
+            let m: Measured = serde_json::from_str(&line)
+                .map_err(|e| format!("the harness wrote `{line}`, not a measurement: {e}"))?;
+            each(m)?;
+        }
+        let out = child
+            .wait_with_output()
+            .map_err(|e| format!("waiting for {}: {e}", binary.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "the measurement process failed ({}); a candidate crashed it:\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The generated crate (without building it: that is a release build of
+    /// mdh, for the ignored end-to-end test): valid Rust, one config per
+    /// candidate that the macro reads back as that candidate's plan.
+    #[test]
+    fn a_batch_is_one_crate_with_a_config_per_candidate() {
+        let tokens: TokenStream = "pub kernel saxpy { inp(x: f32[N], y: f32[N]), out(z: f32[N]), params(a: f32), out_view(z: |i| (i)), md_hom[N](|u, v| a * u + v, (CC)), inp_view(x: |i| (i), y: |i| (i)), }"
+            .parse()
+            .unwrap();
+        let k = mdh_core::compile(tokens.clone()).unwrap();
+        let tmp = std::env::temp_dir().join(format!("mdh-tune-scratch-{}", std::process::id()));
+        let ws = Workspace {
+            deps: "mdh = { path = \"/nowhere\" }\n".into(),
+            target_dir: tmp.clone(),
+            lock_file: None,
+        };
+        let s = Scratch::new(&ws, &k, &tokens, &[1000]).unwrap();
+        let mut other = CpuPlan::default_for(&k);
+        other.reg = vec![4];
+        other.l1 = vec![64];
+        let plans = [CpuPlan::default_for(&k), other];
+        s.write(&plans).unwrap();
+        let main = std::fs::read_to_string(s.dir().join("src/main.rs")).unwrap();
+        syn::parse_file(&main).unwrap();
+        assert!(
+            main.contains("c1 :: cpu") && main.contains("0.5f32"),
+            "{main}"
+        );
+        for (i, plan) in plans.iter().enumerate() {
+            let path = s.dir().join(format!("configs/c{i}.yaml"));
+            let renamed =
+                mdh_core::compile(crate::source::renamed(&tokens, &format!("c{i}"))).unwrap();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let e = mdh_core::config::cpu_plans(&renamed, Some(&s.dir))
+                .unwrap()
+                .0;
+            assert_eq!(e.len(), 1, "the candidate alone, no default: {text}");
+            assert_eq!(&e[0].plan, plan);
+        }
+        // A smaller batch leaves no stale configs behind.
+        s.write(&plans[..1]).unwrap();
+        assert!(!s.dir().join("configs/c1.yaml").exists());
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+}

@@ -1,0 +1,379 @@
+//! The CPU search space: the paper's Table 1 parameters of the CPU's ASM
+//! (COR parts, L2/L1/REG tile sizes per dimension, the tile loops' order,
+//! the memory region and layout of each input access) as tuning parameters,
+//! each a list of values.
+//!
+//! Constraints are built into the parameters where they are structural and
+//! propagated while a point is sampled or repaired where they couple
+//! dimensions, so that every point handed to the measurement is a plan
+//! [`CpuPlan::validate`] accepts:
+//! - L1 tiles are multiples of register tiles, L2 tiles multiples of L1
+//!   tiles (parameters are the multipliers), clamped to the extents;
+//! - register tiles: only the innermost PW dimension may exceed 1 among PW
+//!   dimensions; the register tile's accumulators stay within the
+//!   registers ([`VECTOR_REGISTERS_FOR_ACCUMULATORS`] vectors, at most
+//!   [`MAX_REGISTER_TILE`] points over all outputs: larger tiles spill, and
+//!   their fully unrolled code is slow to compile), enforced dimension by
+//!   dimension when sampling and by shrinking when repairing;
+//! - loop orders: permutations of the dimensions (any order of PW
+//!   dimensions is legal: partial results are kept per task);
+//! - packing: read in place, or a packed L1 tile with one of the access's
+//!   dimensions innermost (contiguous).
+
+use mdh_core::desc::KernelDesc;
+use mdh_core::plan::{
+    simd_lanes, used_dims, CpuPlan, MAX_REGISTER_TILE, VECTOR_REGISTERS_FOR_ACCUMULATORS,
+};
+use mdh_core::spec::{DimKind, Kernel};
+
+use crate::search::{Point, Rng};
+
+/// COR parts (0: chosen at run time from the number of threads).
+const COR: [usize; 6] = [0, 1, 2, 4, 8, 16];
+/// L1 tile = register tile × one of these; L2 tile = L1 tile × one of these.
+const L1_FACTORS: [usize; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+const L2_FACTORS: [usize; 6] = [1, 2, 4, 8, 16, 32];
+
+/// One tuning parameter: what it sets and its values.
+#[derive(Clone, Debug)]
+pub enum Param {
+    Cor(usize, Vec<usize>),
+    Reg(usize, Vec<usize>),
+    L1(usize, Vec<usize>),
+    L2(usize, Vec<usize>),
+    Order(Vec<Vec<usize>>),
+    Pack(Vec<Vec<usize>>),
+}
+
+impl Param {
+    fn len(&self) -> usize {
+        match self {
+            Param::Cor(_, v) | Param::Reg(_, v) | Param::L1(_, v) | Param::L2(_, v) => v.len(),
+            Param::Order(v) | Param::Pack(v) => v.len(),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct CpuSpace {
+    pub params: Vec<Param>,
+    pub extents: Vec<usize>,
+    /// Register tile points allowed per output.
+    reg_budget: usize,
+}
+
+/// All permutations of `items`, in lexicographic order of positions.
+fn permutations(items: &[usize]) -> Vec<Vec<usize>> {
+    if items.len() <= 1 {
+        return vec![items.to_vec()];
+    }
+    let mut out = Vec::new();
+    for (i, &x) in items.iter().enumerate() {
+        let mut rest = items.to_vec();
+        rest.remove(i);
+        for mut p in permutations(&rest) {
+            p.insert(0, x);
+            out.push(p);
+        }
+    }
+    out
+}
+
+impl CpuSpace {
+    /// The space of `k` at the sizes `sizes` (size-parameter order).
+    pub fn new(k: &Kernel, sizes: &[usize]) -> Result<CpuSpace, String> {
+        let desc = KernelDesc::from_kernel(k);
+        let extents = desc
+            .dims
+            .iter()
+            .map(|c| KernelDesc::eval_size(c, sizes))
+            .collect::<Option<Vec<usize>>>()
+            .ok_or("a dimension's size overflows at these sizes; give smaller --size values")?;
+        let d = extents.len();
+        let kinds = k.dim_kinds();
+        let innermost_pw = (0..d).rev().find(|&x| kinds[x] == DimKind::Pw);
+        let lanes = simd_lanes(k);
+        let mut params = Vec::new();
+        for (x, &ext) in extents.iter().enumerate() {
+            params.push(Param::Cor(x, COR.to_vec()));
+            let reg = if kinds[x] == DimKind::Pw && Some(x) != innermost_pw {
+                vec![1]
+            } else {
+                let mut v: Vec<usize> = [1, 2, 3, 4, 6, 8]
+                    .into_iter()
+                    .chain((1..=4).map(|m| m * lanes))
+                    .chain([8 * lanes])
+                    .filter(|&r| r == 1 || r <= ext)
+                    .collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            };
+            params.push(Param::Reg(x, reg));
+            params.push(Param::L1(x, L1_FACTORS.to_vec()));
+            params.push(Param::L2(x, L2_FACTORS.to_vec()));
+        }
+        let dims: Vec<usize> = (0..d).collect();
+        params.push(Param::Order(permutations(&dims)));
+        for (_, f) in k.input_accesses() {
+            let used = used_dims(f, d);
+            let mut layouts = vec![Vec::new()];
+            for &inner in &used {
+                let mut l: Vec<usize> = used.iter().copied().filter(|&u| u != inner).collect();
+                l.push(inner);
+                layouts.push(l);
+            }
+            params.push(Param::Pack(layouts));
+        }
+        let outputs = k.output_accesses().len().max(1);
+        Ok(CpuSpace {
+            params,
+            extents,
+            reg_budget: MAX_REGISTER_TILE.min(VECTOR_REGISTERS_FOR_ACCUMULATORS * lanes) / outputs,
+        })
+    }
+
+    /// The number of values of each parameter (the search's coordinates).
+    pub fn cards(&self) -> Vec<usize> {
+        self.params.iter().map(Param::len).collect()
+    }
+
+    fn reg_of(&self, p: &Point, x: usize) -> usize {
+        self.params
+            .iter()
+            .zip(p)
+            .find_map(|(q, &i)| match q {
+                Param::Reg(y, v) if *y == x => Some(v[i]),
+                _ => None,
+            })
+            .unwrap_or(1)
+    }
+
+    /// The plan a point stands for (tiles clamped to the extents).
+    pub fn decode(&self, p: &Point) -> CpuPlan {
+        let d = self.extents.len();
+        let mut plan = CpuPlan {
+            cor: vec![0; d],
+            l2: vec![1; d],
+            l1: vec![1; d],
+            reg: (0..d).map(|x| self.reg_of(p, x)).collect(),
+            order: (0..d).collect(),
+            pack: Vec::new(),
+        };
+        // Parameters come per dimension as cor, reg, l1, l2: L1 before L2.
+        for (q, &i) in self.params.iter().zip(p) {
+            match q {
+                Param::Cor(x, v) => plan.cor[*x] = v[i],
+                Param::Reg(..) => {}
+                Param::L1(x, v) => {
+                    let r = plan.reg[*x];
+                    plan.l1[*x] = (r * v[i]).min(self.extents[*x].div_ceil(r).max(1) * r);
+                }
+                Param::L2(x, v) => {
+                    let l1 = plan.l1[*x];
+                    plan.l2[*x] = (l1 * v[i]).min(self.extents[*x].div_ceil(l1).max(1) * l1);
+                }
+                Param::Order(v) => plan.order.clone_from(&v[i]),
+                Param::Pack(v) => plan.pack.push(v[i].clone()),
+            }
+        }
+        plan
+    }
+
+    /// The point of `plan`, if the space holds it.
+    pub fn encode(&self, plan: &CpuPlan) -> Option<Point> {
+        // Coordinates one by one: each is the value that decodes to the
+        // plan's, given the earlier ones (L1 depends on REG, L2 on L1).
+        let mut p = vec![0; self.params.len()];
+        for s in 0..self.params.len() {
+            let i = (0..self.params[s].len()).find(|&i| {
+                p[s] = i;
+                let d = self.decode(&p);
+                match &self.params[s] {
+                    Param::Cor(x, _) => d.cor[*x] == plan.cor[*x],
+                    Param::Reg(x, _) => d.reg[*x] == plan.reg[*x],
+                    Param::L1(x, _) => d.l1[*x] == plan.l1[*x],
+                    Param::L2(x, _) => d.l2[*x] == plan.l2[*x],
+                    Param::Order(_) => d.order == plan.order,
+                    Param::Pack(_) => true,
+                }
+            })?;
+            p[s] = i;
+        }
+        // Packing: the j-th Pack parameter is input access j.
+        let packs = self.params.iter().enumerate().filter_map(|(s, q)| match q {
+            Param::Pack(v) => Some((s, v)),
+            _ => None,
+        });
+        for (j, (s, v)) in packs.enumerate() {
+            p[s] = v.iter().position(|l| Some(l) == plan.pack.get(j))?;
+        }
+        (self.decode(&p) == *plan).then_some(p)
+    }
+
+    fn reg_points(&self, p: &Point) -> usize {
+        (0..self.extents.len()).map(|x| self.reg_of(p, x)).product()
+    }
+
+    /// `p` with register tiles shrunk (the largest first) until they fit
+    /// the registers: the propagation of the register constraint.
+    pub fn repair(&self, mut p: Point) -> Point {
+        while self.reg_points(&p) > self.reg_budget {
+            let Some((slot, _)) = self
+                .params
+                .iter()
+                .enumerate()
+                .filter_map(|(s, q)| match q {
+                    Param::Reg(_, v) if p[s] > 0 => Some((s, v[p[s]])),
+                    _ => None,
+                })
+                .max_by_key(|&(_, r)| r)
+            else {
+                break;
+            };
+            p[slot] -= 1;
+        }
+        p
+    }
+
+    /// A uniformly drawn value per parameter, the register tiles drawn
+    /// within what the earlier dimensions left of the register budget.
+    pub fn sample(&self, rng: &mut Rng) -> Point {
+        let mut left = self.reg_budget;
+        self.params
+            .iter()
+            .map(|q| match q {
+                Param::Reg(_, v) => {
+                    let fits = v.iter().filter(|&&r| r <= left).count().max(1);
+                    let i = rng.below(fits);
+                    left /= v[i];
+                    i
+                }
+                _ => rng.below(q.len()),
+            })
+            .collect()
+    }
+
+    /// The number of points of the space that satisfy the constraints
+    /// (plans whose clamped tiles coincide are counted apart).
+    pub fn size(&self) -> f64 {
+        // Register tiles: count the combinations within the budget exactly
+        // (a product-bounded count over the dimensions); the rest multiply.
+        let mut counts = vec![0f64; self.reg_budget + 1];
+        counts[1] = 1.0;
+        let mut rest = 1f64;
+        for q in &self.params {
+            match q {
+                Param::Reg(_, v) => {
+                    let mut next = vec![0f64; self.reg_budget + 1];
+                    for (prod, &c) in counts.iter().enumerate().filter(|(_, &c)| c > 0.0) {
+                        for &r in v {
+                            if prod * r <= self.reg_budget {
+                                next[prod * r] += c;
+                            }
+                        }
+                    }
+                    counts = next;
+                }
+                _ => rest *= q.len() as f64,
+            }
+        }
+        counts.iter().sum::<f64>() * rest
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    fn kernel(src: proc_macro2::TokenStream) -> Kernel {
+        mdh_core::compile(src).expect("valid kernel")
+    }
+
+    /// The test kernels of this crate.
+    pub(crate) fn matvec() -> Kernel {
+        kernel(quote::quote! {
+            kernel matvec {
+                inp(M: f32[I, K], v: f32[K]),
+                out(w: f32[I]),
+                out_view(w: |i, k| (i)),
+                md_hom[I, K](|m, x| m * x, (CC, PW(+))),
+                inp_view(M: |i, k| (i, k), v: |i, k| (k)),
+            }
+        })
+    }
+
+    pub(crate) fn matmul() -> Kernel {
+        kernel(quote::quote! {
+            kernel matmul {
+                inp(A: f32[I, K], B: f32[K, J]),
+                out(C: f32[I, J]),
+                out_view(C: |i, j, k| (i, j)),
+                md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))),
+                inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
+            }
+        })
+    }
+
+    #[test]
+    fn every_sampled_or_repaired_point_is_a_valid_plan() {
+        let k = matmul();
+        let s = CpuSpace::new(&k, &[64, 100, 48]).unwrap();
+        let mut rng = Rng::new(7);
+        let cards = s.cards();
+        for _ in 0..2000 {
+            let p = s.sample(&mut rng);
+            assert_eq!(s.decode(&p).validate(&k), Ok(()), "{p:?}");
+            let wild: Point = cards.iter().map(|&c| rng.below(c)).collect();
+            let plan = s.decode(&s.repair(wild));
+            assert_eq!(plan.validate(&k), Ok(()), "{plan:?}");
+            for x in 0..3 {
+                assert_eq!(plan.l1[x] % plan.reg[x], 0);
+                assert_eq!(plan.l2[x] % plan.l1[x], 0);
+            }
+        }
+    }
+
+    #[test]
+    fn default_plans_on_the_grid_are_encoded() {
+        let k = matmul();
+        let s = CpuSpace::new(&k, &[1024, 1024, 1024]).unwrap();
+        let mut rng = Rng::new(3);
+        for _ in 0..200 {
+            let p = s.sample(&mut rng);
+            assert_eq!(
+                s.encode(&s.decode(&p)).map(|q| s.decode(&q)),
+                Some(s.decode(&p))
+            );
+        }
+        let mut off = CpuPlan::default_for(&k);
+        off.l1[0] = 7;
+        assert_eq!(s.encode(&off), None);
+    }
+
+    #[test]
+    fn the_space_size_counts_register_tiles_within_the_budget() {
+        let s = CpuSpace::new(&matvec(), &[2048, 2048]).unwrap();
+        let reg: Vec<&Vec<usize>> = s
+            .params
+            .iter()
+            .filter_map(|q| match q {
+                Param::Reg(_, v) => Some(v),
+                _ => None,
+            })
+            .collect();
+        let pairs = reg[0]
+            .iter()
+            .flat_map(|a| reg[1].iter().map(move |b| a * b))
+            .filter(|&p| p <= s.reg_budget)
+            .count() as f64;
+        let rest: f64 = s
+            .params
+            .iter()
+            .filter(|q| !matches!(q, Param::Reg(..)))
+            .map(|q| q.len() as f64)
+            .product();
+        assert_eq!(s.size(), pairs * rest);
+        assert!(s.size() > 1e6);
+    }
+}
