@@ -18,8 +18,11 @@
 //! (the paper's D3/S3 memory region) before they are used.
 //!
 //! Partial results of PW dimensions live in private memory, are combined
-//! across the work-items of a group by a tree in local memory, and across
-//! work-groups by a second pass. PS dimensions are computed like CC
+//! across the work-items of a group (on CUDA first by warp shuffles, the
+//! WRP layer of ASM_CUDA+WRP) by a tree in local memory, and across
+//! work-groups by a second pass. Plans are fitted to a device's limits: its
+//! work-items per work-group (CUDA: at most 1024 threads per block) and its
+//! local memory (CUDA: the 48 KiB of static shared memory per block). PS dimensions are computed like CC
 //! dimensions and then scanned in place by one pass per PS dimension.
 
 use crate::desc::{affine_offset, Bound, KernelDesc};

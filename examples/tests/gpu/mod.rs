@@ -130,8 +130,8 @@ pub fn random_plan(rng: &mut Rng, desc: &KernelDesc, max_items: usize) -> GpuPla
     }
 }
 
-/// Random sizes with at most `budget` points in the index space; 0 only
-/// when `zeros`.
+/// Random sizes with at most `budget` points in the index space (empty
+/// dimensions counted as 1); 0 only when `zeros`.
 pub fn random_sizes(rng: &mut Rng, desc: &KernelDesc, budget: usize, zeros: bool) -> Vec<usize> {
     let n = desc.size_params.len();
     loop {
@@ -142,11 +142,12 @@ pub fn random_sizes(rng: &mut Rng, desc: &KernelDesc, budget: usize, zeros: bool
                 _ => 1 + rng.below(40),
             })
             .collect();
+        // Empty dimensions count as 1: a zero must not let the others grow.
         let points = desc
             .dims
             .iter()
             .map(|c| KernelDesc::eval_size(c, &sizes))
-            .try_fold(1usize, |a, e| a.checked_mul(e?));
+            .try_fold(1usize, |a, e| a.checked_mul(e?.max(1)));
         if points.is_some_and(|p| p <= budget) {
             return sizes;
         }

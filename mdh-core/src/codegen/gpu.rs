@@ -7,14 +7,18 @@
 //! and the device compiler sees constants.
 //!
 //! The template holds up to three kinds of kernels (all launched as 1-D
-//! ranges; work-group and work-item coordinates per md_hom dimension are
-//! decoded from the linear ids, last dimension fastest):
+//! ranges; work-group coordinates per md_hom dimension are decoded from the
+//! linear id, last dimension fastest; work-item coordinates with the kept
+//! dimensions outer and the PW dimensions inner, so that the work-items
+//! that combine one result are consecutive):
 //! - `mdh_main`: each work-group walks its block of the index space in LM
 //!   tiles (kept dimensions outside, PW dimensions inside), optionally
 //!   copying the tiles of inputs into local memory first; each work-item
 //!   computes its PM tile of points, keeps partial results of PW dimensions
-//!   in private memory, combines them across the work-items of its group by
-//!   a tree in local memory, and writes the result through the output view
+//!   in private memory, combines them across the work-items of its group
+//!   (CUDA: by warp shuffles within runs of up to 32 lanes, the paper's WRP
+//!   layer, then) by a tree in local memory, and writes the result through
+//!   the output view
 //!   (or, when PW dimensions are split across work-groups, into a buffer of
 //!   partial results per work-group). PS dimensions are computed here like
 //!   CC dimensions.
@@ -22,8 +26,10 @@
 //! - `mdh_scan{d}`: for each PS dimension `d`, an inclusive scan in place
 //!   along `d` (one work-item per line).
 //!
-//! The dialects differ only in the names of [`Dialect`]'s methods and
-//! [`Words`].
+//! The dialects differ only in [`Dialect`]'s methods and [`Words`]: the
+//! words of kernel heads, address spaces, barriers and ids, CUDA's
+//! `__launch_bounds__(WG_ITEMS)` (registers budgeted for the block size)
+//! and its warp shuffles.
 
 use std::fmt::Write;
 
