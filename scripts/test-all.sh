@@ -23,7 +23,10 @@ fi
 # nvidia-cuda-nvrtc-cu12 wheel ships libnvrtc.so.12; it is installed once for
 # the user (into the active virtualenv when there is one) and its lib folder
 # goes on LD_LIBRARY_PATH, where cudarc looks for it. MDH_REQUIRE_NVRTC makes
-# the CUDA tests fail instead of skipping when NVRTC cannot be loaded.
+# the CUDA tests fail instead of skipping when NVRTC cannot be loaded (or g++,
+# which examples/tests/cuda.rs needs to execute every family's CUDA kernels on
+# the CPU; that test runs in the workspace run below, the examples' dev
+# dependencies turn on mdh's `cuda` feature).
 nvrtc_lib() {
     python3 -c 'import os, nvidia.cuda_nvrtc as m
 for p in m.__path__:

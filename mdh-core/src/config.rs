@@ -15,9 +15,21 @@
 //!       order: [0, 1, 2]
 //!       pack: [[], [2, 1]]              # per input access: packed layout
 //!     provenance: { ... }               # free-form (the tuner's record)
+//!   - backend: cuda                     # or opencl
+//!     device: "H100"                    # a part of the device's name, or "*"
+//!     sizes: { I: 1024, J: 1024, K: 1024 }
+//!     gpu:                              # the plan (see `gpu_plan::GpuPlan`);
+//!       groups: [0, 0, 1]               # every field is optional and
+//!       items: [4, 64, 1]               # defaults to the heuristic plan
+//!       tile: [4, 64, 256]
+//!       local: [false, true]            # per input buffer
+//!       blocked: false
 //! ```
 //!
-//! Lists have one entry per md_hom dimension, in md_hom order.
+//! Lists have one entry per md_hom dimension, in md_hom order (`local`: one
+//! per input buffer). A CPU entry takes `cpu:`, an OpenCL or CUDA entry
+//! `gpu:`; each entry is checked against the kernel when the macro expands,
+//! and an error names the file, line and column of the offending value.
 //!
 //! Where the file is found, first hit wins:
 //! 1. `MDH_CONFIG_<KERNEL>` (the kernel name in upper case): a file path;
@@ -31,13 +43,18 @@
 //! in and dispatched at run time: entries whose device matches the CPU,
 //! nearest tuned sizes first; the default plan is the fallback (left out
 //! when an entry without device and sizes makes it unreachable).
+//! GPU entries are compiled into `NAME::opencl` / `NAME::cuda` and chosen per
+//! call alike (device name, then nearest sizes, among the entries that fit
+//! the device's limits), else [`GpuPlan::default_for`] fitted to the device.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use serde_saphyr::Spanned;
+use serde_saphyr::{Location, Spanned};
 
+use crate::desc::KernelDesc;
+use crate::gpu_plan::GpuPlan;
 use crate::plan::CpuPlan;
 use crate::spec::Kernel;
 
@@ -59,6 +76,8 @@ pub struct Entry {
     pub sizes: Option<Spanned<BTreeMap<String, usize>>>,
     #[serde(default)]
     pub cpu: Option<Spanned<CpuConfig>>,
+    #[serde(default)]
+    pub gpu: Option<Spanned<GpuConfig>>,
     #[serde(default)]
     pub provenance: Option<serde::de::IgnoredAny>,
 }
@@ -92,6 +111,64 @@ impl CpuConfig {
     }
 }
 
+/// The GPU plan as written in YAML; missing fields come from the default.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuConfig {
+    #[serde(default)]
+    pub groups: Option<Spanned<Vec<usize>>>,
+    #[serde(default)]
+    pub items: Option<Spanned<Vec<usize>>>,
+    #[serde(default)]
+    pub tile: Option<Spanned<Vec<usize>>>,
+    #[serde(default)]
+    pub local: Option<Spanned<Vec<bool>>>,
+    #[serde(default)]
+    pub blocked: Option<Spanned<bool>>,
+}
+
+impl GpuConfig {
+    /// The plan: the set fields over `plan`.
+    fn apply(&self, plan: &mut GpuPlan) {
+        for (dst, src) in [
+            (&mut plan.groups, &self.groups),
+            (&mut plan.items, &self.items),
+            (&mut plan.tile, &self.tile),
+        ] {
+            if let Some(v) = src {
+                dst.clone_from(&v.value);
+            }
+        }
+        if let Some(v) = &self.local {
+            plan.local.clone_from(&v.value);
+        }
+        if let Some(v) = &self.blocked {
+            plan.blocked = v.value;
+        }
+    }
+
+    /// Where field `name` is set in the file, if it is.
+    fn span_of(&self, name: &str) -> Option<&Location> {
+        match name {
+            "groups" => self.groups.as_ref().map(|f| &f.referenced),
+            "items" => self.items.as_ref().map(|f| &f.referenced),
+            "tile" => self.tile.as_ref().map(|f| &f.referenced),
+            "local" => self.local.as_ref().map(|f| &f.referenced),
+            "blocked" => self.blocked.as_ref().map(|f| &f.referenced),
+            _ => None,
+        }
+    }
+}
+
+/// One GPU plan of a kernel for one back end, with the device pattern and
+/// the sizes it was tuned for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuEntryCfg {
+    pub plan: GpuPlan,
+    pub device: String,
+    pub sizes: Option<Vec<usize>>,
+}
+
 /// One CPU plan of a kernel, with the device pattern and the sizes it was
 /// tuned for (`None`: the default plan).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,11 +189,15 @@ impl std::fmt::Display for ConfigError {
 }
 
 fn located<T>(path: &Path, at: &Spanned<T>, msg: impl std::fmt::Display) -> ConfigError {
+    located_at(path, &at.referenced, msg)
+}
+
+fn located_at(path: &Path, at: &Location, msg: impl std::fmt::Display) -> ConfigError {
     ConfigError(format!(
         "{}:{}:{}: {msg}",
         path.display(),
-        at.referenced.line(),
-        at.referenced.column()
+        at.line(),
+        at.column()
     ))
 }
 
@@ -190,7 +271,7 @@ fn yaml_list(v: &[usize]) -> String {
 }
 
 /// The YAML list item of one CPU entry, as the tuner writes it: the fields
-/// [`cpu_entries`] reads (`backend`, `device`, `sizes` unless `None`, `cpu`
+/// [`entries`] reads (`backend`, `device`, `sizes` unless `None`, `cpu`
 /// with every plan field), then `provenance` (a flow mapping of the given
 /// keys and already rendered YAML values) unless empty.
 pub fn cpu_entry_yaml(
@@ -250,7 +331,7 @@ pub fn merge_cpu_entry(
     };
     // Checks the whole file as the macro will (a broken file is reported,
     // not overwritten), and finds the entry to replace.
-    cpu_entries(k, path, text)?;
+    entries(k, path, text)?;
     let file: ConfigFile = serde_saphyr::from_str(text)
         .map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
     let lines: Vec<&str> = text.lines().collect();
@@ -303,8 +384,17 @@ pub fn merge_cpu_entry(
     Ok(out.join("\n") + "\n")
 }
 
-/// Parses a config file's text and returns the CPU entries for `k`.
-pub fn cpu_entries(k: &Kernel, path: &Path, text: &str) -> Result<Vec<CpuEntry>, ConfigError> {
+/// The plans of a kernel's config, per back end.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Entries {
+    pub cpu: Vec<CpuEntry>,
+    pub opencl: Vec<GpuEntryCfg>,
+    pub cuda: Vec<GpuEntryCfg>,
+}
+
+/// Parses a config file's text and returns its entries for `k`, each
+/// checked against the kernel.
+pub fn entries(k: &Kernel, path: &Path, text: &str) -> Result<Entries, ConfigError> {
     let file: ConfigFile = serde_saphyr::from_str(text).map_err(|e| {
         // serde-saphyr's first line reads "error: line L column C: message".
         let msg = e.to_string();
@@ -332,12 +422,41 @@ pub fn cpu_entries(k: &Kernel, path: &Path, text: &str) -> Result<Vec<CpuEntry>,
             ),
         ));
     }
-    let mut out = Vec::new();
+    let mut out = Entries::default();
     for entry in &file.entries {
         let e = &entry.value;
-        match e.backend.value.as_str() {
-            "cpu" => {}
-            "opencl" | "cuda" => continue,
+        let sizes = match &e.sizes {
+            None => None,
+            Some(s) => Some(size_values(k, path, s)?),
+        };
+        let device = e.device.clone().unwrap_or_else(|| "*".into());
+        let backend = e.backend.value.as_str();
+        match backend {
+            "cpu" => {
+                if let Some(g) = &e.gpu {
+                    return Err(located(path, g, "a `cpu` entry takes a `cpu:` plan, not `gpu:`; rename the key or change `backend:` to `opencl` or `cuda`"));
+                }
+                out.cpu.push(CpuEntry {
+                    plan: cpu_plan(k, path, e.cpu.as_ref())?,
+                    device,
+                    sizes,
+                });
+            }
+            "opencl" | "cuda" => {
+                if let Some(c) = &e.cpu {
+                    return Err(located(path, c, format!("an `{backend}` entry takes a `gpu:` plan, not `cpu:`; rename the key or change `backend:` to `cpu`")));
+                }
+                let entry = GpuEntryCfg {
+                    plan: gpu_plan(k, path, e.gpu.as_ref())?,
+                    device,
+                    sizes,
+                };
+                if backend == "cuda" {
+                    out.cuda.push(entry);
+                } else {
+                    out.opencl.push(entry);
+                }
+            }
             other => {
                 return Err(located(
                     path,
@@ -346,49 +465,69 @@ pub fn cpu_entries(k: &Kernel, path: &Path, text: &str) -> Result<Vec<CpuEntry>,
                 ))
             }
         }
-        let sizes = match &e.sizes {
-            None => None,
-            Some(s) => Some(size_values(k, path, s)?),
-        };
-        let mut plan = CpuPlan::default_for(k);
-        if let Some(c) = &e.cpu {
-            let v = &c.value;
-            let dsts = [
-                &mut plan.cor,
-                &mut plan.l2,
-                &mut plan.l1,
-                &mut plan.reg,
-                &mut plan.order,
-            ];
-            for (dst, (_, src)) in dsts.into_iter().zip(v.fields()) {
-                if let Some(s) = src {
-                    dst.clone_from(&s.value);
-                }
-            }
-            if let Some(p) = &v.pack {
-                plan.pack.clone_from(&p.value);
-            }
-            plan.validate(k).map_err(|e| {
-                // Point at the offending field where the file sets it.
-                match (
-                    v.fields()
-                        .into_iter()
-                        .find(|(n, f)| *n == e.field && f.is_some()),
-                    &v.pack,
-                ) {
-                    (Some((_, Some(f))), _) => located(path, f, e.message),
-                    (_, Some(p)) if e.field == "pack" => located(path, p, e.message),
-                    _ => located(path, c, e.message),
-                }
-            })?;
-        }
-        out.push(CpuEntry {
-            plan,
-            device: e.device.clone().unwrap_or_else(|| "*".into()),
-            sizes,
-        });
     }
     Ok(out)
+}
+
+/// The CPU plan of an entry: the default with the fields the file sets,
+/// checked against the kernel.
+fn cpu_plan(
+    k: &Kernel,
+    path: &Path,
+    c: Option<&Spanned<CpuConfig>>,
+) -> Result<CpuPlan, ConfigError> {
+    let mut plan = CpuPlan::default_for(k);
+    let Some(c) = c else { return Ok(plan) };
+    let v = &c.value;
+    let dsts = [
+        &mut plan.cor,
+        &mut plan.l2,
+        &mut plan.l1,
+        &mut plan.reg,
+        &mut plan.order,
+    ];
+    for (dst, (_, src)) in dsts.into_iter().zip(v.fields()) {
+        if let Some(s) = src {
+            dst.clone_from(&s.value);
+        }
+    }
+    if let Some(p) = &v.pack {
+        plan.pack.clone_from(&p.value);
+    }
+    plan.validate(k).map_err(|e| {
+        // Point at the offending field where the file sets it.
+        match (
+            v.fields()
+                .into_iter()
+                .find(|(n, f)| *n == e.field && f.is_some()),
+            &v.pack,
+        ) {
+            (Some((_, Some(f))), _) => located(path, f, e.message),
+            (_, Some(p)) if e.field == "pack" => located(path, p, e.message),
+            _ => located(path, c, e.message),
+        }
+    })?;
+    Ok(plan)
+}
+
+/// The GPU plan of an entry: the default with the fields the file sets,
+/// checked against the kernel and the model's constraints (at most 1024
+/// work-items per work-group, registers for the private partial results).
+fn gpu_plan(
+    k: &Kernel,
+    path: &Path,
+    g: Option<&Spanned<GpuConfig>>,
+) -> Result<GpuPlan, ConfigError> {
+    let desc = KernelDesc::from_kernel(k);
+    let mut plan = GpuPlan::default_for(&desc);
+    let Some(g) = g else { return Ok(plan) };
+    g.value.apply(&mut plan);
+    plan.validate(&desc)
+        .map_err(|e| match g.value.span_of(e.field) {
+            Some(at) => located_at(path, at, e.message),
+            None => located(path, g, e.message),
+        })?;
+    Ok(plan)
 }
 
 fn size_values(
@@ -422,14 +561,14 @@ fn size_values(
         .collect()
 }
 
-/// All CPU entries the macro compiles for `k`: those of its config file,
-/// then the default plan, unless an entry for any device and any sizes
-/// makes it unreachable (the dispatch takes the first such entry before
-/// it). Returns the file read (for rebuild tracking).
-pub fn cpu_plans(
+/// All entries the macro compiles for `k`: those of its config file, and
+/// the default CPU plan last, unless a CPU entry for any device and any
+/// sizes makes it unreachable (the dispatch takes the first such entry
+/// before it). Returns the file read (for rebuild tracking).
+pub fn plans(
     k: &Kernel,
     manifest_dir: Option<&Path>,
-) -> Result<(Vec<CpuEntry>, Option<PathBuf>), ConfigError> {
+) -> Result<(Entries, Option<PathBuf>), ConfigError> {
     let name = k.name.to_string();
     let path = find(&name, manifest_dir)?;
     let mut entries = match &path {
@@ -437,12 +576,16 @@ pub fn cpu_plans(
             let text = std::fs::read_to_string(p).map_err(|e| {
                 ConfigError(format!("{}: cannot read the config: {e}", p.display()))
             })?;
-            cpu_entries(k, p, &text)?
+            entries(k, p, &text)?
         }
-        None => Vec::new(),
+        None => Entries::default(),
     };
-    if !entries.iter().any(|e| e.device == "*" && e.sizes.is_none()) {
-        entries.push(CpuEntry {
+    if !entries
+        .cpu
+        .iter()
+        .any(|e| e.device == "*" && e.sizes.is_none())
+    {
+        entries.cpu.push(CpuEntry {
             plan: CpuPlan::default_for(k),
             device: "*".into(),
             sizes: None,
@@ -468,13 +611,17 @@ mod tests {
         .expect("valid kernel")
     }
 
-    fn entries(text: &str) -> Result<Vec<CpuEntry>, ConfigError> {
-        cpu_entries(&matmul(), Path::new("configs/matmul.yaml"), text)
+    fn read(text: &str) -> Result<Entries, ConfigError> {
+        entries(&matmul(), Path::new("configs/matmul.yaml"), text)
+    }
+
+    fn cpu(text: &str) -> Result<Vec<CpuEntry>, ConfigError> {
+        read(text).map(|e| e.cpu)
     }
 
     #[test]
     fn reads_plans_and_sizes() {
-        let e = entries(
+        let e = cpu(
             "kernel: matmul\nentries:\n  - backend: cpu\n    sizes: {I: 64, J: 32, K: 16}\n    cpu:\n      reg: [4, 16, 1]\n      order: [1, 0, 2]\n  - backend: opencl\n",
         )
         .unwrap();
@@ -515,7 +662,7 @@ mod tests {
         );
         let path = Path::new("configs/matmul.yaml");
         let text = merge_cpu_entry(&k, path, None, "x", &[64, 16, 32], &entry).unwrap();
-        let e = cpu_entries(&k, path, &text).unwrap();
+        let e = entries(&k, path, &text).unwrap().cpu;
         assert_eq!(e.len(), 1);
         assert_eq!(e[0].plan, tuned());
         assert_eq!(e[0].device, "Xeon \"2\" \\ cores");
@@ -540,13 +687,13 @@ mod tests {
             assert!(new.contains(kept), "lost `{kept}`:\n{new}");
         }
         assert!(!new.contains("reg: [4, 16, 1]"), "{new}");
-        let e = cpu_entries(&k, path, &new).unwrap();
+        let e = entries(&k, path, &new).unwrap().cpu;
         assert_eq!(e.len(), 2);
         assert_eq!(e[0].plan, tuned());
         // Other sizes: appended.
         let other = cpu_entry_yaml(&k, "*", Some(&[1, 2, 3]), &tuned(), &[]);
         let more = merge_cpu_entry(&k, path, Some(&new), "*", &[1, 2, 3], &other).unwrap();
-        assert_eq!(cpu_entries(&k, path, &more).unwrap().len(), 3);
+        assert_eq!(entries(&k, path, &more).unwrap().cpu.len(), 3);
         // An empty list becomes a block list.
         let empty = merge_cpu_entry(
             &k,
@@ -557,7 +704,7 @@ mod tests {
             &other,
         )
         .unwrap();
-        assert_eq!(cpu_entries(&k, path, &empty).unwrap().len(), 1);
+        assert_eq!(entries(&k, path, &empty).unwrap().cpu.len(), 1);
         // A broken file is reported, not overwritten.
         assert!(
             merge_cpu_entry(&k, path, Some("kernel: other\n"), "*", &[1, 2, 3], &other).is_err()
@@ -566,27 +713,76 @@ mod tests {
 
     #[test]
     fn errors_name_file_line_and_column() {
-        let e =
-            entries("kernel: matmul\nentries:\n  - backend: cpu\n    cpu:\n      reg: [4, x, 1]\n")
-                .unwrap_err();
+        let e = cpu("kernel: matmul\nentries:\n  - backend: cpu\n    cpu:\n      reg: [4, x, 1]\n")
+            .unwrap_err();
         assert!(e.0.starts_with("configs/matmul.yaml:5:"), "{e}");
-        let e =
-            entries("kernel: matmul\nentries:\n  - backend: cpu\n    cpu:\n      reg: [4, 16]\n")
-                .unwrap_err();
+        let e = cpu("kernel: matmul\nentries:\n  - backend: cpu\n    cpu:\n      reg: [4, 16]\n")
+            .unwrap_err();
         assert!(e.0.starts_with("configs/matmul.yaml:5:12:"), "{e}");
         assert!(e.0.contains("`reg` has 2 entries"), "{e}");
-        let e = entries("kernel: matmul\nentries:\n  - backend: gpu\n").unwrap_err();
+        let e = cpu("kernel: matmul\nentries:\n  - backend: gpu\n").unwrap_err();
         assert!(
             e.0.contains("3:") && e.0.contains("unknown backend `gpu`"),
             "{e}"
         );
-        let e = entries("kernel: other\n").unwrap_err();
+        let e = cpu("kernel: other\n").unwrap_err();
         assert!(e.0.contains(":1:9: this file is for kernel `other`"), "{e}");
-        let e = entries("kernel: matmul\nentries:\n  - backend: cpu\n    sizes: {I: 1, J: 2}\n")
+        let e = cpu("kernel: matmul\nentries:\n  - backend: cpu\n    sizes: {I: 1, J: 2}\n")
             .unwrap_err();
         assert!(e.0.contains("lacks `K`"), "{e}");
-        let e =
-            entries("kernel: matmul\nentries:\n  - backend: cpu\n    colour: red\n").unwrap_err();
+        let e = cpu("kernel: matmul\nentries:\n  - backend: cpu\n    colour: red\n").unwrap_err();
         assert!(e.0.contains("unknown field `colour`"), "{e}");
+    }
+
+    #[test]
+    fn reads_gpu_plans_per_backend() {
+        let e = read(
+            "kernel: matmul\nentries:\n  - backend: cuda\n    device: H100\n    sizes: {I: 64, J: 32, K: 16}\n    gpu:\n      items: [4, 32, 2]\n      tile: [4, 32, 64]\n      local: [true, false]\n  - backend: opencl\n    gpu: {blocked: true}\n",
+        )
+        .unwrap();
+        let default = GpuPlan::default_for(&KernelDesc::from_kernel(&matmul()));
+        assert_eq!(e.cuda.len(), 1);
+        assert_eq!(e.cuda[0].device, "H100");
+        assert_eq!(e.cuda[0].sizes, Some(vec![64, 16, 32]));
+        assert_eq!(e.cuda[0].plan.items, vec![4, 32, 2]);
+        assert_eq!(e.cuda[0].plan.tile, vec![4, 32, 64]);
+        assert_eq!(e.cuda[0].plan.local, vec![true, false]);
+        assert_eq!(e.cuda[0].plan.groups, default.groups);
+        assert_eq!(e.opencl.len(), 1);
+        assert_eq!(e.opencl[0].device, "*");
+        assert!(e.opencl[0].plan.blocked);
+        assert_eq!(e.opencl[0].plan.items, default.items);
+        assert!(e.cpu.is_empty());
+    }
+
+    #[test]
+    fn gpu_errors_name_file_line_and_column() {
+        let e = read(
+            "kernel: matmul\nentries:\n  - backend: cuda\n    gpu:\n      items: [64, 32, 1]\n",
+        )
+        .unwrap_err();
+        assert!(e.0.starts_with("configs/matmul.yaml:5:14:"), "{e}");
+        assert!(e.0.contains("2048 work-items"), "{e}");
+        let e =
+            read("kernel: matmul\nentries:\n  - backend: opencl\n    gpu:\n      tile: [1, 1]\n")
+                .unwrap_err();
+        assert!(e.0.starts_with("configs/matmul.yaml:5:13:"), "{e}");
+        assert!(e.0.contains("`tile` has 2 entries"), "{e}");
+        let e = read("kernel: matmul\nentries:\n  - backend: cuda\n    gpu:\n      warps: 4\n")
+            .unwrap_err();
+        assert!(e.0.contains("unknown field `warps`"), "{e}");
+        let e =
+            read("kernel: matmul\nentries:\n  - backend: cuda\n    cpu:\n      reg: [1, 1, 1]\n")
+                .unwrap_err();
+        assert!(
+            e.0.contains(":5:") && e.0.contains("takes a `gpu:` plan"),
+            "{e}"
+        );
+        let e = read("kernel: matmul\nentries:\n  - backend: cpu\n    gpu: {blocked: true}\n")
+            .unwrap_err();
+        assert!(
+            e.0.contains(":4:") && e.0.contains("takes a `cpu:` plan"),
+            "{e}"
+        );
     }
 }

@@ -18,8 +18,11 @@
 //! (the paper's D3/S3 memory region) before they are used.
 //!
 //! Partial results of PW dimensions live in private memory, are combined
-//! across the work-items of a group by a tree in local memory, and across
-//! work-groups by a second pass. PS dimensions are computed like CC
+//! across the work-items of a group (on CUDA first by warp shuffles, the
+//! WRP layer of ASM_CUDA+WRP) by a tree in local memory, and across
+//! work-groups by a second pass. Plans are fitted to a device's limits: its
+//! work-items per work-group (CUDA: at most 1024 threads per block) and its
+//! local memory (CUDA: the 48 KiB of static shared memory per block). PS dimensions are computed like CC
 //! dimensions and then scanned in place by one pass per PS dimension.
 
 use crate::desc::{affine_offset, Bound, KernelDesc};
@@ -147,7 +150,7 @@ impl GpuPlan {
             return Err(err(
                 "items",
                 format!(
-                    "`items` {:?} asks for {threads} work-items per work-group; at most {MAX_ITEMS} are allowed",
+                    "`items` {:?} asks for {threads} work-items per work-group; at most {MAX_ITEMS} are allowed (CUDA's threads per block): make `items` smaller",
                     self.items
                 ),
             ));
@@ -334,11 +337,10 @@ pub fn defines(k: &KernelDesc, bound: &Bound, r: &Resolved) -> String {
     }
     // Locally cached inputs: row-major strides, per-access component
     // offsets, and the box of one tile.
-    for (b, buf) in k.inputs.iter().enumerate() {
+    for (b, shape) in bound.in_shapes.iter().enumerate() {
         if !r.local.get(b).copied().unwrap_or(false) {
             continue;
         }
-        let shape = &bound.in_shapes[b];
         let mut stride = 1usize;
         for c in (0..shape.len()).rev() {
             def(format!("IN{b}_S{c}"), format!("{stride}L"));
@@ -346,35 +348,76 @@ pub fn defines(k: &KernelDesc, bound: &Bound, r: &Resolved) -> String {
         }
         def(format!("LOCAL{b}"), "1".into());
         let mut local_stride = 1usize;
-        for c in (0..shape.len()).rev() {
-            let offs: Vec<i128> = buf
-                .accesses
-                .iter()
-                .map(|a| affine_offset(&a.components[c], &bound.sizes))
-                .collect();
-            for (a, o) in offs.iter().enumerate() {
+        for (c, comp) in local_box(k, bound, &r.tile, b).iter().enumerate().rev() {
+            for (a, o) in comp.offsets.iter().enumerate() {
                 def(format!("IN{b}_{a}_O{c}"), format!("{o}L"));
             }
-            let (omin, omax) = (
-                *offs.iter().min().unwrap_or(&0),
-                *offs.iter().max().unwrap_or(&0),
-            );
-            def(format!("IN{b}_OMIN{c}"), format!("{omin}L"));
-            def(format!("IN{b}_OMAX{c}"), format!("{omax}L"));
-            let spread = omax - omin;
-            let coefs = &buf.accesses[0].components[c].dims;
-            let extent = coefs
-                .iter()
-                .zip(&r.tile)
-                .map(|(&cf, &t)| cf.unsigned_abs() as usize * (t - 1))
-                .sum::<usize>()
-                + spread as usize
-                + 1;
-            def(format!("L{b}_E{c}"), format!("{extent}L"));
+            def(format!("IN{b}_OMIN{c}"), format!("{}L", comp.min));
+            def(format!("IN{b}_OMAX{c}"), format!("{}L", comp.max));
+            def(format!("L{b}_E{c}"), format!("{}L", comp.extent));
             def(format!("L{b}_S{c}"), format!("{local_stride}L"));
-            local_stride *= extent;
+            local_stride *= comp.extent;
         }
         def(format!("L{b}_SIZE"), format!("{local_stride}"));
     }
     s
+}
+
+/// One component of the box of local memory that holds a tile of an input.
+struct LocalComponent {
+    /// The constant offset of each access of the buffer in this component.
+    offsets: Vec<i128>,
+    min: i128,
+    max: i128,
+    /// The values the component takes over one tile (all accesses together).
+    extent: usize,
+}
+
+/// The box of input `b`'s elements that one tile of `tile` indices reads:
+/// per component of its index function (coefficients are the same for every
+/// access, see [`can_cache_locally`]; offsets differ by constants).
+fn local_box(k: &KernelDesc, bound: &Bound, tile: &[usize], b: usize) -> Vec<LocalComponent> {
+    let accesses = &k.inputs[b].accesses;
+    (0..bound.in_shapes[b].len())
+        .map(|c| {
+            let offsets: Vec<i128> = accesses
+                .iter()
+                .map(|a| affine_offset(&a.components[c], &bound.sizes))
+                .collect();
+            let min = offsets.iter().copied().min().unwrap_or(0);
+            let max = offsets.iter().copied().max().unwrap_or(0);
+            let extent = accesses[0].components[c]
+                .dims
+                .iter()
+                .zip(tile)
+                .map(|(&cf, &t)| cf.unsigned_abs() as usize * (t - 1))
+                .sum::<usize>()
+                + (max - min) as usize
+                + 1;
+            LocalComponent {
+                offsets,
+                min,
+                max,
+                extent,
+            }
+        })
+        .collect()
+}
+
+/// Per input buffer: the elements of local memory its tiles take under `r`
+/// (0 when it is not cached there). The definitions' `L{b}_SIZE`, and what
+/// plan fitting weighs against a device's local (shared) memory.
+pub fn local_elems(k: &KernelDesc, bound: &Bound, r: &Resolved) -> Vec<usize> {
+    (0..k.inputs.len())
+        .map(|b| {
+            if r.local.get(b).copied().unwrap_or(false) {
+                local_box(k, bound, &r.tile, b)
+                    .iter()
+                    .map(|c| c.extent)
+                    .product()
+            } else {
+                0
+            }
+        })
+        .collect()
 }

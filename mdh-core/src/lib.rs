@@ -40,7 +40,7 @@ pub fn compile_str(source: &str) -> Result<Kernel, Error> {
 /// The whole expansion of `mdh! { ... }`: a module with the kernel's API, or
 /// `compile_error!`s with the spans of the offending tokens.
 ///
-/// The CPU plans come from the kernel's YAML config (see [`config`]), looked
+/// The CPU and GPU plans come from the kernel's YAML config (see [`config`]), looked
 /// up from the calling crate's `CARGO_MANIFEST_DIR`.
 pub fn expand(tokens: TokenStream) -> TokenStream {
     let kernel = match compile(tokens) {
@@ -48,7 +48,7 @@ pub fn expand(tokens: TokenStream) -> TokenStream {
         Err(e) => return e.to_compile_error(),
     };
     let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").map(std::path::PathBuf::from);
-    match config::cpu_plans(&kernel, manifest_dir.as_deref()) {
+    match config::plans(&kernel, manifest_dir.as_deref()) {
         Ok((entries, path)) => codegen::module(&kernel, &entries, path.as_deref()),
         Err(e) => syn::Error::new(kernel.name.span(), e.to_string()).to_compile_error(),
     }

@@ -214,7 +214,7 @@ impl CpuPlan {
         // Measured on the 2-core AVX-512 Xeon: matvec 4096² 0.58× → ~1.0×
         // OpenBLAS's sgemv.
         if let Some(s) = simd.filter(|&s| Some(s) == innermost_pw) {
-            let run = PW_STREAM_BYTES / bytes;
+            let run = PW_STREAM_BYTES * lanes / VECTOR_BYTES;
             for x in (0..d).filter(|&x| kinds[x] == DimKind::Pw) {
                 l1[x] = if x == s { run.max(reg[x]) } else { reg[x] };
                 l2[x] = l1[x];

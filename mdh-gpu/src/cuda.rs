@@ -329,6 +329,8 @@ pub struct Device {
     name: String,
     cc: (u32, u32),
     arch: String,
+    max_threads: usize,
+    shared_bytes: u64,
     modules: Mutex<HashMap<String, Arc<Module>>>,
 }
 
@@ -373,6 +375,20 @@ impl Device {
                 .compute_capability()
                 .map_err(driver_err("reading the compute capability"))?;
             let cc = (major.max(0) as u32, minor.max(0) as u32);
+            let attr = |a, what: &str| {
+                ctx.attribute(a)
+                    .map(|v| v.max(0) as usize)
+                    .map_err(driver_err(what))
+            };
+            use cudarc::driver::sys::CUdevice_attribute as A;
+            let max_threads = attr(
+                A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                "reading the threads per block",
+            )?;
+            let shared_bytes = attr(
+                A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
+                "reading the shared memory per block",
+            )? as u64;
             Ok(Device {
                 ctx,
                 stream,
@@ -380,6 +396,8 @@ impl Device {
                 name,
                 cc,
                 arch: format!("sm_{}{}", cc.0, cc.1),
+                max_threads,
+                shared_bytes,
                 modules: Mutex::new(HashMap::new()),
             })
         })
@@ -418,6 +436,17 @@ impl Device {
         &self.arch
     }
 
+    /// The most threads one block may have (1024 on current GPUs).
+    pub fn max_threads_per_block(&self) -> usize {
+        self.max_threads
+    }
+
+    /// The shared memory one block may use without opting in to more, in
+    /// bytes (48 KiB on current GPUs).
+    pub fn shared_mem_per_block(&self) -> u64 {
+        self.shared_bytes
+    }
+
     /// The context (for direct cudarc use).
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
@@ -429,8 +458,25 @@ impl Device {
         &self.stream
     }
 
+    /// A device buffer of no elements. The driver refuses allocations of 0
+    /// bytes, so it owns one byte.
+    fn empty<T>(&self) -> Result<CudaSlice<T>, Error> {
+        guarded("allocating device memory", || {
+            let byte = self
+                .stream
+                .alloc_zeros::<u8>(1)
+                .map_err(driver_err("allocating device memory"))?;
+            // SAFETY: the pointer is a live allocation of one byte, which is
+            // room for 0 elements; the new slice frees it when dropped.
+            Ok(unsafe { self.stream.upgrade_device_ptr(byte.leak(), 0) })
+        })
+    }
+
     /// A device buffer holding a copy of `data`.
     pub fn buffer_from<T: DeviceRepr>(&self, data: &[T]) -> Result<CudaSlice<T>, Error> {
+        if data.is_empty() {
+            return self.empty();
+        }
         guarded("copying to the device", || {
             self.stream
                 .clone_htod(data)
@@ -443,6 +489,9 @@ impl Device {
         &self,
         len: usize,
     ) -> Result<CudaSlice<T>, Error> {
+        if len == 0 {
+            return self.empty();
+        }
         guarded("allocating device memory", || {
             self.stream
                 .alloc_zeros(len)
@@ -459,6 +508,9 @@ impl Device {
                 buf.len(),
                 out.len()
             )));
+        }
+        if out.is_empty() {
+            return self.synchronize();
         }
         guarded("copying from the device", || {
             self.stream

@@ -7,6 +7,10 @@
 //! with the system C++ compiler (`g++ -std=c++20 -O1 -pthread`; the binary is
 //! cached by a hash of the program, so each source compiles once per machine),
 //! and runs it on the host buffers given as [`SimArg`]s.
+//! [`run_launches_on_cpu`] runs a sequence of launches (of kernels of one
+//! source, each on some of the arguments) in one program, as a stream of
+//! launches runs on a GPU: a generated kernel's main pass, second pass and
+//! scans compile once.
 //!
 //! # Execution model (see `cuda_prelude.hpp` for details)
 //!
@@ -184,32 +188,41 @@ fn is_c_type(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ' ' || c == ':')
 }
 
-/// The C++ program for `kernel` with the given argument kinds: prelude,
-/// source, and a `main(dir, gx, gy, gz, bx, by, bz)` that loads `dir/argN.bin`,
-/// launches and stores the buffers back.
-fn program(source: &str, kernel: &str, args: &[SimArg]) -> Result<String, Error> {
-    if !is_ident(kernel) {
-        return Err(backend(format!(
-            "CPU execution of CUDA: `{kernel}` is not a valid kernel name"
-        )));
-    }
+/// One launch of [`run_launches_on_cpu`]: a kernel of the source, the
+/// arguments it takes (indices into the run's arguments, in the kernel's
+/// parameter order), and its geometry.
+#[derive(Clone, Debug)]
+pub struct SimLaunch<'a> {
+    pub kernel: &'a str,
+    pub args: Vec<usize>,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+}
+
+/// The C++ program for `launches` with the given argument kinds: prelude,
+/// source, and a `main(dir, then gx gy gz bx by bz per launch)` that loads
+/// `dir/argN.bin`, runs the launches in order and stores the buffers back.
+/// The geometry is read at run time, so one binary serves every geometry.
+fn program(source: &str, args: &[SimArg], launches: &[SimLaunch]) -> Result<String, Error> {
     let mut p = String::with_capacity(PRELUDE.len() + source.len() + 2048);
     p.push_str(PRELUDE);
     p.push_str("\n#line 1 \"kernel.cu\"\n");
     p.push_str(source);
     p.push_str("\n#line 1 \"mdh_sim_main.cpp\"\n");
     p.push_str("int main(int argc, char** argv) {\n");
-    p.push_str("    if (argc != 8) mdh_sim::fail(\"usage: sim DIR GX GY GZ BX BY BZ\");\n");
+    let _ = writeln!(
+        p,
+        "    if (argc != {}) mdh_sim::fail(\"usage: sim DIR (GX GY GZ BX BY BZ) x {}\");",
+        2 + 6 * launches.len(),
+        launches.len()
+    );
     p.push_str("    const char* dir = argv[1];\n");
-    p.push_str("    dim3 grid(mdh_sim::parse_dim(argv[2]), mdh_sim::parse_dim(argv[3]), mdh_sim::parse_dim(argv[4]));\n");
-    p.push_str("    dim3 block(mdh_sim::parse_dim(argv[5]), mdh_sim::parse_dim(argv[6]), mdh_sim::parse_dim(argv[7]));\n");
-    let mut call = Vec::new();
     for (i, a) in args.iter().enumerate() {
         match a {
             SimArg::Buf { elem, .. } => {
                 if !is_c_type(elem) {
                     return Err(backend(format!(
-                        "CPU execution of CUDA kernel `{kernel}`: argument {i} has the element type `{elem}`, which is not a C type name"
+                        "CPU execution of CUDA: argument {i} has the element type `{elem}`, which is not a C type name"
                     )));
                 }
                 let _ = writeln!(
@@ -220,19 +233,40 @@ fn program(source: &str, kernel: &str, args: &[SimArg]) -> Result<String, Error>
             SimArg::Scalar { ty, .. } => {
                 if !is_c_type(ty) {
                     return Err(backend(format!(
-                        "CPU execution of CUDA kernel `{kernel}`: argument {i} has the type `{ty}`, which is not a C type name"
+                        "CPU execution of CUDA: argument {i} has the type `{ty}`, which is not a C type name"
                     )));
                 }
                 let _ = writeln!(p, "    {ty} a{i} = mdh_sim::load_scalar<{ty}>(dir, {i});");
             }
         }
-        call.push(format!("a{i}"));
     }
-    let _ = writeln!(
-        p,
-        "    mdh_sim::launch(grid, block, [&]() {{ {kernel}({}); }});",
-        call.join(", ")
-    );
+    for (n, l) in launches.iter().enumerate() {
+        let kernel = l.kernel;
+        if !is_ident(kernel) {
+            return Err(backend(format!(
+                "CPU execution of CUDA: `{kernel}` is not a valid kernel name"
+            )));
+        }
+        if let Some(&i) = l.args.iter().find(|&&i| i >= args.len()) {
+            return Err(backend(format!(
+                "CPU execution of CUDA kernel `{kernel}`: argument index {i}, but there are only {} arguments",
+                args.len()
+            )));
+        }
+        let call: Vec<String> = l.args.iter().map(|i| format!("a{i}")).collect();
+        let dim = |k: usize| format!("mdh_sim::parse_dim(argv[{}])", 2 + 6 * n + k);
+        let _ = writeln!(
+            p,
+            "    mdh_sim::launch(dim3({}, {}, {}), dim3({}, {}, {}), [&]() {{ {kernel}({}); }});",
+            dim(0),
+            dim(1),
+            dim(2),
+            dim(3),
+            dim(4),
+            dim(5),
+            call.join(", ")
+        );
+    }
     for (i, a) in args.iter().enumerate() {
         if let SimArg::Buf { .. } = a {
             let _ = writeln!(p, "    mdh_sim::store_buffer(dir, {i}, b{i});");
@@ -417,9 +451,37 @@ pub fn run_on_cpu(
     grid: [u32; 3],
     block: [u32; 3],
 ) -> Result<(), Error> {
-    check_launch(grid, block)?;
-    let program = program(source, kernel, args)?;
+    let launch = SimLaunch {
+        kernel,
+        args: (0..args.len()).collect(),
+        grid,
+        block,
+    };
+    run_launches_on_cpu(source, args, &[launch])
+}
+
+/// Runs `launches` of kernels of the CUDA C `source` on the CPU, in order,
+/// on the arguments `args` (each launch takes those it names): as a stream
+/// of launches on a GPU, one after the other on the same buffers. Buffers
+/// are copied in before the first launch and back after the last. One
+/// program is compiled per source and sequence of kernels and arguments.
+///
+/// Errors: as [`run_on_cpu`].
+pub fn run_launches_on_cpu(
+    source: &str,
+    args: &mut [SimArg],
+    launches: &[SimLaunch],
+) -> Result<(), Error> {
+    for l in launches {
+        check_launch(l.grid, l.block)?;
+    }
+    let program = program(source, args, launches)?;
     let bin = build(&program)?;
+    let kernel = launches
+        .iter()
+        .map(|l| l.kernel)
+        .collect::<Vec<_>>()
+        .join(", ");
 
     let dir = std::env::temp_dir().join(format!("mdh-cuda-sim-run-{}", unique()));
     std::fs::create_dir_all(&dir)
@@ -441,7 +503,12 @@ pub fn run_on_cpu(
     };
     let mut child = Command::new(&bin)
         .arg(&dir.0)
-        .args(grid.iter().chain(&block).map(|d| d.to_string()))
+        .args(
+            launches
+                .iter()
+                .flat_map(|l| l.grid.iter().chain(&l.block))
+                .map(|d| d.to_string()),
+        )
         .stdin(Stdio::null())
         .stdout(file(&out_path)?)
         .stderr(file(&err_path)?)
@@ -474,8 +541,13 @@ pub fn run_on_cpu(
     };
     if !status.success() {
         let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
+        let geometry: Vec<String> = launches
+            .iter()
+            .map(|l| format!("grid {:?}, block {:?}", l.grid, l.block))
+            .collect();
         return Err(backend(format!(
-            "CPU execution of CUDA kernel `{kernel}` (grid {grid:?}, block {block:?}): {}",
+            "CPU execution of CUDA kernel `{kernel}` ({}): {}",
+            geometry.join("; "),
             describe_failure(status, stderr.trim())
         )));
     }
@@ -515,8 +587,15 @@ mod tests {
             bytes: vec![0; 4],
             ty: "int); system(\"x\"",
         }];
-        assert!(program("", "k", &args).is_err());
-        assert!(program("", "k-1", &args[..0]).is_err());
+        let launch = |kernel, args| SimLaunch {
+            kernel,
+            args,
+            grid: [1; 3],
+            block: [1; 3],
+        };
+        assert!(program("", &args, &[launch("k", vec![0])]).is_err());
+        assert!(program("", &[], &[launch("k-1", vec![])]).is_err());
+        assert!(program("", &[], &[launch("k", vec![1])]).is_err());
         assert!(is_c_type("unsigned long long"));
     }
 }

@@ -6,7 +6,7 @@
 
 use mdh_core::codegen::gpu::PASS_ITEMS;
 use mdh_core::desc::{Bound, KernelDesc};
-use mdh_core::gpu_plan::{defines, GpuPlan, Resolved};
+use mdh_core::gpu_plan::{defines, local_elems, GpuPlan, Resolved};
 use mdh_core::spec::DimKind;
 use mdh_core::Error;
 
@@ -56,6 +56,96 @@ pub struct Job {
     pub pass_local: usize,
 }
 
+/// One kernel launch of a [`Job`], as 1-D ranges. Its arguments, in this
+/// order: the input buffers (when `inputs`), the output buffers, the buffers
+/// of partial results (when `partials`), the params.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Launch {
+    pub kernel: String,
+    pub inputs: bool,
+    pub partials: bool,
+    /// Work-items in all (a multiple of `local`) and per work-group.
+    pub global: usize,
+    pub local: usize,
+}
+
+impl Launch {
+    /// The launch as CUDA grid and block dimensions (blocks along x).
+    pub fn grid_block(&self) -> Result<([u32; 3], [u32; 3]), Error> {
+        let dim = |n: usize| {
+            u32::try_from(n).map_err(|_| {
+                Error::Argument(format!(
+                    "launching `{}`: {n} blocks or threads exceed CUDA's 32-bit launch dimensions; use smaller sizes or a plan with fewer, larger blocks",
+                    self.kernel
+                ))
+            })
+        };
+        let blocks = self.global / self.local.max(1);
+        Ok(([dim(blocks)?, 1, 1], [dim(self.local)?, 1, 1]))
+    }
+}
+
+impl Job {
+    /// The launches of the call, in order: `mdh_main`, the second pass
+    /// across work-groups, the scans.
+    pub fn launches(&self) -> Vec<Launch> {
+        let pass = |kernel: String, partials: bool, global: usize| Launch {
+            kernel,
+            inputs: false,
+            partials,
+            global,
+            local: self.pass_local,
+        };
+        let mut l = vec![Launch {
+            kernel: "mdh_main".into(),
+            inputs: true,
+            partials: true,
+            global: self.main_global,
+            local: self.main_local,
+        }];
+        l.extend(
+            self.combine_global
+                .map(|g| pass("mdh_combine".into(), true, g)),
+        );
+        l.extend(
+            self.scans
+                .iter()
+                .map(|&(d, g)| pass(format!("mdh_scan{d}"), false, g)),
+        );
+        l
+    }
+}
+
+/// What the generated wrappers ask of a device of either runtime.
+pub trait GpuDevice {
+    /// The limits plans are fitted to.
+    fn limits(&self) -> DeviceLimits;
+}
+
+#[cfg(feature = "opencl")]
+impl GpuDevice for mdh_gpu::opencl::Device {
+    fn limits(&self) -> DeviceLimits {
+        DeviceLimits {
+            max_items: self.max_work_group_size(),
+            local_bytes: self.local_mem_bytes(),
+        }
+    }
+}
+
+/// Shared memory one block may declare statically (`__shared__` arrays, as
+/// the generated CUDA C does), on every architecture.
+pub const CUDA_STATIC_SHARED_BYTES: u64 = 48 * 1024;
+
+#[cfg(feature = "cuda")]
+impl GpuDevice for mdh_gpu::cuda::Device {
+    fn limits(&self) -> DeviceLimits {
+        DeviceLimits {
+            max_items: self.max_threads_per_block(),
+            local_bytes: self.shared_mem_per_block().min(CUDA_STATIC_SHARED_BYTES),
+        }
+    }
+}
+
 fn round_up(n: usize, m: usize) -> usize {
     n.div_ceil(m) * m
 }
@@ -67,25 +157,27 @@ fn distance(a: &[usize], b: &[usize]) -> f64 {
         .sum()
 }
 
-/// Local memory a resolved plan needs, in bytes.
+/// Local memory a resolved plan needs, in bytes: the tiles of cached
+/// inputs and, when PW dimensions are split across work-items, the
+/// reduction tree (a partial result and a flag per work-item and output
+/// access).
 fn local_bytes(desc: &KernelDesc, info: &KernelInfo, bound: &Bound, r: &Resolved) -> u64 {
-    let src = defines(desc, bound, r);
-    let mut bytes = 0u64;
-    for (b, &eb) in info.in_bytes.iter().enumerate() {
-        let key = format!("#define L{b}_SIZE ");
-        if let Some(n) = src.lines().find_map(|l| l.strip_prefix(&key)) {
-            bytes += n.trim().parse::<u64>().unwrap_or(u64::MAX / 2) * eb as u64;
-        }
-    }
+    let tiles: u64 = local_elems(desc, bound, r)
+        .iter()
+        .zip(info.in_bytes)
+        .map(|(&n, &eb)| (n as u64).saturating_mul(eb as u64))
+        .fold(0, u64::saturating_add);
     let pw_items: usize = (0..r.items.len())
         .filter(|&x| desc.kinds[x] == DimKind::Pw)
         .map(|x| r.items[x])
         .product();
-    if pw_items > 1 {
+    let tree = if pw_items > 1 {
         let per_item: usize = info.acc_bytes.iter().map(|b| b + 1).sum();
-        bytes += (r.threads_per_group() * per_item) as u64;
-    }
-    bytes
+        (r.threads_per_group() * per_item) as u64
+    } else {
+        0
+    };
+    tiles.saturating_add(tree)
 }
 
 /// The default plan shrunk until it fits the device: fewer work-items,
@@ -260,7 +352,7 @@ pub fn source(
     };
     let lim = DeviceLimits {
         max_items: mdh_core::gpu_plan::MAX_ITEMS,
-        local_bytes: 48 * 1024,
+        local_bytes: CUDA_STATIC_SHARED_BYTES,
     };
     match bound {
         Ok(bound) => {

@@ -44,6 +44,31 @@ pub mod opencl {
     pub use mdh_gpu::opencl::{Buffer, Device, Launch, Program};
 }
 
+/// CUDA devices (the `cuda` feature): what generated `NAME::cuda::{run,
+/// launch}` take, and NVRTC.
+#[cfg(feature = "cuda")]
+pub mod cuda {
+    pub use mdh_gpu::cuda::cudarc;
+    pub use mdh_gpu::cuda::cudarc::driver::CudaSlice;
+    pub use mdh_gpu::cuda::{nvrtc_available, nvrtc_compile, Compiled, Device, Kernel, Module};
+}
+
+/// Keeps its input when the facade's `cuda` feature is on (see
+/// [`__if_opencl!`]).
+#[cfg(feature = "cuda")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_cuda {
+    ($($t:tt)*) => { $($t)* };
+}
+
+#[cfg(not(feature = "cuda"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_cuda {
+    ($($t:tt)*) => {};
+}
+
 /// Keeps its input when the facade's `opencl` feature is on (features in
 /// generated code would be evaluated in the user's crate, not here).
 #[cfg(feature = "opencl")]

@@ -7,14 +7,18 @@
 //! and the device compiler sees constants.
 //!
 //! The template holds up to three kinds of kernels (all launched as 1-D
-//! ranges; work-group and work-item coordinates per md_hom dimension are
-//! decoded from the linear ids, last dimension fastest):
+//! ranges; work-group coordinates per md_hom dimension are decoded from the
+//! linear id, last dimension fastest; work-item coordinates with the kept
+//! dimensions outer and the PW dimensions inner, so that the work-items
+//! that combine one result are consecutive):
 //! - `mdh_main`: each work-group walks its block of the index space in LM
 //!   tiles (kept dimensions outside, PW dimensions inside), optionally
 //!   copying the tiles of inputs into local memory first; each work-item
 //!   computes its PM tile of points, keeps partial results of PW dimensions
-//!   in private memory, combines them across the work-items of its group by
-//!   a tree in local memory, and writes the result through the output view
+//!   in private memory, combines them across the work-items of its group
+//!   (CUDA: by warp shuffles within runs of up to 32 lanes, the paper's WRP
+//!   layer, then) by a tree in local memory, and writes the result through
+//!   the output view
 //!   (or, when PW dimensions are split across work-groups, into a buffer of
 //!   partial results per work-group). PS dimensions are computed here like
 //!   CC dimensions.
@@ -22,8 +26,10 @@
 //! - `mdh_scan{d}`: for each PS dimension `d`, an inclusive scan in place
 //!   along `d` (one work-item per line).
 //!
-//! The dialects differ only in the names of [`Dialect`]'s methods and
-//! [`Words`].
+//! The dialects differ only in [`Dialect`]'s methods and [`Words`]: the
+//! words of kernel heads, address spaces, barriers and ids, CUDA's
+//! `__launch_bounds__(WG_ITEMS)` (registers budgeted for the block size)
+//! and its warp shuffles.
 
 use std::fmt::Write;
 
@@ -33,6 +39,13 @@ use crate::spec::{BuiltinOp, DimKind, Kernel, ReduceOp, ScalarType, Type};
 /// The words that differ between the dialects outside of expressions.
 struct Words {
     kernel: &'static str,
+    /// Declares the work-items per work-group a kernel is launched with, so
+    /// that the compiler budgets registers for them (CUDA: a block of 1024
+    /// threads fails to launch if each thread takes more than 64 registers).
+    launch_bounds: Option<&'static str>,
+    /// Lanes of a warp, when partial results may be combined by register
+    /// shuffles among them (the paper's WRP layer of ASM_CUDA+WRP).
+    warp: Option<u32>,
     global: &'static str,
     restrict: &'static str,
     local: &'static str,
@@ -41,10 +54,23 @@ struct Words {
     local_id: &'static str,
 }
 
+impl Words {
+    /// The head of kernel `name` launched with `items` work-items per
+    /// work-group.
+    fn head(&self, name: &str, items: &str, params: &str) -> String {
+        match self.launch_bounds {
+            Some(b) => format!("{} {b}({items}) {name}({params})", self.kernel),
+            None => format!("{} {name}({params})", self.kernel),
+        }
+    }
+}
+
 fn words(d: Dialect) -> Words {
     match d {
         Dialect::OpenCl => Words {
             kernel: "__kernel void",
+            launch_bounds: None,
+            warp: None,
             global: "__global ",
             restrict: "restrict",
             local: "__local",
@@ -54,6 +80,8 @@ fn words(d: Dialect) -> Words {
         },
         Dialect::Cuda => Words {
             kernel: "extern \"C\" __global__ void",
+            launch_bounds: Some("__launch_bounds__"),
+            warp: Some(32),
             global: "",
             restrict: "__restrict__",
             local: "__shared__",
@@ -173,6 +201,9 @@ impl<'k> Emit<'k> {
     /// Decodes `id` into per-dimension coordinates `{prefix}{x}` with radix
     /// `{radix}{x}` (last dimension fastest), for `dims`.
     fn decode(&self, l: &mut Lowering, id: &str, prefix: &str, radix: &str, dims: &[usize]) {
+        if dims.is_empty() {
+            return;
+        }
         let rest = l.fresh("rest");
         l.line(&format!("long {rest} = {id};"));
         for &x in dims.iter().rev() {
@@ -231,16 +262,31 @@ impl<'k> Emit<'k> {
         let all: Vec<usize> = (0..self.dims).collect();
         let _ = writeln!(
             src,
-            "{} mdh_main({})\n{{",
-            w.kernel,
-            self.params(true, true)
+            "{}\n{{",
+            w.head("mdh_main", "WG_ITEMS", &self.params(true, true))
         );
         let mut l = Lowering::new(d, 1);
         self.bind_names(&mut l);
         l.line(&format!("const long gid = {};", w.group_id));
         l.line(&format!("const long lid = {};", w.local_id));
         self.decode(&mut l, "gid", "g", "G", &all);
-        self.decode(&mut l, "lid", "w", "W", &all);
+        // Kept coordinates outer, PW coordinates inner: the work-items that
+        // combine one result are consecutive (`lid = kl * PW_ITEMS + pwl`),
+        // so they share a warp where the dialect has warps.
+        let kept_then_pw: Vec<usize> = self.kept.iter().chain(&self.pw).copied().collect();
+        self.decode(&mut l, "lid", "w", "W", &kept_then_pw);
+        if let Some(warp) = self.w.warp {
+            // The lanes of this work-item's warp (the last warp of a
+            // work-group may be partial).
+            l.line("#if PW_ITEMS > 1 && MDH_SHFL > 1");
+            l.line(&format!(
+                "const long mdh_lanes = MDH_MIN(WG_ITEMS - (lid - lid % {warp}), {warp}L);"
+            ));
+            l.line(&format!(
+                "const unsigned mdh_mask = mdh_lanes == {warp} ? 0xffffffffu : (1u << mdh_lanes) - 1u;"
+            ));
+            l.line("#endif");
+        }
         for &x in &all {
             l.line(&format!("const long blo{x} = g{x} * B{x};"));
             l.line(&format!(
@@ -260,7 +306,7 @@ impl<'k> Emit<'k> {
             }
             l.line("#endif");
         }
-        l.line("#if PW_ITEMS > 1");
+        l.line("#if PW_ITEMS > MDH_SHFL");
         for (o, &(_, _, t)) in self.outs.iter().enumerate() {
             l.line(&format!(
                 "{} {} red{o}[WG_ITEMS];",
@@ -283,7 +329,9 @@ impl<'k> Emit<'k> {
             kl = format!("({kl}) * W{x} + w{x}");
         }
         l.line(&format!("const long pwl = {pwl};"));
+        l.line("#if PW_ITEMS > MDH_SHFL");
         l.line(&format!("const long kl = {kl};"));
+        l.line("#endif");
         let index =
             |x: usize| format!("t{x} + (MDH_BLOCKED ? w{x} * P{x} + p{x} : w{x} + p{x} * W{x})");
         // Kept tile loops.
@@ -383,6 +431,8 @@ impl<'k> Emit<'k> {
         }
         l.line(&format!("const long q = {q};"));
         l.line("#if PW_ITEMS > 1");
+        self.warp_shuffles(&mut l);
+        l.line("#if PW_ITEMS > MDH_SHFL");
         for (o, _) in self.outs.iter().enumerate() {
             l.line(&format!("red{o}[kl * PW_ITEMS + pwl] = acc{o}[q];"));
             if needs_flags(self.ops[o]) {
@@ -390,7 +440,9 @@ impl<'k> Emit<'k> {
             }
         }
         l.line(w.barrier);
-        l.line("for (long s = 1; s < PW_ITEMS; s *= 2) {");
+        // The tree over the warps' results (every work-item's where there
+        // are no warps): stride MDH_SHFL first.
+        l.line("for (long s = MDH_SHFL; s < PW_ITEMS; s *= 2) {");
         l.line("if (pwl % (2 * s) == 0 && pwl + s < PW_ITEMS) {");
         let me = "kl * PW_ITEMS + pwl";
         for (o, &(_, _, t)) in self.outs.iter().enumerate() {
@@ -412,6 +464,7 @@ impl<'k> Emit<'k> {
             l.line(&format!("acc{o}[q] = red{o}[{me}];"));
         }
         l.line(w.barrier);
+        l.line("#endif");
         l.line("#endif");
         l.line(&format!(
             "if (pwl == 0{}) {{",
@@ -458,6 +511,56 @@ impl<'k> Emit<'k> {
             _ => l.stmt(&f.body),
         }
         dests
+    }
+
+    /// Combines the partial results of each run of `MDH_SHFL` consecutive
+    /// PW work-items (lanes of one warp) by register shuffles, halving the
+    /// distance each step; the first lane of a run then holds its result.
+    /// Lanes whose partner lies past the run combine with themselves (their
+    /// values are not used). Nothing in a dialect without warps.
+    fn warp_shuffles(&self, l: &mut Lowering) {
+        if self.w.warp.is_none() {
+            return;
+        }
+        l.line("#if MDH_SHFL > 1");
+        l.line("for (int s = MDH_SHFL / 2; s > 0; s /= 2) {");
+        for (o, &(_, _, t)) in self.outs.iter().enumerate() {
+            let Some(op) = self.ops[o] else { continue };
+            let acc = format!("acc{o}[q]");
+            let other = l.temp("other", t, &self.shuffle_down(t, &acc));
+            let c = l.combine(op, t, &acc, &other);
+            if needs_flags(Some(op)) {
+                let has = format!("has{o}[q]");
+                let other_has = l.temp(
+                    "other_has",
+                    ScalarType::Bool,
+                    &self.shuffle_down(ScalarType::Bool, &has),
+                );
+                l.line(&format!(
+                    "if ({other_has}) {{ {acc} = {has} ? {c} : {other}; {has} = true; }}"
+                ));
+            } else {
+                l.line(&format!("{acc} = {c};"));
+            }
+        }
+        l.line("}");
+        l.line("#endif");
+    }
+
+    /// `v` (of type `t`) of the lane `s` further within its run of
+    /// `MDH_SHFL` lanes. CUDA shuffles 32- and 64-bit values: narrower
+    /// types travel as `int` / `uint`.
+    fn shuffle_down(&self, t: ScalarType, v: &str) -> String {
+        let shfl = |v: &str| format!("__shfl_down_sync(mdh_mask, {v}, s, MDH_SHFL)");
+        match t {
+            ScalarType::I8 | ScalarType::I16 | ScalarType::Bool => {
+                format!("(({}){})", self.d.ty(t), shfl(&format!("(int)({v})")))
+            }
+            ScalarType::U8 | ScalarType::U16 => {
+                format!("(({}){})", self.d.ty(t), shfl(&format!("(uint)({v})")))
+            }
+            _ => shfl(v),
+        }
     }
 
     /// Writes `acc{o}[q]` of every output access at kept point `i`.
@@ -537,9 +640,12 @@ impl<'k> Emit<'k> {
     fn combine_kernel(&self, src: &mut String) {
         let _ = writeln!(
             src,
-            "#if PW_GROUPS > 1\n{} mdh_combine({})\n{{",
-            self.w.kernel,
-            self.params(false, true)
+            "#if PW_GROUPS > 1\n{}\n{{",
+            self.w.head(
+                "mdh_combine",
+                &PASS_ITEMS.to_string(),
+                &self.params(false, true)
+            )
         );
         let mut l = Lowering::new(self.d, 1);
         self.bind_names(&mut l);
@@ -572,9 +678,12 @@ impl<'k> Emit<'k> {
         for &s in self.kept.iter().filter(|&&x| self.kinds[x] == DimKind::Ps) {
             let _ = writeln!(
                 src,
-                "{} mdh_scan{s}({})\n{{",
-                self.w.kernel,
-                self.params(false, false)
+                "{}\n{{",
+                self.w.head(
+                    &format!("mdh_scan{s}"),
+                    &PASS_ITEMS.to_string(),
+                    &self.params(false, false)
+                )
             );
             let mut l = Lowering::new(self.d, 1);
             self.bind_names(&mut l);
@@ -624,6 +733,23 @@ impl<'k> Emit<'k> {
             ),
         }
         src.push_str("#define MDH_MIN(a, b) ((a) < (b) ? (a) : (b))\n");
+        // MDH_SHFL: the lanes per run of PW work-items combined by shuffles,
+        // the largest power of two that divides PW_ITEMS and a warp.
+        match self.w.warp {
+            Some(warp) => {
+                let mut k = warp;
+                while k > 1 {
+                    let _ = writeln!(
+                        src,
+                        "#{}if PW_ITEMS % {k} == 0\n#define MDH_SHFL {k}",
+                        if k == warp { "" } else { "el" }
+                    );
+                    k /= 2;
+                }
+                src.push_str("#else\n#define MDH_SHFL 1\n#endif\n");
+            }
+            None => src.push_str("#define MDH_SHFL 1\n"),
+        }
         src.push_str("#ifndef MDH_BLOCKED\n#define MDH_BLOCKED 0\n#endif\n");
         let mut any = Vec::new();
         for b in 0..self.k.inputs.len() {

@@ -1,8 +1,11 @@
 //! The generated Rust wrappers of the GPU kernels: `NAME::opencl::{run,
-//! launch, source}` over the facade's OpenCL runtime. They validate their
+//! launch, source}` and `NAME::cuda::{run, launch, source}` over the
+//! facade's runtimes, from one generator ([`gpu_module`]) whose backend
+//! differences are the methods of [`Backend`]. The wrappers validate their
 //! arguments with the kernel's `desc()`, let the facade choose the plan and
-//! complete the source template (`mdh::__rt::gpu`), and launch `mdh_main`,
-//! then the second pass and the scans when the kernel needs them.
+//! complete the source template (`mdh::__rt::gpu`), and run the launches of
+//! its job: `mdh_main`, then the second pass and the scans when the kernel
+//! needs them.
 
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
@@ -10,16 +13,112 @@ use quote::{format_ident, quote};
 use crate::codegen::c_expr::Dialect;
 use crate::codegen::gpu::{has_identity, template};
 use crate::codegen::rust_expr::ty;
+use crate::config::GpuEntryCfg;
 use crate::gpu_plan::GpuPlan;
 use crate::plan::elem_bytes;
 use crate::spec::{Kernel, ScalarType};
 
-/// One tuned GPU entry, as read from the config.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GpuEntryCfg {
-    pub plan: GpuPlan,
-    pub device: String,
-    pub sizes: Option<Vec<usize>>,
+/// A GPU back end of the generated module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Backend {
+    OpenCl,
+    Cuda,
+}
+
+/// Everything the wrappers of the two back ends do differently.
+impl Backend {
+    pub fn dialect(self) -> Dialect {
+        match self {
+            Backend::OpenCl => Dialect::OpenCl,
+            Backend::Cuda => Dialect::Cuda,
+        }
+    }
+
+    /// The name of the backend in configs and of the generated module.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::OpenCl => "opencl",
+            Backend::Cuda => "cuda",
+        }
+    }
+
+    /// The facade macro that keeps the module when its feature is on.
+    fn gate(self) -> TokenStream {
+        match self {
+            Backend::OpenCl => quote!(::mdh::__if_opencl!),
+            Backend::Cuda => quote!(::mdh::__if_cuda!),
+        }
+    }
+
+    fn doc(self) -> &'static str {
+        match self {
+            Backend::OpenCl => "The kernel on OpenCL devices (the facade's `opencl` feature): OpenCL C compiled by the device's driver.",
+            Backend::Cuda => "The kernel on CUDA devices (the facade's `cuda` feature): CUDA C compiled by NVRTC for the device's architecture.",
+        }
+    }
+
+    /// The runtime's types the wrappers name.
+    fn uses(self) -> TokenStream {
+        match self {
+            Backend::OpenCl => quote!(
+                use ::mdh::opencl::{Buffer, Device};
+            ),
+            Backend::Cuda => quote!(
+                use ::mdh::cuda::{CudaSlice, Device};
+            ),
+        }
+    }
+
+    /// A device buffer of elements `t`.
+    fn buffer(self, t: &TokenStream) -> TokenStream {
+        match self {
+            Backend::OpenCl => quote!(Buffer<#t>),
+            Backend::Cuda => quote!(CudaSlice<#t>),
+        }
+    }
+
+    /// The elements of device buffer `b`.
+    fn buffer_len(self, b: &Ident) -> TokenStream {
+        match self {
+            Backend::OpenCl => quote!(__dev.buffer_len(#b)?),
+            Backend::Cuda => quote!(#b.len()),
+        }
+    }
+
+    /// The compiled program of `__job.source` (cached by the runtime).
+    fn program(self) -> TokenStream {
+        match self {
+            Backend::OpenCl => quote!(__dev.program(&__job.source, "")?),
+            Backend::Cuda => quote!(__dev.module(&__job.source)?),
+        }
+    }
+
+    /// Adds read-only device buffer `b` (a `&` binding) to launch `__k`.
+    fn arg_in(self, b: &TokenStream) -> TokenStream {
+        match self {
+            Backend::OpenCl => quote!(__k = __k.arg_buffer(#b);),
+            Backend::Cuda => quote!(__k = __k.arg_slice(#b);),
+        }
+    }
+
+    /// Adds device buffer `b` (a `&mut` binding) that the kernel writes.
+    fn arg_out(self, b: &TokenStream) -> TokenStream {
+        match self {
+            Backend::OpenCl => quote!(__k = __k.arg_buffer(&*#b);),
+            Backend::Cuda => quote!(__k = __k.arg_slice_mut(&mut *#b);),
+        }
+    }
+
+    /// Runs launch `__k` with the geometry of `__l`.
+    fn run(self) -> TokenStream {
+        match self {
+            Backend::OpenCl => quote!(__k.run(&[__l.global], &[__l.local])?;),
+            Backend::Cuda => quote! {
+                let (__grid, __block) = __l.grid_block()?;
+                __k.run(__grid, __block, 0)?;
+            },
+        }
+    }
 }
 
 /// The element type of a device buffer holding values of type `t` (bool is
@@ -63,9 +162,10 @@ fn entries_tokens(entries: &[GpuEntryCfg]) -> TokenStream {
     quote!(::std::vec![#(#items),*])
 }
 
-/// `pub mod opencl { … }`, kept or dropped by the facade's `opencl` feature.
-pub fn opencl_module(k: &Kernel, entries: &[GpuEntryCfg]) -> TokenStream {
-    let src = template(k, Dialect::OpenCl);
+/// `pub mod opencl { … }` or `pub mod cuda { … }`, kept or dropped by the
+/// facade's feature of that name.
+pub fn gpu_module(k: &Kernel, backend: Backend, entries: &[GpuEntryCfg]) -> TokenStream {
+    let src = template(k, backend.dialect());
     let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
     let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
     let in_tys: Vec<TokenStream> = k.inputs.iter().map(|b| ty(b.ty)).collect();
@@ -139,6 +239,19 @@ pub fn opencl_module(k: &Kernel, entries: &[GpuEntryCfg]) -> TokenStream {
             }
         });
     let entries = entries_tokens(entries);
+    let module = format_ident!("{}", backend.name());
+    let gate = backend.gate();
+    let doc = backend.doc();
+    let uses = backend.uses();
+    let in_bufs: Vec<TokenStream> = in_dev.iter().map(|t| backend.buffer(t)).collect();
+    let out_bufs: Vec<TokenStream> = out_dev.iter().map(|t| backend.buffer(t)).collect();
+    let in_lens = in_names.iter().map(|b| backend.buffer_len(b));
+    let out_lens = out_names.iter().map(|b| backend.buffer_len(b));
+    let program = backend.program();
+    let args_in = in_names.iter().map(|b| backend.arg_in(&quote!(#b)));
+    let args_out = out_names.iter().map(|b| backend.arg_out(&quote!(#b)));
+    let args_part = parts.iter().map(|b| backend.arg_out(&quote!(&mut #b)));
+    let run = backend.run();
     let name_str = k.name.to_string();
     let size_names = &k.size_params;
     let in_idx = 0..k.inputs.len();
@@ -159,12 +272,12 @@ pub fn opencl_module(k: &Kernel, entries: &[GpuEntryCfg]) -> TokenStream {
         .map(|p| format_ident!("{}", format!("{:?}", p.ty)))
         .collect();
     quote! {
-        ::mdh::__if_opencl! {
-            /// The kernel on OpenCL devices (the facade's `opencl` feature).
-            pub mod opencl {
-                use ::mdh::opencl::{Buffer, Device};
+        #gate {
+            #[doc = #doc]
+            pub mod #module {
+                #uses
 
-                /// The OpenCL C source template; [`source`] completes it for
+                /// The kernel source template; [`source`] completes it for
                 /// one call.
                 pub const TEMPLATE: &str = #src;
 
@@ -179,8 +292,8 @@ pub fn opencl_module(k: &Kernel, entries: &[GpuEntryCfg]) -> TokenStream {
                     #entries
                 }
 
-                /// The complete OpenCL C source compiled for `sizes` (on a
-                /// device without particular limits).
+                /// The complete source compiled for `sizes` (on a device
+                /// without particular limits).
                 pub fn source(sizes: &super::Sizes) -> ::std::string::String {
                     ::mdh::__rt::gpu::source(super::desc(), &INFO, &__entries(), &sizes.values())
                 }
@@ -252,59 +365,58 @@ pub fn opencl_module(k: &Kernel, entries: &[GpuEntryCfg]) -> TokenStream {
                 /// 0 / 1).
                 pub fn launch(
                     __dev: &Device,
-                    #(#in_names: &Buffer<#in_dev>,)*
-                    #(#out_names: &mut Buffer<#out_dev>,)*
+                    #(#in_names: &#in_bufs,)*
+                    #(#out_names: &mut #out_bufs,)*
                     #(#param_names: #param_tys,)*
                     __sizes: super::Sizes,
                 ) -> ::core::result::Result<(), ::mdh::Error> {
                     let __bound = super::desc().bind(
                         &__sizes.values(),
-                        &[#(__dev.buffer_len(#in_names)?),*],
-                        &[#(__dev.buffer_len(#out_names)?),*],
+                        &[#(#in_lens),*],
+                        &[#(#out_lens),*],
                     )?;
                     __launch(__dev, &__bound, ::core::option::Option::None, #(#in_names,)* #(#out_names,)* #(#param_names,)*)
+                }
+
+                /// The source and launches of one call on a device named
+                /// `device` with limits `limits` (`None`: nothing to
+                /// compute); `plan` replaces the configured plans. What
+                /// [`launch`] runs, for tests and the tuner.
+                #[doc(hidden)]
+                pub fn job(
+                    bound: &::mdh::__rt::Bound,
+                    plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,
+                    device: &str,
+                    limits: ::mdh::__rt::gpu::DeviceLimits,
+                ) -> ::core::result::Result<::core::option::Option<::mdh::__rt::gpu::Job>, ::mdh::Error> {
+                    ::mdh::__rt::gpu::job(super::desc(), bound, &INFO, &__entries(), plan, device, limits)
                 }
 
                 fn __launch(
                     __dev: &Device,
                     __bound: &::mdh::__rt::Bound,
                     __plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,
-                    #(#in_names: &Buffer<#in_dev>,)*
-                    #(#out_names: &mut Buffer<#out_dev>,)*
+                    #(#in_names: &#in_bufs,)*
+                    #(#out_names: &mut #out_bufs,)*
                     #(#param_names: #param_tys,)*
                 ) -> ::core::result::Result<(), ::mdh::Error> {
-                    let __limits = ::mdh::__rt::gpu::DeviceLimits {
-                        max_items: __dev.max_work_group_size(),
-                        local_bytes: __dev.local_mem_bytes(),
-                    };
-                    let ::core::option::Option::Some(__job) = ::mdh::__rt::gpu::job(
-                        super::desc(), __bound, &INFO, &__entries(), __plan, __dev.name(), __limits,
-                    )? else {
+                    use ::mdh::__rt::gpu::GpuDevice as _;
+                    let ::core::option::Option::Some(__job) = job(__bound, __plan, __dev.name(), __dev.limits())? else {
                         return ::core::result::Result::Ok(());
                     };
-                    let __prog = __dev.program(&__job.source, "")?;
-                    #(let #parts = __dev.buffer::<#part_tys>(__job.partial_len)?;)*
-                    __prog
-                        .kernel("mdh_main")?
-                        #(.arg_buffer(#in_names))*
-                        #(.arg_buffer(#out_names))*
-                        #(.arg_buffer(&#parts))*
-                        #(.arg_scalar(#param_args))*
-                        .run(&[__job.main_global], &[__job.main_local])?;
-                    if let ::core::option::Option::Some(__global) = __job.combine_global {
-                        __prog
-                            .kernel("mdh_combine")?
-                            #(.arg_buffer(#out_names))*
-                            #(.arg_buffer(&#parts))*
-                            #(.arg_scalar(#param_args))*
-                            .run(&[__global], &[__job.pass_local])?;
-                    }
-                    for &(__d, __global) in &__job.scans {
-                        __prog
-                            .kernel(&::std::format!("mdh_scan{}", __d))?
-                            #(.arg_buffer(#out_names))*
-                            #(.arg_scalar(#param_args))*
-                            .run(&[__global], &[__job.pass_local])?;
+                    let __prog = #program;
+                    #(let mut #parts = __dev.buffer::<#part_tys>(__job.partial_len)?;)*
+                    for __l in __job.launches() {
+                        let mut __k = __prog.kernel(&__l.kernel)?;
+                        if __l.inputs {
+                            #(#args_in)*
+                        }
+                        #(#args_out)*
+                        if __l.partials {
+                            #(#args_part)*
+                        }
+                        #(__k = __k.arg_scalar(#param_args);)*
+                        #run
                     }
                     ::core::result::Result::Ok(())
                 }

@@ -12,13 +12,13 @@ use quote::quote;
 
 use std::path::Path;
 
-use crate::config::CpuEntry;
+use crate::config::Entries;
 use crate::desc::{AffineDesc, BufDesc, KernelDesc, SizeOp};
 use crate::spec::{DimKind, Kernel};
 
 /// The module `NAME` with `Sizes`, `SPEC`, `desc()` and the back ends, for
-/// the CPU plans `entries` read from the config file at `config` (if any).
-pub fn module(k: &Kernel, entries: &[CpuEntry], config: Option<&Path>) -> TokenStream {
+/// the plans `entries` read from the config file at `config` (if any).
+pub fn module(k: &Kernel, entries: &Entries, config: Option<&Path>) -> TokenStream {
     let name = &k.name;
     let vis = &k.vis;
     let attrs = &k.attrs;
@@ -27,8 +27,9 @@ pub fn module(k: &Kernel, entries: &[CpuEntry], config: Option<&Path>) -> TokenS
     let size_strs: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
     let spec = &k.source;
     let desc = desc_tokens(&KernelDesc::from_kernel(k));
-    let cpu = cpu::cpu_fn(k, entries);
-    let opencl = gpu_api::opencl_module(k, &[]);
+    let cpu = cpu::cpu_fn(k, &entries.cpu);
+    let opencl = gpu_api::gpu_module(k, gpu_api::Backend::OpenCl, &entries.opencl);
+    let cuda = gpu_api::gpu_module(k, gpu_api::Backend::Cuda, &entries.cuda);
     // Rebuild when the config file or the variables that locate it change.
     let tracked_file = config.and_then(|p| p.to_str()).map(|p| {
         quote!(
@@ -75,6 +76,8 @@ pub fn module(k: &Kernel, entries: &[CpuEntry], config: Option<&Path>) -> TokenS
             #cpu
 
             #opencl
+
+            #cuda
         }
     }
 }

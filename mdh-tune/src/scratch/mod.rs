@@ -336,9 +336,10 @@ mod tests {
             let renamed =
                 mdh_core::compile(crate::source::renamed(&tokens, &format!("c{i}"))).unwrap();
             let text = std::fs::read_to_string(&path).unwrap();
-            let e = mdh_core::config::cpu_plans(&renamed, Some(&s.dir))
+            let e = mdh_core::config::plans(&renamed, Some(&s.dir))
                 .unwrap()
-                .0;
+                .0
+                .cpu;
             assert_eq!(e.len(), 1, "the candidate alone, no default: {text}");
             assert_eq!(&e[0].plan, plan);
         }

@@ -1,0 +1,236 @@
+//! What the GPU tests share (`tests/opencl.rs`, `tests/cuda.rs`): the list
+//! of example families, random sizes (1, primes, 0 sometimes), random valid
+//! plans, random inputs and params, and the loop that runs a family's cases
+//! through a back end and compares every result with the reference
+//! interpreter.
+
+use mdh::reference::{Buffer, Value};
+use mdh::Error;
+use mdh_core::desc::{BufDesc, KernelDesc};
+use mdh_core::gpu_plan::{can_cache_locally, GpuPlan};
+use mdh_core::spec::ScalarType;
+use mdh_examples::check::{self, Rng};
+
+/// Calls `$m! { family: budget; … }` with every example family and the most
+/// points of its index space a random case may have.
+macro_rules! with_families {
+    ($m:ident) => {
+        $m! {
+            dot: 4096;
+            matvec: 4096;
+            matmul: 4096;
+            matmul_t: 4096;
+            bmatmul: 4096;
+            conv2d: 4096;
+            mcc: 4096;
+            mcc_capsule: 4096;
+            ccsdt: 4096;
+            jacobi1d: 4096;
+            jacobi2d: 4096;
+            jacobi3d: 4096;
+            prl: 4096;
+            histo: 4096;
+            genhisto: 4096;
+            map: 4096;
+            reduce: 4096;
+            reduce2: 4096;
+            scan: 4096;
+            mbbs: 4096;
+            mandelbrot: 1024;
+        }
+    };
+}
+
+/// Whether a missing device fails the test (`MDH_REQUIRE_<what>=1`, set by
+/// `scripts/test-all.sh`) instead of skipping it with a note.
+pub fn skip_or_fail(var: &str, why: impl std::fmt::Display) {
+    assert!(
+        std::env::var(var).as_deref() != Ok("1"),
+        "{var}=1 but {why}"
+    );
+    eprintln!("skipping: {why} (set {var}=1 to make this a failure)");
+}
+
+/// Random values of type `t` (floats in [0, 1): reductions of one sign, see
+/// `check`'s tolerances; integers small, so that sums stay exact).
+pub fn random_buffer(rng: &mut Rng, t: ScalarType, n: usize) -> Buffer {
+    match t {
+        ScalarType::F32 => Buffer::from(rng.f32s(n)),
+        ScalarType::F64 => Buffer::from((0..n).map(|_| rng.unit() as f64).collect::<Vec<_>>()),
+        ScalarType::I32 => Buffer::from(rng.i32s(n, -8, 8)),
+        ScalarType::U32 => Buffer::from(rng.u32s(n, 8)),
+        ScalarType::I64 => Buffer::from(
+            (0..n)
+                .map(|_| rng.below(64) as i64 - 32)
+                .collect::<Vec<_>>(),
+        ),
+        ScalarType::U64 => Buffer::from((0..n).map(|_| rng.below(64) as u64).collect::<Vec<_>>()),
+        ScalarType::Bool => Buffer::from((0..n).map(|_| rng.below(2) == 1).collect::<Vec<_>>()),
+        other => {
+            let mut b = Buffer::zeros(other, n);
+            for i in 0..n {
+                let v = Value::U8(rng.below(16) as u8)
+                    .cast(other)
+                    .unwrap_or(Value::U8(0));
+                b.set(i, v);
+            }
+            b
+        }
+    }
+}
+
+/// An output's initial contents: a sentinel that no kernel computes, so a
+/// forgotten element shows.
+pub fn sentinel(t: ScalarType, n: usize) -> Buffer {
+    let mut b = Buffer::zeros(t, n);
+    let v = match t {
+        ScalarType::F32 => Value::F32(f32::NAN),
+        ScalarType::F64 => Value::F64(f64::NAN),
+        other => Value::I64(-77).cast(other).unwrap_or(Value::I64(0)),
+    };
+    for i in 0..n {
+        b.set(i, v);
+    }
+    b
+}
+
+pub fn random_param(rng: &mut Rng, t: ScalarType) -> Value {
+    match t {
+        ScalarType::F32 => Value::F32(rng.unit()),
+        ScalarType::F64 => Value::F64(rng.unit() as f64),
+        other => Value::U8(1 + rng.below(20) as u8)
+            .cast(other)
+            .unwrap_or(Value::U8(1)),
+    }
+}
+
+/// A random valid plan with at most `max_items` work-items per work-group.
+pub fn random_plan(rng: &mut Rng, desc: &KernelDesc, max_items: usize) -> GpuPlan {
+    let d = desc.dims.len();
+    let pick = |rng: &mut Rng, xs: &[usize]| xs[rng.below(xs.len())];
+    loop {
+        let items: Vec<usize> = (0..d).map(|_| pick(rng, &[1, 1, 2, 3, 4, 8, 16])).collect();
+        let tile = items
+            .iter()
+            .map(|&w| w * pick(rng, &[1, 1, 2, 3, 5]))
+            .collect();
+        let plan = GpuPlan {
+            groups: (0..d).map(|_| pick(rng, &[0, 0, 1, 2, 3, 7])).collect(),
+            items,
+            tile,
+            local: (0..desc.inputs.len())
+                .map(|b| can_cache_locally(desc, b) && rng.below(2) == 1)
+                .collect(),
+            blocked: rng.below(2) == 1,
+        };
+        let threads: usize = plan.items.iter().product();
+        if plan.validate(desc).is_ok() && threads <= max_items {
+            return plan;
+        }
+    }
+}
+
+/// Random sizes with at most `budget` points in the index space (empty
+/// dimensions counted as 1); 0 only when `zeros`.
+pub fn random_sizes(rng: &mut Rng, desc: &KernelDesc, budget: usize, zeros: bool) -> Vec<usize> {
+    let n = desc.size_params.len();
+    loop {
+        let sizes: Vec<usize> = (0..n)
+            .map(|_| match rng.below(10) {
+                0 if zeros => 0,
+                0..=5 => [1, 2, 3, 5, 7, 13, 31][rng.below(7)],
+                _ => 1 + rng.below(40),
+            })
+            .collect();
+        // Empty dimensions count as 1: a zero must not let the others grow.
+        let points = desc
+            .dims
+            .iter()
+            .map(|c| KernelDesc::eval_size(c, &sizes))
+            .try_fold(1usize, |a, e| a.checked_mul(e?.max(1)));
+        if points.is_some_and(|p| p <= budget) {
+            return sizes;
+        }
+    }
+}
+
+/// The elements of a buffer of the kernel at `sizes`.
+pub fn buffer_len(b: &BufDesc, sizes: &[usize]) -> usize {
+    b.shape
+        .iter()
+        .map(|c| KernelDesc::eval_size(c, sizes).unwrap_or(0))
+        .product()
+}
+
+/// A seed per family, from its name.
+pub fn seed(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// `cases` random sizes × random plans (of at most `max_items` work-items
+/// per work-group) of one family through `run` (a back end: like
+/// `NAME::opencl::run_dyn` without the device), each compared with the
+/// reference interpreter. The first case runs the configured / default plan.
+pub fn family(
+    spec: &str,
+    cases: usize,
+    budget: usize,
+    seed: u64,
+    max_items: usize,
+    mut run: impl FnMut(
+        Option<&GpuPlan>,
+        &[Buffer],
+        &mut [Buffer],
+        &[Value],
+        &[usize],
+    ) -> Result<(), Error>,
+) {
+    let kernel = mdh::reference::kernel(spec).expect("the example's spec checks");
+    let desc = KernelDesc::from_kernel(&kernel);
+    let mut rng = Rng::new(seed);
+    for case in 0..cases {
+        let sizes = random_sizes(&mut rng, &desc, budget, true);
+        let plan = (case > 0).then(|| random_plan(&mut rng, &desc, max_items));
+        let inputs: Vec<Buffer> = kernel
+            .inputs
+            .iter()
+            .zip(desc.inputs.iter())
+            .map(|(b, d)| random_buffer(&mut rng, b.ty, buffer_len(d, &sizes)))
+            .collect();
+        let init: Vec<Buffer> = kernel
+            .outputs
+            .iter()
+            .zip(desc.outputs.iter())
+            .map(|(b, d)| sentinel(b.ty, buffer_len(d, &sizes)))
+            .collect();
+        let params: Vec<Value> = kernel
+            .params
+            .iter()
+            .map(|p| random_param(&mut rng, p.ty))
+            .collect();
+        let mut got = init.clone();
+        let result = run(plan.as_ref(), &inputs, &mut got, &params, &sizes);
+        let points: usize = desc
+            .dims
+            .iter()
+            .map(|c| KernelDesc::eval_size(c, &sizes).unwrap_or(0))
+            .product();
+        if let Err(msg) = check::verify(
+            spec,
+            &sizes,
+            &inputs,
+            &params,
+            init,
+            result,
+            &got,
+            check::sum_rtol(points),
+        ) {
+            panic!(
+                "kernel `{}`, sizes {sizes:?}, plan {plan:?}: {msg}",
+                kernel.name
+            );
+        }
+    }
+}
