@@ -33,32 +33,247 @@
 //! `1e-4` for element-wise scalar functions with float parameters (FMA
 //! contraction may differ).
 
+use mdh::mdh;
 use mdh::reference::{Buffer, Value};
 use mdh::Error;
 use mdh_examples::check::{self, len, verify, Rng};
 
 // ---------------------------------------------------------------------------
-// The kernels: the example families (`mdh_examples::family!`), under their
-// own names (and configs).
+// The kernels: the example families, under their own names (and configs).
 
-mdh_examples::family!(dot, plan_dot);
-mdh_examples::family!(matvec, plan_matvec);
-mdh_examples::family!(matmul, plan_matmul);
-mdh_examples::family!(matmul_t, plan_matmul_t);
-mdh_examples::family!(bmatmul, plan_bmatmul);
-mdh_examples::family!(conv2d, plan_conv2d);
-mdh_examples::family!(mcc, plan_mcc);
-mdh_examples::family!(ccsdt, plan_ccsdt);
-mdh_examples::family!(jacobi1d, plan_jacobi1d);
-mdh_examples::family!(jacobi3d, plan_jacobi3d);
-mdh_examples::family!(prl, plan_prl);
-mdh_examples::family!(histo, plan_histo);
-mdh_examples::family!(map, plan_map);
-mdh_examples::family!(reduce, plan_reduce);
-mdh_examples::family!(reduce2, plan_reduce2);
-mdh_examples::family!(scan, plan_scan);
-mdh_examples::family!(mbbs, plan_mbbs);
-mdh_examples::family!(mandelbrot, plan_mandelbrot);
+mdh! {
+    pub kernel plan_dot {
+        inp(x: f32[N], y: f32[N]),
+        out(r: f32[]),
+        out_view(r: |k| ()),
+        md_hom[N](|a, b| a * b, (PW(+))),
+        inp_view(x: |k| (k), y: |k| (k)),
+    }
+}
+
+mdh! {
+    pub kernel plan_matvec {
+        inp(M: f32[I, K], v: f32[K]),
+        out(w: f32[I]),
+        out_view(w: |i, k| (i)),
+        md_hom[I, K](|m, x| m * x, (CC, PW(+))),
+        inp_view(M: |i, k| (i, k), v: |i, k| (k)),
+    }
+}
+
+mdh! {
+    pub kernel plan_matmul {
+        inp(A: f32[I, K], B: f32[K, J]),
+        out(C: f32[I, J]),
+        out_view(C: |i, j, k| (i, j)),
+        md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))),
+        inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
+    }
+}
+
+mdh! {
+    pub kernel plan_matmul_t {
+        inp(A: f32[K, I], B: f32[J, K]),
+        out(C: f32[J, I]),
+        out_view(C: |i, j, k| (j, i)),
+        md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))),
+        inp_view(A: |i, j, k| (k, i), B: |i, j, k| (j, k)),
+    }
+}
+
+mdh! {
+    pub kernel plan_bmatmul {
+        inp(A: f32[NB, I, K], B: f32[NB, K, J]),
+        out(C: f32[NB, I, J]),
+        out_view(C: |b, i, j, k| (b, i, j)),
+        md_hom[NB, I, J, K](|a, x| a * x, (CC, CC, CC, PW(+))),
+        inp_view(A: |b, i, j, k| (b, i, k), B: |b, i, j, k| (b, k, j)),
+    }
+}
+
+mdh! {
+    pub kernel plan_conv2d {
+        inp(I: f32[P + R - 1, Q + S - 1], F: f32[R, S]),
+        out(O: f32[P, Q]),
+        out_view(O: |p, q, r, s| (p, q)),
+        md_hom[P, Q, R, S](|x, w| x * w, (CC, CC, PW(+), PW(+))),
+        inp_view(I: |p, q, r, s| (p + r, q + s), F: |p, q, r, s| (r, s)),
+    }
+}
+
+mdh! {
+    pub kernel plan_mcc {
+        inp(I: f32[N, 2 * P + R - 2, 2 * Q + S - 2, C], F: f32[K, R, S, C]),
+        out(O: f32[N, P, Q, K]),
+        out_view(O: |n, p, q, k, r, s, c| (n, p, q, k)),
+        md_hom[N, P, Q, K, R, S, C](|x, w| x * w, (CC, CC, CC, CC, PW(+), PW(+), PW(+))),
+        inp_view(
+            I: |n, p, q, k, r, s, c| (n, 2 * p + r, 2 * q + s, c),
+            F: |n, p, q, k, r, s, c| (k, r, s, c),
+        ),
+    }
+}
+
+mdh! {
+    pub kernel plan_ccsdt {
+        inp(A: f32[NG, ND, NA, NB], B: f32[NE, NF, NG, NC]),
+        out(C: f32[NA, NB, NC, ND, NE, NF]),
+        out_view(C: |a, b, c, d, e, f, g| (a, b, c, d, e, f)),
+        md_hom[NA, NB, NC, ND, NE, NF, NG](|x, y| x * y, (CC, CC, CC, CC, CC, CC, PW(+))),
+        inp_view(
+            A: |a, b, c, d, e, f, g| (g, d, a, b),
+            B: |a, b, c, d, e, f, g| (e, f, g, c),
+        ),
+    }
+}
+
+mdh! {
+    pub kernel plan_jacobi1d {
+        inp(v: f32[N + 2]),
+        out(w: f32[N]),
+        params(c0: f32, c1: f32),
+        out_view(w: |i| (i)),
+        md_hom[N](|l, m, r| c0 * (l + r) + c1 * m, (CC)),
+        inp_view(v: [|i| (i), |i| (i + 1), |i| (i + 2)]),
+    }
+}
+
+mdh! {
+    pub kernel plan_jacobi3d {
+        inp(v: f32[N + 2, M + 2, L + 2]),
+        out(w: f32[N, M, L]),
+        out_view(w: |i, j, k| (i, j, k)),
+        md_hom[N, M, L](
+            |c, xm, xp, ym, yp, zm, zp| 0.4 * c + 0.1 * (xm + xp + ym + yp + zm + zp),
+            (CC, CC, CC)
+        ),
+        inp_view(v: [
+            |i, j, k| (i + 1, j + 1, k + 1),
+            |i, j, k| (i, j + 1, k + 1),
+            |i, j, k| (i + 2, j + 1, k + 1),
+            |i, j, k| (i + 1, j, k + 1),
+            |i, j, k| (i + 1, j + 2, k + 1),
+            |i, j, k| (i + 1, j + 1, k),
+            |i, j, k| (i + 1, j + 1, k + 2),
+        ]),
+    }
+}
+
+mdh! {
+    /// Record linkage: a user-defined PW operator (max of an encoded
+    /// (weight, index) pair) whose scalar function reads the indices.
+    pub kernel plan_prl {
+        inp(n_first: i32[I], n_last: i32[I], n_year: i32[I],
+            e_first: i32[J], e_last: i32[J], e_year: i32[J]),
+        out(best: i64[I]),
+        out_view(best: |i, j| (i)),
+        md_hom[I, J](
+            |[i, j], nf, nl, ny, ef, el, ey| {
+                let wf = if nf == ef { 8 } else { -2 };
+                let wl = if nl == el { 12 } else { -3 };
+                let dy = ny - ey;
+                let wy = if dy == 0 { 5 } else if dy == 1 || dy == -1 { 2 } else { -4 };
+                (wf + wl + wy) as i64 * 4294967296 + (4294967295 - j as i64)
+            },
+            (CC, PW(|a, b| if a > b { a } else { b }))
+        ),
+        inp_view(
+            n_first: |i, j| (i), n_last: |i, j| (i), n_year: |i, j| (i),
+            e_first: |i, j| (j), e_last: |i, j| (j), e_year: |i, j| (j),
+        ),
+    }
+}
+
+mdh! {
+    pub kernel plan_histo {
+        inp(elems: u32[E], bins: u32[B]),
+        out(hist: u32[B]),
+        out_view(hist: |e, b| (b)),
+        md_hom[E, B](|x, y| if x == y { 1 } else { 0 }, (PW(+), CC)),
+        inp_view(elems: |e, b| (e), bins: |e, b| (b)),
+    }
+}
+
+mdh! {
+    pub kernel plan_map {
+        inp(x: f32[N], y: f32[N]),
+        out(z: f32[N]),
+        params(alpha: f32),
+        out_view(z: |i| (i)),
+        md_hom[N](|a, b| alpha * a + b, (CC)),
+        inp_view(x: |i| (i), y: |i| (i)),
+    }
+}
+
+mdh! {
+    pub kernel plan_reduce {
+        inp(x: f32[N]),
+        out(s: f32[]),
+        out_view(s: |i| ()),
+        md_hom[N](|a| a, (PW(+))),
+        inp_view(x: |i| (i)),
+    }
+}
+
+mdh! {
+    pub kernel plan_reduce2 {
+        inp(x: f32[N]),
+        out(s: f32[], m: f32[]),
+        out_view(s: |i| (), m: |i| ()),
+        md_hom[N](|a| (a, a), (PW(+, max))),
+        inp_view(x: |i| (i)),
+    }
+}
+
+mdh! {
+    pub kernel plan_scan {
+        inp(x: f32[N]),
+        out(y: f32[N]),
+        out_view(y: |i| (i)),
+        md_hom[N](|a| a, (PS(+))),
+        inp_view(x: |i| (i)),
+    }
+}
+
+mdh! {
+    pub kernel plan_mbbs {
+        inp(A: f32[I, J]),
+        out(o: f32[I]),
+        out_view(o: |i, j| (i)),
+        md_hom[I, J](|a| a, (PS(+), PW(+))),
+        inp_view(A: |i, j| (i, j)),
+    }
+}
+
+mdh! {
+    pub kernel plan_mandelbrot {
+        inp(),
+        out(O: u32[H, W]),
+        params(max_iter: u32),
+        out_view(O: |y, x| (y, x)),
+        md_hom[H, W](
+            |[y, x]| {
+                let cr = x as f32 * 3.0 / W as f32 - 2.0;
+                let ci = y as f32 * 2.0 / H as f32 - 1.0;
+                let mut zr = 0.0;
+                let mut zi = 0.0;
+                let mut n = 0;
+                for _ in 0..max_iter {
+                    if zr * zr + zi * zi > 4.0 {
+                        break;
+                    }
+                    let t = zr * zr - zi * zi + cr;
+                    zi = 2.0 * zr * zi + ci;
+                    zr = t;
+                    n += 1;
+                }
+                n
+            },
+            (CC, CC)
+        ),
+        inp_view(),
+    }
+}
 
 // ---------------------------------------------------------------------------
 // Random numbers, sizes and inputs
