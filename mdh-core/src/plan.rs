@@ -211,8 +211,9 @@ impl CpuPlan {
         // follow, and that partial results rarely leave the registers; the
         // tile of the other inputs (e.g. matvec's vector) stays in L2 while
         // the kept dimension's L2 tile of register tiles passes over it.
-        // Measured on the 2-core AVX-512 Xeon: matvec 4096² 0.58× → ~1.0×
-        // OpenBLAS's sgemv.
+        // On the 2-core AVX-512 Xeon, back-to-back --quick runs of matvec
+        // 4096²: 0.71–1.40× OpenBLAS's sgemv, the old 256-long tiles
+        // 0.40–0.63× (noisy shared machine; see mdh-bench).
         if let Some(s) = simd.filter(|&s| Some(s) == innermost_pw) {
             let run = PW_STREAM_BYTES * lanes / VECTOR_BYTES;
             for x in (0..d).filter(|&x| kinds[x] == DimKind::Pw) {
