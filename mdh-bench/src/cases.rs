@@ -4,7 +4,8 @@ use std::rc::Rc;
 
 use rayon::prelude::*;
 
-use crate::harness::{imp, Case, Output};
+use crate::cuda;
+use crate::harness::{imp, Case, Impl, Output};
 use crate::{blas, dnnl, kernels};
 use mdh_examples::{ccsdt, dot, jacobi3d, matmul, matvec, prl};
 
@@ -65,6 +66,18 @@ fn out(v: &[f32]) -> Output {
     Output::F32(v.to_vec())
 }
 
+/// The CPU implementations followed by the GPU rows that exist here
+/// (see [`cuda`]).
+fn with_gpu(
+    mut impls: Vec<Impl>,
+    gpu: impl IntoIterator<Item = Result<Option<Impl>, String>>,
+) -> Result<Vec<Impl>, String> {
+    for row in gpu {
+        impls.extend(row?);
+    }
+    Ok(impls)
+}
+
 // ---------------------------------------------------------------------------
 
 fn matmul_case(i: usize, j: usize, k: usize) -> Result<Case, String> {
@@ -72,6 +85,12 @@ fn matmul_case(i: usize, j: usize, k: usize) -> Result<Case, String> {
     let a = Rc::new(rng.f32s(i * k));
     let b = Rc::new(rng.f32s(k * j));
     let s = matmul::Sizes { I: i, J: j, K: k };
+    let gpu = [
+        cuda::mdh_cuda(&[&a[..], &b[..]], &nan(i * j), move |dev, x, c| {
+            matmul::cuda::launch(dev, &x[0], &x[1], c, s)
+        }),
+        cuda::sgemm(&a, &b, i, j, k),
+    ];
     let impls = vec![
         imp(
             "mdh",
@@ -109,11 +128,11 @@ fn matmul_case(i: usize, j: usize, k: usize) -> Result<Case, String> {
         ),
     ];
     Ok(Case {
+        impls: with_gpu(impls, gpu)?,
         what: format!("C[{i}x{j}] = A[{i}x{k}] B[{k}x{j}]"),
         flops: Some(2.0 * (i * j * k) as f64),
         bytes: None,
         rtol: RTOL,
-        impls,
     })
 }
 
@@ -122,6 +141,12 @@ fn matvec_case(n: usize) -> Result<Case, String> {
     let m = Rc::new(rng.f32s(n * n));
     let v = Rc::new(rng.f32s(n));
     let s = matvec::Sizes { I: n, K: n };
+    let gpu = [
+        cuda::mdh_cuda(&[&m[..], &v[..]], &nan(n), move |dev, x, w| {
+            matvec::cuda::launch(dev, &x[0], &x[1], w, s)
+        }),
+        cuda::sgemv(&m, &v, n, n),
+    ];
     let impls = vec![
         imp(
             "mdh",
@@ -144,7 +169,7 @@ fn matvec_case(n: usize) -> Result<Case, String> {
         flops: Some(2.0 * (n * n) as f64),
         bytes: Some(4.0 * (n * n + 2 * n) as f64),
         rtol: RTOL,
-        impls,
+        impls: with_gpu(impls, gpu)?,
     })
 }
 
@@ -153,6 +178,12 @@ fn dot_case(n: usize) -> Result<Case, String> {
     let x = Rc::new(rng.f32s(n));
     let y = Rc::new(rng.f32s(n));
     let s = dot::Sizes { N: n };
+    let gpu = [
+        cuda::mdh_cuda(&[&x[..], &y[..]], &nan(1), move |dev, v, r| {
+            dot::cuda::launch(dev, &v[0], &v[1], r, s)
+        }),
+        cuda::sdot(&x, &y),
+    ];
     let impls = vec![
         imp(
             "mdh",
@@ -175,7 +206,7 @@ fn dot_case(n: usize) -> Result<Case, String> {
         flops: Some(2.0 * n as f64),
         bytes: Some(8.0 * n as f64),
         rtol: RTOL,
-        impls,
+        impls: with_gpu(impls, gpu)?,
     })
 }
 
@@ -184,6 +215,9 @@ fn jacobi3d_case(n: usize) -> Result<Case, String> {
     let mut rng = Rng(0xdef0);
     let v = Rc::new(rng.f32s(m * m * m));
     let s = jacobi3d::Sizes { N: n, M: n, L: n };
+    let gpu = [cuda::mdh_cuda(&[&v[..]], &nan(n * n * n), move |dev, x, w| {
+        jacobi3d::cuda::launch(dev, &x[0], w, s)
+    })];
     let impls = vec![
         imp(
             "mdh",
@@ -224,7 +258,7 @@ fn jacobi3d_case(n: usize) -> Result<Case, String> {
         flops: Some(8.0 * pts),
         bytes: Some(8.0 * pts),
         rtol: RTOL,
-        impls,
+        impls: with_gpu(impls, gpu)?,
     })
 }
 
@@ -263,6 +297,9 @@ fn mcc_case(p: usize, k: usize) -> Result<Case, String> {
     } else {
         "OHWI weights"
     };
+    let gpu = [cuda::mdh_cuda(&[&img[..], &f[..]], &nan(n * p * p * k), move |dev, x, o| {
+        kernels::mcc::cuda::launch(dev, &x[0], &x[1], o, s)
+    })];
     let impls = vec![
         imp(
             "mdh",
@@ -277,7 +314,7 @@ fn mcc_case(p: usize, k: usize) -> Result<Case, String> {
         flops: Some(2.0 * (n * p * p * k * r * r * c) as f64),
         bytes: None,
         rtol: RTOL,
-        impls,
+        impls: with_gpu(impls, gpu)?,
     })
 }
 
@@ -296,6 +333,9 @@ fn ccsdt_case(e: usize) -> Result<Case, String> {
         NF: nf,
         NG: ng,
     };
+    let gpu = [cuda::mdh_cuda(&[&a[..], &b[..]], &nan(len_c), move |dev, x, c| {
+        ccsdt::cuda::launch(dev, &x[0], &x[1], c, s)
+    })];
     let impls = vec![
         imp(
             "mdh",
@@ -352,7 +392,7 @@ fn ccsdt_case(e: usize) -> Result<Case, String> {
         flops: Some(2.0 * (len_c * ng) as f64),
         bytes: None,
         rtol: RTOL,
-        impls,
+        impls: with_gpu(impls, gpu)?,
     })
 }
 
@@ -382,6 +422,10 @@ fn prl_case(n: usize) -> Result<Case, String> {
     };
     let (a, b) = (recs(), recs());
     let s = prl::Sizes { I: n, J: n };
+    let cols: Vec<&[i32]> = a.iter().chain(b.iter()).map(|c| &c[..]).collect();
+    let gpu = [cuda::mdh_cuda(&cols, &vec![i64::MIN; n], move |dev, x, best| {
+        prl::cuda::launch(dev, &x[0], &x[1], &x[2], &x[3], &x[4], &x[5], best, s)
+    })];
     let impls = vec![
         imp(
             "mdh",
@@ -415,7 +459,7 @@ fn prl_case(n: usize) -> Result<Case, String> {
         flops: None,
         bytes: None,
         rtol: 0.0,
-        impls,
+        impls: with_gpu(impls, gpu)?,
     })
 }
 

@@ -23,6 +23,10 @@ impl Output {
 /// sentinel so that a run that writes nothing cannot pass), `output` reads it.
 pub struct Impl {
     pub name: &'static str,
+    /// The implementation this one's speedup is stated against: `mdh` for
+    /// the CPU peers, `mdh-cuda` for the GPU libraries; its own name for a
+    /// reference row.
+    pub versus: &'static str,
     run: Box<dyn FnMut() -> Result<(), String>>,
     output: Box<dyn Fn() -> Output>,
 }
@@ -42,8 +46,16 @@ pub fn imp<S: 'static>(
     let c2 = cell.clone();
     Impl {
         name,
+        versus: "mdh",
         run: Box::new(move || run(&mut cell.borrow_mut().state)),
         output: Box::new(move || output(&c2.borrow().state)),
+    }
+}
+
+impl Impl {
+    /// States this implementation's speedup against `versus` instead of mdh.
+    pub fn versus(self, versus: &'static str) -> Impl {
+        Impl { versus, ..self }
     }
 }
 
@@ -73,6 +85,7 @@ pub struct Plan {
 
 pub struct Timing {
     pub name: &'static str,
+    pub versus: &'static str,
     pub median: Duration,
     /// Timed runs (samples × runs per sample).
     pub reps: usize,
@@ -89,12 +102,16 @@ pub fn measure(case: &mut Case, plan: Plan, log: &dyn Fn(&str)) -> Result<Vec<Ti
     let mut outputs = Vec::new();
     for im in case.impls.iter_mut() {
         std::thread::sleep(Duration::from_millis(200));
-        // Warm-up: at least one run, and more while they are quick (first-use
+        // Warm-up: at least two runs, and more while they are quick (first-use
         // allocation, page faults, thread-pool start-up, caches).
+        // The first run may include one-time work (a GPU kernel's runtime
+        // compilation), so a second one always follows and times `once`.
         let start = Instant::now();
         (im.run)().map_err(|e| format!("{}: {e}", im.name))?;
         let mut once = start.elapsed();
-        while start.elapsed() < Duration::from_millis(100) {
+        let mut runs = 1;
+        while runs < 2 || start.elapsed() < Duration::from_millis(100) {
+            runs += 1;
             let t = Instant::now();
             (im.run)().map_err(|e| format!("{}: {e}", im.name))?;
             once = t.elapsed();
@@ -123,6 +140,7 @@ pub fn measure(case: &mut Case, plan: Plan, log: &dyn Fn(&str)) -> Result<Vec<Ti
         ));
         timings.push(Timing {
             name: im.name,
+            versus: im.versus,
             median,
             reps,
             mismatch: None,

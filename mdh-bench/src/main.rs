@@ -10,12 +10,17 @@
 //! about 1 s per implementation under `--quick`, 5 s otherwise). Every peer's
 //! result is compared with mdh's (relative tolerance [`cases::RTOL`] for
 //! floats, exact for integers); a disagreement is printed loudly and makes the
-//! exit code 1. Writes a CSV (`case,impl,median_s,reps,gflops,gbs,mdh_speedup,agrees`;
-//! `mdh_speedup` = peer median / mdh median, > 1 when mdh is faster) and a
-//! PNG bar chart of `mdh_speedup` for every case and peer.
+//! exit code 1. Writes a CSV
+//! (`case,impl,median_s,reps,gflops,gbs,mdh_speedup,versus,agrees`;
+//! `mdh_speedup` = peer median / median of `versus`, > 1 when mdh is faster;
+//! `versus` is `mdh` for the CPU peers and `mdh-cuda` for cuBLAS) and a PNG
+//! bar chart of `mdh_speedup` for every case and peer. Where a CUDA device is
+//! present, every case gains `mdh-cuda` rows (and the BLAS cases `cublas`
+//! rows), see [`cuda`].
 
 mod blas;
 mod cases;
+mod cuda;
 mod chart;
 mod dnnl;
 mod harness;
@@ -97,7 +102,11 @@ struct Row {
     reps: usize,
     gflops: Option<f64>,
     gbs: Option<f64>,
-    speedup: f64,
+    /// Median of the implementation the speedup is stated against over
+    /// this one's; `None` for a reference row (mdh, mdh-cuda).
+    speedup: Option<f64>,
+    /// What the speedup is stated against.
+    versus: &'static str,
     mismatch: Option<String>,
 }
 
@@ -167,9 +176,17 @@ fn main() -> ExitCode {
                 continue;
             }
         };
-        let mdh_s = timings[0].median.as_secs_f64();
+        let median_of = |name: &str| {
+            timings
+                .iter()
+                .find(|t| t.name == name)
+                .map(|t| t.median.as_secs_f64())
+        };
         for t in &timings {
             let s = t.median.as_secs_f64();
+            let speedup = (t.versus != t.name)
+                .then(|| median_of(t.versus).map(|v| s / v))
+                .flatten();
             if let Some(m) = &t.mismatch {
                 eprintln!("\n!!! {name}: {} DISAGREES WITH mdh: {m}\n", t.name);
                 failures.push(format!("{name}: {} disagrees with mdh: {m}", t.name));
@@ -181,7 +198,8 @@ fn main() -> ExitCode {
                 reps: t.reps,
                 gflops: case.flops.map(|f| f / s / 1e9),
                 gbs: case.bytes.map(|b| b / s / 1e9),
-                speedup: s / mdh_s,
+                speedup,
+                versus: t.versus,
                 mismatch: t.mismatch.clone(),
             });
         }
@@ -198,10 +216,14 @@ fn main() -> ExitCode {
     }
     let bars: Vec<chart::Bar> = rows
         .iter()
-        .filter(|r| r.imp != "mdh")
-        .map(|r| chart::Bar {
-            label: format!("{} vs {}", r.case, r.imp),
-            speedup: r.speedup,
+        .filter_map(|r| {
+            Some(chart::Bar {
+                label: match r.versus {
+                    "mdh" => format!("{} vs {}", r.case, r.imp),
+                    v => format!("{}: {v} vs {}", r.case, r.imp),
+                },
+                speedup: r.speedup?,
+            })
         })
         .collect();
     let title = format!("mdh speedup over peers ({machine})");
@@ -235,7 +257,7 @@ fn table(rows: &[Row], machine: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "\nmdh-bench on {machine}; mdh speedup = peer median / mdh median (> 1: mdh faster)\n"
+        "\nmdh-bench on {machine}; mdh speedup = peer median / mdh median, or / mdh-cuda median where it says so (> 1: mdh faster)\n"
     );
     let _ = writeln!(
         s,
@@ -251,10 +273,10 @@ fn table(rows: &[Row], machine: &str) -> String {
             r.median_s * 1e3,
             opt(r.gflops, 1),
             opt(r.gbs, 1),
-            if r.imp == "mdh" {
-                "".to_string()
-            } else {
-                format!("{:.2}", r.speedup)
+            match (r.speedup, r.versus) {
+                (None, _) => String::new(),
+                (Some(x), "mdh") => format!("{x:.2}"),
+                (Some(x), v) => format!("{x:.2} (vs {v})"),
             },
             r.reps,
             if r.imp == "mdh" {
@@ -275,18 +297,19 @@ fn write_csv(path: &std::path::Path, rows: &[Row]) -> Result<(), String> {
         std::fs::create_dir_all(dir).map_err(fail)?;
     }
     let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(fail)?);
-    writeln!(f, "case,impl,median_s,reps,gflops,gbs,mdh_speedup,agrees").map_err(fail)?;
+    writeln!(f, "case,impl,median_s,reps,gflops,gbs,mdh_speedup,versus,agrees").map_err(fail)?;
     for r in rows {
         writeln!(
             f,
-            "{},{},{:.9},{},{},{},{:.4},{}",
+            "{},{},{:.9},{},{},{},{},{},{}",
             r.case,
             r.imp,
             r.median_s,
             r.reps,
             opt(r.gflops, 3),
             opt(r.gbs, 3),
-            r.speedup,
+            opt(r.speedup, 4),
+            r.versus,
             r.mismatch.is_none()
         )
         .map_err(fail)?;

@@ -1,0 +1,231 @@
+//! The CUDA rows of a case, where a CUDA device is present: `mdh-cuda` (the
+//! kernel's generated `NAME::cuda::launch` on device buffers) and, for the
+//! BLAS cases, `cublas`. Both are timed as launch + synchronize on data that
+//! was uploaded once before timing (host transfers are not what either
+//! library is about); the result is read back once after the last timed run
+//! and checked against mdh's CPU result like every other peer. A `cublas`
+//! row's speedup compares it with `mdh-cuda`, not with the CPU.
+//!
+//! Without a CUDA driver or device the rows are left out (the reason is
+//! printed once); without cuBLAS only the `cublas` rows are.
+
+use std::sync::OnceLock;
+
+use mdh::cuda::cudarc::cublas::{sys as blas_sys, CudaBlas, Gemm, GemmConfig, Gemv, GemvConfig};
+use mdh::cuda::cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr};
+use mdh::cuda::{CudaSlice, Device};
+
+use crate::harness::{imp, Impl, Output};
+
+/// The implementation `mdh-cuda` rows are the reference of.
+pub const MDH_CUDA: &str = "mdh-cuda";
+
+/// The first CUDA device, opened once (`None`, with the reason printed
+/// once, where there is none).
+pub fn device() -> Option<&'static Device> {
+    static DEV: OnceLock<Option<Device>> = OnceLock::new();
+    DEV.get_or_init(|| match Device::first() {
+        Ok(d) => {
+            eprintln!(
+                "CUDA device: {} ({}), mdh-cuda rows on",
+                d.name(),
+                d.arch()
+            );
+            Some(d)
+        }
+        Err(e) => {
+            eprintln!("no mdh-cuda rows: {e}");
+            None
+        }
+    })
+    .as_ref()
+}
+
+/// A cuBLAS handle on the device's stream (`None`, with the reason printed
+/// once, without cuBLAS).
+fn blas() -> Option<&'static CudaBlas> {
+    static BLAS: OnceLock<Option<CudaBlas>> = OnceLock::new();
+    BLAS.get_or_init(|| {
+        let dev = device()?;
+        // SAFETY: only tries to dlopen libcublas by its usual names; cudarc
+        // panics on a missing library in any later call, so this comes first.
+        if !unsafe { blas_sys::is_culib_present() } {
+            eprintln!("no cublas rows: libcublas could not be loaded");
+            return None;
+        }
+        CudaBlas::new(dev.stream().clone())
+            .map_err(|e| eprintln!("no cublas rows: {e:?}"))
+            .ok()
+    })
+    .as_ref()
+}
+
+/// The result type of a device implementation, read back into an [`Output`].
+pub trait DeviceOutput: DeviceRepr + Default + Copy + 'static {
+    fn output(v: Vec<Self>) -> Output;
+}
+
+impl DeviceOutput for f32 {
+    fn output(v: Vec<f32>) -> Output {
+        Output::F32(v)
+    }
+}
+
+impl DeviceOutput for i64 {
+    fn output(v: Vec<i64>) -> Output {
+        Output::I64(v)
+    }
+}
+
+/// Device inputs and the device output of one implementation.
+pub struct OnDevice<I: DeviceRepr, O: DeviceRepr> {
+    pub ins: Vec<CudaSlice<I>>,
+    pub out: CudaSlice<O>,
+}
+
+/// An implementation named `name` on the device: `inputs` are uploaded
+/// once, the output starts as `init` (a sentinel such as NaN, so that a run
+/// that writes nothing cannot pass), `launch` issues one run; each timed run
+/// is `launch` + synchronize. Its speedup is stated against `mdh-cuda`.
+/// `None` without a device.
+pub fn on_device<I: DeviceRepr + 'static, O: DeviceOutput>(
+    name: &'static str,
+    inputs: &[&[I]],
+    init: &[O],
+    mut launch: impl FnMut(&Device, &mut OnDevice<I, O>) -> Result<(), String> + 'static,
+) -> Result<Option<Impl>, String> {
+    let Some(dev) = device() else {
+        return Ok(None);
+    };
+    let fail = |e: mdh::Error| format!("{name}: {e}");
+    let state = OnDevice {
+        ins: inputs
+            .iter()
+            .map(|x| dev.buffer_from(x))
+            .collect::<Result<_, _>>()
+            .map_err(fail)?,
+        out: dev.buffer_from(init).map_err(fail)?,
+    };
+    let im = imp(
+        name,
+        state,
+        move |s| {
+            launch(dev, s)?;
+            dev.synchronize().map_err(|e| e.to_string())
+        },
+        move |s| {
+            let mut host = vec![O::default(); s.out.len()];
+            match dev.read(&s.out, &mut host) {
+                Ok(()) => O::output(host),
+                Err(e) => {
+                    // An empty result fails the comparison with mdh's.
+                    eprintln!("{name}: reading the result back: {e}");
+                    O::output(Vec::new())
+                }
+            }
+        },
+    );
+    Ok(Some(im.versus(MDH_CUDA)))
+}
+
+/// `mdh-cuda`: the generated kernel's `cuda::launch` (`launch` gets the
+/// device, the inputs and the output).
+pub fn mdh_cuda<I: DeviceRepr + 'static, O: DeviceOutput>(
+    inputs: &[&[I]],
+    init: &[O],
+    mut launch: impl FnMut(&Device, &[CudaSlice<I>], &mut CudaSlice<O>) -> Result<(), mdh::Error>
+        + 'static,
+) -> Result<Option<Impl>, String> {
+    on_device(MDH_CUDA, inputs, init, move |dev, s| {
+        launch(dev, &s.ins, &mut s.out).map_err(|e| e.to_string())
+    })
+}
+
+fn cublas_err(e: impl std::fmt::Debug) -> String {
+    format!("cuBLAS: {e:?}")
+}
+
+fn int(n: usize) -> Result<i32, String> {
+    i32::try_from(n).map_err(|_| format!("cuBLAS: extent {n} exceeds i32"))
+}
+
+/// `cublas`: row-major `C[i×j] = A[i×k] · B[k×j]` as cuBLAS's column-major
+/// `Cᵀ = Bᵀ · Aᵀ` (no transposes, no copies). `None` without cuBLAS.
+pub fn sgemm(a: &[f32], b: &[f32], i: usize, j: usize, k: usize) -> Result<Option<Impl>, String> {
+    let Some(blas) = blas() else {
+        return Ok(None);
+    };
+    let (m, n, kk) = (int(j)?, int(i)?, int(k)?);
+    let cfg = GemmConfig {
+        transa: blas_sys::cublasOperation_t::CUBLAS_OP_N,
+        transb: blas_sys::cublasOperation_t::CUBLAS_OP_N,
+        m,
+        n,
+        k: kk,
+        alpha: 1.0f32,
+        lda: m,
+        ldb: kk,
+        beta: 0.0f32,
+        ldc: m,
+    };
+    on_device("cublas", &[a, b], &vec![f32::NAN; i * j], move |_, s| {
+        // SAFETY: B (k×j) and A (i×k) and C (i×j) have exactly the extents
+        // and leading dimensions of `cfg` (on_device uploaded them whole).
+        unsafe { blas.gemm(cfg, &s.ins[1], &s.ins[0], &mut s.out) }.map_err(cublas_err)
+    })
+}
+
+/// `cublas`: row-major `w[i] = M[i×k] · v[k]` as column-major `Mᵀ`
+/// transposed. `None` without cuBLAS.
+pub fn sgemv(m: &[f32], v: &[f32], i: usize, k: usize) -> Result<Option<Impl>, String> {
+    let Some(blas) = blas() else {
+        return Ok(None);
+    };
+    let cfg = GemvConfig {
+        trans: blas_sys::cublasOperation_t::CUBLAS_OP_T,
+        m: int(k)?,
+        n: int(i)?,
+        alpha: 1.0f32,
+        lda: int(k)?,
+        incx: 1,
+        beta: 0.0f32,
+        incy: 1,
+    };
+    on_device("cublas", &[m, v], &vec![f32::NAN; i], move |_, s| {
+        // SAFETY: M (i×k, leading dimension k), v (k) and w (i) match `cfg`.
+        unsafe { blas.gemv(cfg, &s.ins[0], &s.ins[1], &mut s.out) }.map_err(cublas_err)
+    })
+}
+
+/// `cublas`: `r = x · y` (`cublasSdot`, result written on the device).
+/// `None` without cuBLAS.
+pub fn sdot(x: &[f32], y: &[f32]) -> Result<Option<Impl>, String> {
+    let Some(blas) = blas() else {
+        return Ok(None);
+    };
+    let n = int(x.len())?;
+    on_device("cublas", &[x, y], &[f32::NAN], move |dev, s| {
+        let stream = dev.stream();
+        let (xs, ys) = s.ins.split_at(1);
+        let (px, _rx) = xs[0].device_ptr(stream);
+        let (py, _ry) = ys[0].device_ptr(stream);
+        let (pr, _rr) = s.out.device_ptr_mut(stream);
+        blas.set_pointer_mode(blas_sys::cublasPointerMode_t::CUBLAS_POINTER_MODE_DEVICE)
+            .map_err(cublas_err)?;
+        // SAFETY: x and y hold n floats each and r one, all on the handle's
+        // device; with the device pointer mode the result goes to r.
+        unsafe {
+            blas_sys::cublasSdot_v2(
+                *blas.handle(),
+                n,
+                px as *const f32,
+                1,
+                py as *const f32,
+                1,
+                pr as *mut f32,
+            )
+        }
+        .result()
+        .map_err(cublas_err)
+    })
+}
