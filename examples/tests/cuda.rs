@@ -14,7 +14,8 @@
 //!
 //! Without NVRTC (or a C++ compiler) the tests print why and pass, unless
 //! `MDH_REQUIRE_NVRTC=1` (set by `scripts/test-all.sh`); without a GPU the
-//! device part is skipped.
+//! device part is skipped, unless `MDH_REQUIRE_CUDA_DEVICE=1` (for runs on
+//! a GPU machine, so that a broken driver set-up cannot pass silently).
 
 #[macro_use]
 mod gpu;
@@ -74,9 +75,15 @@ fn nvrtc_and_compiler() -> bool {
 fn device() -> Option<&'static Device> {
     static DEV: OnceLock<Option<Device>> = OnceLock::new();
     DEV.get_or_init(|| match Device::first() {
-        Ok(d) => Some(d),
+        Ok(d) => {
+            eprintln!("the device runs use {} ({})", d.name(), d.arch());
+            Some(d)
+        }
         Err(e) => {
-            eprintln!("no CUDA device, the device runs are skipped: {e}");
+            gpu::skip_or_fail(
+                "MDH_REQUIRE_CUDA_DEVICE",
+                format!("there is no CUDA device, so the device runs are skipped: {e}"),
+            );
             None
         }
     })
@@ -298,4 +305,45 @@ fn device_first_is_an_err_without_a_driver() {
             "{e}"
         ),
     }
+}
+
+/// On a device: the public typed API, `run` on host slices and `launch` on
+/// device buffers issued asynchronously on a stream of the caller's, agree
+/// with the CPU kernel.
+#[test]
+fn run_and_launch_on_a_side_stream_agree_with_the_cpu() {
+    let Some(dev) = device() else {
+        return;
+    };
+    let s = matmul::Sizes {
+        I: 67,
+        J: 130,
+        K: 301,
+    };
+    let mut rng = Rng::new(7);
+    let (a, b) = (rng.f32s(s.I * s.K), rng.f32s(s.K * s.J));
+    let mut want = vec![0.0f32; s.I * s.J];
+    matmul::cpu(&a, &b, &mut want, s).unwrap();
+    let close = |got: &[f32]| {
+        got.iter()
+            .zip(&want)
+            .all(|(g, w)| (g - w).abs() <= 1e-4 * w.abs().max(1.0))
+    };
+    let mut c = vec![f32::NAN; s.I * s.J];
+    matmul::cuda::run(dev, &a, &b, &mut c, s).unwrap();
+    assert!(close(&c), "cuda::run disagrees with the CPU kernel");
+
+    let side = dev.on_stream(dev.context().new_stream().unwrap()).unwrap();
+    let (da, db) = (side.buffer_from(&a).unwrap(), side.buffer_from(&b).unwrap());
+    let mut dc = side.buffer_from(&vec![f32::NAN; s.I * s.J]).unwrap();
+    matmul::cuda::launch(&side, &da, &db, &mut dc, s).unwrap();
+    let mut c = vec![0.0f32; s.I * s.J];
+    side.read(&dc, &mut c).unwrap();
+    assert!(
+        close(&c),
+        "cuda::launch on a side stream disagrees with the CPU kernel"
+    );
+    // Device buffers of the wrong length are an Err, not a fault.
+    let short = side.buffer::<f32>(5).unwrap();
+    assert!(matmul::cuda::launch(&side, &short, &db, &mut dc, s).is_err());
 }

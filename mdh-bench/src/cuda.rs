@@ -26,11 +26,7 @@ pub fn device() -> Option<&'static Device> {
     static DEV: OnceLock<Option<Device>> = OnceLock::new();
     DEV.get_or_init(|| match Device::first() {
         Ok(d) => {
-            eprintln!(
-                "CUDA device: {} ({}), mdh-cuda rows on",
-                d.name(),
-                d.arch()
-            );
+            eprintln!("CUDA device: {} ({}), mdh-cuda rows on", d.name(), d.arch());
             Some(d)
         }
         Err(e) => {

@@ -20,8 +20,8 @@
 
 mod blas;
 mod cases;
-mod cuda;
 mod chart;
+mod cuda;
 mod dnnl;
 mod harness;
 mod kernels;
@@ -297,7 +297,11 @@ fn write_csv(path: &std::path::Path, rows: &[Row]) -> Result<(), String> {
         std::fs::create_dir_all(dir).map_err(fail)?;
     }
     let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(fail)?);
-    writeln!(f, "case,impl,median_s,reps,gflops,gbs,mdh_speedup,versus,agrees").map_err(fail)?;
+    writeln!(
+        f,
+        "case,impl,median_s,reps,gflops,gbs,mdh_speedup,versus,agrees"
+    )
+    .map_err(fail)?;
     for r in rows {
         writeln!(
             f,

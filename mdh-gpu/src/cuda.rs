@@ -1,5 +1,6 @@
 //! The CUDA runtime of mdh over [`cudarc`]: devices, buffers, NVRTC
-//! compilation with a module cache, and timed kernel launches.
+//! compilation with a module cache, and kernel launches (asynchronous on a
+//! stream, or timed with CUDA events).
 //!
 //! cudarc is built with dynamic loading: this crate builds on machines
 //! without CUDA, and every entry point first checks that the driver
@@ -321,7 +322,8 @@ fn cubin(source: &str, arch: &str) -> Result<Arc<Vec<u8>>, Error> {
 /// A CUDA device: its primary context, the stream work is issued on, and a
 /// cache of loaded modules keyed by source (the device fixes the
 /// architecture; NVRTC output is cached per process by source and
-/// architecture).
+/// architecture). [`Device::on_stream`] gives a handle that issues work on
+/// another stream of the same context and shares the module cache.
 pub struct Device {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
@@ -331,7 +333,7 @@ pub struct Device {
     arch: String,
     max_threads: usize,
     shared_bytes: u64,
-    modules: Mutex<HashMap<String, Arc<Module>>>,
+    modules: Arc<Mutex<HashMap<String, Arc<Module>>>>,
 }
 
 impl std::fmt::Debug for Device {
@@ -398,7 +400,7 @@ impl Device {
                 arch: format!("sm_{}{}", cc.0, cc.1),
                 max_threads,
                 shared_bytes,
-                modules: Mutex::new(HashMap::new()),
+                modules: Arc::new(Mutex::new(HashMap::new())),
             })
         })
     }
@@ -445,6 +447,31 @@ impl Device {
     /// bytes (48 KiB on current GPUs).
     pub fn shared_mem_per_block(&self) -> u64 {
         self.shared_bytes
+    }
+
+    /// This device issuing its copies and launches on `stream` (e.g. one
+    /// of the caller's, to overlap with other work) instead of the default
+    /// stream; the module cache is shared. `stream` must belong to this
+    /// device's context.
+    pub fn on_stream(&self, stream: Arc<CudaStream>) -> Result<Device, Error> {
+        if stream.context().cu_ctx() != self.ctx.cu_ctx() {
+            return Err(backend(format!(
+                "CUDA: the stream belongs to another context than device {} ({}); create it with \
+                 `device.context().new_stream()`",
+                self.ordinal, self.name
+            )));
+        }
+        Ok(Device {
+            ctx: self.ctx.clone(),
+            stream,
+            ordinal: self.ordinal,
+            name: self.name.clone(),
+            cc: self.cc,
+            arch: self.arch.clone(),
+            max_threads: self.max_threads,
+            shared_bytes: self.shared_bytes,
+            modules: self.modules.clone(),
+        })
     }
 
     /// The context (for direct cudarc use).
@@ -596,12 +623,18 @@ impl Module {
         Ok(f)
     }
 
-    /// A launch of kernel `name`: add its arguments in parameter order, then
-    /// [`Kernel::run`].
+    /// A launch of kernel `name` on the stream of the device that loaded
+    /// the module: add its arguments in parameter order, then
+    /// [`Kernel::launch`] or [`Kernel::run`].
     pub fn kernel<'a>(&self, name: &str) -> Result<Kernel<'a>, Error> {
+        self.kernel_on(&self.stream, name)
+    }
+
+    /// A launch of kernel `name` on `stream` (of the module's context).
+    pub fn kernel_on<'a>(&self, stream: &Arc<CudaStream>, name: &str) -> Result<Kernel<'a>, Error> {
         Ok(Kernel {
             func: self.function(name)?,
-            stream: self.stream.clone(),
+            stream: stream.clone(),
             name: name.to_owned(),
             args: Vec::new(),
         })
@@ -667,8 +700,14 @@ impl<'a> Kernel<'a> {
         self
     }
 
-    /// Launches the kernel on `grid` blocks of `block` threads with
-    /// `shared_bytes` of dynamic shared memory, waits for it, and returns its
+    /// Issues the kernel on its stream, on `grid` blocks of `block` threads
+    /// with `shared_bytes` of dynamic shared memory, and returns without
+    /// waiting (a read of a buffer, or [`Device::synchronize`], waits).
+    pub fn launch(self, grid: [u32; 3], block: [u32; 3], shared_bytes: u32) -> Result<(), Error> {
+        self.issue(grid, block, shared_bytes, false).map(drop)
+    }
+
+    /// Like [`Kernel::launch`], then waits for the kernel and returns its
     /// duration measured with CUDA events.
     pub fn run(
         self,
@@ -676,6 +715,19 @@ impl<'a> Kernel<'a> {
         block: [u32; 3],
         shared_bytes: u32,
     ) -> Result<Duration, Error> {
+        self.issue(grid, block, shared_bytes, true)
+            .map(|d| d.unwrap_or_default())
+    }
+
+    /// Launches; with `timed`, records events around the kernel, waits for
+    /// it and returns its duration.
+    fn issue(
+        self,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_bytes: u32,
+        timed: bool,
+    ) -> Result<Option<Duration>, Error> {
         crate::cuda_sim::check_launch(grid, block)?;
         let Kernel {
             func,
@@ -703,12 +755,18 @@ impl<'a> Kernel<'a> {
             for a in args.iter_mut() {
                 a.push(&mut b);
             }
-            b.record_kernel_launch(CUevent_flags::CU_EVENT_DEFAULT);
-            // SAFETY: the arguments are device buffers of this context and
-            // plain `DeviceRepr` scalars that live until the launch has
-            // completed (we wait for it below); matching them to the
+            if timed {
+                b.record_kernel_launch(CUevent_flags::CU_EVENT_DEFAULT);
+            }
+            // SAFETY: the arguments are device buffers of this context
+            // (cudarc orders their later use and their release on the
+            // stream after this launch) and plain `DeviceRepr` scalars,
+            // which the driver copies at launch; matching them to the
             // kernel's parameters is the caller's contract (see `Kernel`).
             let events = unsafe { b.launch(cfg) }.map_err(driver_err(&what))?;
+            if !timed {
+                return Ok(None);
+            }
             let (start, end) =
                 events.ok_or_else(|| backend(format!("{what}: no timing events were recorded")))?;
             let ms = start
@@ -717,7 +775,7 @@ impl<'a> Kernel<'a> {
             stream
                 .synchronize()
                 .map_err(driver_err(&format!("running CUDA kernel `{name}`")))?;
-            Ok(Duration::from_secs_f64(ms.max(0.0) as f64 / 1e3))
+            Ok(Some(Duration::from_secs_f64(ms.max(0.0) as f64 / 1e3)))
         })
     }
 }

@@ -547,6 +547,25 @@ fn gpu_runs_the_same_kernels_when_present() {
     let mut c = vec![0.0f32; n];
     dev.read(&dc, &mut c).unwrap();
     assert!((0..n).all(|i| c[i] == a[i].mul_add(2.0, b[i])));
+    // The same, issued asynchronously on another stream of the context: the
+    // read on that stream waits for the launch.
+    let side = dev.on_stream(dev.context().new_stream().unwrap()).unwrap();
+    let mut dc = side.buffer::<f32>(n).unwrap();
+    m.kernel_on(side.stream(), "vec_add")
+        .unwrap()
+        .arg_slice(&da)
+        .arg_slice(&db)
+        .arg_slice_mut(&mut dc)
+        .arg_scalar(n as u32)
+        .launch([7, 1, 1], [256, 1, 1], 0)
+        .unwrap();
+    let mut c = vec![0.0f32; n];
+    side.read(&dc, &mut c).unwrap();
+    assert!((0..n).all(|i| c[i] == a[i].mul_add(2.0, b[i])));
+    assert!(
+        Arc::ptr_eq(&m, &side.module(SOURCE).unwrap()),
+        "the module cache is shared"
+    );
     assert!(m.kernel("missing").is_err());
     assert!(dev.module("this is not CUDA").is_err());
 }

@@ -49,7 +49,7 @@ pub mod opencl {
 #[cfg(feature = "cuda")]
 pub mod cuda {
     pub use mdh_gpu::cuda::cudarc;
-    pub use mdh_gpu::cuda::cudarc::driver::CudaSlice;
+    pub use mdh_gpu::cuda::cudarc::driver::{CudaSlice, CudaStream};
     pub use mdh_gpu::cuda::{nvrtc_available, nvrtc_compile, Compiled, Device, Kernel, Module};
 }
 

@@ -93,6 +93,27 @@ impl Backend {
         }
     }
 
+    /// When `launch`'s work is done, for its documentation.
+    fn launch_doc(self) -> &'static str {
+        match self {
+            Backend::OpenCl => "It returns when the kernel has finished.",
+            Backend::Cuda => {
+                "It issues the kernel asynchronously on the device handle's stream \
+                (`Device::on_stream` picks another) and returns; reading a buffer or \
+                `Device::synchronize` waits for it."
+            }
+        }
+    }
+
+    /// Launch `__l.kernel` of program `__prog` on `__dev` (CUDA: on the
+    /// device handle's stream, see `Device::on_stream`).
+    fn kernel(self) -> TokenStream {
+        match self {
+            Backend::OpenCl => quote!(__prog.kernel(&__l.kernel)?),
+            Backend::Cuda => quote!(__prog.kernel_on(__dev.stream(), &__l.kernel)?),
+        }
+    }
+
     /// Adds read-only device buffer `b` (a `&` binding) to launch `__k`.
     fn arg_in(self, b: &TokenStream) -> TokenStream {
         match self {
@@ -113,9 +134,10 @@ impl Backend {
     fn run(self) -> TokenStream {
         match self {
             Backend::OpenCl => quote!(__k.run(&[__l.global], &[__l.local])?;),
+            // Asynchronous on the device's stream: reads wait for it.
             Backend::Cuda => quote! {
                 let (__grid, __block) = __l.grid_block()?;
-                __k.run(__grid, __block, 0)?;
+                __k.launch(__grid, __block, 0)?;
             },
         }
     }
@@ -252,6 +274,8 @@ pub fn gpu_module(k: &Kernel, backend: Backend, entries: &[GpuEntryCfg]) -> Toke
     let args_out = out_names.iter().map(|b| backend.arg_out(&quote!(#b)));
     let args_part = parts.iter().map(|b| backend.arg_out(&quote!(&mut #b)));
     let run = backend.run();
+    let kernel = backend.kernel();
+    let launch_doc = backend.launch_doc();
     let name_str = k.name.to_string();
     let size_names = &k.size_params;
     let in_idx = 0..k.inputs.len();
@@ -363,6 +387,7 @@ pub fn gpu_module(k: &Kernel, backend: Backend, entries: &[GpuEntryCfg]) -> Toke
 
                 /// Runs the kernel on device buffers (bool buffers hold bytes
                 /// 0 / 1).
+                #[doc = #launch_doc]
                 pub fn launch(
                     __dev: &Device,
                     #(#in_names: &#in_bufs,)*
@@ -407,7 +432,7 @@ pub fn gpu_module(k: &Kernel, backend: Backend, entries: &[GpuEntryCfg]) -> Toke
                     let __prog = #program;
                     #(let mut #parts = __dev.buffer::<#part_tys>(__job.partial_len)?;)*
                     for __l in __job.launches() {
-                        let mut __k = __prog.kernel(&__l.kernel)?;
+                        let mut __k = #kernel;
                         if __l.inputs {
                             #(#args_in)*
                         }
