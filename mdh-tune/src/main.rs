@@ -430,10 +430,10 @@ where
         }
     }
 
-    /// The next `n` new candidates: proposed, repaired to valid plans,
-    /// deduplicated; hopeless ones are logged as pruned.
-    fn propose(&mut self, n: usize) -> Result<Vec<Pending<S::Plan>>, String> {
-        let mut out: Vec<Pending<S::Plan>> = Vec::new();
+    /// Fills `out` up to `n` candidates with new ones: proposed, repaired
+    /// to valid plans, deduplicated (against `out` too); hopeless ones are
+    /// logged as pruned.
+    fn propose(&mut self, out: &mut Vec<Pending<S::Plan>>, n: usize) -> Result<(), String> {
         // A small space may run out of new plans.
         for _ in 0..50 * n {
             if out.len() == n {
@@ -464,7 +464,7 @@ where
             }
             out.push(pending);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The search loop: the default plan first, then batches of proposals
@@ -512,8 +512,7 @@ where
                     plan: default.clone(),
                 });
             }
-            let more = left - pending.len();
-            pending.extend(self.propose(more)?);
+            self.propose(&mut pending, left)?;
             if pending.is_empty() {
                 self.bar.println("the search space is exhausted");
                 break;
