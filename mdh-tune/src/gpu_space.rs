@@ -15,7 +15,7 @@
 
 use mdh::gpu::{fit, DeviceLimits, KernelInfo};
 use mdh_core::desc::{Bound, KernelDesc};
-use mdh_core::gpu_plan::{can_cache_locally, GpuPlan, MAX_PRIVATE_ACCUMULATORS};
+use mdh_core::gpu_plan::{can_cache_locally, GpuPlan, MAX_ITEMS, MAX_PRIVATE_ACCUMULATORS};
 use mdh_core::spec::DimKind;
 
 use crate::search::{Point, Rng};
@@ -78,8 +78,10 @@ impl GpuSpace {
         desc: &'static KernelDesc,
         bound: Bound,
         info: &'static KernelInfo,
-        lim: DeviceLimits,
+        mut lim: DeviceLimits,
     ) -> GpuSpace {
+        // Plans allow fewer work-items than some OpenCL devices do.
+        lim.max_items = lim.max_items.min(MAX_ITEMS);
         let mut params = Vec::new();
         for (x, &ext) in bound.extents.iter().enumerate() {
             let reach = ext.max(1).next_power_of_two();

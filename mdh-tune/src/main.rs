@@ -217,12 +217,18 @@ fn run(args: Args) -> Result<(), String> {
             .map(|(p, v)| format!("-{p}{v}"))
             .collect(),
     };
-    // Logs and plots of GPU runs go where the CPU's scratch crate is.
+    // Logs and plots of GPU runs go where the CPU's scratch crate is; GPU
+    // tuning builds nothing, so it does not need cargo to find the place.
     let work = || -> Result<PathBuf, String> {
-        Ok(scratch::Workspace::of(&manifest)?
-            .target_dir
-            .join("mdh-tune")
-            .join(k.name.to_string()))
+        let target = match std::env::var_os("CARGO_TARGET_DIR") {
+            Some(d) => PathBuf::from(d),
+            None => crate_dir
+                .ancestors()
+                .find(|d| mdh_core::config::is_workspace_root(d))
+                .unwrap_or(&crate_dir)
+                .join("target"),
+        };
+        Ok(target.join("mdh-tune").join(k.name.to_string()))
     };
     match args.backend {
         Backend::Cpu => {
