@@ -118,7 +118,40 @@ impl Outcome {
     }
 }
 
-impl<D: RawDevice> Bench<'_, D> {
+impl<'a, D: RawDevice> Bench<'a, D> {
+    /// The bench of `k` at `sizes` on `dev`: deterministic data, and the
+    /// reference interpreter's results where it is fast enough.
+    fn new(dev: &'a D, k: &Kernel, sizes: &[usize], dialect: Dialect) -> Result<Self, String> {
+        let desc: &'static KernelDesc = Box::leak(Box::new(KernelDesc::from_kernel(k)));
+        let info = kernel_info(k, dialect);
+        let bound = bind_sizes(desc, sizes).map_err(|e| format!("--size: {e}"))?;
+        let (inputs, init) = check::data(k, desc, sizes);
+        let params: Vec<Value> = k.params.iter().map(|p| check::param(p.ty)).collect();
+        let mut bench = Bench {
+            dev,
+            desc,
+            bound,
+            info,
+            inputs,
+            init,
+            params,
+            want: None,
+            rtol: check::tolerance(desc, sizes),
+        };
+        if bench.points() <= REFERENCE_POINTS {
+            let mut want = bench.init.clone();
+            mdh::reference::run(k, sizes, &bench.inputs, &mut want, &bench.params)
+                .map_err(|e| format!("the reference interpreter fails at these sizes: {e}"))?;
+            bench.want = Some(want);
+        }
+        Ok(bench)
+    }
+
+    /// Points of the md_hom index space.
+    fn points(&self) -> f64 {
+        self.bound.extents.iter().map(|&e| e as f64).product()
+    }
+
     /// Compiles and runs `plan` once, checks its result, then times it:
     /// the checked run is the warm-up; repetitions give the median of the
     /// device's own times (events). A checked run slower than `slow_s` is
@@ -226,9 +259,8 @@ pub fn tune<D: RawDevice>(
     } else {
         Dialect::OpenCl
     };
-    let desc: &'static KernelDesc = Box::leak(Box::new(KernelDesc::from_kernel(k)));
-    let info = kernel_info(k, dialect);
-    let bound = bind_sizes(desc, sizes).map_err(|e| format!("--size: {e}"))?;
+    let mut bench = Bench::new(dev, k, sizes, dialect)?;
+    let (desc, info, bound) = (bench.desc, bench.info, bench.bound.clone());
     let lim: DeviceLimits = dev.limits();
     let space = GpuSpace::new(desc, bound.clone(), info, lim);
     target.announce(&found.file, space.params.len(), space.size(), true);
@@ -236,34 +268,14 @@ pub fn tune<D: RawDevice>(
         "device limits: {} work-items per work-group, {} bytes of local memory",
         lim.max_items, lim.local_bytes
     );
-
-    let (inputs, init) = check::data(k, desc, sizes);
-    let params: Vec<Value> = k.params.iter().map(|p| check::param(p.ty)).collect();
-    let points: f64 = bound.extents.iter().map(|&e| e as f64).product();
-    let want = if points <= REFERENCE_POINTS {
-        eprintln!("results are checked against the reference interpreter");
-        let mut want = init.clone();
-        mdh::reference::run(k, sizes, &inputs, &mut want, &params)
-            .map_err(|e| format!("the reference interpreter fails at these sizes: {e}"))?;
-        Some(want)
-    } else {
-        eprintln!(
-            "results are checked against the default plan's result ({points:.2e} points are too many for the reference interpreter)"
-        );
-        None
-    };
-    let mut bench = Bench {
-        dev,
-        desc,
-        bound: bound.clone(),
-        info,
-        inputs,
-        init,
-        params,
-        want,
-        rtol: check::tolerance(desc, sizes),
-    };
-
+    eprintln!(
+        "results are checked against {}",
+        if bench.want.is_some() {
+            "the reference interpreter".to_string()
+        } else {
+            format!("the default plan's result (the reference interpreter is too slow for {:.2e} points)", bench.points())
+        }
+    );
     let default = fitted_default(desc, &bound, info, dev);
     let tag = format!("{}{}", target.backend, target.tag);
     let log_path = work_dir.join(format!("tune-{tag}.jsonl"));
@@ -315,4 +327,42 @@ pub fn tune<D: RawDevice>(
     t.finish(target, &png, |plan, prov| {
         gpu_entry_yaml(k, target.backend, &target.device, Some(sizes), plan, prov)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_candidate_with_wrong_results_is_rejected() {
+        let dev = match mdh::opencl::Device::first() {
+            Ok(d) => d,
+            Err(e) => {
+                println!("skipped: no OpenCL device ({e})");
+                return;
+            }
+        };
+        let k = crate::space::tests::matvec();
+        let mut bench = Bench::new(&dev, &k, &[64, 64], Dialect::OpenCl).unwrap();
+        let plan = fitted_default(bench.desc, &bench.bound, bench.info, &dev);
+        let o = bench.measure(&plan, f64::INFINITY);
+        assert_eq!(o.status, Status::Ok, "{:?}", o.error);
+        assert!(o.time_s.is_some_and(|t| t > 0.0));
+        // Another expected result stands for a kernel that computes wrong
+        // results: it is never timed.
+        if let Some(want) = &mut bench.want {
+            want[0].set(3, Value::F32(-1.0));
+        }
+        let o = bench.measure(&plan, f64::INFINITY);
+        assert_eq!(o.status, Status::Wrong);
+        assert!(o.time_s.is_none());
+        assert!(o.error.is_some_and(|e| e.contains("output #0[3]")));
+        // A plan the device cannot run fails with the facade's reason.
+        let huge = GpuPlan {
+            items: vec![2048, 1],
+            ..plan
+        };
+        let o = bench.measure(&huge, f64::INFINITY);
+        assert_eq!(o.status, Status::Failed);
+    }
 }
