@@ -743,9 +743,16 @@ mod tests {
         .unwrap();
         assert_eq!(entries(&k, path, &empty).unwrap().cpu.len(), 1);
         // A broken file is reported, not overwritten.
-        assert!(
-            merge_entry(&k, path, Some("kernel: other\n"), "cpu", "*", &[1, 2, 3], &other).is_err()
-        );
+        assert!(merge_entry(
+            &k,
+            path,
+            Some("kernel: other\n"),
+            "cpu",
+            "*",
+            &[1, 2, 3],
+            &other
+        )
+        .is_err());
     }
 
     #[test]
@@ -761,16 +768,44 @@ mod tests {
         };
         let old = "kernel: matmul\nentries:\n  # hand-written\n  - backend: cpu\n    sizes: {I: 64, J: 32, K: 16}\n";
         let entry = |b| gpu_entry_yaml(&k, b, "H100", Some(&[64, 16, 32]), &plan, &[]);
-        let one = merge_entry(&k, path, Some(old), "cuda", "H100", &[64, 16, 32], &entry("cuda"))
-            .unwrap();
-        let two = merge_entry(&k, path, Some(&one), "opencl", "H100", &[64, 16, 32], &entry("opencl"))
-            .unwrap();
+        let one = merge_entry(
+            &k,
+            path,
+            Some(old),
+            "cuda",
+            "H100",
+            &[64, 16, 32],
+            &entry("cuda"),
+        )
+        .unwrap();
+        let two = merge_entry(
+            &k,
+            path,
+            Some(&one),
+            "opencl",
+            "H100",
+            &[64, 16, 32],
+            &entry("opencl"),
+        )
+        .unwrap();
         // The same backend, device and sizes again: replaced.
-        let three = merge_entry(&k, path, Some(&two), "cuda", "H100", &[64, 16, 32], &entry("cuda"))
-            .unwrap();
+        let three = merge_entry(
+            &k,
+            path,
+            Some(&two),
+            "cuda",
+            "H100",
+            &[64, 16, 32],
+            &entry("cuda"),
+        )
+        .unwrap();
         assert!(three.contains("# hand-written"), "{three}");
         let e = entries(&k, path, &three).unwrap();
-        assert_eq!((e.cpu.len(), e.cuda.len(), e.opencl.len()), (1, 1, 1), "{three}");
+        assert_eq!(
+            (e.cpu.len(), e.cuda.len(), e.opencl.len()),
+            (1, 1, 1),
+            "{three}"
+        );
         assert_eq!(e.cuda[0].plan, plan);
         assert_eq!(e.opencl[0].device, "H100");
         assert_eq!(e.cuda[0].sizes, Some(vec![64, 16, 32]));

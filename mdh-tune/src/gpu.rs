@@ -231,7 +231,12 @@ impl<'a, D: RawDevice> Bench<'a, D> {
 /// The plan the macro runs without a config entry on this device: the
 /// heuristic default fitted to its limits, as a plan (`groups` left to the
 /// run time, as the default does).
-fn fitted_default(desc: &KernelDesc, bound: &Bound, info: &KernelInfo, dev: &impl RawDevice) -> GpuPlan {
+fn fitted_default(
+    desc: &KernelDesc,
+    bound: &Bound,
+    info: &KernelInfo,
+    dev: &impl RawDevice,
+) -> GpuPlan {
     let r = choose(desc, bound, info, &[], dev.device_name(), dev.limits());
     GpuPlan {
         groups: GpuPlan::default_for(desc).groups,
@@ -277,13 +282,11 @@ pub fn tune<D: RawDevice>(
         }
     );
     let default = fitted_default(desc, &bound, info, dev);
-    let tag = format!("{}{}", target.backend, target.tag);
-    let log_path = work_dir.join(format!("tune-{tag}.jsonl"));
-    let mut t: Tuning<GpuSpace> = Tuning::new(
+    let mut t = Tuning::new(
         space,
         &default,
-        &log_path,
-        &target.start(),
+        target,
+        work_dir,
         args,
         budget,
         Box::new(|_| 0.0),
@@ -323,8 +326,7 @@ pub fn tune<D: RawDevice>(
         }
         Ok(())
     })?;
-    let png = work_dir.join(format!("tune-{tag}.png"));
-    t.finish(target, &png, |plan, prov| {
+    t.finish(target, |plan, prov| {
         gpu_entry_yaml(k, target.backend, &target.device, Some(sizes), plan, prov)
     })
 }

@@ -325,17 +325,19 @@ impl<'a, S: Space> Tuning<'a, S>
 where
     S::Plan: serde::Serialize + serde::de::DeserializeOwned,
 {
-    /// Opens the log (resuming it when asked) and takes in what it holds.
+    /// Opens the log of `target` in `dir` (resuming it when asked) and
+    /// takes in what it holds.
     fn new(
         space: S,
         default: &S::Plan,
-        log_path: &Path,
-        start: &Start,
-        args: &Args,
+        target: &Target,
+        dir: &Path,
+        args: &'a Args,
         budget: &'a Budget,
         bound: Box<dyn Fn(&S::Plan) -> f64 + 'a>,
     ) -> Result<Tuning<'a, S>, String> {
-        let (log, done) = Log::open::<S::Plan>(log_path, start, args.resume)?;
+        let log_path = target.file(dir, "jsonl");
+        let (log, done) = Log::open::<S::Plan>(&log_path, &target.start(), args.resume)?;
         let mut ensemble = Ensemble::new(space.cards(), args.seed);
         let sampler = space.clone();
         ensemble.history.sampler = Some(Box::new(move |rng| sampler.sample(rng)));
@@ -544,14 +546,16 @@ where
     fn finish(
         &self,
         target: &Target,
-        png: &Path,
         entry: impl Fn(&S::Plan, &[(&str, String)]) -> String,
     ) -> Result<(), String> {
+        let png = target.file(self.log.path().parent().unwrap_or(Path::new(".")), "png");
         let (best, best_time) = self
             .best
             .clone()
             .ok_or("no candidate ran correctly; see the tuning log")?;
-        let default_time = self.default_time.ok_or("the default plan was not measured")?;
+        let default_time = self
+            .default_time
+            .ok_or("the default plan was not measured")?;
         let speedup = default_time / best_time;
         let measured = self.costs.len();
         let date = utc_date();
@@ -585,8 +589,7 @@ where
         .map_err(|e| e.0)?;
         std::fs::create_dir_all(&target.out_dir)
             .map_err(|e| format!("cannot create {}: {e}", target.out_dir.display()))?;
-        std::fs::write(&path, text)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
 
         let mut best_so_far = Vec::with_capacity(measured);
         let mut b = f64::INFINITY;
@@ -595,7 +598,7 @@ where
             best_so_far.push(b);
         }
         plot::best_over_evaluations(
-            png,
+            &png,
             &format!(
                 "mdh-tune: {} on {} ({}) at {}",
                 k.name, target.backend, target.device, target.at
@@ -655,6 +658,11 @@ impl Target<'_> {
         );
     }
 
+    /// `dir/tune-<backend>-<sizes>.<ext>`: the log and the plot.
+    fn file(&self, dir: &Path, ext: &str) -> PathBuf {
+        dir.join(format!("tune-{}{}.{ext}", self.backend, self.tag))
+    }
+
     fn start(&self) -> Start {
         Start {
             kernel: self.k.name.to_string(),
@@ -697,7 +705,6 @@ fn tune_cpu(
     let ws = scratch::Workspace::of(manifest)?;
     let scratch = scratch::Scratch::new(&ws, k, &found.tokens, sizes)?;
     let tag = &target.tag;
-    let log_path = scratch.dir().join(format!("tune-cpu{tag}.jsonl"));
     let reference = scratch.dir().join(format!("reference{tag}.txt"));
     let machine = bound::Machine {
         threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -708,8 +715,8 @@ fn tune_cpu(
     let mut t = Tuning::new(
         space,
         &default,
-        &log_path,
-        &target.start(),
+        target,
+        scratch.dir(),
         args,
         budget,
         Box::new(lower),
@@ -780,8 +787,7 @@ fn tune_cpu(
         ));
         Ok(())
     })?;
-    let png = scratch.dir().join(format!("tune-cpu{tag}.png"));
-    t.finish(target, &png, |plan, prov| {
+    t.finish(target, |plan, prov| {
         cpu_entry_yaml(k, &target.device, Some(sizes), plan, prov)
     })
 }

@@ -182,7 +182,6 @@ impl CpuSpace {
     fn reg_points(&self, p: &Point) -> usize {
         (0..self.extents.len()).map(|x| self.reg_of(p, x)).product()
     }
-
 }
 
 impl Space for CpuSpace {

@@ -4,9 +4,12 @@
 //! the macro's parser and chosen by the wrappers' dispatch for the device
 //! and sizes; a resumed run measures no candidate again.
 
+mod common;
+
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+use common::{speedup, tune};
 
 use mdh::gpu::{choose, DeviceLimits, GpuEntry, KernelInfo};
 use mdh_core::config::entries;
@@ -24,25 +27,6 @@ fn matvec() -> mdh_core::Kernel {
         }
     })
     .expect("valid kernel")
-}
-
-/// Runs the tuner; returns stdout and stderr.
-fn tune(backend: &str, out: &Path, extra: &[&str]) -> (String, String) {
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/Cargo.toml");
-    let o = Command::new(env!("CARGO_BIN_EXE_mdh-tune"))
-        .arg("--manifest-path")
-        .arg(&examples)
-        .args(["--kernel", "matvec", "--backend", backend])
-        .args(["--size", "I=64,K=64", "--batch", "2"])
-        .arg("--out")
-        .arg(out)
-        .args(extra)
-        .output()
-        .expect("mdh-tune runs");
-    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
-    let stderr = String::from_utf8_lossy(&o.stderr).to_string();
-    assert!(o.status.success(), "{stdout}\n{stderr}");
-    (stdout, stderr)
 }
 
 /// The log file a run names on stderr.
@@ -67,24 +51,30 @@ fn measured(log: &Path) -> Vec<String> {
 /// the written entry; `device` is the device's name.
 fn tune_and_check(backend: &str, device: &str, limits: DeviceLimits) {
     let out = std::env::temp_dir().join(format!("mdh-tune-{backend}-{}", std::process::id()));
-    let (first, stderr) = tune(backend, &out, &["--evaluations", "3"]);
-    let speedup: f64 = first
-        .lines()
-        .find_map(|l| l.strip_prefix("speedup over default: "))
-        .expect("the summary line")
-        .parse()
-        .unwrap();
-    assert!(speedup >= 1.0, "{first}");
+    let run = |extra: &[&str]| {
+        tune(
+            backend,
+            "I=64,K=64",
+            &out,
+            &[&["--batch", "2"], extra].concat(),
+        )
+    };
+    let (first, stderr) = run(&["--evaluations", "3"]);
+    assert!(speedup(&first) >= 1.0, "{first}");
     let log = log_path(&stderr);
     assert_eq!(measured(&log).len(), 3, "{stderr}");
 
     // Resumed to 6: the 3 measured ones are not measured again.
-    let (_, stderr) = tune(backend, &out, &["--evaluations", "6", "--resume"]);
+    let (_, stderr) = run(&["--evaluations", "6", "--resume"]);
     assert!(stderr.contains("resumed 3 candidates"), "{stderr}");
     let plans = measured(&log_path(&stderr));
     assert_eq!(plans.len(), 6, "{plans:?}");
     let distinct: HashSet<&String> = plans.iter().collect();
-    assert_eq!(distinct.len(), 6, "a candidate was measured twice: {plans:?}");
+    assert_eq!(
+        distinct.len(),
+        6,
+        "a candidate was measured twice: {plans:?}"
+    );
 
     // The macro's parser reads the file; the entry is the one chosen for
     // this device and these sizes.
@@ -94,7 +84,11 @@ fn tune_and_check(backend: &str, device: &str, limits: DeviceLimits) {
     assert!(text.contains(&format!("backend: {backend}")), "{text}");
     assert!(text.contains("evaluations: 6"), "{text}");
     let e = entries(&k, &path, &text).unwrap();
-    let gpu = if backend == "cuda" { &e.cuda } else { &e.opencl };
+    let gpu = if backend == "cuda" {
+        &e.cuda
+    } else {
+        &e.opencl
+    };
     assert_eq!(gpu.len(), 1, "{text}");
     assert_eq!(gpu[0].device, device);
     assert_eq!(gpu[0].sizes, Some(vec![64, 64]));

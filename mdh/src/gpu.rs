@@ -124,7 +124,13 @@ impl Launch {
     /// output access), params: the one statement of the argument order that
     /// untyped launchers ([`Loaded`], the CPU execution of CUDA in tests)
     /// follow.
-    pub fn arg_order(&self, inputs: usize, outputs: usize, partials: usize, params: usize) -> Vec<usize> {
+    pub fn arg_order(
+        &self,
+        inputs: usize,
+        outputs: usize,
+        partials: usize,
+        params: usize,
+    ) -> Vec<usize> {
         let mut a = Vec::new();
         if self.inputs {
             a.extend(0..inputs);
@@ -455,7 +461,10 @@ pub fn param_bytes(v: &Value) -> Vec<u8> {
 /// One argument of an untyped launch.
 pub enum RawArg<'a, B> {
     /// A device buffer whose elements the kernel reads as `elem`-byte values.
-    Buffer { buf: &'a B, elem: usize },
+    Buffer {
+        buf: &'a B,
+        elem: usize,
+    },
     Scalar(Value),
 }
 

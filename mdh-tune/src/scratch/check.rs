@@ -106,4 +106,3 @@ pub fn mismatch(got: &[Buffer], want: &[Buffer], rtol: f64) -> Option<String> {
     }
     None
 }
-

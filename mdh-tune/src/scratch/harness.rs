@@ -115,6 +115,12 @@ pub fn setup(spec: &str, sizes: &[usize], params: &[Value]) -> Case {
     }
 }
 
+fn report(name: &str, fields: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{{\"kernel\": \"{name}\", {fields}}}");
+    let _ = out.flush();
+}
+
 /// Checks and times one candidate; `run` calls it on the given outputs.
 pub fn measure(
     case: &Case,

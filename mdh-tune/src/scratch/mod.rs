@@ -205,8 +205,8 @@ impl Scratch {
                 .map_err(|e| format!("the renamed kernel does not compile: {e}"))?;
             // For any device and sizes: the only plan compiled in.
             let entry = cpu_entry_yaml(&renamed, "*", None, plan, &[]);
-            let text = merge_entry(&renamed, &path, None, "cpu", "*", sizes, &entry)
-                .map_err(|e| e.0)?;
+            let text =
+                merge_entry(&renamed, &path, None, "cpu", "*", sizes, &entry).map_err(|e| e.0)?;
             std::fs::write(&path, text).map_err(io)?;
             let toks = crate::source::renamed(&self.tokens, &name);
             let m = format_ident!("{}", name);
