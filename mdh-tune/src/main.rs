@@ -301,6 +301,9 @@ impl<P: Clone> Pending<P> {
     }
 }
 
+/// An analytic lower bound of a plan's run time in seconds.
+type LowerBound<'a, P> = Box<dyn Fn(&P) -> f64 + 'a>;
+
 /// The tuning state: the search, what was measured, the log, the progress.
 pub struct Tuning<'a, S: Space> {
     space: S,
@@ -313,7 +316,7 @@ pub struct Tuning<'a, S: Space> {
     default_time: Option<f64>,
     log: Log,
     /// An analytic lower bound of a plan's time (0: none).
-    bound: Box<dyn Fn(&S::Plan) -> f64 + 'a>,
+    bound: LowerBound<'a, S::Plan>,
     budget: &'a Budget,
     clock: Instant,
     /// Seconds of the budget spent before a resume.
@@ -334,7 +337,7 @@ where
         dir: &Path,
         args: &'a Args,
         budget: &'a Budget,
-        bound: Box<dyn Fn(&S::Plan) -> f64 + 'a>,
+        bound: LowerBound<'a, S::Plan>,
     ) -> Result<Tuning<'a, S>, String> {
         let log_path = target.file(dir, "jsonl");
         let (log, done) = Log::open::<S::Plan>(&log_path, &target.start(), args.resume)?;
