@@ -15,6 +15,9 @@ pub struct Start {
     pub backend: String,
     pub device: String,
     pub sizes: Vec<usize>,
+    /// What candidates' results are compared with.
+    #[serde(default)]
+    pub checked_against: String,
 }
 
 /// What became of a candidate.
@@ -176,6 +179,7 @@ mod tests {
             backend: "cpu".into(),
             device: "d".into(),
             sizes: vec![8],
+            checked_against: "the reference interpreter".into(),
         };
         let (mut log, done) = Log::open::<CpuPlan>(&path, &start, false).unwrap();
         assert!(done.is_empty());

@@ -216,6 +216,7 @@ fn run(args: Args) -> Result<(), String> {
             .zip(&sizes)
             .map(|(p, v)| format!("-{p}{v}"))
             .collect(),
+        checked_against: "the reference interpreter".into(),
     };
     // Logs and plots of GPU runs go where the CPU's scratch crate is; GPU
     // tuning builds nothing, so it does not need cargo to find the place.
@@ -645,6 +646,8 @@ pub struct Target<'a> {
     pub at: String,
     /// `-I1024-K4096`, for file names.
     pub tag: String,
+    /// What candidates' results are compared with (for the log).
+    pub checked_against: String,
 }
 
 impl Target<'_> {
@@ -672,6 +675,7 @@ impl Target<'_> {
             backend: self.backend.into(),
             device: self.device.clone(),
             sizes: self.sizes.to_vec(),
+            checked_against: self.checked_against.clone(),
         }
     }
 }
