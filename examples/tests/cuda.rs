@@ -23,6 +23,7 @@ mod gpu;
 use std::sync::OnceLock;
 
 use mdh::cuda::Device;
+use mdh::gpu::{from_bytes, param_bytes, to_bytes};
 use mdh::reference::{Buffer, Value};
 use mdh::Error;
 use mdh_core::codegen::c_expr::Dialect;
@@ -95,50 +96,6 @@ fn lens(buffers: &[Buffer]) -> Vec<usize> {
     buffers.iter().map(Buffer::len).collect()
 }
 
-/// The bytes of a buffer as the device stores them (bool as bytes 0 / 1).
-fn to_bytes(b: &Buffer) -> Vec<u8> {
-    macro_rules! bytes {
-        ($($V:ident),*) => {
-            match b {
-                $(Buffer::$V(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),)*
-                Buffer::Bool(v) => v.iter().map(|&x| u8::from(x)).collect(),
-            }
-        };
-    }
-    bytes!(F32, F64, I8, I16, I32, I64, U8, U16, U32, U64)
-}
-
-/// Stores device bytes back into a buffer of the same type and length.
-fn from_bytes(b: &mut Buffer, bytes: &[u8]) {
-    macro_rules! back {
-        ($($V:ident $t:ty),*) => {
-            match b {
-                $(Buffer::$V(v) => {
-                    let chunks = bytes.chunks_exact(std::mem::size_of::<$t>());
-                    for (x, c) in v.iter_mut().zip(chunks) {
-                        *x = <$t>::from_ne_bytes(c.try_into().expect("chunks of the element size"));
-                    }
-                })*
-                Buffer::Bool(v) => v.iter_mut().zip(bytes).for_each(|(x, &c)| *x = c != 0),
-            }
-        };
-    }
-    back!(F32 f32, F64 f64, I8 i8, I16 i16, I32 i32, I64 i64, U8 u8, U16 u16, U32 u32, U64 u64)
-}
-
-/// The bytes of a param as the kernel takes it (bool as a byte).
-fn param_bytes(v: &Value) -> Vec<u8> {
-    macro_rules! bytes {
-        ($($V:ident),*) => {
-            match *v {
-                $(Value::$V(x) => x.to_ne_bytes().to_vec(),)*
-                Value::Bool(x) => vec![u8::from(x)],
-            }
-        };
-    }
-    bytes!(F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, Usize)
-}
-
 /// Like `NAME::cuda::run_dyn`, on the CPU: the same job (source, plan,
 /// launches and their geometry), the same arguments per launch, executed by
 /// `cuda_sim` instead of a device.
@@ -184,18 +141,9 @@ fn run_on_cpu(
         .iter()
         .map(|l| {
             let (grid, block) = l.grid_block()?;
-            let mut a: Vec<usize> = Vec::new();
-            if l.inputs {
-                a.extend(0..n_in);
-            }
-            a.extend(n_in..n_in + n_out);
-            if l.partials {
-                a.extend(n_in + n_out..n_bufs);
-            }
-            a.extend(n_bufs..n_bufs + params.len());
             Ok(SimLaunch {
                 kernel: &l.kernel,
-                args: a,
+                args: l.arg_order(n_in, n_out, n_bufs - n_in - n_out, params.len()),
                 grid,
                 block,
             })

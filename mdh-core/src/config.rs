@@ -270,15 +270,16 @@ fn yaml_list(v: &[usize]) -> String {
     format!("[{}]", items.join(", "))
 }
 
-/// The YAML list item of one CPU entry, as the tuner writes it: the fields
-/// [`entries`] reads (`backend`, `device`, `sizes` unless `None`, `cpu`
-/// with every plan field), then `provenance` (a flow mapping of the given
-/// keys and already rendered YAML values) unless empty.
-pub fn cpu_entry_yaml(
+/// The YAML list item of one entry, as the tuner writes it: the fields
+/// [`entries`] reads (`backend`, `device`, `sizes` unless `None`, the plan
+/// under `cpu` or `gpu` with every field), then `provenance` (a flow
+/// mapping of the given keys and already rendered YAML values) unless empty.
+fn entry_yaml(
     k: &Kernel,
+    backend: &str,
     device: &str,
     sizes: Option<&[usize]>,
-    plan: &CpuPlan,
+    plan: (&str, Vec<String>),
     provenance: &[(&str, String)],
 ) -> String {
     let sizes = sizes.map_or(String::new(), |sizes| {
@@ -290,14 +291,6 @@ pub fn cpu_entry_yaml(
             .collect();
         format!("    sizes: {{ {} }}\n", s.join(", "))
     });
-    let lists = [&plan.cor, &plan.l2, &plan.l1, &plan.reg, &plan.order];
-    let mut cpu: Vec<String> = CPU_LIST_FIELDS
-        .iter()
-        .zip(lists)
-        .map(|(n, v)| format!("{n}: {}", yaml_list(v)))
-        .collect();
-    let pack: Vec<String> = plan.pack.iter().map(|l| yaml_list(l)).collect();
-    cpu.push(format!("pack: [{}]", pack.join(", ")));
     let prov: Vec<String> = provenance
         .iter()
         .map(|(k, v)| format!("{k}: {v}"))
@@ -308,20 +301,63 @@ pub fn cpu_entry_yaml(
         format!("    provenance: {{ {} }}\n", prov.join(", "))
     };
     format!(
-        "  - backend: cpu\n    device: {}\n{sizes}    cpu: {{ {} }}\n{prov}",
+        "  - backend: {backend}\n    device: {}\n{sizes}    {}: {{ {} }}\n{prov}",
         yaml_string(device),
-        cpu.join(", "),
+        plan.0,
+        plan.1.join(", "),
     )
 }
 
-/// A config file's text with `entry` (a list item from [`cpu_entry_yaml`])
-/// in place of the CPU entry of the same device and sizes, or appended to
-/// `entries`; a new file when `text` is `None`. Other entries and all
-/// comments are kept as they are (the text is edited, not re-serialized).
-pub fn merge_cpu_entry(
+/// The YAML list item of one CPU entry (see [`entry_yaml`]).
+pub fn cpu_entry_yaml(
+    k: &Kernel,
+    device: &str,
+    sizes: Option<&[usize]>,
+    plan: &CpuPlan,
+    provenance: &[(&str, String)],
+) -> String {
+    let lists = [&plan.cor, &plan.l2, &plan.l1, &plan.reg, &plan.order];
+    let mut cpu: Vec<String> = CPU_LIST_FIELDS
+        .iter()
+        .zip(lists)
+        .map(|(n, v)| format!("{n}: {}", yaml_list(v)))
+        .collect();
+    let pack: Vec<String> = plan.pack.iter().map(|l| yaml_list(l)).collect();
+    cpu.push(format!("pack: [{}]", pack.join(", ")));
+    entry_yaml(k, "cpu", device, sizes, ("cpu", cpu), provenance)
+}
+
+/// The YAML list item of one GPU entry of `backend` (`opencl` or `cuda`;
+/// see [`entry_yaml`]).
+pub fn gpu_entry_yaml(
+    k: &Kernel,
+    backend: &str,
+    device: &str,
+    sizes: Option<&[usize]>,
+    plan: &GpuPlan,
+    provenance: &[(&str, String)],
+) -> String {
+    let local: Vec<String> = plan.local.iter().map(bool::to_string).collect();
+    let gpu = vec![
+        format!("groups: {}", yaml_list(&plan.groups)),
+        format!("items: {}", yaml_list(&plan.items)),
+        format!("tile: {}", yaml_list(&plan.tile)),
+        format!("local: [{}]", local.join(", ")),
+        format!("blocked: {}", plan.blocked),
+    ];
+    entry_yaml(k, backend, device, sizes, ("gpu", gpu), provenance)
+}
+
+/// A config file's text with `entry` (a list item from [`cpu_entry_yaml`]
+/// or [`gpu_entry_yaml`]) in place of the entry of the same `backend`,
+/// device and sizes, or appended to `entries`; a new file when `text` is
+/// `None`. Other entries and all comments are kept as they are (the text is
+/// edited, not re-serialized).
+pub fn merge_entry(
     k: &Kernel,
     path: &Path,
     text: Option<&str>,
+    backend: &str,
     device: &str,
     sizes: &[usize],
     entry: &str,
@@ -342,7 +378,7 @@ pub fn merge_cpu_entry(
         .collect();
     let same = file.entries.iter().position(|e| {
         let e = &e.value;
-        e.backend.value == "cpu"
+        e.backend.value == backend
             && e.device.as_deref().unwrap_or("*") == device
             && e.sizes
                 .as_ref()
@@ -661,7 +697,7 @@ mod tests {
             ],
         );
         let path = Path::new("configs/matmul.yaml");
-        let text = merge_cpu_entry(&k, path, None, "x", &[64, 16, 32], &entry).unwrap();
+        let text = merge_entry(&k, path, None, "cpu", "x", &[64, 16, 32], &entry).unwrap();
         let e = entries(&k, path, &text).unwrap().cpu;
         assert_eq!(e.len(), 1);
         assert_eq!(e[0].plan, tuned());
@@ -675,7 +711,7 @@ mod tests {
         let path = Path::new("configs/matmul.yaml");
         let old = "# hand-written\nkernel: matmul\nentries:\n  # first\n  - backend: cpu\n    sizes: {I: 64, J: 32, K: 16}\n    cpu: { reg: [4, 16, 1] }\n\n  # second: GPU\n  - backend: opencl\n  # third\n  - backend: cpu\n    device: \"*\"\n    sizes: {I: 8, J: 8, K: 8}\n";
         let entry = cpu_entry_yaml(&k, "*", Some(&[64, 16, 32]), &tuned(), &[]);
-        let new = merge_cpu_entry(&k, path, Some(old), "*", &[64, 16, 32], &entry).unwrap();
+        let new = merge_entry(&k, path, Some(old), "cpu", "*", &[64, 16, 32], &entry).unwrap();
         for kept in [
             "# hand-written",
             "# first",
@@ -692,13 +728,14 @@ mod tests {
         assert_eq!(e[0].plan, tuned());
         // Other sizes: appended.
         let other = cpu_entry_yaml(&k, "*", Some(&[1, 2, 3]), &tuned(), &[]);
-        let more = merge_cpu_entry(&k, path, Some(&new), "*", &[1, 2, 3], &other).unwrap();
+        let more = merge_entry(&k, path, Some(&new), "cpu", "*", &[1, 2, 3], &other).unwrap();
         assert_eq!(entries(&k, path, &more).unwrap().cpu.len(), 3);
         // An empty list becomes a block list.
-        let empty = merge_cpu_entry(
+        let empty = merge_entry(
             &k,
             path,
             Some("kernel: matmul\nentries: []\n"),
+            "cpu",
             "*",
             &[1, 2, 3],
             &other,
@@ -706,9 +743,72 @@ mod tests {
         .unwrap();
         assert_eq!(entries(&k, path, &empty).unwrap().cpu.len(), 1);
         // A broken file is reported, not overwritten.
-        assert!(
-            merge_cpu_entry(&k, path, Some("kernel: other\n"), "*", &[1, 2, 3], &other).is_err()
+        assert!(merge_entry(
+            &k,
+            path,
+            Some("kernel: other\n"),
+            "cpu",
+            "*",
+            &[1, 2, 3],
+            &other
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn gpu_entries_merge_per_backend_and_read_back() {
+        let k = matmul();
+        let path = Path::new("configs/matmul.yaml");
+        let plan = GpuPlan {
+            groups: vec![0, 0, 2],
+            items: vec![4, 32, 2],
+            tile: vec![8, 64, 128],
+            local: vec![true, false],
+            blocked: true,
+        };
+        let old = "kernel: matmul\nentries:\n  # hand-written\n  - backend: cpu\n    sizes: {I: 64, J: 32, K: 16}\n";
+        let entry = |b| gpu_entry_yaml(&k, b, "H100", Some(&[64, 16, 32]), &plan, &[]);
+        let one = merge_entry(
+            &k,
+            path,
+            Some(old),
+            "cuda",
+            "H100",
+            &[64, 16, 32],
+            &entry("cuda"),
+        )
+        .unwrap();
+        let two = merge_entry(
+            &k,
+            path,
+            Some(&one),
+            "opencl",
+            "H100",
+            &[64, 16, 32],
+            &entry("opencl"),
+        )
+        .unwrap();
+        // The same backend, device and sizes again: replaced.
+        let three = merge_entry(
+            &k,
+            path,
+            Some(&two),
+            "cuda",
+            "H100",
+            &[64, 16, 32],
+            &entry("cuda"),
+        )
+        .unwrap();
+        assert!(three.contains("# hand-written"), "{three}");
+        let e = entries(&k, path, &three).unwrap();
+        assert_eq!(
+            (e.cpu.len(), e.cuda.len(), e.opencl.len()),
+            (1, 1, 1),
+            "{three}"
         );
+        assert_eq!(e.cuda[0].plan, plan);
+        assert_eq!(e.opencl[0].device, "H100");
+        assert_eq!(e.cuda[0].sizes, Some(vec![64, 16, 32]));
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub const MAX_ITEMS: usize = 1024;
 /// more would spill out of registers.
 pub const MAX_PRIVATE_ACCUMULATORS: usize = 64;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct GpuPlan {
     pub groups: Vec<usize>,
     pub items: Vec<usize>,

@@ -891,14 +891,20 @@ impl<'a> Launch<'a> {
     /// Passes a device buffer (a `__global` or `__constant` pointer). The
     /// buffer stays borrowed until the launch has run.
     pub fn arg_buffer<T>(self, b: &'a Buffer<T>) -> Self {
+        self.arg_buffer_as(b, std::mem::size_of::<T>())
+    }
+
+    /// Passes a device buffer whose elements the kernel reads as
+    /// `elem_bytes`-byte values, whatever `T` is (a tuner that keeps every
+    /// buffer as bytes: a `cl_mem` has no element type).
+    pub fn arg_buffer_as<T>(self, b: &'a Buffer<T>, elem_bytes: usize) -> Self {
         let mem = b.get();
         // SAFETY: OpenCL copies the `cl_mem` handle; the buffer outlives the
         // launch (borrowed for 'a), and the argument was checked to be a
         // pointer to global or constant memory where the driver can tell.
-        self.set(
-            ArgKind::Buffer(std::mem::size_of::<T>()),
-            move |k, i| unsafe { k.set_arg(i, &mem) },
-        )
+        self.set(ArgKind::Buffer(elem_bytes), move |k, i| unsafe {
+            k.set_arg(i, &mem)
+        })
     }
 
     /// Passes a scalar by value (`f32`, `f64`, `i8`..`i64`, `u8`..`u64`, or

@@ -6,7 +6,6 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use mdh_core::plan::CpuPlan;
 use serde::{Deserialize, Serialize};
 
 /// What a tuning run is for; a log resumes only the same run.
@@ -16,6 +15,9 @@ pub struct Start {
     pub backend: String,
     pub device: String,
     pub sizes: Vec<usize>,
+    /// What candidates' results are compared with.
+    #[serde(default)]
+    pub checked_against: String,
 }
 
 /// What became of a candidate.
@@ -32,12 +34,13 @@ pub enum Status {
     Pruned,
 }
 
+/// One candidate of a plan type `P` (`CpuPlan`, `GpuPlan`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Candidate {
+pub struct Candidate<P> {
     /// The technique that proposed it (`None`: the default plan).
     pub technique: Option<String>,
     pub point: Option<Vec<usize>>,
-    pub plan: CpuPlan,
+    pub plan: P,
     pub status: Status,
     pub time_s: Option<f64>,
     pub lower_bound_s: f64,
@@ -49,9 +52,9 @@ pub struct Candidate {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "record", rename_all = "snake_case")]
-pub enum Record {
+pub enum Record<P> {
     Start(Start),
-    Candidate(Candidate),
+    Candidate(Candidate<P>),
 }
 
 pub struct Log {
@@ -62,7 +65,11 @@ pub struct Log {
 impl Log {
     /// Opens the log at `path`: appends to it when resuming (returning the
     /// candidates recorded so far), else starts it anew.
-    pub fn open(path: &Path, start: &Start, resume: bool) -> Result<(Log, Vec<Candidate>), String> {
+    pub fn open<P: serde::de::DeserializeOwned + Serialize>(
+        path: &Path,
+        start: &Start,
+        resume: bool,
+    ) -> Result<(Log, Vec<Candidate<P>>), String> {
         let mut done = Vec::new();
         if resume {
             let f = File::open(path).map_err(|e| {
@@ -75,7 +82,7 @@ impl Log {
                 let line = line.map_err(|e| format!("{}: {e}", path.display()))?;
                 // A line cut by an interrupt is the only one that may not
                 // parse: the last one.
-                let Ok(r) = serde_json::from_str::<Record>(&line) else {
+                let Ok(r) = serde_json::from_str::<Record<P>>(&line) else {
                     continue;
                 };
                 match r {
@@ -119,7 +126,7 @@ impl Log {
         log.file
             .write_all(b"\n")
             .map_err(|e| format!("writing {}: {e}", path.display()))?;
-        log.append(&Record::Start(start.clone()))?;
+        log.append(&Record::<P>::Start(start.clone()))?;
         Ok((log, done))
     }
 
@@ -128,7 +135,7 @@ impl Log {
     }
 
     /// Appends one record and pushes it to the disk.
-    pub fn append(&mut self, r: &Record) -> Result<(), String> {
+    pub fn append<P: Serialize>(&mut self, r: &Record<P>) -> Result<(), String> {
         let mut line =
             serde_json::to_string(r).map_err(|e| format!("encoding a log record: {e}"))?;
         line.push('\n');
@@ -142,8 +149,9 @@ impl Log {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mdh_core::plan::CpuPlan;
 
-    fn candidate(t: f64) -> Candidate {
+    fn candidate(t: f64) -> Candidate<CpuPlan> {
         Candidate {
             technique: Some("random".into()),
             point: Some(vec![1, 2]),
@@ -171,8 +179,9 @@ mod tests {
             backend: "cpu".into(),
             device: "d".into(),
             sizes: vec![8],
+            checked_against: "the reference interpreter".into(),
         };
-        let (mut log, done) = Log::open(&path, &start, false).unwrap();
+        let (mut log, done) = Log::open::<CpuPlan>(&path, &start, false).unwrap();
         assert!(done.is_empty());
         log.append(&Record::Candidate(candidate(1.0))).unwrap();
         log.append(&Record::Candidate(candidate(2.0))).unwrap();
@@ -183,16 +192,16 @@ mod tests {
         assert_eq!(done, vec![candidate(1.0), candidate(2.0)]);
         log.append(&Record::Candidate(candidate(3.0))).unwrap();
         drop(log);
-        let (_, done) = Log::open(&path, &start, true).unwrap();
+        let (_, done) = Log::open::<CpuPlan>(&path, &start, true).unwrap();
         assert_eq!(done.len(), 3);
         let other = Start {
             sizes: vec![9],
             ..start.clone()
         };
-        let e = Log::open(&path, &other, true).err().unwrap();
+        let e = Log::open::<CpuPlan>(&path, &other, true).err().unwrap();
         assert!(e.contains("another tuning"), "{e}");
         // Without --resume: a new log.
-        let (_, done) = Log::open(&path, &start, false).unwrap();
+        let (_, done) = Log::open::<CpuPlan>(&path, &start, false).unwrap();
         assert!(done.is_empty());
         std::fs::remove_file(&path).unwrap();
     }

@@ -16,6 +16,8 @@
 //! first candidate, so the result is never slower than it.
 
 mod bound;
+mod gpu;
+mod gpu_space;
 mod log;
 mod plot;
 mod scratch;
@@ -31,14 +33,14 @@ use std::time::{Duration, Instant};
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use mdh_core::config::{cpu_entry_yaml, merge_cpu_entry, yaml_string};
+use mdh_core::config::{cpu_entry_yaml, merge_entry, yaml_string};
 use mdh_core::desc::KernelDesc;
 use mdh_core::plan::{elem_bytes, CpuPlan};
 use mdh_core::Kernel;
 
 use log::{Candidate, Log, Record, Start, Status};
 use search::{Ensemble, Point};
-use space::CpuSpace;
+use space::{CpuSpace, Space};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Backend {
@@ -79,12 +81,16 @@ struct Args {
     /// backend, device and sizes.
     #[arg(long)]
     resume: bool,
-    /// Candidates built and timed together (one build per batch).
+    /// Candidates built and timed together (CPU: one build per batch).
     #[arg(long, default_value_t = 8)]
     batch: usize,
     /// Seed of the search.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// The GPU to tune for (`opencl`, `cuda`): a part of its name or its
+    /// index (default: the first).
+    #[arg(long)]
+    device: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -181,15 +187,6 @@ fn run(args: Args) -> Result<(), String> {
     let found = source::find(&crate_dir, args.kernel.as_deref())?;
     let k = &found.kernel;
     let sizes = parse_sizes(k, args.size.as_deref())?;
-    if args.backend != Backend::Cpu {
-        let name = args
-            .backend
-            .to_possible_value()
-            .map_or_else(String::new, |v| v.get_name().to_string());
-        return Err(format!(
-            "--backend {name}: this version of mdh-tune tunes CPU plans only; use --backend cpu (GPU plans are written by hand in configs/<kernel>.yaml for now)"
-        ));
-    }
     let budget = match (&args.budget, args.evaluations) {
         (_, Some(0)) => return Err("--evaluations must be at least 1 (the default plan)".into()),
         (_, Some(n)) => Budget::Evaluations(n),
@@ -200,7 +197,56 @@ fn run(args: Args) -> Result<(), String> {
         Some(d) => d.clone(),
         None => default_out(&k.name.to_string(), &crate_dir)?,
     };
-    tune_cpu(&args, &manifest, &found, &sizes, &budget, &out_dir)
+    let mut target = Target {
+        k,
+        sizes: &sizes,
+        backend: "cpu",
+        device: String::new(),
+        out_dir,
+        at: k
+            .size_params
+            .iter()
+            .zip(&sizes)
+            .map(|(p, v)| format!("{p}={v}"))
+            .collect::<Vec<_>>()
+            .join(","),
+        tag: k
+            .size_params
+            .iter()
+            .zip(&sizes)
+            .map(|(p, v)| format!("-{p}{v}"))
+            .collect(),
+        checked_against: "the reference interpreter".into(),
+    };
+    // Logs and plots of GPU runs go where the CPU's scratch crate is; GPU
+    // tuning builds nothing, so it does not need cargo to find the place.
+    let work = || -> Result<PathBuf, String> {
+        let target = match std::env::var_os("CARGO_TARGET_DIR") {
+            Some(d) => PathBuf::from(d),
+            None => crate_dir
+                .ancestors()
+                .find(|d| mdh_core::config::is_workspace_root(d))
+                .unwrap_or(&crate_dir)
+                .join("target"),
+        };
+        Ok(target.join("mdh-tune").join(k.name.to_string()))
+    };
+    match args.backend {
+        Backend::Cpu => {
+            target.device = mdh::cpu::cpu_name().to_string();
+            tune_cpu(&args, &manifest, &found, &target, &budget)
+        }
+        Backend::Opencl => {
+            let dev = gpu::open_opencl(args.device.as_deref())?;
+            target.backend = "opencl";
+            gpu::tune(&args, &found, &mut target, &budget, &dev, &work()?)
+        }
+        Backend::Cuda => {
+            let dev = gpu::open_cuda(args.device.as_deref())?;
+            target.backend = "cuda";
+            gpu::tune(&args, &found, &mut target, &budget, &dev, &work()?)
+        }
+    }
 }
 
 /// Where the tuned entry goes without `--out`: next to the config the
@@ -226,50 +272,149 @@ fn default_out(kernel: &str, crate_dir: &Path) -> Result<PathBuf, String> {
 const FIRST_BATCH: usize = 4;
 
 /// A candidate ready to measure.
-struct Pending {
+pub struct Pending<P> {
     /// The technique that proposed it (`None`: the default plan).
     technique: Option<&'static str>,
     point: Option<Point>,
-    plan: CpuPlan,
+    pub plan: P,
     bound: f64,
 }
 
-/// The tuning state: the search, what was measured, the log.
-struct Tuning<'a> {
-    k: &'a Kernel,
-    space: CpuSpace,
-    ensemble: Ensemble,
-    /// Every plan seen, with its cost (`INFINITY` unless it ran correctly).
-    seen: HashMap<CpuPlan, f64>,
-    /// Measured candidates in order: (time or INFINITY), for the plot.
-    costs: Vec<f64>,
-    best: Option<(CpuPlan, f64)>,
-    default_time: Option<f64>,
-    log: Log,
-    input_bytes: f64,
-    machine: bound::Machine,
+impl<P: Clone> Pending<P> {
+    /// Its log record after measuring.
+    pub fn candidate(
+        &self,
+        status: Status,
+        time_s: Option<f64>,
+        error: Option<String>,
+        elapsed_s: f64,
+    ) -> Candidate<P> {
+        Candidate {
+            technique: self.technique.map(str::to_string),
+            point: self.point.clone(),
+            plan: self.plan.clone(),
+            status,
+            time_s,
+            lower_bound_s: self.bound,
+            error,
+            elapsed_s,
+        }
+    }
 }
 
-impl Tuning<'_> {
-    fn lower_bound(&self, plan: &CpuPlan) -> f64 {
-        bound::lower_bound(
-            self.k,
-            plan,
-            &self.space.extents,
-            self.input_bytes,
-            &self.machine,
-        )
+/// An analytic lower bound of a plan's run time in seconds.
+type LowerBound<'a, P> = Box<dyn Fn(&P) -> f64 + 'a>;
+
+/// The tuning state: the search, what was measured, the log, the progress.
+pub struct Tuning<'a, S: Space> {
+    space: S,
+    ensemble: Ensemble,
+    /// Every plan seen, with its cost (`INFINITY` unless it ran correctly).
+    seen: HashMap<S::Plan, f64>,
+    /// Measured candidates in order: (time or INFINITY), for the plot.
+    costs: Vec<f64>,
+    pub best: Option<(S::Plan, f64)>,
+    default_time: Option<f64>,
+    log: Log,
+    /// An analytic lower bound of a plan's time (0: none).
+    bound: LowerBound<'a, S::Plan>,
+    budget: &'a Budget,
+    clock: Instant,
+    /// Seconds of the budget spent before a resume.
+    spent_before: f64,
+    pub bar: ProgressBar,
+}
+
+impl<'a, S: Space> Tuning<'a, S>
+where
+    S::Plan: serde::Serialize + serde::de::DeserializeOwned,
+{
+    /// Opens the log of `target` in `dir` (resuming it when asked) and
+    /// takes in what it holds.
+    fn new(
+        space: S,
+        default: &S::Plan,
+        target: &Target,
+        dir: &Path,
+        args: &'a Args,
+        budget: &'a Budget,
+        bound: LowerBound<'a, S::Plan>,
+    ) -> Result<Tuning<'a, S>, String> {
+        let log_path = target.file(dir, "jsonl");
+        let (log, done) = Log::open::<S::Plan>(&log_path, &target.start(), args.resume)?;
+        let mut ensemble = Ensemble::new(space.cards(), args.seed);
+        let sampler = space.clone();
+        ensemble.history.sampler = Some(Box::new(move |rng| sampler.sample(rng)));
+        ensemble.history.start = space.encode(default);
+        let bar = match budget {
+            Budget::Time(d) => ProgressBar::new(d.as_secs()),
+            Budget::Evaluations(n) => ProgressBar::new(*n as u64),
+        };
+        let unit = match budget {
+            Budget::Time(_) => "s",
+            Budget::Evaluations(_) => "evaluations",
+        };
+        bar.set_style(
+            ProgressStyle::with_template(&format!(
+                "{{spinner}} [{{elapsed_precise}}] [{{bar:30}}] {{pos}}/{{len}} {unit} ETA {{eta}} | {{msg}}"
+            ))
+            .map_err(|e| e.to_string())?
+            .progress_chars("=> "),
+        );
+        let mut t = Tuning {
+            space,
+            ensemble,
+            seen: HashMap::new(),
+            costs: Vec::new(),
+            best: None,
+            default_time: None,
+            log,
+            bound,
+            budget,
+            clock: Instant::now(),
+            spent_before: done.iter().map(|c| c.elapsed_s).fold(0.0, f64::max),
+            bar,
+        };
+        for c in &done {
+            t.absorb(c);
+        }
+        if !done.is_empty() {
+            eprintln!(
+                "resumed {} candidates from {}",
+                done.len(),
+                log_path.display()
+            );
+        }
+        Ok(t)
     }
 
-    /// Records a finished candidate: log, search, best.
-    fn record(&mut self, c: Candidate) -> Result<(), String> {
+    /// Seconds of the budget spent.
+    pub fn elapsed(&self) -> f64 {
+        self.spent_before + self.clock.elapsed().as_secs_f64()
+    }
+
+    fn update(&self) {
+        match self.budget {
+            Budget::Time(d) => self
+                .bar
+                .set_position((self.elapsed() as u64).min(d.as_secs())),
+            Budget::Evaluations(_) => self.bar.set_position(self.costs.len() as u64),
+        }
+        let best = self.best.as_ref().map_or("none yet".into(), |b| ms(b.1));
+        self.bar
+            .set_message(format!("{} measured, best {best}", self.costs.len()));
+    }
+
+    /// Records a finished candidate: log, search, best, progress.
+    pub fn record(&mut self, c: Candidate<S::Plan>) -> Result<(), String> {
         self.log.append(&Record::Candidate(c.clone()))?;
         self.absorb(&c);
+        self.update();
         Ok(())
     }
 
     /// Takes a candidate (new or from a resumed log) into the state.
-    fn absorb(&mut self, c: &Candidate) {
+    fn absorb(&mut self, c: &Candidate<S::Plan>) {
         let cost = match c.status {
             Status::Ok => c.time_s.unwrap_or(f64::INFINITY),
             // Never measured: as good as its bound, which lost already.
@@ -297,10 +442,10 @@ impl Tuning<'_> {
         }
     }
 
-    /// The next `n` new candidates: proposed, repaired to valid plans,
-    /// deduplicated; hopeless ones are logged as pruned.
-    fn propose(&mut self, n: usize, elapsed: f64) -> Result<Vec<Pending>, String> {
-        let mut out: Vec<Pending> = Vec::new();
+    /// Fills `out` up to `n` candidates with new ones: proposed, repaired
+    /// to valid plans, deduplicated (against `out` too); hopeless ones are
+    /// logged as pruned.
+    fn propose(&mut self, out: &mut Vec<Pending<S::Plan>>, n: usize) -> Result<(), String> {
         // A small space may run out of new plans.
         for _ in 0..50 * n {
             if out.len() == n {
@@ -317,29 +462,221 @@ impl Tuning<'_> {
             if out.iter().any(|q| q.plan == plan) {
                 continue;
             }
-            debug_assert_eq!(plan.validate(self.k), Ok(()));
-            let bound = self.lower_bound(&plan);
-            if self.best.as_ref().is_some_and(|b| bound >= b.1) {
-                self.record(Candidate {
-                    technique: Some(self.ensemble.techniques[t].name().into()),
-                    point: Some(p),
-                    plan,
-                    status: Status::Pruned,
-                    time_s: None,
-                    lower_bound_s: bound,
-                    error: None,
-                    elapsed_s: elapsed,
-                })?;
-                continue;
-            }
-            out.push(Pending {
+            let bound = (self.bound)(&plan);
+            let pending = Pending {
                 technique: Some(self.ensemble.techniques[t].name()),
                 point: Some(p),
                 plan,
                 bound,
-            });
+            };
+            if self.best.as_ref().is_some_and(|b| bound >= b.1) {
+                let c = pending.candidate(Status::Pruned, None, None, self.elapsed());
+                self.record(c)?;
+                continue;
+            }
+            out.push(pending);
         }
-        Ok(out)
+        Ok(())
+    }
+
+    /// The search loop: the default plan first, then batches of proposals
+    /// (at most `batch`, fewer when the time budget is nearly spent), each
+    /// measured by `measure`, which records every candidate it is given.
+    fn search(
+        &mut self,
+        default: S::Plan,
+        batch: usize,
+        mut measure: impl FnMut(&mut Self, &[Pending<S::Plan>]) -> Result<(), String>,
+    ) -> Result<(), String> {
+        self.clock = Instant::now();
+        self.bar.enable_steady_tick(Duration::from_millis(200));
+        self.update();
+        // Seconds per candidate in the last batch: sizes the next batch to
+        // what the time budget has left.
+        let mut per_candidate_s: Option<f64> = None;
+        loop {
+            let left = match self.budget {
+                Budget::Time(d) => {
+                    let left = d.as_secs_f64() - self.elapsed();
+                    let fit = match per_candidate_s {
+                        // A first, small batch measures the cost of one.
+                        None => FIRST_BATCH,
+                        // Rounded: a batch may overrun the budget by half a candidate.
+                        Some(c) => ((left / c).round().max(0.0)) as usize,
+                    };
+                    if left <= 0.0 || fit == 0 {
+                        break;
+                    }
+                    fit.min(batch)
+                }
+                Budget::Evaluations(n) => match n.saturating_sub(self.costs.len()) {
+                    0 => break,
+                    left => left.min(batch),
+                },
+            };
+            let mut pending = Vec::new();
+            if self.default_time.is_none() && !self.seen.contains_key(&default) {
+                pending.push(Pending {
+                    technique: None,
+                    // On the grid, the default seeds the local searches.
+                    point: self.space.encode(&default),
+                    bound: (self.bound)(&default),
+                    plan: default.clone(),
+                });
+            }
+            self.propose(&mut pending, left)?;
+            if pending.is_empty() {
+                self.bar.println("the search space is exhausted");
+                break;
+            }
+            let began = Instant::now();
+            measure(self, &pending)?;
+            per_candidate_s = Some(began.elapsed().as_secs_f64() / pending.len() as f64);
+            self.update();
+            if self.default_time.is_none() {
+                return Err(
+                    "the default plan did not run correctly at these sizes; see the tuning log"
+                        .into(),
+                );
+            }
+        }
+        self.bar.finish_and_clear();
+        Ok(())
+    }
+
+    /// Writes the best plan's entry (rendered by `entry` from the plan and
+    /// the provenance) into `<out>/<kernel>.yaml`, plots the search, and
+    /// prints the summary.
+    fn finish(
+        &self,
+        target: &Target,
+        entry: impl Fn(&S::Plan, &[(&str, String)]) -> String,
+    ) -> Result<(), String> {
+        let png = target.file(self.log.path().parent().unwrap_or(Path::new(".")), "png");
+        let (best, best_time) = self
+            .best
+            .clone()
+            .ok_or("no candidate ran correctly; see the tuning log")?;
+        let default_time = self
+            .default_time
+            .ok_or("the default plan was not measured")?;
+        let speedup = default_time / best_time;
+        let measured = self.costs.len();
+        let date = utc_date();
+        let provenance = [
+            ("tuner", yaml_string("mdh-tune")),
+            ("device", yaml_string(&target.device)),
+            ("date", yaml_string(&date)),
+            ("budget", yaml_string(&self.budget.describe())),
+            ("evaluations", measured.to_string()),
+            ("time_s", format!("{best_time:e}")),
+            ("default_time_s", format!("{default_time:e}")),
+            ("speedup_over_default", format!("{speedup:.3}")),
+        ];
+        let k = target.k;
+        let entry = entry(&best, &provenance);
+        let path = target.out_dir.join(format!("{}.yaml", k.name));
+        let old = match std::fs::read_to_string(&path) {
+            Ok(s) => Some(s),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        };
+        let text = merge_entry(
+            k,
+            &path,
+            old.as_deref(),
+            target.backend,
+            &target.device,
+            target.sizes,
+            &entry,
+        )
+        .map_err(|e| e.0)?;
+        std::fs::create_dir_all(&target.out_dir)
+            .map_err(|e| format!("cannot create {}: {e}", target.out_dir.display()))?;
+        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+
+        let mut best_so_far = Vec::with_capacity(measured);
+        let mut b = f64::INFINITY;
+        for &c in &self.costs {
+            b = b.min(c);
+            best_so_far.push(b);
+        }
+        plot::best_over_evaluations(
+            &png,
+            &format!(
+                "mdh-tune: {} on {} ({}) at {}",
+                k.name, target.backend, target.device, target.at
+            ),
+            &best_so_far,
+        )?;
+        let uses: Vec<String> = self
+            .ensemble
+            .techniques
+            .iter()
+            .zip(self.ensemble.bandit.uses())
+            .map(|(tq, u)| format!("{} {u}", tq.name()))
+            .collect();
+        eprintln!(
+            "{measured} candidates measured in {:.0}s (proposals by technique: {}); log: {}; plot: {}",
+            self.elapsed(),
+            uses.join(", "),
+            self.log.path().display(),
+            png.display()
+        );
+        eprintln!(
+            "default {}, best {}: wrote {}",
+            ms(default_time),
+            ms(best_time),
+            path.display()
+        );
+        println!("speedup over default: {speedup:.3}");
+        Ok(())
+    }
+}
+
+/// What one tuning run is for.
+pub struct Target<'a> {
+    pub k: &'a Kernel,
+    pub sizes: &'a [usize],
+    /// `cpu`, `opencl` or `cuda`: the config's backend name.
+    pub backend: &'static str,
+    pub device: String,
+    pub out_dir: PathBuf,
+    /// `I=1024,K=4096`, for messages.
+    pub at: String,
+    /// `-I1024-K4096`, for file names.
+    pub tag: String,
+    /// What candidates' results are compared with (for the log).
+    pub checked_against: String,
+}
+
+impl Target<'_> {
+    /// The line that opens a run.
+    fn announce(&self, file: &Path, params: usize, size: f64, estimated: bool) {
+        eprintln!(
+            "tuning `{}` ({}) for {} on {} ({}): {params} parameters, {}{size:.2e} configurations",
+            self.k.name,
+            file.display(),
+            self.at,
+            self.device,
+            self.backend,
+            if estimated { "about " } else { "≈" },
+        );
+    }
+
+    /// `dir/tune-<backend>-<sizes>.<ext>`: the log and the plot.
+    fn file(&self, dir: &Path, ext: &str) -> PathBuf {
+        dir.join(format!("tune-{}{}.{ext}", self.backend, self.tag))
+    }
+
+    fn start(&self) -> Start {
+        Start {
+            kernel: self.k.name.to_string(),
+            backend: self.backend.into(),
+            device: self.device.clone(),
+            sizes: self.sizes.to_vec(),
+            checked_against: self.checked_against.clone(),
+        }
     }
 }
 
@@ -351,12 +688,11 @@ fn tune_cpu(
     args: &Args,
     manifest: &Path,
     found: &source::Found,
-    sizes: &[usize],
+    target: &Target,
     budget: &Budget,
-    out_dir: &Path,
 ) -> Result<(), String> {
     let k = &found.kernel;
-    let device = mdh::cpu::cpu_name().to_string();
+    let sizes = target.sizes;
     let space = CpuSpace::new(k, sizes)?;
     let desc = KernelDesc::from_kernel(k);
     let input_bytes: f64 = k
@@ -372,65 +708,26 @@ fn tune_cpu(
             n * elem_bytes(b.ty) as f64
         })
         .sum();
-    let at = k
-        .size_params
-        .iter()
-        .zip(sizes)
-        .map(|(p, v)| format!("{p}={v}"))
-        .collect::<Vec<_>>()
-        .join(",");
-    eprintln!(
-        "tuning `{}` ({}) for {at} on {device}: {} parameters, ≈{:.2e} configurations",
-        k.name,
-        found.file.display(),
-        space.params.len(),
-        space.size()
-    );
+    target.announce(&found.file, space.params.len(), space.size(), false);
     let ws = scratch::Workspace::of(manifest)?;
     let scratch = scratch::Scratch::new(&ws, k, &found.tokens, sizes)?;
-    let tag: String = k
-        .size_params
-        .iter()
-        .zip(sizes)
-        .map(|(p, v)| format!("-{p}{v}"))
-        .collect();
-    let log_path = scratch.dir().join(format!("tune-cpu{tag}.jsonl"));
+    let tag = &target.tag;
     let reference = scratch.dir().join(format!("reference{tag}.txt"));
-    let start = Start {
-        kernel: k.name.to_string(),
-        backend: "cpu".into(),
-        device: device.clone(),
-        sizes: sizes.to_vec(),
+    let machine = bound::Machine {
+        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let (log, done) = Log::open(&log_path, &start, args.resume)?;
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut ensemble = Ensemble::new(space.cards(), args.seed);
-    let sampler = space.clone();
-    ensemble.history.sampler = Some(Box::new(move |rng| sampler.sample(rng)));
-    ensemble.history.start = space.encode(&CpuPlan::default_for(k));
-    let mut t = Tuning {
-        k,
-        ensemble,
+    let extents = space.extents.clone();
+    let lower = move |plan: &CpuPlan| bound::lower_bound(k, plan, &extents, input_bytes, &machine);
+    let default = CpuPlan::default_for(k);
+    let mut t = Tuning::new(
         space,
-        seen: HashMap::new(),
-        costs: Vec::new(),
-        best: None,
-        default_time: None,
-        log,
-        input_bytes,
-        machine: bound::Machine { threads },
-    };
-    let spent_before = done.iter().map(|c| c.elapsed_s).fold(0.0, f64::max);
-    for c in &done {
-        t.absorb(c);
-    }
-    if !done.is_empty() {
-        eprintln!(
-            "resumed {} candidates from {}",
-            done.len(),
-            log_path.display()
-        );
-    }
+        &default,
+        target,
+        scratch.dir(),
+        args,
+        budget,
+        Box::new(lower),
+    )?;
 
     // The dependencies build once, before the clock starts.
     eprintln!(
@@ -439,99 +736,19 @@ fn tune_cpu(
     );
     scratch.build(&[])?;
 
-    let clock = Instant::now();
-    let elapsed = || spent_before + clock.elapsed().as_secs_f64();
-    let bar = match budget {
-        Budget::Time(d) => ProgressBar::new(d.as_secs()),
-        Budget::Evaluations(n) => ProgressBar::new(*n as u64),
-    };
-    let unit = match budget {
-        Budget::Time(_) => "s",
-        Budget::Evaluations(_) => "evaluations",
-    };
-    bar.set_style(
-        ProgressStyle::with_template(&format!(
-            "{{spinner}} [{{elapsed_precise}}] [{{bar:30}}] {{pos}}/{{len}} {unit} ETA {{eta}} | {{msg}}"
-        ))
-        .map_err(|e| e.to_string())?
-        .progress_chars("=> "),
-    );
-    bar.enable_steady_tick(Duration::from_millis(200));
-    let update = |bar: &ProgressBar, t: &Tuning| {
-        match budget {
-            Budget::Time(d) => bar.set_position((elapsed() as u64).min(d.as_secs())),
-            Budget::Evaluations(_) => bar.set_position(t.costs.len() as u64),
-        }
-        let best = t.best.as_ref().map_or("none yet".into(), |b| ms(b.1));
-        bar.set_message(format!("{} measured, best {best}", t.costs.len()));
-    };
-    update(&bar, &t);
-
-    // Seconds per candidate (build and run) in the last batch: sizes the
-    // next batch to what the time budget has left.
-    let mut per_candidate_s: Option<f64> = None;
-    loop {
-        let left = match budget {
-            Budget::Time(d) => {
-                let left = d.as_secs_f64() - elapsed();
-                let fit = match per_candidate_s {
-                    // A first, small batch measures the cost of one.
-                    None => FIRST_BATCH,
-                    // Rounded: a batch may overrun the budget by half a candidate.
-                    Some(c) => ((left / c).round().max(0.0)) as usize,
-                };
-                if left <= 0.0 || fit == 0 {
-                    break;
-                }
-                fit.min(args.batch)
-            }
-            Budget::Evaluations(n) => match n.saturating_sub(t.costs.len()) {
-                0 => break,
-                left => left.min(args.batch),
-            },
-        };
-        let mut batch = Vec::new();
-        if t.default_time.is_none() && !t.seen.contains_key(&CpuPlan::default_for(k)) {
-            let plan = CpuPlan::default_for(k);
-            batch.push(Pending {
-                technique: None,
-                // On the grid, the default seeds the local searches.
-                point: t.space.encode(&plan),
-                bound: t.lower_bound(&plan),
-                plan,
-            });
-        }
-        let more = left - batch.len();
-        batch.extend(t.propose(more, elapsed())?);
-        if batch.is_empty() {
-            bar.println("the search space is exhausted");
-            break;
-        }
+    t.search(default, args.batch, |t, batch| {
         let began = Instant::now();
         let plans: Vec<CpuPlan> = batch.iter().map(|p| p.plan.clone()).collect();
-        let candidate = |p: &Pending, status, time_s, error, elapsed_s| Candidate {
-            technique: p.technique.map(str::to_string),
-            point: p.point.clone(),
-            plan: p.plan.clone(),
-            status,
-            time_s,
-            lower_bound_s: p.bound,
-            error,
-            elapsed_s,
-        };
         match scratch.build(&plans) {
             Err(e) => {
                 if batch[0].technique.is_none() {
                     return Err(e);
                 }
-                bar.println(format!(
+                t.bar.println(format!(
                     "a batch failed to build; its candidates are recorded as failed:\n{e}"
                 ));
-                let failed: Vec<Candidate> = batch
-                    .iter()
-                    .map(|p| candidate(p, Status::Failed, None, Some(e.clone()), elapsed()))
-                    .collect();
-                for c in failed {
+                for p in batch {
+                    let c = p.candidate(Status::Failed, None, Some(e.clone()), t.elapsed());
                     t.record(c)?;
                 }
             }
@@ -539,14 +756,12 @@ fn tune_cpu(
                 // A candidate 3× slower than the best in its checked run is
                 // not repeated.
                 let slow = t.best.as_ref().map_or(f64::INFINITY, |b| 3.0 * b.1);
-                let mut results = Vec::new();
-                scratch.run(&binary, slow, &reference, |m| {
-                    results.push(m);
-                    Ok(())
-                })?;
                 let mut measured = vec![false; batch.len()];
-                for m in results {
+                scratch.run(&binary, slow, &reference, |m| {
                     let i: usize = m.kernel.trim_start_matches('c').parse().map_err(|_| {
+                        format!("the harness reported an unknown kernel `{}`", m.kernel)
+                    })?;
+                    let p = batch.get(i).ok_or_else(|| {
                         format!("the harness reported an unknown kernel `{}`", m.kernel)
                     })?;
                     let status = match m.status.as_str() {
@@ -555,17 +770,15 @@ fn tune_cpu(
                         _ => Status::Failed,
                     };
                     if status == Status::Wrong {
-                        bar.println(format!(
+                        t.bar.println(format!(
                             "candidate {:?} computes wrong results: {}",
-                            batch[i].plan,
+                            p.plan,
                             m.error.as_deref().unwrap_or("")
                         ));
                     }
                     measured[i] = true;
-                    let c = candidate(&batch[i], status, m.time_s, m.error, elapsed());
-                    t.record(c)?;
-                    update(&bar, &t);
-                }
+                    t.record(p.candidate(status, m.time_s, m.error, t.elapsed()))
+                })?;
                 if let Some(i) = measured.iter().position(|m| !m) {
                     return Err(format!(
                         "the harness did not report candidate c{i}; see {}",
@@ -574,86 +787,16 @@ fn tune_cpu(
                 }
             }
         }
-        let took = began.elapsed().as_secs_f64();
-        per_candidate_s = Some(took / batch.len() as f64);
-        bar.println(format!(
-            "batch of {}: built and measured in {took:.0}s",
-            batch.len()
+        t.bar.println(format!(
+            "batch of {}: built and measured in {:.0}s",
+            batch.len(),
+            began.elapsed().as_secs_f64()
         ));
-        update(&bar, &t);
-        if t.default_time.is_none() {
-            return Err(
-                "the default plan did not run correctly at these sizes; see the tuning log".into(),
-            );
-        }
-    }
-    bar.finish_and_clear();
-
-    let (best, best_time) = t
-        .best
-        .clone()
-        .ok_or("no candidate ran correctly; see the tuning log")?;
-    let default_time = t.default_time.ok_or("the default plan was not measured")?;
-    let speedup = default_time / best_time;
-    let measured = t.costs.len();
-    let date = utc_date();
-    let provenance = [
-        ("tuner", yaml_string("mdh-tune")),
-        ("device", yaml_string(&device)),
-        ("date", yaml_string(&date)),
-        ("budget", yaml_string(&budget.describe())),
-        ("evaluations", measured.to_string()),
-        ("time_s", format!("{best_time:e}")),
-        ("default_time_s", format!("{default_time:e}")),
-        ("speedup_over_default", format!("{speedup:.3}")),
-    ];
-    let entry = cpu_entry_yaml(k, &device, Some(sizes), &best, &provenance);
-    let path = out_dir.join(format!("{}.yaml", k.name));
-    let old = match std::fs::read_to_string(&path) {
-        Ok(s) => Some(s),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-    };
-    let text =
-        merge_cpu_entry(k, &path, old.as_deref(), &device, sizes, &entry).map_err(|e| e.0)?;
-    std::fs::create_dir_all(out_dir)
-        .map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
-    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-
-    let mut best_so_far = Vec::with_capacity(measured);
-    let mut b = f64::INFINITY;
-    for &c in &t.costs {
-        b = b.min(c);
-        best_so_far.push(b);
-    }
-    let png = scratch.dir().join(format!("tune-cpu{tag}.png"));
-    plot::best_over_evaluations(
-        &png,
-        &format!("mdh-tune: {} on the CPU ({device}) at {at}", k.name),
-        &best_so_far,
-    )?;
-    let uses: Vec<String> = t
-        .ensemble
-        .techniques
-        .iter()
-        .zip(t.ensemble.bandit.uses())
-        .map(|(tq, u)| format!("{} {u}", tq.name()))
-        .collect();
-    eprintln!(
-        "{measured} candidates measured in {:.0}s (proposals by technique: {}); log: {}; plot: {}",
-        elapsed(),
-        uses.join(", "),
-        t.log.path().display(),
-        png.display()
-    );
-    eprintln!(
-        "default {}, best {}: wrote {}",
-        ms(default_time),
-        ms(best_time),
-        path.display()
-    );
-    println!("speedup over default: {speedup:.3}");
-    Ok(())
+        Ok(())
+    })?;
+    t.finish(target, |plan, prov| {
+        cpu_entry_yaml(k, &target.device, Some(sizes), plan, prov)
+    })
 }
 
 /// Today's date (UTC) as `YYYY-MM-DD`.

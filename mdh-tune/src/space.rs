@@ -28,6 +28,41 @@ use mdh_core::spec::{DimKind, Kernel};
 
 use crate::search::{Point, Rng};
 
+/// A search space of one backend's plans: coordinates ([`Point`]s) that
+/// the search techniques move in, decoded into plans; every repaired or
+/// sampled point decodes to a plan that can be measured.
+pub trait Space: Clone + 'static {
+    type Plan: Clone + Eq + std::hash::Hash + std::fmt::Debug;
+    /// The number of values of each parameter (the search's coordinates).
+    fn cards(&self) -> Vec<usize>;
+    fn decode(&self, p: &Point) -> Self::Plan;
+    /// Whether coordinate `s` gives `a` and `b` the same value of what it
+    /// sets (given the earlier coordinates).
+    fn agrees(&self, s: usize, a: &Self::Plan, b: &Self::Plan) -> bool;
+    /// `p` moved to the nearest point that satisfies the constraints.
+    fn repair(&self, p: Point) -> Point;
+    /// A random point that satisfies the constraints.
+    fn sample(&self, rng: &mut Rng) -> Point;
+    /// The number of points that satisfy the constraints (or an estimate).
+    fn size(&self) -> f64;
+
+    /// The point of `plan`, if the space holds it: coordinates one by one,
+    /// each the first value that decodes to the plan's, given the earlier
+    /// ones (later parameters may depend on earlier ones).
+    fn encode(&self, plan: &Self::Plan) -> Option<Point> {
+        let cards = self.cards();
+        let mut p = vec![0; cards.len()];
+        for s in 0..cards.len() {
+            let i = (0..cards[s]).find(|&i| {
+                p[s] = i;
+                self.agrees(s, &self.decode(&p), plan)
+            })?;
+            p[s] = i;
+        }
+        (self.decode(&p) == *plan).then_some(p)
+    }
+}
+
 /// COR parts (0: chosen at run time from the number of threads).
 const COR: [usize; 6] = [0, 1, 2, 4, 8, 16];
 /// L1 tile = register tile × one of these; L2 tile = L1 tile × one of these.
@@ -133,11 +168,6 @@ impl CpuSpace {
         })
     }
 
-    /// The number of values of each parameter (the search's coordinates).
-    pub fn cards(&self) -> Vec<usize> {
-        self.params.iter().map(Param::len).collect()
-    }
-
     fn reg_of(&self, p: &Point, x: usize) -> usize {
         self.params
             .iter()
@@ -149,8 +179,20 @@ impl CpuSpace {
             .unwrap_or(1)
     }
 
+    fn reg_points(&self, p: &Point) -> usize {
+        (0..self.extents.len()).map(|x| self.reg_of(p, x)).product()
+    }
+}
+
+impl Space for CpuSpace {
+    type Plan = CpuPlan;
+
+    fn cards(&self) -> Vec<usize> {
+        self.params.iter().map(Param::len).collect()
+    }
+
     /// The plan a point stands for (tiles clamped to the extents).
-    pub fn decode(&self, p: &Point) -> CpuPlan {
+    fn decode(&self, p: &Point) -> CpuPlan {
         let d = self.extents.len();
         let mut plan = CpuPlan {
             cor: vec![0; d],
@@ -180,44 +222,27 @@ impl CpuSpace {
         plan
     }
 
-    /// The point of `plan`, if the space holds it.
-    pub fn encode(&self, plan: &CpuPlan) -> Option<Point> {
-        // Coordinates one by one: each is the value that decodes to the
-        // plan's, given the earlier ones (L1 depends on REG, L2 on L1).
-        let mut p = vec![0; self.params.len()];
-        for s in 0..self.params.len() {
-            let i = (0..self.params[s].len()).find(|&i| {
-                p[s] = i;
-                let d = self.decode(&p);
-                match &self.params[s] {
-                    Param::Cor(x, _) => d.cor[*x] == plan.cor[*x],
-                    Param::Reg(x, _) => d.reg[*x] == plan.reg[*x],
-                    Param::L1(x, _) => d.l1[*x] == plan.l1[*x],
-                    Param::L2(x, _) => d.l2[*x] == plan.l2[*x],
-                    Param::Order(_) => d.order == plan.order,
-                    Param::Pack(_) => true,
-                }
-            })?;
-            p[s] = i;
+    fn agrees(&self, s: usize, a: &CpuPlan, b: &CpuPlan) -> bool {
+        match &self.params[s] {
+            Param::Cor(x, _) => a.cor[*x] == b.cor[*x],
+            Param::Reg(x, _) => a.reg[*x] == b.reg[*x],
+            Param::L1(x, _) => a.l1[*x] == b.l1[*x],
+            Param::L2(x, _) => a.l2[*x] == b.l2[*x],
+            Param::Order(_) => a.order == b.order,
+            // The j-th Pack parameter is input access j.
+            Param::Pack(_) => {
+                let j = self.params[..s]
+                    .iter()
+                    .filter(|q| matches!(q, Param::Pack(_)))
+                    .count();
+                a.pack.get(j) == b.pack.get(j)
+            }
         }
-        // Packing: the j-th Pack parameter is input access j.
-        let packs = self.params.iter().enumerate().filter_map(|(s, q)| match q {
-            Param::Pack(v) => Some((s, v)),
-            _ => None,
-        });
-        for (j, (s, v)) in packs.enumerate() {
-            p[s] = v.iter().position(|l| Some(l) == plan.pack.get(j))?;
-        }
-        (self.decode(&p) == *plan).then_some(p)
-    }
-
-    fn reg_points(&self, p: &Point) -> usize {
-        (0..self.extents.len()).map(|x| self.reg_of(p, x)).product()
     }
 
     /// `p` with register tiles shrunk (the largest first) until they fit
     /// the registers: the propagation of the register constraint.
-    pub fn repair(&self, mut p: Point) -> Point {
+    fn repair(&self, mut p: Point) -> Point {
         while self.reg_points(&p) > self.reg_budget {
             let Some((slot, _)) = self
                 .params
@@ -238,7 +263,7 @@ impl CpuSpace {
 
     /// A uniformly drawn value per parameter, the register tiles drawn
     /// within what the earlier dimensions left of the register budget.
-    pub fn sample(&self, rng: &mut Rng) -> Point {
+    fn sample(&self, rng: &mut Rng) -> Point {
         let mut left = self.reg_budget;
         self.params
             .iter()
@@ -256,7 +281,7 @@ impl CpuSpace {
 
     /// The number of points of the space that satisfy the constraints
     /// (plans whose clamped tiles coincide are counted apart).
-    pub fn size(&self) -> f64 {
+    fn size(&self) -> f64 {
         // Register tiles: count the combinations within the budget exactly
         // (a product-bounded count over the dimensions); the rest multiply.
         let mut counts = vec![0f64; self.reg_budget + 1];

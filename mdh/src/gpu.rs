@@ -7,6 +7,8 @@
 use mdh_core::codegen::gpu::PASS_ITEMS;
 use mdh_core::desc::{Bound, KernelDesc};
 use mdh_core::gpu_plan::{defines, local_elems, GpuPlan, Resolved};
+use mdh_core::interp::{Buffer, Value};
+use mdh_core::plan::elem_bytes;
 use mdh_core::spec::DimKind;
 use mdh_core::Error;
 
@@ -113,6 +115,33 @@ impl Job {
                 .map(|&(d, g)| pass(format!("mdh_scan{d}"), false, g)),
         );
         l
+    }
+}
+
+impl Launch {
+    /// The arguments of this launch as positions among all of its job's
+    /// arguments, numbered inputs, outputs, partial results (one buffer per
+    /// output access), params: the one statement of the argument order that
+    /// untyped launchers ([`Loaded`], the CPU execution of CUDA in tests)
+    /// follow.
+    pub fn arg_order(
+        &self,
+        inputs: usize,
+        outputs: usize,
+        partials: usize,
+        params: usize,
+    ) -> Vec<usize> {
+        let mut a = Vec::new();
+        if self.inputs {
+            a.extend(0..inputs);
+        }
+        a.extend(inputs..inputs + outputs);
+        let bufs = inputs + outputs + partials;
+        if self.partials {
+            a.extend(inputs + outputs..bufs);
+        }
+        a.extend(bufs..bufs + params);
+        a
     }
 }
 
@@ -272,28 +301,39 @@ pub fn job(
     }
     let r = match forced {
         None => choose(desc, bound, info, entries, device, lim),
-        Some(plan) => {
-            plan.validate(desc).map_err(|e| {
-                Error::Argument(format!(
-                    "kernel `{}`: invalid plan: {}",
-                    desc.name, e.message
-                ))
-            })?;
-            let r = plan.resolve(kinds, ext);
-            let bytes = local_bytes(desc, info, bound, &r);
-            if r.threads_per_group() > lim.max_items || bytes > lim.local_bytes {
-                return Err(Error::Argument(format!(
-                    "kernel `{}`: the plan needs {} work-items and {bytes} bytes of local memory per work-group; the device allows {} and {}",
-                    desc.name,
-                    r.threads_per_group(),
-                    lim.max_items,
-                    lim.local_bytes
-                )));
-            }
-            r
-        }
+        Some(plan) => fit(desc, bound, info, plan, lim)?,
     };
     Ok(Some(job_for(desc, bound, info, &r)))
+}
+
+/// `plan` resolved for one call, or an `Err` if it is invalid or does not
+/// fit the device (work-items per work-group, local memory): what a forced
+/// plan must pass, and the tuner's constraint check.
+pub fn fit(
+    desc: &KernelDesc,
+    bound: &Bound,
+    info: &KernelInfo,
+    plan: &GpuPlan,
+    lim: DeviceLimits,
+) -> Result<Resolved, Error> {
+    plan.validate(desc).map_err(|e| {
+        Error::Argument(format!(
+            "kernel `{}`: invalid plan: {}",
+            desc.name, e.message
+        ))
+    })?;
+    let r = plan.resolve(&desc.kinds, &bound.extents);
+    let bytes = local_bytes(desc, info, bound, &r);
+    if r.threads_per_group() > lim.max_items || bytes > lim.local_bytes {
+        return Err(Error::Argument(format!(
+            "kernel `{}`: the plan needs {} work-items and {bytes} bytes of local memory per work-group; the device allows {} and {}",
+            desc.name,
+            r.threads_per_group(),
+            lim.max_items,
+            lim.local_bytes
+        )));
+    }
+    Ok(r)
 }
 
 /// The job of a given resolved plan (also what the tuner measures).
@@ -325,15 +365,8 @@ pub fn job_for(desc: &KernelDesc, bound: &Bound, info: &KernelInfo, r: &Resolved
     }
 }
 
-/// `NAME::{opencl,cuda}::source(&Sizes)`: the complete source for these
-/// sizes on a device without limits (`#error` with the reason when the sizes
-/// do not fit the kernel).
-pub fn source(
-    desc: &KernelDesc,
-    info: &KernelInfo,
-    entries: &[GpuEntry],
-    sizes: &[usize],
-) -> String {
+/// The bound of a call with buffers of exactly the sizes' shapes.
+pub fn bind_sizes(desc: &KernelDesc, sizes: &[usize]) -> Result<Bound, Error> {
     let lens = |bufs: &[mdh_core::desc::BufDesc]| -> Option<Vec<usize>> {
         bufs.iter()
             .map(|b| {
@@ -343,13 +376,25 @@ pub fn source(
             })
             .collect()
     };
-    let bound = match (lens(&desc.inputs), lens(&desc.outputs)) {
+    match (lens(&desc.inputs), lens(&desc.outputs)) {
         (Some(i), Some(o)) => desc.bind(sizes, &i, &o),
         _ => Err(Error::SizeOverflow {
             kernel: desc.name.to_string(),
             what: "a buffer's shape".into(),
         }),
-    };
+    }
+}
+
+/// `NAME::{opencl,cuda}::source(&Sizes)`: the complete source for these
+/// sizes on a device without limits (`#error` with the reason when the sizes
+/// do not fit the kernel).
+pub fn source(
+    desc: &KernelDesc,
+    info: &KernelInfo,
+    entries: &[GpuEntry],
+    sizes: &[usize],
+) -> String {
+    let bound = bind_sizes(desc, sizes);
     let lim = DeviceLimits {
         max_items: mdh_core::gpu_plan::MAX_ITEMS,
         local_bytes: CUDA_STATIC_SHARED_BYTES,
@@ -360,5 +405,303 @@ pub fn source(
             job_for(desc, &bound, info, &r).source
         }
         Err(e) => format!("#error \"{}\"\n", e.to_string().replace('"', "'")),
+    }
+}
+
+// ------------------------------------------------------------------ untyped launches
+
+/// The bytes of a buffer as the device stores them (bool as bytes 0 / 1).
+pub fn to_bytes(b: &Buffer) -> Vec<u8> {
+    macro_rules! bytes {
+        ($($V:ident),*) => {
+            match b {
+                $(Buffer::$V(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),)*
+                Buffer::Bool(v) => v.iter().map(|&x| u8::from(x)).collect(),
+            }
+        };
+    }
+    bytes!(F32, F64, I8, I16, I32, I64, U8, U16, U32, U64)
+}
+
+/// Stores device bytes back into a buffer of the same type and length.
+pub fn from_bytes(b: &mut Buffer, bytes: &[u8]) {
+    macro_rules! back {
+        ($($V:ident $t:ty),*) => {
+            match b {
+                $(Buffer::$V(v) => {
+                    let chunks = bytes.chunks_exact(std::mem::size_of::<$t>());
+                    for (x, c) in v.iter_mut().zip(chunks) {
+                        let mut a = [0u8; std::mem::size_of::<$t>()];
+                        a.copy_from_slice(c);
+                        *x = <$t>::from_ne_bytes(a);
+                    }
+                })*
+                Buffer::Bool(v) => v.iter_mut().zip(bytes).for_each(|(x, &c)| *x = c != 0),
+            }
+        };
+    }
+    back!(F32 f32, F64 f64, I8 i8, I16 i16, I32 i32, I64 i64, U8 u8, U16 u16, U32 u32, U64 u64)
+}
+
+/// The bytes of a param as the kernel takes it (bool as a byte, usize as
+/// 64 bits).
+pub fn param_bytes(v: &Value) -> Vec<u8> {
+    macro_rules! bytes {
+        ($($V:ident),*) => {
+            match *v {
+                $(Value::$V(x) => x.to_ne_bytes().to_vec(),)*
+                Value::Usize(x) => (x as u64).to_ne_bytes().to_vec(),
+                Value::Bool(x) => vec![u8::from(x)],
+            }
+        };
+    }
+    bytes!(F32, F64, I8, I16, I32, I64, U8, U16, U32, U64)
+}
+
+/// One argument of an untyped launch.
+pub enum RawArg<'a, B> {
+    /// A device buffer whose elements the kernel reads as `elem`-byte values.
+    Buffer {
+        buf: &'a B,
+        elem: usize,
+    },
+    Scalar(Value),
+}
+
+/// A device of either runtime driven with untyped buffers (device memory
+/// has no element type): what the tuner measures candidates with, for any
+/// kernel, without generated code.
+pub trait RawDevice: GpuDevice {
+    type Buffer;
+    type Program;
+    fn device_name(&self) -> &str;
+    /// A device buffer holding `bytes` (at least one byte: devices refuse
+    /// empty buffers).
+    fn upload(&self, bytes: &[u8]) -> Result<Self::Buffer, Error>;
+    /// Copies the first `out.len()` bytes of `buf` into `out`.
+    fn download(&self, buf: &Self::Buffer, out: &mut [u8]) -> Result<(), Error>;
+    /// The compiled program of a job's source (cached by the runtime).
+    fn compile(&self, source: &str) -> Result<Self::Program, Error>;
+    /// Runs launch `l` with `args` in order and waits for it; returns its
+    /// time on the device (events).
+    fn launch(
+        &self,
+        prog: &Self::Program,
+        l: &Launch,
+        args: &[RawArg<'_, Self::Buffer>],
+    ) -> Result<std::time::Duration, Error>;
+}
+
+/// A [`Job`] compiled and its buffers on a device, ready to be run
+/// repeatedly: inputs and outputs as given, zeroed partial results.
+pub struct Loaded<D: RawDevice> {
+    program: D::Program,
+    launches: Vec<Launch>,
+    /// Inputs, outputs, partial results: each with its element bytes.
+    buffers: Vec<(D::Buffer, usize)>,
+    counts: [usize; 3],
+    params: Vec<Value>,
+}
+
+impl<D: RawDevice> Loaded<D> {
+    /// Compiles `job` and uploads its buffers; `acc_bytes`: the bytes of a
+    /// partial result per output access ([`KernelInfo::acc_bytes`]).
+    pub fn new(
+        dev: &D,
+        job: &Job,
+        acc_bytes: &[usize],
+        inputs: &[Buffer],
+        outputs: &[Buffer],
+        params: &[Value],
+    ) -> Result<Loaded<D>, Error> {
+        let program = dev.compile(&job.source)?;
+        let mut buffers = Vec::new();
+        for b in inputs.iter().chain(outputs) {
+            buffers.push((dev.upload(&to_bytes(b))?, elem_bytes(b.ty())));
+        }
+        for &eb in acc_bytes {
+            let bytes = job.partial_len.checked_mul(eb).ok_or_else(|| {
+                Error::Argument(format!(
+                    "{} partial results of {eb} bytes overflow the address space",
+                    job.partial_len
+                ))
+            })?;
+            buffers.push((dev.upload(&vec![0u8; bytes])?, eb));
+        }
+        Ok(Loaded {
+            program,
+            launches: job.launches(),
+            buffers,
+            counts: [inputs.len(), outputs.len(), acc_bytes.len()],
+            params: params.to_vec(),
+        })
+    }
+
+    /// Runs every launch of the job once, in order; returns their summed
+    /// device time.
+    pub fn run(&self, dev: &D) -> Result<std::time::Duration, Error> {
+        let [i, o, p] = self.counts;
+        let bufs = self.buffers.len();
+        let mut total = std::time::Duration::ZERO;
+        for l in &self.launches {
+            let args: Vec<RawArg<'_, D::Buffer>> = l
+                .arg_order(i, o, p, self.params.len())
+                .into_iter()
+                .map(|a| match self.buffers.get(a) {
+                    Some((buf, elem)) => RawArg::Buffer { buf, elem: *elem },
+                    None => RawArg::Scalar(self.params[a - bufs]),
+                })
+                .collect();
+            total += dev.launch(&self.program, l, &args)?;
+        }
+        Ok(total)
+    }
+
+    /// Copies the outputs back into `outputs` (the buffers given to
+    /// [`Loaded::new`], same types and lengths).
+    pub fn read(&self, dev: &D, outputs: &mut [Buffer]) -> Result<(), Error> {
+        let [i, ..] = self.counts;
+        for (b, (buf, _)) in outputs.iter_mut().zip(&self.buffers[i..]) {
+            let mut bytes = to_bytes(b);
+            dev.download(buf, &mut bytes)?;
+            from_bytes(b, &bytes);
+        }
+        Ok(())
+    }
+}
+
+/// Calls `$f` with a param as the runtime's scalar type (bool as a byte,
+/// usize as 64 bits).
+#[cfg(any(feature = "opencl", feature = "cuda"))]
+macro_rules! with_scalar {
+    ($v:expr, $f:expr) => {
+        match $v {
+            Value::F32(x) => $f(x),
+            Value::F64(x) => $f(x),
+            Value::I8(x) => $f(x),
+            Value::I16(x) => $f(x),
+            Value::I32(x) => $f(x),
+            Value::I64(x) => $f(x),
+            Value::U8(x) => $f(x),
+            Value::U16(x) => $f(x),
+            Value::U32(x) => $f(x),
+            Value::U64(x) => $f(x),
+            Value::Usize(x) => $f(x as u64),
+            Value::Bool(x) => $f(u8::from(x)),
+        }
+    };
+}
+
+#[cfg(feature = "opencl")]
+impl RawDevice for mdh_gpu::opencl::Device {
+    type Buffer = mdh_gpu::opencl::Buffer<u8>;
+    type Program = std::sync::Arc<mdh_gpu::opencl::Program>;
+
+    fn device_name(&self) -> &str {
+        self.name()
+    }
+
+    fn upload(&self, bytes: &[u8]) -> Result<Self::Buffer, Error> {
+        self.buffer_from(bytes)
+    }
+
+    fn download(&self, buf: &Self::Buffer, out: &mut [u8]) -> Result<(), Error> {
+        self.read(buf, out)
+    }
+
+    fn compile(&self, source: &str) -> Result<Self::Program, Error> {
+        self.program(source, "")
+    }
+
+    fn launch(
+        &self,
+        prog: &Self::Program,
+        l: &Launch,
+        args: &[RawArg<'_, Self::Buffer>],
+    ) -> Result<std::time::Duration, Error> {
+        let mut k = prog.kernel(&l.kernel)?;
+        for a in args {
+            k = match a {
+                RawArg::Buffer { buf, elem } => k.arg_buffer_as(buf, *elem),
+                RawArg::Scalar(v) => with_scalar!(*v, |x| k.arg_scalar(x)),
+            };
+        }
+        k.run(&[l.global], &[l.local])
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl RawDevice for mdh_gpu::cuda::Device {
+    type Buffer = mdh_gpu::cuda::cudarc::driver::CudaSlice<u8>;
+    type Program = std::sync::Arc<mdh_gpu::cuda::Module>;
+
+    fn device_name(&self) -> &str {
+        self.name()
+    }
+
+    fn upload(&self, bytes: &[u8]) -> Result<Self::Buffer, Error> {
+        self.buffer_from(bytes)
+    }
+
+    fn download(&self, buf: &Self::Buffer, out: &mut [u8]) -> Result<(), Error> {
+        // `read` copies whole buffers; outputs are uploaded at their size.
+        self.read(buf, out)
+    }
+
+    fn compile(&self, source: &str) -> Result<Self::Program, Error> {
+        self.module(source)
+    }
+
+    fn launch(
+        &self,
+        prog: &Self::Program,
+        l: &Launch,
+        args: &[RawArg<'_, Self::Buffer>],
+    ) -> Result<std::time::Duration, Error> {
+        let mut k = prog.kernel(&l.kernel)?;
+        for a in args {
+            // CUDA pointers have no element type: `elem` matters to OpenCL's
+            // argument check only.
+            k = match a {
+                RawArg::Buffer { buf, .. } => k.arg_slice(*buf),
+                RawArg::Scalar(v) => with_scalar!(*v, |x| k.arg_scalar(x)),
+            };
+        }
+        let (grid, block) = l.grid_block()?;
+        k.run(grid, block, 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launch_arguments_follow_one_order() {
+        let main = Launch {
+            kernel: "mdh_main".into(),
+            inputs: true,
+            partials: true,
+            global: 64,
+            local: 64,
+        };
+        assert_eq!(main.arg_order(2, 1, 1, 1), vec![0, 1, 2, 3, 4]);
+        let scan = Launch {
+            inputs: false,
+            partials: false,
+            ..main.clone()
+        };
+        assert_eq!(scan.arg_order(2, 1, 1, 1), vec![2, 4]);
+    }
+
+    #[test]
+    fn bytes_round_trip() {
+        let b = Buffer::F32(vec![1.5, -2.0]);
+        let mut c = Buffer::F32(vec![0.0; 2]);
+        from_bytes(&mut c, &to_bytes(&b));
+        assert_eq!(b, c);
+        let b = Buffer::Bool(vec![true, false]);
+        assert_eq!(to_bytes(&b), vec![1, 0]);
+        assert_eq!(param_bytes(&Value::Usize(3)).len(), 8);
     }
 }

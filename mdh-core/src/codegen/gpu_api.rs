@@ -184,6 +184,38 @@ fn entries_tokens(entries: &[GpuEntryCfg]) -> TokenStream {
     quote!(::std::vec![#(#items),*])
 }
 
+/// The element type of each output access (one partial result each).
+fn output_access_types(k: &Kernel) -> Vec<ScalarType> {
+    k.output_accesses()
+        .iter()
+        .map(|(b, _)| k.outputs[*b].ty)
+        .collect()
+}
+
+/// What `mdh::gpu::KernelInfo` holds besides the template: computed here
+/// once for the generated wrappers (as constants) and for the tuner (which
+/// builds a `KernelInfo` at run time).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelTables {
+    /// Bytes of one element of each input buffer.
+    pub in_bytes: Vec<usize>,
+    /// Bytes of one partial result of each output access.
+    pub acc_bytes: Vec<usize>,
+    /// Whether each output access's operator has a neutral element.
+    pub identity: Vec<bool>,
+}
+
+impl KernelTables {
+    pub fn of(k: &Kernel) -> KernelTables {
+        let out = output_access_types(k);
+        KernelTables {
+            in_bytes: k.inputs.iter().map(|b| elem_bytes(b.ty)).collect(),
+            acc_bytes: out.iter().map(|&t| elem_bytes(t)).collect(),
+            identity: (0..out.len()).map(|o| has_identity(k, o)).collect(),
+        }
+    }
+}
+
 /// `pub mod opencl { … }` or `pub mod cuda { … }`, kept or dropped by the
 /// facade's feature of that name.
 pub fn gpu_module(k: &Kernel, backend: Backend, entries: &[GpuEntryCfg]) -> TokenStream {
@@ -208,16 +240,12 @@ pub fn gpu_module(k: &Kernel, backend: Backend, entries: &[GpuEntryCfg]) -> Toke
             }
         })
         .collect();
-    let in_bytes: Vec<usize> = k.inputs.iter().map(|b| elem_bytes(b.ty)).collect();
-    let out_access_tys: Vec<ScalarType> = k
-        .output_accesses()
-        .iter()
-        .map(|(b, _)| k.outputs[*b].ty)
-        .collect();
-    let acc_bytes: Vec<usize> = out_access_tys.iter().map(|&t| elem_bytes(t)).collect();
-    let identity: Vec<bool> = (0..out_access_tys.len())
-        .map(|o| has_identity(k, o))
-        .collect();
+    let out_access_tys = output_access_types(k);
+    let KernelTables {
+        in_bytes,
+        acc_bytes,
+        identity,
+    } = KernelTables::of(k);
     let parts: Vec<Ident> = (0..out_access_tys.len())
         .map(|o| format_ident!("__part{}", o))
         .collect();

@@ -14,7 +14,9 @@ use std::time::Instant;
 use mdh::reference::{Buffer, Value};
 use mdh_core::config::yaml_string;
 use mdh_core::desc::KernelDesc;
-use mdh_core::spec::{DimKind, ScalarType};
+use mdh_core::spec::ScalarType;
+
+use crate::check;
 
 pub struct Case {
     pub inputs: Vec<Buffer>,
@@ -37,26 +39,6 @@ fn arg(name: &str) -> Option<String> {
 fn fail(msg: String) -> ! {
     eprintln!("mdh-tune harness: {msg}");
     std::process::exit(2)
-}
-
-/// A deterministic input buffer: floats uniform in [0, 1) (reductions of
-/// one sign, see the tolerance), integers in 0..8, booleans by coin.
-fn input(ty: ScalarType, len: usize, seed: &mut u64) -> Buffer {
-    let mut b = Buffer::zeros(ty, len);
-    for i in 0..len {
-        *seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let r = (*seed >> 40) as u32; // 24 bits
-        let x = match ty {
-            ScalarType::F32 => Value::F32(r as f32 / (1u32 << 24) as f32),
-            ScalarType::F64 => Value::F64(r as f64 / (1u32 << 24) as f64),
-            ScalarType::Bool => Value::Bool(r & 1 == 1),
-            t => Value::U8((r % 8) as u8).cast(t).unwrap_or(Value::U8(0)),
-        };
-        b.set(i, x);
-    }
-    b
 }
 
 fn parse(ty: ScalarType, s: &str) -> Option<Value> {
@@ -119,78 +101,18 @@ pub fn setup(spec: &str, sizes: &[usize], params: &[Value]) -> Case {
     let k = mdh::reference::kernel(spec)
         .unwrap_or_else(|e| fail(format!("the kernel does not parse: {e}")));
     let desc = KernelDesc::from_kernel(&k);
-    let len = |shape: &[mdh_core::desc::SizeCode]| -> usize {
-        shape
-            .iter()
-            .map(|c| KernelDesc::eval_size(c, sizes).unwrap_or(0))
-            .product()
-    };
-    let mut seed = 0x5EED;
-    let inputs: Vec<Buffer> = k
-        .inputs
-        .iter()
-        .zip(desc.inputs.iter())
-        .map(|(b, d)| input(b.ty, len(&d.shape), &mut seed))
-        .collect();
-    // Floats start as NaN: an element the kernel forgets to write differs.
-    let init: Vec<Buffer> = k
-        .outputs
-        .iter()
-        .zip(desc.outputs.iter())
-        .map(|(b, d)| {
-            let mut o = Buffer::zeros(b.ty, len(&d.shape));
-            if let Some(nan) = Value::F64(f64::NAN).cast(b.ty).filter(|_| b.ty.is_float()) {
-                (0..o.len()).for_each(|i| o.set(i, nan));
-            }
-            o
-        })
-        .collect();
+    let (inputs, init) = check::data(&k, &desc, sizes);
     let path = arg("--reference").unwrap_or_else(|| fail("--reference PATH is missing".into()));
     let want = reference(spec, sizes, &inputs, &init, params, &path);
-    // Reductions are summed in other orders than the interpreter's: allow
-    // max(1e-4, 4 ε √n) for n reduced terms of one sign (the derivation is
-    // in examples/src/check.rs).
-    let reduced: usize = desc
-        .kinds
-        .iter()
-        .zip(desc.dims.iter())
-        .filter(|(kd, _)| **kd != DimKind::Cc)
-        .map(|(_, c)| KernelDesc::eval_size(c, sizes).unwrap_or(1))
-        .product();
     let num = |name: &str, default: f64| arg(name).and_then(|s| s.parse().ok()).unwrap_or(default);
     Case {
         inputs,
         init,
         want,
-        rtol: 1e-4f64.max(4.0 * f32::EPSILON as f64 * (reduced as f64).sqrt()),
+        rtol: check::tolerance(&desc, sizes),
         slow_s: num("--slow", f64::INFINITY),
         min_time_s: num("--min-time", 0.2),
     }
-}
-
-fn close(a: f64, b: f64, rtol: f64) -> bool {
-    (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= rtol * 1f64.max(a.abs()).max(b.abs())
-}
-
-/// The first element that differs from the reference, if any.
-fn mismatch(got: &[Buffer], want: &[Buffer], rtol: f64) -> Option<String> {
-    for (o, (g, w)) in got.iter().zip(want).enumerate() {
-        for i in 0..g.len() {
-            let ok = match (g.get(i), w.get(i)) {
-                (Value::F32(a), Value::F32(b)) => close(a as f64, b as f64, rtol),
-                (Value::F64(a), Value::F64(b)) => close(a, b, rtol),
-                (a, b) => a == b,
-            };
-            if !ok {
-                return Some(format!(
-                    "output #{o}[{i}] is {}, the reference says {}",
-                    g.get(i),
-                    w.get(i)
-                ));
-            }
-        }
-    }
-    None
 }
 
 fn report(name: &str, fields: &str) {
@@ -218,7 +140,7 @@ pub fn measure(
             ),
         );
     }
-    if let Some(m) = mismatch(&outs, &case.want, case.rtol) {
+    if let Some(m) = check::mismatch(&outs, &case.want, case.rtol) {
         return report(
             name,
             &format!("\"status\": \"wrong\", \"error\": {}", yaml_string(&m)),

@@ -17,7 +17,9 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use serde::Deserialize;
 
-use mdh_core::config::{cpu_entry_yaml, merge_cpu_entry};
+pub mod check;
+
+use mdh_core::config::{cpu_entry_yaml, merge_entry};
 use mdh_core::plan::CpuPlan;
 use mdh_core::spec::{Kernel, ScalarType};
 
@@ -121,13 +123,13 @@ pub struct Scratch {
     sizes: Vec<usize>,
 }
 
-/// A literal of a scalar param's value in the tuning runs, and the same
-/// value for the reference interpreter.
+/// A literal of a scalar param's value in the tuning runs
+/// ([`check::param`]), and the same value for the reference interpreter.
 fn param_value(t: ScalarType) -> (TokenStream, TokenStream) {
+    let v = check::param(t);
     let lit: TokenStream = match t {
-        ScalarType::F32 | ScalarType::F64 => format!("0.5{}", t.name()),
-        ScalarType::Bool => "true".into(),
-        _ => format!("1{}", t.name()),
+        ScalarType::Bool => v.to_string(),
+        _ => format!("{v}{}", t.name()),
     }
     .parse()
     .expect("a literal");
@@ -163,6 +165,7 @@ impl Scratch {
             }
         }
         std::fs::write(dir.join("src/harness.rs"), include_str!("harness.rs")).map_err(io)?;
+        std::fs::write(dir.join("src/check.rs"), include_str!("check.rs")).map_err(io)?;
         Ok(Scratch {
             dir,
             target_dir: root.join("target"),
@@ -203,7 +206,7 @@ impl Scratch {
             // For any device and sizes: the only plan compiled in.
             let entry = cpu_entry_yaml(&renamed, "*", None, plan, &[]);
             let text =
-                merge_cpu_entry(&renamed, &path, None, "*", sizes, &entry).map_err(|e| e.0)?;
+                merge_entry(&renamed, &path, None, "cpu", "*", sizes, &entry).map_err(|e| e.0)?;
             std::fs::write(&path, text).map_err(io)?;
             let toks = crate::source::renamed(&self.tokens, &name);
             let m = format_ident!("{}", name);
@@ -226,6 +229,7 @@ impl Scratch {
         let spec = &k.source;
         let main = quote! {
             //! Written by mdh-tune for one batch of candidates; overwritten.
+            mod check;
             mod harness;
             #kernels
             fn main() {

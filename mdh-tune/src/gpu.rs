@@ -1,0 +1,390 @@
+//! Tuning for OpenCL and CUDA devices. GPU plans are not compiled into
+//! Rust: the kernel's source template (the macro's own generator,
+//! [`template`]) is completed per candidate by the facade's
+//! [`mdh::gpu::job`], compiled by the runtime (OpenCL program build or
+//! NVRTC, both cached) and launched in this process on untyped device
+//! buffers ([`Loaded`]), so a candidate costs a compilation and a few runs,
+//! no Rust build.
+
+use std::path::Path;
+use std::time::Duration;
+
+use mdh::gpu::{bind_sizes, choose, job, DeviceLimits, KernelInfo, Loaded, RawDevice};
+use mdh::reference::{Buffer, Value};
+use mdh_core::codegen::c_expr::Dialect;
+use mdh_core::codegen::gpu::template;
+use mdh_core::codegen::gpu_api::KernelTables;
+use mdh_core::config::gpu_entry_yaml;
+use mdh_core::desc::{Bound, KernelDesc};
+use mdh_core::gpu_plan::GpuPlan;
+use mdh_core::Kernel;
+
+use crate::gpu_space::GpuSpace;
+use crate::log::Status;
+use crate::scratch::check;
+use crate::space::Space;
+use crate::{source, Args, Budget, Target, Tuning};
+
+/// Points of the md_hom index space up to which the reference interpreter
+/// checks candidates; beyond, it would take minutes, and candidates are
+/// compared with the default plan's result instead.
+const REFERENCE_POINTS: f64 = (1u64 << 27) as f64;
+/// Floating-point terms per reduced result up to which the interpreter's
+/// sequential sum is a reference: on an H100, a dot product of 2^24 terms
+/// in [0, 1) summed sequentially in f32 came out 2.2% low, where every GPU
+/// plan (tree reductions) agreed with each other within 1e-6.
+const REFERENCE_FLOAT_TERMS: f64 = (1u64 << 14) as f64;
+/// Repetitions of a candidate: at least this many, and more while their
+/// time is below `MIN_TIME_S` (at most `MAX_RUNS`).
+const MIN_RUNS: usize = 3;
+const MIN_TIME_S: f64 = 0.2;
+const MAX_RUNS: usize = 100;
+
+/// The `KernelInfo` the generated wrappers hold as constants, for a kernel
+/// known at run time (leaked: one kernel per tuner process).
+pub fn kernel_info(k: &Kernel, dialect: Dialect) -> &'static KernelInfo {
+    let t = KernelTables::of(k);
+    Box::leak(Box::new(KernelInfo {
+        template: Box::leak(template(k, dialect).into_boxed_str()),
+        in_bytes: Box::leak(t.in_bytes.into_boxed_slice()),
+        acc_bytes: Box::leak(t.acc_bytes.into_boxed_slice()),
+        identity: Box::leak(t.identity.into_boxed_slice()),
+    }))
+}
+
+/// `--device` for OpenCL: an index or a part of the name.
+pub fn open_opencl(sel: Option<&str>) -> Result<mdh::opencl::Device, String> {
+    use mdh::opencl::Device;
+    let d = match sel {
+        None => Device::first(),
+        Some(s) => match s.parse::<usize>() {
+            Ok(i) => Device::by_index(i),
+            Err(_) => Device::by_name(s),
+        },
+    };
+    d.map_err(|e| format!("--backend opencl: {e}"))
+}
+
+/// `--device` for CUDA: an ordinal or a part of the name.
+pub fn open_cuda(sel: Option<&str>) -> Result<mdh::cuda::Device, String> {
+    use mdh::cuda::Device;
+    let err = |e: mdh::Error| format!("--backend cuda: {e}");
+    match sel {
+        None => Device::first().map_err(err),
+        Some(s) => match s.parse::<usize>() {
+            Ok(i) => Device::by_index(i).map_err(err),
+            Err(_) => {
+                let mut names = Vec::new();
+                for i in 0..Device::count() {
+                    let d = Device::by_index(i).map_err(err)?;
+                    if d.name().to_lowercase().contains(&s.to_lowercase()) {
+                        return Ok(d);
+                    }
+                    names.push(d.name().to_string());
+                }
+                Err(format!(
+                    "--device {s:?}: no CUDA device name contains it; the devices are {names:?}"
+                ))
+            }
+        },
+    }
+}
+
+/// What a candidate is measured on: the device, the call's sizes, its data
+/// and the results to compare with.
+struct Bench<'a, D: RawDevice> {
+    dev: &'a D,
+    desc: &'static KernelDesc,
+    bound: Bound,
+    info: &'static KernelInfo,
+    inputs: Vec<Buffer>,
+    init: Vec<Buffer>,
+    params: Vec<Value>,
+    /// The expected outputs (`None` until the default plan gave them,
+    /// when the interpreter is not used).
+    want: Option<Vec<Buffer>>,
+    rtol: f64,
+}
+
+/// One candidate's outcome.
+struct Outcome {
+    status: Status,
+    time_s: Option<f64>,
+    error: Option<String>,
+}
+
+impl Outcome {
+    fn failed(e: impl ToString) -> Outcome {
+        Outcome {
+            status: Status::Failed,
+            time_s: None,
+            error: Some(e.to_string()),
+        }
+    }
+}
+
+impl<'a, D: RawDevice> Bench<'a, D> {
+    /// The bench of `k` at `sizes` on `dev`: deterministic data, and the
+    /// reference interpreter's results where it is fast enough.
+    fn new(dev: &'a D, k: &Kernel, sizes: &[usize], dialect: Dialect) -> Result<Self, String> {
+        let desc: &'static KernelDesc = Box::leak(Box::new(KernelDesc::from_kernel(k)));
+        let info = kernel_info(k, dialect);
+        let bound = bind_sizes(desc, sizes).map_err(|e| format!("--size: {e}"))?;
+        let (inputs, init) = check::data(k, desc, sizes);
+        let params: Vec<Value> = k.params.iter().map(|p| check::param(p.ty)).collect();
+        let mut bench = Bench {
+            dev,
+            desc,
+            bound,
+            info,
+            inputs,
+            init,
+            params,
+            want: None,
+            rtol: check::tolerance(desc, sizes),
+        };
+        if bench.unchecked_because(k).is_none() {
+            let mut want = bench.init.clone();
+            mdh::reference::run(k, sizes, &bench.inputs, &mut want, &bench.params)
+                .map_err(|e| format!("the reference interpreter fails at these sizes: {e}"))?;
+            bench.want = Some(want);
+        }
+        Ok(bench)
+    }
+
+    /// Why the reference interpreter is no reference at these sizes, if it
+    /// is not: too slow, or a float reduction too long for its sequential
+    /// sum.
+    fn unchecked_because(&self, k: &Kernel) -> Option<String> {
+        let ext = &self.bound.extents;
+        let points: f64 = ext.iter().map(|&e| e as f64).product();
+        let reduced: f64 = (0..ext.len())
+            .filter(|&x| !self.desc.kinds[x].is_kept())
+            .map(|x| ext[x] as f64)
+            .product();
+        let floats = k.outputs.iter().any(|b| b.ty.is_float());
+        if points > REFERENCE_POINTS {
+            Some(format!(
+                "the reference interpreter is too slow for {points:.2e} points"
+            ))
+        } else if floats && reduced > REFERENCE_FLOAT_TERMS {
+            Some(format!(
+                "the reference interpreter's sequential sums of {reduced:.0} floating-point terms are less exact than the plans' trees"
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// Compiles and runs `plan` once, checks its result, then times it:
+    /// the checked run is the warm-up; repetitions give the median of the
+    /// device's own times (events). A checked run slower than `slow_s` is
+    /// not repeated: it cannot win.
+    fn measure(&mut self, plan: &GpuPlan, slow_s: f64) -> Outcome {
+        let lim = self.dev.limits();
+        let job = match job(
+            self.desc,
+            &self.bound,
+            self.info,
+            &[],
+            Some(plan),
+            self.dev.device_name(),
+            lim,
+        ) {
+            Ok(Some(j)) => j,
+            Ok(None) => return Outcome::failed("nothing to compute at these sizes"),
+            Err(e) => return Outcome::failed(e),
+        };
+        let loaded = match Loaded::new(
+            self.dev,
+            &job,
+            self.info.acc_bytes,
+            &self.inputs,
+            &self.init,
+            &self.params,
+        ) {
+            Ok(l) => l,
+            Err(e) => return Outcome::failed(e),
+        };
+        let first = match loaded.run(self.dev) {
+            Ok(t) => t,
+            Err(e) => return Outcome::failed(e),
+        };
+        let mut got = self.init.clone();
+        if let Err(e) = loaded.read(self.dev, &mut got) {
+            return Outcome::failed(e);
+        }
+        match &self.want {
+            Some(want) => {
+                if let Some(m) = check::mismatch(&got, want, self.rtol) {
+                    return Outcome {
+                        status: Status::Wrong,
+                        time_s: None,
+                        error: Some(m),
+                    };
+                }
+            }
+            // The default plan's result becomes the expected one.
+            None => self.want = Some(got),
+        }
+        let mut times = vec![first];
+        if first.as_secs_f64() <= slow_s {
+            times.clear();
+            let mut total = Duration::ZERO;
+            while times.len() < MIN_RUNS
+                || (total.as_secs_f64() < MIN_TIME_S && times.len() < MAX_RUNS)
+            {
+                match loaded.run(self.dev) {
+                    Ok(t) => {
+                        total += t;
+                        times.push(t);
+                    }
+                    Err(e) => return Outcome::failed(e),
+                }
+            }
+        }
+        times.sort();
+        Outcome {
+            status: Status::Ok,
+            time_s: Some(times[times.len() / 2].as_secs_f64()),
+            error: None,
+        }
+    }
+}
+
+/// The plan the macro runs without a config entry on this device: the
+/// heuristic default fitted to its limits, as a plan (`groups` left to the
+/// run time, as the default does).
+fn fitted_default(
+    desc: &KernelDesc,
+    bound: &Bound,
+    info: &KernelInfo,
+    dev: &impl RawDevice,
+) -> GpuPlan {
+    let r = choose(desc, bound, info, &[], dev.device_name(), dev.limits());
+    GpuPlan {
+        groups: GpuPlan::default_for(desc).groups,
+        items: r.items,
+        tile: r.tile,
+        local: r.local,
+        blocked: r.blocked,
+    }
+}
+
+/// Tunes `found`'s kernel for the device `dev` of `target.backend`.
+pub fn tune<D: RawDevice>(
+    args: &Args,
+    found: &source::Found,
+    target: &mut Target,
+    budget: &Budget,
+    dev: &D,
+    work_dir: &Path,
+) -> Result<(), String> {
+    let k = &found.kernel;
+    let sizes = target.sizes;
+    target.device = dev.device_name().to_string();
+    let dialect = if target.backend == "cuda" {
+        Dialect::Cuda
+    } else {
+        Dialect::OpenCl
+    };
+    let mut bench = Bench::new(dev, k, sizes, dialect)?;
+    let (desc, info, bound) = (bench.desc, bench.info, bench.bound.clone());
+    let lim: DeviceLimits = dev.limits();
+    let space = GpuSpace::new(desc, bound.clone(), info, lim);
+    target.announce(&found.file, space.params.len(), space.size(), true);
+    eprintln!(
+        "device limits: {} work-items per work-group, {} bytes of local memory",
+        lim.max_items, lim.local_bytes
+    );
+    if let Some(why) = bench.unchecked_because(k) {
+        target.checked_against = format!("the default plan's result ({why})");
+    }
+    eprintln!("results are checked against {}", target.checked_against);
+    let default = fitted_default(desc, &bound, info, dev);
+    let mut t = Tuning::new(
+        space,
+        &default,
+        target,
+        work_dir,
+        args,
+        budget,
+        Box::new(|_| 0.0),
+    )?;
+    if t.best.is_some() && bench.want.is_none() {
+        // A resumed run compares with the default plan's result: run it
+        // again (not recorded: it is in the log).
+        let o = bench.measure(&default, 0.0);
+        if o.status != Status::Ok {
+            return Err(format!(
+                "the default plan does not run: {}",
+                o.error.unwrap_or_default()
+            ));
+        }
+    }
+    t.search(default, args.batch, |t, batch| {
+        for p in batch {
+            let slow = t.best.as_ref().map_or(f64::INFINITY, |b| 3.0 * b.1);
+            let o = bench.measure(&p.plan, slow);
+            match (o.status, p.technique) {
+                (Status::Wrong, _) => t.bar.println(format!(
+                    "candidate {:?} computes wrong results: {}",
+                    p.plan,
+                    o.error.as_deref().unwrap_or("")
+                )),
+                (Status::Failed, None) => {
+                    return Err(format!(
+                        "the default plan {:?} fails on {}: {}",
+                        p.plan,
+                        dev.device_name(),
+                        o.error.unwrap_or_default()
+                    ))
+                }
+                _ => {}
+            }
+            t.record(p.candidate(o.status, o.time_s, o.error, t.elapsed()))?;
+        }
+        Ok(())
+    })?;
+    t.finish(target, |plan, prov| {
+        gpu_entry_yaml(k, target.backend, &target.device, Some(sizes), plan, prov)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_candidate_with_wrong_results_is_rejected() {
+        let dev = match mdh::opencl::Device::first() {
+            Ok(d) => d,
+            Err(e) => {
+                println!("skipped: no OpenCL device ({e})");
+                return;
+            }
+        };
+        let k = crate::space::tests::matvec();
+        let mut bench = Bench::new(&dev, &k, &[64, 64], Dialect::OpenCl).unwrap();
+        let plan = fitted_default(bench.desc, &bench.bound, bench.info, &dev);
+        let o = bench.measure(&plan, f64::INFINITY);
+        assert_eq!(o.status, Status::Ok, "{:?}", o.error);
+        assert!(o.time_s.is_some_and(|t| t > 0.0));
+        // Another expected result stands for a kernel that computes wrong
+        // results: it is never timed.
+        if let Some(want) = &mut bench.want {
+            want[0].set(3, Value::F32(-1.0));
+        }
+        let o = bench.measure(&plan, f64::INFINITY);
+        assert_eq!(o.status, Status::Wrong);
+        assert!(o.time_s.is_none());
+        assert!(o.error.is_some_and(|e| e.contains("output #0[3]")));
+        // A plan the device cannot run fails with the facade's reason.
+        let huge = GpuPlan {
+            items: vec![2048, 1],
+            ..plan
+        };
+        let o = bench.measure(&huge, f64::INFINITY);
+        assert_eq!(o.status, Status::Failed);
+    }
+}

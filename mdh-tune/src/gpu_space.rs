@@ -1,0 +1,312 @@
+//! The GPU search space: the paper's Table 1 parameters of the OpenCL and
+//! CUDA ASMs as [`GpuPlan`] fields (work-groups, work-items and the local
+//! tile per dimension, local-memory caching per input, blocked or strided
+//! work-items), each a list of values.
+//!
+//! Structural constraints are built into the values: work-items and tile
+//! factors are powers of two, work-items at most the extent's next power of
+//! two, tiles a multiple of the work-items (the parameter is the factor),
+//! `local` only for inputs whose accesses share one box
+//! ([`can_cache_locally`]), at most as many work-groups as tiles (more
+//! would leave work-items idle: on an H100 such a matmul plan took 18 s
+//! where the best took 0.2 ms). The constraints that couple dimensions and
+//! depend on the device (work-items per work-group, local memory, private
+//! accumulators) are the facade's own check, [`mdh::gpu::fit`], the one the
+//! generated wrappers apply to a forced plan: repairing shrinks a point
+//! until it passes, so no plan the device cannot run is measured.
+
+use mdh::gpu::{fit, DeviceLimits, KernelInfo};
+use mdh_core::desc::{Bound, KernelDesc};
+use mdh_core::gpu_plan::{can_cache_locally, GpuPlan, MAX_ITEMS, MAX_PRIVATE_ACCUMULATORS};
+use mdh_core::spec::DimKind;
+
+use crate::search::{Point, Rng};
+use crate::space::Space;
+
+/// Tile = work-items × one of these, along PW dimensions (steps of the
+/// reduction per work-group); kept dimensions stop at the private
+/// accumulators' limit.
+const PW_TILE_FACTORS: [usize; 10] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512];
+/// Work-groups per dimension (0: chosen at run time, one per tile along
+/// kept dimensions).
+const GROUPS: [usize; 12] = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
+/// Uniform samples behind the estimate of the space's size.
+const SIZE_SAMPLES: usize = 2000;
+
+#[derive(Clone, Debug)]
+pub enum Param {
+    Groups(usize, Vec<usize>),
+    Items(usize, Vec<usize>),
+    /// The tile as a multiple of the work-items.
+    Tile(usize, Vec<usize>),
+    Local(usize, Vec<bool>),
+    Blocked(Vec<bool>),
+}
+
+impl Param {
+    fn len(&self) -> usize {
+        match self {
+            Param::Groups(_, v) | Param::Items(_, v) | Param::Tile(_, v) => v.len(),
+            Param::Local(_, v) | Param::Blocked(v) => v.len(),
+        }
+    }
+
+    fn counts(&self) -> Option<&[usize]> {
+        match self {
+            Param::Groups(_, v) | Param::Items(_, v) | Param::Tile(_, v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// The GPU space of one kernel at one set of sizes on one device.
+#[derive(Clone)]
+pub struct GpuSpace {
+    pub params: Vec<Param>,
+    desc: &'static KernelDesc,
+    bound: Bound,
+    info: &'static KernelInfo,
+    lim: DeviceLimits,
+}
+
+fn powers_up_to(n: usize) -> Vec<usize> {
+    std::iter::successors(Some(1usize), |&p| p.checked_mul(2))
+        .take_while(|&p| p <= n)
+        .collect()
+}
+
+impl GpuSpace {
+    pub fn new(
+        desc: &'static KernelDesc,
+        bound: Bound,
+        info: &'static KernelInfo,
+        mut lim: DeviceLimits,
+    ) -> GpuSpace {
+        // Plans allow fewer work-items than some OpenCL devices do.
+        lim.max_items = lim.max_items.min(MAX_ITEMS);
+        let mut params = Vec::new();
+        for (x, &ext) in bound.extents.iter().enumerate() {
+            let reach = ext.max(1).next_power_of_two();
+            params.push(Param::Groups(
+                x,
+                GROUPS.iter().copied().filter(|&g| g <= reach).collect(),
+            ));
+            params.push(Param::Items(x, powers_up_to(reach.min(lim.max_items))));
+            let tile = if desc.kinds[x] == DimKind::Pw {
+                PW_TILE_FACTORS.to_vec()
+            } else {
+                powers_up_to(MAX_PRIVATE_ACCUMULATORS)
+            };
+            params.push(Param::Tile(x, tile));
+        }
+        for b in 0..desc.inputs.len() {
+            let v = if can_cache_locally(desc, b) {
+                vec![false, true]
+            } else {
+                vec![false]
+            };
+            params.push(Param::Local(b, v));
+        }
+        params.push(Param::Blocked(vec![false, true]));
+        GpuSpace {
+            params,
+            desc,
+            bound,
+            info,
+            lim,
+        }
+    }
+
+    /// Whether the device can run the plan of `p` (the facade's check).
+    pub fn fits(&self, p: &Point) -> bool {
+        fit(self.desc, &self.bound, self.info, &self.decode(p), self.lim).is_ok()
+    }
+
+    /// The slot of the largest value among the parameters `which` selects
+    /// that can still shrink.
+    fn largest(&self, p: &Point, which: impl Fn(&Param) -> bool) -> Option<usize> {
+        self.params
+            .iter()
+            .enumerate()
+            .filter(|&(s, q)| which(q) && p[s] > 0)
+            .filter_map(|(s, q)| q.counts().map(|v| (s, v[p[s]])))
+            .max_by_key(|&(_, v)| v)
+            .map(|(s, _)| s)
+    }
+}
+
+impl Space for GpuSpace {
+    type Plan = GpuPlan;
+
+    fn cards(&self) -> Vec<usize> {
+        self.params.iter().map(Param::len).collect()
+    }
+
+    fn decode(&self, p: &Point) -> GpuPlan {
+        let d = self.bound.extents.len();
+        let mut plan = GpuPlan {
+            groups: vec![0; d],
+            items: vec![1; d],
+            tile: vec![1; d],
+            local: vec![false; self.desc.inputs.len()],
+            blocked: false,
+        };
+        // Parameters come per dimension as groups, items, tile: items first.
+        for (q, &i) in self.params.iter().zip(p) {
+            match q {
+                Param::Groups(x, v) => plan.groups[*x] = v[i],
+                Param::Items(x, v) => plan.items[*x] = v[i],
+                Param::Tile(x, v) => {
+                    // Tiles beyond the extent are one plan.
+                    let w = plan.items[*x];
+                    let most = self.bound.extents[*x].max(1).div_ceil(w) * w;
+                    plan.tile[*x] = (w * v[i]).min(most);
+                }
+                Param::Local(b, v) => plan.local[*b] = v[i],
+                Param::Blocked(v) => plan.blocked = v[i],
+            }
+        }
+        // More work-groups than tiles leave work-items idle (a block smaller
+        // than a tile): such plans are the plan with one group per tile.
+        for (x, &ext) in self.bound.extents.iter().enumerate() {
+            let tiles = ext.max(1).div_ceil(plan.tile[x]);
+            if plan.groups[x] > tiles {
+                plan.groups[x] = tiles;
+            }
+        }
+        plan
+    }
+
+    fn agrees(&self, s: usize, a: &GpuPlan, b: &GpuPlan) -> bool {
+        match &self.params[s] {
+            Param::Groups(x, _) => a.groups[*x] == b.groups[*x],
+            Param::Items(x, _) => a.items[*x] == b.items[*x],
+            Param::Tile(x, _) => a.tile[*x] == b.tile[*x],
+            Param::Local(i, _) => a.local[*i] == b.local[*i],
+            Param::Blocked(_) => a.blocked == b.blocked,
+        }
+    }
+
+    /// Shrinks `p` until the device can run it: too many work-items per
+    /// group, the largest work-item count halves; too many private
+    /// accumulators, the largest kept tile factor; else (local memory) the
+    /// largest tile factor, then caching goes, then work-items.
+    fn repair(&self, mut p: Point) -> Point {
+        while !self.fits(&p) {
+            let plan = self.decode(&p);
+            let threads: usize = plan.items.iter().product();
+            let kinds = &self.desc.kinds;
+            let private: usize = (0..kinds.len())
+                .filter(|&x| kinds[x].is_kept())
+                .map(|x| plan.tile[x].div_ceil(plan.items[x]))
+                .product();
+            let items = |q: &Param| matches!(q, Param::Items(..));
+            let kept_tiles = |q: &Param| matches!(q, Param::Tile(x, _) if kinds[*x].is_kept());
+            let tiles = |q: &Param| matches!(q, Param::Tile(..));
+            let local = self
+                .params
+                .iter()
+                .enumerate()
+                .find(|(s, q)| matches!(q, Param::Local(..)) && p[*s] > 0)
+                .map(|(s, _)| s);
+            let slot = if threads > self.lim.max_items {
+                self.largest(&p, items)
+            } else if private > MAX_PRIVATE_ACCUMULATORS {
+                self.largest(&p, kept_tiles)
+            } else {
+                self.largest(&p, tiles)
+                    .or(local)
+                    .or_else(|| self.largest(&p, items))
+            };
+            // Nothing left to shrink: the smallest plan; its measurement
+            // reports why it cannot run.
+            let Some(slot) = slot else { break };
+            p[slot] -= 1;
+        }
+        p
+    }
+
+    fn sample(&self, rng: &mut Rng) -> Point {
+        let p = self.params.iter().map(|q| rng.below(q.len())).collect();
+        self.repair(p)
+    }
+
+    /// An estimate: all combinations times the share of uniformly drawn
+    /// ones that the device can run.
+    fn size(&self) -> f64 {
+        let all: f64 = self.params.iter().map(|q| q.len() as f64).product();
+        let mut rng = Rng::new(0x512E);
+        let fit = (0..SIZE_SAMPLES)
+            .filter(|_| {
+                let p: Point = self.params.iter().map(|q| rng.below(q.len())).collect();
+                self.fits(&p)
+            })
+            .count();
+        all * fit.max(1) as f64 / SIZE_SAMPLES as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::kernel_info;
+
+    fn space(k: &mdh_core::Kernel, sizes: &[usize], lim: DeviceLimits) -> GpuSpace {
+        let desc: &'static KernelDesc = Box::leak(Box::new(KernelDesc::from_kernel(k)));
+        let info = kernel_info(k, mdh_core::codegen::c_expr::Dialect::Cuda);
+        let bound = mdh::gpu::bind_sizes(desc, sizes).unwrap();
+        GpuSpace::new(desc, bound, info, lim)
+    }
+
+    #[test]
+    fn every_sampled_or_repaired_point_fits_the_device() {
+        let k = crate::space::tests::matmul();
+        // CUDA's limits, and a small device.
+        for lim in [
+            DeviceLimits {
+                max_items: 1024,
+                local_bytes: mdh::gpu::CUDA_STATIC_SHARED_BYTES,
+            },
+            DeviceLimits {
+                max_items: 256,
+                local_bytes: 4096,
+            },
+        ] {
+            let s = space(&k, &[64, 100, 48], lim);
+            let mut rng = Rng::new(5);
+            let cards = s.cards();
+            for _ in 0..500 {
+                let p = s.sample(&mut rng);
+                assert!(s.fits(&p), "{:?}", s.decode(&p));
+                let wild: Point = cards.iter().map(|&c| rng.below(c)).collect();
+                let plan = s.decode(&s.repair(wild));
+                assert!(plan.items.iter().product::<usize>() <= lim.max_items);
+                assert!(
+                    fit(s.desc, &s.bound, s.info, &plan, lim).is_ok(),
+                    "{plan:?}"
+                );
+                for x in 0..3 {
+                    assert!(plan.items[x].is_power_of_two(), "{plan:?}");
+                    assert_eq!(plan.tile[x] % plan.items[x], 0, "{plan:?}");
+                }
+            }
+            assert!(s.size() > 1e3, "{}", s.size());
+        }
+    }
+
+    #[test]
+    fn points_encode_back() {
+        let k = crate::space::tests::matmul();
+        let lim = DeviceLimits {
+            max_items: 1024,
+            local_bytes: mdh::gpu::CUDA_STATIC_SHARED_BYTES,
+        };
+        let s = space(&k, &[256, 256, 256], lim);
+        let mut rng = Rng::new(9);
+        for _ in 0..100 {
+            let p = s.sample(&mut rng);
+            let plan = s.decode(&p);
+            assert_eq!(s.encode(&plan).map(|q| s.decode(&q)), Some(plan));
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! The tuner on GPU backends, end to end on the examples' matvec: OpenCL
+//! through PoCL on the CPU (no GPU needed), CUDA where a device exists.
+//! Each run tunes, writes a config entry, and the entry is read back with
+//! the macro's parser and chosen by the wrappers' dispatch for the device
+//! and sizes; a resumed run measures no candidate again.
+
+mod common;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use common::{speedup, tune};
+
+use mdh::gpu::{choose, DeviceLimits, GpuEntry, KernelInfo};
+use mdh_core::config::entries;
+use mdh_core::desc::KernelDesc;
+use mdh_core::gpu_plan::GpuPlan;
+
+fn matvec() -> mdh_core::Kernel {
+    mdh_core::compile(quote::quote! {
+        kernel matvec {
+            inp(M: f32[I, K], v: f32[K]),
+            out(w: f32[I]),
+            out_view(w: |i, k| (i)),
+            md_hom[I, K](|m, x| m * x, (CC, PW(+))),
+            inp_view(M: |i, k| (i, k), v: |i, k| (k)),
+        }
+    })
+    .expect("valid kernel")
+}
+
+/// The log file a run names on stderr.
+fn log_path(stderr: &str) -> PathBuf {
+    let at = stderr.find("log: ").expect("the summary names the log") + 5;
+    let rest = &stderr[at..];
+    PathBuf::from(&rest[..rest.find(';').expect("`; plot:` follows")])
+}
+
+/// Plans measured (not pruned) in a log, in order.
+fn measured(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|r| r["record"] == "candidate" && r["status"] != "pruned")
+        .map(|r| r["plan"].to_string())
+        .collect()
+}
+
+/// Tunes matvec for `backend` in two runs (the second resumed) and checks
+/// the written entry; `device` is the device's name.
+fn tune_and_check(backend: &str, device: &str, limits: DeviceLimits) {
+    let out = std::env::temp_dir().join(format!("mdh-tune-{backend}-{}", std::process::id()));
+    let run = |extra: &[&str]| {
+        tune(
+            backend,
+            "I=64,K=64",
+            &out,
+            &[&["--batch", "2"], extra].concat(),
+        )
+    };
+    let (first, stderr) = run(&["--evaluations", "3"]);
+    assert!(speedup(&first) >= 1.0, "{first}");
+    let log = log_path(&stderr);
+    assert_eq!(measured(&log).len(), 3, "{stderr}");
+
+    // Resumed to 6: the 3 measured ones are not measured again.
+    let (_, stderr) = run(&["--evaluations", "6", "--resume"]);
+    assert!(stderr.contains("resumed 3 candidates"), "{stderr}");
+    let plans = measured(&log_path(&stderr));
+    assert_eq!(plans.len(), 6, "{plans:?}");
+    let distinct: HashSet<&String> = plans.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        6,
+        "a candidate was measured twice: {plans:?}"
+    );
+
+    // The macro's parser reads the file; the entry is the one chosen for
+    // this device and these sizes.
+    let k = matvec();
+    let path = out.join("matvec.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(&format!("backend: {backend}")), "{text}");
+    assert!(text.contains("evaluations: 6"), "{text}");
+    let e = entries(&k, &path, &text).unwrap();
+    let gpu = if backend == "cuda" {
+        &e.cuda
+    } else {
+        &e.opencl
+    };
+    assert_eq!(gpu.len(), 1, "{text}");
+    assert_eq!(gpu[0].device, device);
+    assert_eq!(gpu[0].sizes, Some(vec![64, 64]));
+    let desc = KernelDesc::from_kernel(&k);
+    let bound = mdh::gpu::bind_sizes(&desc, &[64, 64]).unwrap();
+    let t = mdh_core::codegen::gpu_api::KernelTables::of(&k);
+    let info = KernelInfo {
+        template: "",
+        in_bytes: Box::leak(t.in_bytes.into_boxed_slice()),
+        acc_bytes: Box::leak(t.acc_bytes.into_boxed_slice()),
+        identity: Box::leak(t.identity.into_boxed_slice()),
+    };
+    let plan: GpuPlan = gpu[0].plan.clone();
+    let dispatch = [GpuEntry {
+        plan: plan.clone(),
+        device: Box::leak(gpu[0].device.clone().into_boxed_str()),
+        sizes: Some(&[64, 64]),
+    }];
+    let chosen = choose(&desc, &bound, &info, &dispatch, device, limits);
+    assert_eq!(chosen, plan.resolve(&desc.kinds, &bound.extents));
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn tunes_matvec_on_opencl_writes_an_entry_the_macro_chooses_and_resumes() {
+    let dev = match mdh::opencl::Device::first() {
+        Ok(d) => d,
+        Err(e) => {
+            println!("skipped: no OpenCL device ({e})");
+            return;
+        }
+    };
+    use mdh::gpu::GpuDevice as _;
+    tune_and_check("opencl", dev.name(), dev.limits());
+}
+
+#[test]
+fn tunes_matvec_on_cuda_where_there_is_a_gpu() {
+    let dev = match mdh::cuda::Device::first() {
+        Ok(d) => d,
+        Err(e) => {
+            println!("skipped: no CUDA device ({e})");
+            return;
+        }
+    };
+    use mdh::gpu::GpuDevice as _;
+    tune_and_check("cuda", dev.name(), dev.limits());
+}
