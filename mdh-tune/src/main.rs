@@ -3,16 +3,19 @@
 //! writes it where the macro reads it (`configs/<kernel>.yaml`).
 //!
 //! ```text
-//! mdh-tune --manifest-path CRATE/Cargo.toml --kernel NAME --backend cpu \
-//!          --size I=1024,K=4096 [--budget 5m | --evaluations N] [--out configs/] [--resume]
+//! mdh-tune --manifest-path CRATE/Cargo.toml --kernel NAME --backend cpu|opencl|cuda \
+//!          --size I=1024,K=4096 [--device NAME_OR_INDEX] [--budget 5m | --evaluations N] \
+//!          [--out configs/] [--resume]
 //! ```
 //!
 //! The search space is the paper's Table 1 parameters of the backend's ASM
-//! ([`space`]); an ensemble of search techniques picked by an AUC bandit
-//! proposes candidates ([`search`]); candidates that an analytic lower bound
-//! shows cannot beat the best are pruned ([`bound`]); the others are built
-//! in batches into a scratch crate and timed there, each checked against
-//! the reference interpreter ([`scratch`]). The default plan is always the
+//! ([`space`], [`gpu_space`]); an ensemble of search techniques picked by an
+//! AUC bandit proposes candidates ([`search`]). CPU candidates that an
+//! analytic lower bound shows cannot beat the best are pruned ([`bound`]);
+//! the others are built in batches into a scratch crate and timed there
+//! ([`scratch`]). GPU candidates need no build: their source is completed,
+//! compiled by the runtime and timed in this process ([`gpu`]). Every
+//! result is checked before it is timed. The default plan is always the
 //! first candidate, so the result is never slower than it.
 
 mod bound;

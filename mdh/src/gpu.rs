@@ -592,22 +592,31 @@ macro_rules! with_scalar {
     };
 }
 
+/// The [`RawDevice`] methods both runtimes' devices implement alike (their
+/// inherent methods have the same names and meanings).
+#[cfg(any(feature = "opencl", feature = "cuda"))]
+macro_rules! raw_device_io {
+    () => {
+        fn device_name(&self) -> &str {
+            self.name()
+        }
+
+        fn upload(&self, bytes: &[u8]) -> Result<Self::Buffer, Error> {
+            self.buffer_from(bytes)
+        }
+
+        fn download(&self, buf: &Self::Buffer, out: &mut [u8]) -> Result<(), Error> {
+            self.read(buf, out)
+        }
+    };
+}
+
 #[cfg(feature = "opencl")]
 impl RawDevice for mdh_gpu::opencl::Device {
     type Buffer = mdh_gpu::opencl::Buffer<u8>;
     type Program = std::sync::Arc<mdh_gpu::opencl::Program>;
 
-    fn device_name(&self) -> &str {
-        self.name()
-    }
-
-    fn upload(&self, bytes: &[u8]) -> Result<Self::Buffer, Error> {
-        self.buffer_from(bytes)
-    }
-
-    fn download(&self, buf: &Self::Buffer, out: &mut [u8]) -> Result<(), Error> {
-        self.read(buf, out)
-    }
+    raw_device_io!();
 
     fn compile(&self, source: &str) -> Result<Self::Program, Error> {
         self.program(source, "")
@@ -635,18 +644,8 @@ impl RawDevice for mdh_gpu::cuda::Device {
     type Buffer = mdh_gpu::cuda::cudarc::driver::CudaSlice<u8>;
     type Program = std::sync::Arc<mdh_gpu::cuda::Module>;
 
-    fn device_name(&self) -> &str {
-        self.name()
-    }
-
-    fn upload(&self, bytes: &[u8]) -> Result<Self::Buffer, Error> {
-        self.buffer_from(bytes)
-    }
-
-    fn download(&self, buf: &Self::Buffer, out: &mut [u8]) -> Result<(), Error> {
-        // `read` copies whole buffers; outputs are uploaded at their size.
-        self.read(buf, out)
-    }
+    // CUDA's `read` copies whole buffers; outputs are uploaded at their size.
+    raw_device_io!();
 
     fn compile(&self, source: &str) -> Result<Self::Program, Error> {
         self.module(source)
