@@ -240,6 +240,18 @@ fn configured_plan_is_used() {
     ] {
         assert!(src.contains(def), "no `{def}` in\n{src}");
     }
+    // On the device it was tuned for, the tuned entry of the same sizes
+    // wins over the hand-written `*` one.
+    let kernel = mdh::reference::kernel(matmul::SPEC).unwrap();
+    let desc = KernelDesc::from_kernel(&kernel);
+    let n = 1024 * 1024;
+    let bound = desc.bind(&[1024, 1024, 1024], &[n, n], &[n]).unwrap();
+    let job = matmul::cuda::job(&bound, None, "NVIDIA H100 80GB HBM3", LIMITS)
+        .unwrap()
+        .unwrap();
+    for def in ["#define W0 2L", "#define W1 256L", "#define T1 1024L"] {
+        assert!(job.source.contains(def), "no `{def}` in\n{}", job.source);
+    }
 }
 
 /// Without a CUDA driver, opening a device is an `Err` that says so, not a

@@ -206,8 +206,9 @@ pub fn cpu_name() -> &'static str {
 
 /// The plan to run for `sizes` among `(device, tuned sizes)` entries: of
 /// those whose device is `*` or this CPU's model name, the one tuned for
-/// the nearest sizes (by the sum of squared log-ratios), else the first
-/// without tuned sizes (the default plan), else plan 0.
+/// the nearest sizes (by the sum of squared log-ratios; at equal distance
+/// one for this model before a `*` one), else the first without tuned sizes
+/// (the default plan), else plan 0.
 pub fn nearest_plan(entries: &[(&str, Option<&[usize]>)], sizes: &[usize]) -> usize {
     let here = |dev: &str| dev == "*" || dev == cpu_name();
     let distance = |t: &[usize]| -> f64 {
@@ -220,10 +221,11 @@ pub fn nearest_plan(entries: &[(&str, Option<&[usize]>)], sizes: &[usize]) -> us
             .sum()
     };
     let usable = || entries.iter().enumerate().filter(|(_, (d, _))| here(d));
+    // At equal distance, an entry tuned for this CPU before a `*` one.
     usable()
-        .filter_map(|(i, (_, t))| t.map(|t| (i, distance(t))))
-        .min_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(i, _)| i)
+        .filter_map(|(i, (d, t))| t.map(|t| (i, distance(t), *d == "*")))
+        .min_by(|a, b| a.1.total_cmp(&b.1).then(a.2.cmp(&b.2)))
+        .map(|(i, _, _)| i)
         .or_else(|| usable().find(|(_, (_, t))| t.is_none()).map(|(i, _)| i))
         .unwrap_or(0)
 }
@@ -625,6 +627,10 @@ mod tests {
             nearest_plan(&[("no such cpu", Some(small)), ("*", None)], &[16, 16]),
             1
         );
+        // This CPU's own entry wins a tie with a `*` one, in either order.
+        let here = cpu_name();
+        assert_eq!(nearest_plan(&[("*", Some(small)), (here, Some(small))], &[16, 16]), 1);
+        assert_eq!(nearest_plan(&[(here, Some(small)), ("*", Some(small))], &[16, 16]), 0);
     }
 
     #[test]

@@ -257,10 +257,17 @@ pub fn choose(
         .filter(|e| e.device == "*" || name.contains(&e.device.to_lowercase()))
         .filter(|e| e.plan.validate(desc).is_ok())
         .collect();
+    // Nearest sizes first; at equal distance an entry tuned for this device
+    // before a `*` one.
+    let key = |e: &GpuEntry| {
+        (
+            e.sizes.map_or(f64::MAX, |s| distance(s, &bound.sizes)),
+            e.device == "*",
+        )
+    };
     candidates.sort_by(|a, b| {
-        let da = a.sizes.map_or(f64::MAX, |s| distance(s, &bound.sizes));
-        let db = b.sizes.map_or(f64::MAX, |s| distance(s, &bound.sizes));
-        da.total_cmp(&db)
+        let (ka, kb) = (key(a), key(b));
+        ka.0.total_cmp(&kb.0).then(ka.1.cmp(&kb.1))
     });
     for e in candidates {
         let r = e.plan.resolve(&desc.kinds, &bound.extents);
