@@ -211,7 +211,7 @@ fn nvrtc_sources(job: JobFn, spec: &str, budget: usize, seed: u64) {
     let mut rng = Rng::new(seed ^ 0x4e56);
     for case in 0..NVRTC_SOURCES {
         let sizes = gpu::random_sizes(&mut rng, &desc, budget, false);
-        let plan = (case > 0).then(|| gpu::random_plan(&mut rng, &desc, MAX_ITEMS));
+        let plan = (case > 0).then(|| gpu::random_plan(&mut rng, &desc, MAX_ITEMS, &sizes));
         let len = |b: &[mdh_core::desc::BufDesc]| -> Vec<usize> {
             b.iter().map(|d| gpu::buffer_len(d, &sizes)).collect()
         };

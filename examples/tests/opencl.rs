@@ -49,3 +49,52 @@ macro_rules! opencl_tests {
 }
 
 with_families!(opencl_tests);
+
+/// Regression: PW work-items (a reduction tree with barriers) in work-groups
+/// that split a kept dimension. Tile loops whose trip count depended on the
+/// group made PoCL turn a one-trip loop around the barriers into a branch on
+/// the group id, and the kernel wrote 0 instead of 13 (barriers must be
+/// reached by all work-items of a group, under the same control flow).
+#[test]
+fn conv2d_split_kept_groups_with_pw_items() {
+    let Some(dev) = device() else { return };
+    let plan = mdh::__rt::GpuPlan {
+        groups: vec![1, 2, 1, 1],
+        items: vec![1, 2, 1, 3],
+        tile: vec![1, 2, 1, 6],
+        local: vec![false, false],
+        blocked: false,
+    };
+    let (p, r, q, s) = (7, 1, 4, 13);
+    let image = vec![1.0f32; (p + r - 1) * (q + s - 1)];
+    let filter = vec![1.0f32; r * s];
+    let mut out = vec![f32::NAN; p * q];
+    let sizes = conv2d::Sizes {
+        P: p,
+        R: r,
+        Q: q,
+        S: s,
+    };
+    conv2d::opencl::run_with(dev, Some(&plan), &image, &filter, &mut out, sizes)
+        .expect("the plan is valid");
+    assert_eq!(out, vec![13.0; p * q]);
+    // The same plan on random inputs, with inputs cached in local memory
+    // too (barriers around the copies), blocked and strided.
+    let mut rng = mdh_examples::check::Rng::new(gpu::seed("conv2d split"));
+    for local in [false, true] {
+        for blocked in [false, true] {
+            let plan = mdh::__rt::GpuPlan {
+                local: vec![local, local],
+                blocked,
+                ..plan.clone()
+            };
+            gpu::one_case(
+                conv2d::SPEC,
+                &sizes.values(),
+                Some(&plan),
+                &mut rng,
+                &mut |plan, i, o, pr, sz| conv2d::opencl::run_dyn(dev, plan, i, o, pr, sz),
+            );
+        }
+    }
+}

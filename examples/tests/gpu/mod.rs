@@ -104,18 +104,34 @@ pub fn random_param(rng: &mut Rng, t: ScalarType) -> Value {
     }
 }
 
-/// A random valid plan with at most `max_items` work-items per work-group.
-pub fn random_plan(rng: &mut Rng, desc: &KernelDesc, max_items: usize) -> GpuPlan {
+/// A random valid plan for `sizes` with at most `max_items` work-items per
+/// work-group. A third of the plans make the tile of each dimension split
+/// across 2 to 7 work-groups exactly the group's block: one tile per group,
+/// the case where a compiler may turn tile loops into branches on the group
+/// id around the barriers of the reduction tree and the local copies.
+pub fn random_plan(rng: &mut Rng, desc: &KernelDesc, max_items: usize, sizes: &[usize]) -> GpuPlan {
     let d = desc.dims.len();
     let pick = |rng: &mut Rng, xs: &[usize]| xs[rng.below(xs.len())];
+    let extents: Vec<usize> = desc
+        .dims
+        .iter()
+        .map(|c| KernelDesc::eval_size(c, sizes).unwrap_or(0).max(1))
+        .collect();
     loop {
-        let items: Vec<usize> = (0..d).map(|_| pick(rng, &[1, 1, 2, 3, 4, 8, 16])).collect();
-        let tile = items
+        let groups: Vec<usize> = (0..d).map(|_| pick(rng, &[0, 0, 1, 2, 3, 7])).collect();
+        let mut items: Vec<usize> = (0..d).map(|_| pick(rng, &[1, 1, 2, 3, 4, 8, 16])).collect();
+        let mut tile: Vec<usize> = items
             .iter()
             .map(|&w| w * pick(rng, &[1, 1, 2, 3, 5]))
             .collect();
+        if rng.below(3) == 0 {
+            for x in (0..d).filter(|&x| groups[x] >= 2) {
+                tile[x] = extents[x].div_ceil(groups[x]);
+                items[x] = items[x].min(tile[x]);
+            }
+        }
         let plan = GpuPlan {
-            groups: (0..d).map(|_| pick(rng, &[0, 0, 1, 2, 3, 7])).collect(),
+            groups,
             items,
             tile,
             local: (0..desc.inputs.len())
@@ -169,9 +185,12 @@ pub fn seed(name: &str) -> u64 {
     })
 }
 
+/// A back end: like `NAME::opencl::run_dyn` without the device.
+pub type RunDyn<'a> = dyn FnMut(Option<&GpuPlan>, &[Buffer], &mut [Buffer], &[Value], &[usize]) -> Result<(), Error>
+    + 'a;
+
 /// `cases` random sizes × random plans (of at most `max_items` work-items
-/// per work-group) of one family through `run` (a back end: like
-/// `NAME::opencl::run_dyn` without the device), each compared with the
+/// per work-group) of one family through `run`, each compared with the
 /// reference interpreter. The first case runs the configured / default plan.
 pub fn family(
     spec: &str,
@@ -192,45 +211,60 @@ pub fn family(
     let mut rng = Rng::new(seed);
     for case in 0..cases {
         let sizes = random_sizes(&mut rng, &desc, budget, true);
-        let plan = (case > 0).then(|| random_plan(&mut rng, &desc, max_items));
-        let inputs: Vec<Buffer> = kernel
-            .inputs
-            .iter()
-            .zip(desc.inputs.iter())
-            .map(|(b, d)| random_buffer(&mut rng, b.ty, buffer_len(d, &sizes)))
-            .collect();
-        let init: Vec<Buffer> = kernel
-            .outputs
-            .iter()
-            .zip(desc.outputs.iter())
-            .map(|(b, d)| sentinel(b.ty, buffer_len(d, &sizes)))
-            .collect();
-        let params: Vec<Value> = kernel
-            .params
-            .iter()
-            .map(|p| random_param(&mut rng, p.ty))
-            .collect();
-        let mut got = init.clone();
-        let result = run(plan.as_ref(), &inputs, &mut got, &params, &sizes);
-        let points: usize = desc
-            .dims
-            .iter()
-            .map(|c| KernelDesc::eval_size(c, &sizes).unwrap_or(0))
-            .product();
-        if let Err(msg) = check::verify(
-            spec,
-            &sizes,
-            &inputs,
-            &params,
-            init,
-            result,
-            &got,
-            check::sum_rtol(points),
-        ) {
-            panic!(
-                "kernel `{}`, sizes {sizes:?}, plan {plan:?}: {msg}",
-                kernel.name
-            );
-        }
+        let plan = (case > 0).then(|| random_plan(&mut rng, &desc, max_items, &sizes));
+        one_case(spec, &sizes, plan.as_ref(), &mut rng, &mut run);
+    }
+}
+
+/// One call of a kernel at `sizes` with `plan` (`None`: the configured /
+/// default plan) on random inputs and params through `run`, compared with
+/// the reference interpreter; panics with the case on a mismatch.
+pub fn one_case(
+    spec: &str,
+    sizes: &[usize],
+    plan: Option<&GpuPlan>,
+    rng: &mut Rng,
+    run: &mut RunDyn,
+) {
+    let kernel = mdh::reference::kernel(spec).expect("the example's spec checks");
+    let desc = KernelDesc::from_kernel(&kernel);
+    let inputs: Vec<Buffer> = kernel
+        .inputs
+        .iter()
+        .zip(desc.inputs.iter())
+        .map(|(b, d)| random_buffer(rng, b.ty, buffer_len(d, sizes)))
+        .collect();
+    let init: Vec<Buffer> = kernel
+        .outputs
+        .iter()
+        .zip(desc.outputs.iter())
+        .map(|(b, d)| sentinel(b.ty, buffer_len(d, sizes)))
+        .collect();
+    let params: Vec<Value> = kernel
+        .params
+        .iter()
+        .map(|p| random_param(rng, p.ty))
+        .collect();
+    let mut got = init.clone();
+    let result = run(plan, &inputs, &mut got, &params, sizes);
+    let points: usize = desc
+        .dims
+        .iter()
+        .map(|c| KernelDesc::eval_size(c, sizes).unwrap_or(0))
+        .product();
+    if let Err(msg) = check::verify(
+        spec,
+        sizes,
+        &inputs,
+        &params,
+        init,
+        result,
+        &got,
+        check::sum_rtol(points),
+    ) {
+        panic!(
+            "kernel `{}`, sizes {sizes:?}, plan {plan:?}: {msg}",
+            kernel.name
+        );
     }
 }

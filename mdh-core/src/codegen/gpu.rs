@@ -111,6 +111,23 @@ struct Emit<'k> {
     ops: Vec<Option<&'k ReduceOp>>,
 }
 
+/// Opens the loop over the LM tiles `[t{x}, e{x})` of this work-group's
+/// block along dimension `x`. The trip count is the same in every
+/// work-group (the block extent `B{x}` they all share, not the group's
+/// possibly shorter `bhi{x} - blo{x}`): the loop body holds barriers, which
+/// every work-item of a group must reach under the same control flow, and a
+/// trip count that depends on the group id is not that (PoCL turned a
+/// one-trip loop into a branch on the group id and dropped results). Tiles
+/// past the group's block are empty (`e{x} <= t{x}`): they compute and
+/// copy nothing but still reach the barriers.
+fn tile_loop(l: &mut Lowering, x: usize) {
+    l.line(&format!(
+        "for (long tt{x} = 0; tt{x} < B{x}; tt{x} += T{x}) {{"
+    ));
+    l.line(&format!("const long t{x} = blo{x} + tt{x};"));
+    l.line(&format!("const long e{x} = MDH_MIN(t{x} + T{x}, bhi{x});"));
+}
+
 /// Whether combining output `o` needs "has a value" flags: an operator
 /// without a neutral element, whose partial results may be empty.
 fn needs_flags(op: Option<&ReduceOp>) -> bool {
@@ -336,10 +353,7 @@ impl<'k> Emit<'k> {
             |x: usize| format!("t{x} + (MDH_BLOCKED ? w{x} * P{x} + p{x} : w{x} + p{x} * W{x})");
         // Kept tile loops.
         for &x in &self.kept {
-            l.line(&format!(
-                "for (long t{x} = blo{x}; t{x} < bhi{x}; t{x} += T{x}) {{"
-            ));
-            l.line(&format!("const long e{x} = MDH_MIN(t{x} + T{x}, bhi{x});"));
+            tile_loop(&mut l, x);
         }
         // Private accumulators over the kept PM tile.
         let mut pk = String::from("1L");
@@ -370,10 +384,7 @@ impl<'k> Emit<'k> {
         }
         // PW tile loops.
         for &x in &self.pw {
-            l.line(&format!(
-                "for (long t{x} = blo{x}; t{x} < bhi{x}; t{x} += T{x}) {{"
-            ));
-            l.line(&format!("const long e{x} = MDH_MIN(t{x} + T{x}, bhi{x});"));
+            tile_loop(&mut l, x);
         }
         self.local_copies(&mut l);
         // Private loops: PW outside, kept inside (the accumulators' index
@@ -587,13 +598,19 @@ impl<'k> Emit<'k> {
         l.line("#endif");
     }
 
-    /// Cooperative copies of the current tile of locally cached inputs.
+    /// Cooperative copies of the current tile of locally cached inputs
+    /// (nothing for an empty tile, whose box would be meaningless; the
+    /// barrier after the copies is reached either way).
     fn local_copies(&self, l: &mut Lowering) {
+        let mut nonempty = String::from("1");
+        for x in 0..self.dims {
+            let _ = write!(nonempty, " && t{x} < e{x}");
+        }
         for (b, buf) in self.k.inputs.iter().enumerate() {
             let f = self.access(b, 0);
             let rank = buf.shape.len();
             l.line(&format!("#if LOCAL{b}"));
-            l.line("{");
+            l.line(&format!("if ({nonempty}) {{"));
             // The box of the tile: per component, the least and greatest
             // value over the tile (coefficients are the same for every
             // access of the buffer; offsets differ by constants).
