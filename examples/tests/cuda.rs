@@ -27,7 +27,6 @@ use mdh::Error;
 use mdh_core::codegen::c_expr::Dialect;
 use mdh_core::desc::{Bound, KernelDesc};
 use mdh_core::gpu_plan::{GpuPlan, MAX_ITEMS};
-use mdh_examples::check::Rng;
 use mdh_examples::*;
 use mdh_gpu::cuda::nvrtc_compile;
 use mdh_gpu::cuda_sim::{cpu_sim_available, run_launches_on_cpu, SimArg, SimLaunch};
@@ -206,37 +205,25 @@ fn run_on_cpu(
 /// sizes; the configured / default plan, then random plans) for sm_80 and
 /// sm_90, with an empty log.
 fn nvrtc_sources(job: JobFn, spec: &str, budget: usize, seed: u64) {
-    let kernel = mdh::reference::kernel(spec).expect("the example's spec checks");
-    let desc = KernelDesc::from_kernel(&kernel);
-    let mut rng = Rng::new(seed ^ 0x4e56);
-    for case in 0..NVRTC_SOURCES {
-        let sizes = gpu::random_sizes(&mut rng, &desc, budget, false);
-        let plan = (case > 0).then(|| gpu::random_plan(&mut rng, &desc, MAX_ITEMS, &sizes));
-        let len = |b: &[mdh_core::desc::BufDesc]| -> Vec<usize> {
-            b.iter().map(|d| gpu::buffer_len(d, &sizes)).collect()
-        };
-        let bound = desc
-            .bind(&sizes, &len(&desc.inputs[..]), &len(&desc.outputs[..]))
-            .expect("sizes fit");
-        let Some(job) = job(&bound, plan.as_ref(), "*", LIMITS).expect("a valid plan") else {
-            continue;
-        };
-        for arch in ["sm_80", "sm_90"] {
-            let out = nvrtc_compile(&job.source, arch).unwrap_or_else(|e| {
-                panic!(
-                    "kernel `{}`, sizes {sizes:?}, plan {plan:?}, {arch}: {e}\n{}",
-                    kernel.name, job.source
-                )
-            });
-            assert!(
-                out.log.is_empty(),
-                "kernel `{}`, sizes {sizes:?}, plan {plan:?}, {arch}: NVRTC warned:\n{}\n{}",
-                kernel.name,
-                out.log,
-                job.source
-            );
-        }
-    }
+    gpu::sources(
+        spec,
+        NVRTC_SOURCES,
+        budget,
+        seed,
+        MAX_ITEMS,
+        |bound, plan| job(bound, plan, "*", LIMITS),
+        |source, what| {
+            for arch in ["sm_80", "sm_90"] {
+                let out = nvrtc_compile(source, arch)
+                    .unwrap_or_else(|e| panic!("{what}, {arch}: {e}\n{source}"));
+                assert!(
+                    out.log.is_empty(),
+                    "{what}, {arch}: NVRTC warned:\n{}\n{source}",
+                    out.log
+                );
+            }
+        },
+    );
 }
 
 macro_rules! cuda_tests {

@@ -50,6 +50,45 @@ macro_rules! opencl_tests {
 
 with_families!(opencl_tests);
 
+/// Sources per family built with `-Werror`.
+const WERROR_SOURCES: usize = 4;
+
+macro_rules! opencl_sources {
+    ($($name:ident: $budget:expr;)*) => {
+        /// Every family's complete source (random sizes; the configured /
+        /// default plan, then random plans) builds with `-Werror` and an
+        /// empty build log: the generated C has no warning to hide.
+        #[test]
+        fn sources_build_without_warnings() {
+            use mdh::gpu::GpuDevice as _;
+            let Some(dev) = device() else { return };
+            let max_items = dev.max_work_group_size().min(256);
+            $(
+                gpu::sources(
+                    $name::SPEC,
+                    WERROR_SOURCES,
+                    $budget,
+                    gpu::seed(stringify!($name)),
+                    max_items,
+                    |bound, plan| $name::opencl::job(bound, plan, dev.name(), dev.limits()),
+                    |source, what| {
+                        let program = dev
+                            .program(source, "-Werror")
+                            .unwrap_or_else(|e| panic!("{what}: {e}\n{source}"));
+                        assert!(
+                            program.build_log().is_empty(),
+                            "{what}: the build log is not empty:\n{}\n{source}",
+                            program.build_log()
+                        );
+                    },
+                );
+            )*
+        }
+    };
+}
+
+with_families!(opencl_sources);
+
 /// Regression: PW work-items (a reduction tree with barriers) in work-groups
 /// that split a kept dimension. Tile loops whose trip count depended on the
 /// group made PoCL turn a one-trip loop around the barriers into a branch on

@@ -6,7 +6,7 @@
 
 use mdh::reference::{Buffer, Value};
 use mdh::Error;
-use mdh_core::desc::{BufDesc, KernelDesc};
+use mdh_core::desc::{Bound, BufDesc, KernelDesc};
 use mdh_core::gpu_plan::{can_cache_locally, GpuPlan};
 use mdh_core::spec::ScalarType;
 use mdh_examples::check::{self, Rng};
@@ -266,5 +266,38 @@ pub fn one_case(
             "kernel `{}`, sizes {sizes:?}, plan {plan:?}: {msg}",
             kernel.name
         );
+    }
+}
+
+/// `count` complete sources of a family (random nonzero sizes; the
+/// configured / default plan, then random plans of at most `max_items`
+/// work-items per work-group) from `job` (a back end's `NAME::…::job` for
+/// one device), each handed to `check` with a description of its case.
+pub fn sources(
+    spec: &str,
+    count: usize,
+    budget: usize,
+    seed: u64,
+    max_items: usize,
+    mut job: impl FnMut(&Bound, Option<&GpuPlan>) -> Result<Option<mdh::gpu::Job>, Error>,
+    mut check: impl FnMut(&str, &str),
+) {
+    let kernel = mdh::reference::kernel(spec).expect("the example's spec checks");
+    let desc = KernelDesc::from_kernel(&kernel);
+    let mut rng = Rng::new(seed ^ 0x4e56);
+    for case in 0..count {
+        let sizes = random_sizes(&mut rng, &desc, budget, false);
+        let plan = (case > 0).then(|| random_plan(&mut rng, &desc, max_items, &sizes));
+        let len =
+            |b: &[BufDesc]| -> Vec<usize> { b.iter().map(|d| buffer_len(d, &sizes)).collect() };
+        let bound = desc
+            .bind(&sizes, &len(&desc.inputs[..]), &len(&desc.outputs[..]))
+            .expect("sizes fit");
+        let what = format!("kernel `{}`, sizes {sizes:?}, plan {plan:?}", kernel.name);
+        match job(&bound, plan.as_ref()) {
+            Ok(Some(job)) => check(&job.source, &what),
+            Ok(None) => {}
+            Err(e) => panic!("{what}: {e}"),
+        }
     }
 }
