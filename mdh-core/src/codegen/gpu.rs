@@ -26,14 +26,20 @@
 //! - `mdh_scan{d}`: for each PS dimension `d`, an inclusive scan in place
 //!   along `d` (one work-item per line).
 //!
+//! The prelude defines `MDH_MIN`, the defaults of the plan's names, and the
+//! integer division helpers the kernels call: in generated C, `x / 0` and
+//! `x % 0` are 0, `MIN / -1` is `MIN` and `MIN % -1` is 0 (see
+//! [`crate::codegen::c_expr`]), where C leaves all four undefined.
+//!
 //! The dialects differ only in [`Dialect`]'s methods and [`Words`]: the
 //! words of kernel heads, address spaces, barriers and ids, CUDA's
 //! `__launch_bounds__(WG_ITEMS)` (registers budgeted for the block size)
 //! and its warp shuffles.
 
+use std::cell::RefCell;
 use std::fmt::Write;
 
-use crate::codegen::c_expr::{identity, Dialect, Lowering};
+use crate::codegen::c_expr::{identity, int_div_helpers, Dialect, Lowering};
 use crate::spec::{BuiltinOp, DimKind, Kernel, ReduceOp, ScalarType, Type};
 
 /// The words that differ between the dialects outside of expressions.
@@ -109,6 +115,9 @@ struct Emit<'k> {
     /// Per input access: (buffer, access of that buffer).
     ins: Vec<(usize, usize)>,
     ops: Vec<Option<&'k ReduceOp>>,
+    /// The integer types whose division helpers the kernels emitted so far
+    /// call (the prelude, emitted last, defines them).
+    int_divs: RefCell<Vec<ScalarType>>,
 }
 
 /// Opens the loop over the LM tiles `[t{x}, e{x})` of this work-group's
@@ -167,6 +176,18 @@ impl<'k> Emit<'k> {
             ops: (0..n_out)
                 .map(|o| k.ops.iter().find_map(|op| op.op_for(o)))
                 .collect(),
+            int_divs: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Appends a lowered kernel body to `src`, noting the helpers it calls.
+    fn finish(&self, src: &mut String, l: Lowering) {
+        src.push_str(&l.out);
+        let mut divs = self.int_divs.borrow_mut();
+        for t in l.int_divs {
+            if !divs.contains(&t) {
+                divs.push(t);
+            }
         }
     }
 
@@ -490,7 +511,7 @@ impl<'k> Emit<'k> {
         for _ in &self.kept {
             l.line("}");
         }
-        src.push_str(&l.out);
+        self.finish(src, l);
         src.push_str("}\n\n");
     }
 
@@ -685,7 +706,7 @@ impl<'k> Emit<'k> {
             l.line(&format!("out{b}[{off}] = {v};"));
         }
         l.line("}");
-        src.push_str(&l.out);
+        self.finish(src, l);
         src.push_str("}\n#endif\n\n");
     }
 
@@ -727,7 +748,7 @@ impl<'k> Emit<'k> {
                 l.line("}");
             }
             l.line("}");
-            src.push_str(&l.out);
+            self.finish(src, l);
             src.push_str("}\n\n");
         }
     }
@@ -750,6 +771,7 @@ impl<'k> Emit<'k> {
             ),
         }
         src.push_str("#define MDH_MIN(a, b) ((a) < (b) ? (a) : (b))\n");
+        src.push_str(&int_div_helpers(self.d, &self.int_divs.borrow()));
         // MDH_SHFL: the lanes per run of PW work-items combined by shuffles,
         // the largest power of two that divides PW_ITEMS and a warp.
         match self.w.warp {
@@ -799,10 +821,12 @@ pub fn has_identity(k: &Kernel, o: usize) -> bool {
 /// [`crate::gpu_plan::defines`] completes it for one call.
 pub fn template(k: &Kernel, d: Dialect) -> String {
     let e = Emit::new(k, d);
+    let mut kernels = String::new();
+    e.main_kernel(&mut kernels);
+    e.combine_kernel(&mut kernels);
+    e.scan_kernels(&mut kernels);
+    // The prelude last: it defines the helpers the kernels turned out to call.
     let mut src = String::new();
     e.prelude(&mut src);
-    e.main_kernel(&mut src);
-    e.combine_kernel(&mut src);
-    e.scan_kernels(&mut src);
-    src
+    src + &kernels
 }
