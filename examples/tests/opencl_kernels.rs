@@ -5,10 +5,11 @@
 //! error, with the values the generated C defines): 2-D PS, a
 //! non-commutative PS operator, bool / f64 / i8 / u8 / i64 elements,
 //! params, `for` loops with `break`, integer division, several outputs
-//! `PW(+, max)`, sizes 1 and primes.
+//! `PW(+, max)`, sizes 1 and primes. Their CUDA C (the same emitter's other
+//! dialect) compiles with NVRTC without a warning.
 //!
-//! Without an OpenCL device the tests print why and pass, unless
-//! `MDH_REQUIRE_OPENCL=1`.
+//! Without an OpenCL device (NVRTC) the tests print why and pass, unless
+//! `MDH_REQUIRE_OPENCL=1` (`MDH_REQUIRE_NVRTC=1`).
 
 #[allow(dead_code, unused_macros)]
 mod gpu;
@@ -485,4 +486,37 @@ fn integer_division() {
     assert_eq!(o.ru, [0, 0, 0, 1, 0]);
     assert_eq!(o.q8, [0, i8::MIN, 0, -4, 0]);
     assert_eq!(o.r8, [0, 0, 0, -1, 0]);
+}
+
+/// The same kernels in the CUDA dialect of the shared emitter (division
+/// helpers, bool, several outputs, loops): NVRTC compiles them without a
+/// warning. Skipped where NVRTC is missing, unless `MDH_REQUIRE_NVRTC=1`.
+#[test]
+fn cuda_dialect_compiles_with_nvrtc() {
+    if !mdh_gpu::cuda::nvrtc_available() {
+        gpu::skip_or_fail("MDH_REQUIRE_NVRTC", "NVRTC is not available");
+        return;
+    }
+    let sources = [
+        ("sat", sat::cuda::source(&sat::Sizes { I: 7, J: 13 })),
+        ("affine", affine::cuda::source(&affine::Sizes { N: 257 })),
+        ("typed", typed::cuda::source(&typed::Sizes { N: 31 })),
+        ("rows", rows::cuda::source(&rows::Sizes { I: 3, K: 257 })),
+        (
+            "any_row",
+            any_row::cuda::source(&any_row::Sizes { I: 7, K: 29 }),
+        ),
+        ("compare", compare::cuda::source(&compare::Sizes { N: 13 })),
+        ("collatz", collatz::cuda::source(&collatz::Sizes { N: 13 })),
+        ("divide", divide::cuda::source(&divide::Sizes { N: 13 })),
+    ];
+    for (name, src) in sources {
+        let out = mdh_gpu::cuda::nvrtc_compile(&src, "sm_80")
+            .unwrap_or_else(|e| panic!("{name}: {e}\n{src}"));
+        assert!(
+            out.log.is_empty(),
+            "{name}: NVRTC warned:\n{}\n{src}",
+            out.log
+        );
+    }
 }
