@@ -4,8 +4,8 @@ use std::rc::Rc;
 
 use rayon::prelude::*;
 
-use crate::harness::{imp, Case, Output};
-use crate::{blas, dnnl, kernels};
+use crate::harness::{imp, Case, Impl, Output};
+use crate::{blas, dnnl, kernels, opencl};
 use mdh_examples::{ccsdt, dot, jacobi3d, matmul, matvec, prl};
 
 /// Tolerance of float results against mdh: sums of up to 2^24 products of
@@ -13,22 +13,51 @@ use mdh_examples::{ccsdt, dot, jacobi3d, matmul, matvec, prl};
 /// threads), differ by far less than 1e-3 relative.
 pub const RTOL: f64 = 1e-3;
 
+/// How the benchmark runs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Opts {
+    /// `--quick`: cases whose `mdh-opencl` run takes seconds on PoCL skip it.
+    pub quick: bool,
+}
+
 /// A case's name and how to build it (allocating its inputs).
-pub type Builder = fn() -> Result<Case, String>;
+pub type Builder = fn(&Opts) -> Result<Case, String>;
 
 pub const CASES: &[(&str, Builder)] = &[
-    ("matmul-1024", || matmul_case(1024, 1024, 1024)),
-    ("matmul-16x1000x2048", || matmul_case(16, 1000, 2048)),
-    ("matmul-1x1000x2048", || matmul_case(1, 1000, 2048)),
-    ("matmul-10x500x64", || matmul_case(10, 500, 64)),
-    ("matvec-4096", || matvec_case(4096)),
-    ("matvec-8192", || matvec_case(8192)),
-    ("dot-2^24", || dot_case(1 << 24)),
-    ("jacobi3d-256", || jacobi3d_case(256)),
-    ("mcc-resnet50-n1", || mcc_case(112, 64)),
-    ("ccsdt-abcdef-gdab-efgc", || ccsdt_case(16)),
-    ("prl-2^15", || prl_case(1 << 15)),
+    ("matmul-1024", |o| matmul_case(o, 1024, 1024, 1024)),
+    ("matmul-16x1000x2048", |o| matmul_case(o, 16, 1000, 2048)),
+    ("matmul-1x1000x2048", |o| matmul_case(o, 1, 1000, 2048)),
+    ("matmul-10x500x64", |o| matmul_case(o, 10, 500, 64)),
+    ("matvec-4096", |o| matvec_case(o, 4096)),
+    ("matvec-8192", |o| matvec_case(o, 8192)),
+    ("dot-2^24", |o| dot_case(o, 1 << 24)),
+    ("jacobi3d-256", |o| jacobi3d_case(o, 256)),
+    ("mcc-resnet50-n1", |o| mcc_case(o, 112, 64)),
+    ("ccsdt-abcdef-gdab-efgc", |o| ccsdt_case(o, 16)),
+    ("prl-2^15", |o| prl_case(o, 1 << 15)),
 ];
+
+/// Appends the `mdh-opencl` implementation that `make` builds on the
+/// OpenCL device, unless there is none (the reason is printed once) or the
+/// case gives a reason `slow` to skip it under `--quick`; returns the
+/// case's notes (that skip, printed below the table).
+fn push_opencl(
+    impls: &mut Vec<Impl>,
+    opts: &Opts,
+    slow: Option<&str>,
+    make: impl FnOnce(&'static mdh::opencl::Device) -> Impl,
+) -> Vec<String> {
+    let Some(dev) = opencl::device() else {
+        return Vec::new();
+    };
+    match slow {
+        Some(why) if opts.quick => vec![format!("mdh-opencl skipped under --quick: {why}")],
+        _ => {
+            impls.push(make(dev));
+            Vec::new()
+        }
+    }
+}
 
 /// xorshift64*: deterministic inputs.
 struct Rng(u64);
@@ -67,12 +96,12 @@ fn out(v: &[f32]) -> Output {
 
 // ---------------------------------------------------------------------------
 
-fn matmul_case(i: usize, j: usize, k: usize) -> Result<Case, String> {
+fn matmul_case(o: &Opts, i: usize, j: usize, k: usize) -> Result<Case, String> {
     let mut rng = Rng(0x1234 + i as u64);
     let a = Rc::new(rng.f32s(i * k));
     let b = Rc::new(rng.f32s(k * j));
     let s = matmul::Sizes { I: i, J: j, K: k };
-    let impls = vec![
+    let mut impls = vec![
         imp(
             "mdh",
             (a.clone(), b.clone(), nan(i * j)),
@@ -90,7 +119,7 @@ fn matmul_case(i: usize, j: usize, k: usize) -> Result<Case, String> {
         ),
         imp(
             "faer",
-            (a, b, nan(i * j)),
+            (a.clone(), b.clone(), nan(i * j)),
             move |(a, b, c)| {
                 let lhs = faer::MatRef::from_row_major_slice(&a[..], i, k);
                 let rhs = faer::MatRef::from_row_major_slice(&b[..], k, j);
@@ -108,21 +137,30 @@ fn matmul_case(i: usize, j: usize, k: usize) -> Result<Case, String> {
             |(_, _, c)| out(c),
         ),
     ];
+    let notes = push_opencl(&mut impls, o, None, |dev| {
+        imp(
+            "mdh-opencl",
+            (a.clone(), b.clone(), nan(i * j)),
+            move |(a, b, c)| matmul::opencl::run(dev, a, b, c, s).map_err(err),
+            |(_, _, c)| out(c),
+        )
+    });
     Ok(Case {
         what: format!("C[{i}x{j}] = A[{i}x{k}] B[{k}x{j}]"),
         flops: Some(2.0 * (i * j * k) as f64),
         bytes: None,
         rtol: RTOL,
         impls,
+        notes,
     })
 }
 
-fn matvec_case(n: usize) -> Result<Case, String> {
+fn matvec_case(o: &Opts, n: usize) -> Result<Case, String> {
     let mut rng = Rng(0x5678 + n as u64);
     let m = Rc::new(rng.f32s(n * n));
     let v = Rc::new(rng.f32s(n));
     let s = matvec::Sizes { I: n, K: n };
-    let impls = vec![
+    let mut impls = vec![
         imp(
             "mdh",
             (m.clone(), v.clone(), nan(n)),
@@ -131,7 +169,7 @@ fn matvec_case(n: usize) -> Result<Case, String> {
         ),
         imp(
             "openblas",
-            (m, v, nan(n)),
+            (m.clone(), v.clone(), nan(n)),
             move |(m, v, w)| {
                 blas::sgemv(n, n, m, v, w);
                 Ok(())
@@ -139,21 +177,30 @@ fn matvec_case(n: usize) -> Result<Case, String> {
             |(_, _, w)| out(w),
         ),
     ];
+    let notes = push_opencl(&mut impls, o, None, |dev| {
+        imp(
+            "mdh-opencl",
+            (m, v, nan(n)),
+            move |(m, v, w)| matvec::opencl::run(dev, m, v, w, s).map_err(err),
+            |(_, _, w)| out(w),
+        )
+    });
     Ok(Case {
         what: format!("w[{n}] = M[{n}x{n}] v[{n}]"),
         flops: Some(2.0 * (n * n) as f64),
         bytes: Some(4.0 * (n * n + 2 * n) as f64),
         rtol: RTOL,
         impls,
+        notes,
     })
 }
 
-fn dot_case(n: usize) -> Result<Case, String> {
+fn dot_case(o: &Opts, n: usize) -> Result<Case, String> {
     let mut rng = Rng(0x9abc);
     let x = Rc::new(rng.f32s(n));
     let y = Rc::new(rng.f32s(n));
     let s = dot::Sizes { N: n };
-    let impls = vec![
+    let mut impls = vec![
         imp(
             "mdh",
             (x.clone(), y.clone(), nan(1)),
@@ -162,7 +209,7 @@ fn dot_case(n: usize) -> Result<Case, String> {
         ),
         imp(
             "openblas",
-            (x, y, nan(1)),
+            (x.clone(), y.clone(), nan(1)),
             |(x, y, r)| {
                 r[0] = blas::sdot(x, y);
                 Ok(())
@@ -170,21 +217,30 @@ fn dot_case(n: usize) -> Result<Case, String> {
             |(_, _, r)| out(r),
         ),
     ];
+    let notes = push_opencl(&mut impls, o, None, |dev| {
+        imp(
+            "mdh-opencl",
+            (x, y, nan(1)),
+            move |(x, y, r)| dot::opencl::run(dev, x, y, r, s).map_err(err),
+            |(_, _, r)| out(r),
+        )
+    });
     Ok(Case {
         what: format!("r = x[{n}] . y[{n}]"),
         flops: Some(2.0 * n as f64),
         bytes: Some(8.0 * n as f64),
         rtol: RTOL,
         impls,
+        notes,
     })
 }
 
-fn jacobi3d_case(n: usize) -> Result<Case, String> {
+fn jacobi3d_case(o: &Opts, n: usize) -> Result<Case, String> {
     let m = n + 2;
     let mut rng = Rng(0xdef0);
     let v = Rc::new(rng.f32s(m * m * m));
     let s = jacobi3d::Sizes { N: n, M: n, L: n };
-    let impls = vec![
+    let mut impls = vec![
         imp(
             "mdh",
             (v.clone(), nan(n * n * n)),
@@ -193,7 +249,7 @@ fn jacobi3d_case(n: usize) -> Result<Case, String> {
         ),
         imp(
             "naive-rayon",
-            (v, nan(n * n * n)),
+            (v.clone(), nan(n * n * n)),
             move |(v, w)| {
                 let v: &[f32] = v;
                 w.par_chunks_mut(n * n).enumerate().for_each(|(i, plane)| {
@@ -218,6 +274,14 @@ fn jacobi3d_case(n: usize) -> Result<Case, String> {
             |(_, w)| out(w),
         ),
     ];
+    let notes = push_opencl(&mut impls, o, None, |dev| {
+        imp(
+            "mdh-opencl",
+            (v, nan(n * n * n)),
+            move |(v, w)| jacobi3d::opencl::run(dev, v, w, s).map_err(err),
+            |(_, w)| out(w),
+        )
+    });
     let pts = (n * n * n) as f64;
     Ok(Case {
         what: format!("7-point stencil, {n}^3 points"),
@@ -225,12 +289,13 @@ fn jacobi3d_case(n: usize) -> Result<Case, String> {
         bytes: Some(8.0 * pts),
         rtol: RTOL,
         impls,
+        notes,
     })
 }
 
 /// ResNet-50's first layer for p = 112, k = 64: 224x224x3 padded by 3 ->
 /// 230x230x3 NHWC, 64 filters 7x7x3, stride 2 -> 112x112x64.
-fn mcc_case(p: usize, k: usize) -> Result<Case, String> {
+fn mcc_case(o: &Opts, p: usize, k: usize) -> Result<Case, String> {
     let (n, c, r) = (1usize, 3usize, 7usize);
     let h = 2 * p + r - 1;
     let mut rng = Rng(0x4242);
@@ -263,25 +328,34 @@ fn mcc_case(p: usize, k: usize) -> Result<Case, String> {
     } else {
         "OHWI weights"
     };
-    let impls = vec![
+    let mut impls = vec![
         imp(
             "mdh",
-            (img, f, nan(n * p * p * k)),
+            (img.clone(), f.clone(), nan(n * p * p * k)),
             move |(img, f, o)| kernels::mcc::cpu(img, f, o, s).map_err(err),
             |(_, _, o)| out(o),
         ),
         imp("onednn", conv, |conv| conv.run(), |conv| out(conv.dst())),
     ];
+    let notes = push_opencl(&mut impls, o, None, |dev| {
+        imp(
+            "mdh-opencl",
+            (img, f, nan(n * p * p * k)),
+            move |(img, f, o)| kernels::mcc::opencl::run(dev, img, f, o, s).map_err(err),
+            |(_, _, o)| out(o),
+        )
+    });
     Ok(Case {
         what: format!("NHWC {n}x{h}x{h}x{c} * KRSC {k}x{r}x{r}x{c}, stride 2 -> {n}x{p}x{p}x{k}; oneDNN {}, {layout}", dnnl::version()),
         flops: Some(2.0 * (n * p * p * k * r * r * c) as f64),
         bytes: None,
         rtol: RTOL,
         impls,
+        notes,
     })
 }
 
-fn ccsdt_case(e: usize) -> Result<Case, String> {
+fn ccsdt_case(o: &Opts, e: usize) -> Result<Case, String> {
     let (na, nb, nc, nd, ne, nf, ng) = (e, e, e, e, e, e, e);
     let mut rng = Rng(0x7777);
     let a = Rc::new(rng.f32s(ng * nd * na * nb));
@@ -296,7 +370,7 @@ fn ccsdt_case(e: usize) -> Result<Case, String> {
         NF: nf,
         NG: ng,
     };
-    let impls = vec![
+    let mut impls = vec![
         imp(
             "mdh",
             (a.clone(), b.clone(), nan(len_c)),
@@ -306,8 +380,8 @@ fn ccsdt_case(e: usize) -> Result<Case, String> {
         imp(
             "ttgt-openblas",
             (
-                a,
-                b,
+                a.clone(),
+                b.clone(),
                 vec![0.0f32; ng * ne * nf * nc],
                 vec![0.0f32; nd * na * nb * ne * nf * nc],
                 nan(len_c),
@@ -347,12 +421,21 @@ fn ccsdt_case(e: usize) -> Result<Case, String> {
             |(_, _, _, _, c)| out(c),
         ),
     ];
+    let notes = push_opencl(&mut impls, o, None, |dev| {
+        imp(
+            "mdh-opencl",
+            (a, b, nan(len_c)),
+            move |(a, b, c)| ccsdt::opencl::run(dev, a, b, c, s).map_err(err),
+            |(_, _, c)| out(c),
+        )
+    });
     Ok(Case {
         what: format!("C[a,b,c,d,e,f] = sum_g A[g,d,a,b] B[e,f,g,c], all extents {e}"),
         flops: Some(2.0 * (len_c * ng) as f64),
         bytes: None,
         rtol: RTOL,
         impls,
+        notes,
     })
 }
 
@@ -371,7 +454,7 @@ fn prl_value(nf: i32, nl: i32, ny: i32, ef: i32, el: i32, ey: i32, j: usize) -> 
     (wf + wl + wy) as i64 * 4294967296 + (4294967295 - j as i64)
 }
 
-fn prl_case(n: usize) -> Result<Case, String> {
+fn prl_case(o: &Opts, n: usize) -> Result<Case, String> {
     let mut rng = Rng(0x1313);
     let mut recs = || {
         Rc::new([
@@ -382,7 +465,7 @@ fn prl_case(n: usize) -> Result<Case, String> {
     };
     let (a, b) = (recs(), recs());
     let s = prl::Sizes { I: n, J: n };
-    let impls = vec![
+    let mut impls = vec![
         imp(
             "mdh",
             (a.clone(), b.clone(), vec![i64::MIN; n]),
@@ -393,7 +476,7 @@ fn prl_case(n: usize) -> Result<Case, String> {
         ),
         imp(
             "naive-rayon",
-            (a, b, vec![i64::MIN; n]),
+            (a.clone(), b.clone(), vec![i64::MIN; n]),
             |(a, b, best)| {
                 let (a, b) = (&**a, &**b);
                 best.par_iter_mut().enumerate().for_each(|(i, best)| {
@@ -410,12 +493,24 @@ fn prl_case(n: usize) -> Result<Case, String> {
             |(_, _, best)| Output::I64(best.clone()),
         ),
     ];
+    let notes = push_opencl(&mut impls, o, None, |dev| {
+        imp(
+            "mdh-opencl",
+            (a, b, vec![i64::MIN; n]),
+            move |(a, b, best)| {
+                prl::opencl::run(dev, &a[0], &a[1], &a[2], &b[0], &b[1], &b[2], best, s)
+                    .map_err(err)
+            },
+            |(_, _, best)| Output::I64(best.clone()),
+        )
+    });
     Ok(Case {
         what: format!("best match of {n} records among {n}"),
         flops: None,
         bytes: None,
         rtol: 0.0,
         impls,
+        notes,
     })
 }
 
@@ -426,19 +521,21 @@ mod tests {
     use std::time::Duration;
 
     /// Every case at a small size (odd extents included): all peers agree
-    /// with mdh. Exercises the OpenBLAS, oneDNN and faer bindings.
+    /// with mdh. Exercises the OpenBLAS, oneDNN and faer bindings, and
+    /// OpenCL where there is a device.
     #[test]
     fn small_cases_agree() {
+        let o = Opts::default();
         type Build = Box<dyn Fn() -> Result<Case, String>>;
         let builders: Vec<(&str, Build)> = vec![
-            ("matmul 7x5x3", Box::new(|| matmul_case(7, 5, 3))),
-            ("matmul 1x33x70", Box::new(|| matmul_case(1, 33, 70))),
-            ("matvec 37", Box::new(|| matvec_case(37))),
-            ("dot 1001", Box::new(|| dot_case(1001))),
-            ("jacobi3d 9", Box::new(|| jacobi3d_case(9))),
-            ("mcc 5x8", Box::new(|| mcc_case(5, 8))),
-            ("ccsdt 3", Box::new(|| ccsdt_case(3))),
-            ("prl 101", Box::new(|| prl_case(101))),
+            ("matmul 7x5x3", Box::new(|| matmul_case(&o, 7, 5, 3))),
+            ("matmul 1x33x70", Box::new(|| matmul_case(&o, 1, 33, 70))),
+            ("matvec 37", Box::new(|| matvec_case(&o, 37))),
+            ("dot 1001", Box::new(|| dot_case(&o, 1001))),
+            ("jacobi3d 9", Box::new(|| jacobi3d_case(&o, 9))),
+            ("mcc 5x8", Box::new(|| mcc_case(&o, 5, 8))),
+            ("ccsdt 3", Box::new(|| ccsdt_case(&o, 3))),
+            ("prl 101", Box::new(|| prl_case(&o, 101))),
         ];
         let plan = Plan {
             budget: Duration::ZERO,

@@ -57,6 +57,8 @@ pub struct Case {
     /// Relative tolerance of the comparison with mdh (0 = exact).
     pub rtol: f64,
     pub impls: Vec<Impl>,
+    /// What the reader of the table should know (e.g. a skipped peer).
+    pub notes: Vec<String>,
 }
 
 /// The shortest timed sample.
@@ -233,6 +235,7 @@ mod tests {
                     |v| Output::F32(v.clone()),
                 ),
             ],
+            notes: Vec::new(),
         };
         let plan = Plan {
             budget: Duration::ZERO,
