@@ -356,62 +356,44 @@ mdh! {
     }
 }
 
-/// The outputs of `divide`: eight vectors of `n` elements.
-struct Quotients {
-    q32: Vec<i32>,
-    r32: Vec<i32>,
-    q64: Vec<i64>,
-    r64: Vec<i64>,
-    qu: Vec<u8>,
-    ru: Vec<u8>,
-    q8: Vec<i8>,
-    r8: Vec<i8>,
-}
-
-fn divide_on(
-    dev: &Device,
-    a: &[i32],
-    b: &[i32],
-    c: &[i64],
-    d: &[i64],
-    e: &[u8],
-    f: &[u8],
-    g: &[i8],
-    h: &[i8],
-) -> Quotients {
-    let n = a.len();
-    let mut o = Quotients {
-        q32: vec![0; n],
-        r32: vec![0; n],
-        q64: vec![0; n],
-        r64: vec![0; n],
-        qu: vec![0; n],
-        ru: vec![0; n],
-        q8: vec![0; n],
-        r8: vec![0; n],
-    };
+/// `divide` through `opencl::run` on inputs `x` (`a` to `h`); its eight
+/// outputs.
+fn divide_on(dev: &Device, x: &[Buffer; 8]) -> [Buffer; 8] {
+    let n = x[0].len();
+    let (mut q32, mut r32, mut q64, mut r64) = (vec![0; n], vec![0; n], vec![0; n], vec![0; n]);
+    let (mut qu, mut ru, mut q8, mut r8) = (vec![0; n], vec![0; n], vec![0; n], vec![0; n]);
+    // Slices of the types the kernel declares (the test builds them so).
     divide::opencl::run(
         dev,
-        a,
-        b,
-        c,
-        d,
-        e,
-        f,
-        g,
-        h,
-        &mut o.q32,
-        &mut o.r32,
-        &mut o.q64,
-        &mut o.r64,
-        &mut o.qu,
-        &mut o.ru,
-        &mut o.q8,
-        &mut o.r8,
+        x[0].as_i32().unwrap(),
+        x[1].as_i32().unwrap(),
+        x[2].as_i64().unwrap(),
+        x[3].as_i64().unwrap(),
+        x[4].as_u8().unwrap(),
+        x[5].as_u8().unwrap(),
+        x[6].as_i8().unwrap(),
+        x[7].as_i8().unwrap(),
+        &mut q32,
+        &mut r32,
+        &mut q64,
+        &mut r64,
+        &mut qu,
+        &mut ru,
+        &mut q8,
+        &mut r8,
         divide::Sizes { N: n },
     )
     .expect("runs");
-    o
+    [
+        q32.into(),
+        r32.into(),
+        q64.into(),
+        r64.into(),
+        qu.into(),
+        ru.into(),
+        q8.into(),
+        r8.into(),
+    ]
 }
 
 #[test]
@@ -429,63 +411,40 @@ fn integer_division() {
             }
             b
         };
-        let a = Buffer::from(rng.i32s(n, -1000, 1000));
-        let b = nonzero(&mut rng, ScalarType::I32);
-        let c = random(&mut rng, ScalarType::I64, n);
-        let d = nonzero(&mut rng, ScalarType::I64);
-        let e = random(&mut rng, ScalarType::U8, n);
-        let f = nonzero(&mut rng, ScalarType::U8);
-        let g = random(&mut rng, ScalarType::I8, n);
-        let h = nonzero(&mut rng, ScalarType::I8);
-        let o = divide_on(
-            dev,
-            a.as_i32().unwrap(),
-            b.as_i32().unwrap(),
-            c.as_i64().unwrap(),
-            d.as_i64().unwrap(),
-            e.as_u8().unwrap(),
-            f.as_u8().unwrap(),
-            g.as_i8().unwrap(),
-            h.as_i8().unwrap(),
-        );
-        let got = vec![
-            o.q32.into(),
-            o.r32.into(),
-            o.q64.into(),
-            o.r64.into(),
-            o.qu.into(),
-            o.ru.into(),
-            o.q8.into(),
-            o.r8.into(),
+        let x = [
+            Buffer::from(rng.i32s(n, -1000, 1000)),
+            nonzero(&mut rng, ScalarType::I32),
+            random(&mut rng, ScalarType::I64, n),
+            nonzero(&mut rng, ScalarType::I64),
+            random(&mut rng, ScalarType::U8, n),
+            nonzero(&mut rng, ScalarType::U8),
+            random(&mut rng, ScalarType::I8, n),
+            nonzero(&mut rng, ScalarType::I8),
         ];
-        check(
-            "divide",
-            divide::SPEC,
-            &[n],
-            &[a, b, c, d, e, f, g, h],
-            &[],
-            got,
-        );
+        let got = divide_on(dev, &x).to_vec();
+        check("divide", divide::SPEC, &[n], &x, &[], got);
     }
     // What C leaves undefined, as the generated C defines it: `x / 0 == 0`,
     // `x % 0 == 0`, `MIN / -1 == MIN`, `MIN % -1 == 0`.
-    let a = [7, i32::MIN, i32::MIN, -9, 0];
-    let b = [0, -1, 0, 2, 0];
-    let c = [7, i64::MIN, i64::MIN, -9, 0];
-    let d = [0, -1, 0, 2, 0];
-    let e = [7u8, 255, 0, 9, 0];
-    let f = [0u8, 0, 0, 2, 1];
-    let g = [7i8, i8::MIN, i8::MIN, -9, 0];
-    let h = [0i8, -1, 0, 2, 0];
-    let o = divide_on(dev, &a, &b, &c, &d, &e, &f, &g, &h);
-    assert_eq!(o.q32, [0, i32::MIN, 0, -4, 0]);
-    assert_eq!(o.r32, [0, 0, 0, -1, 0]);
-    assert_eq!(o.q64, [0, i64::MIN, 0, -4, 0]);
-    assert_eq!(o.r64, [0, 0, 0, -1, 0]);
-    assert_eq!(o.qu, [0, 0, 0, 4, 0]);
-    assert_eq!(o.ru, [0, 0, 0, 1, 0]);
-    assert_eq!(o.q8, [0, i8::MIN, 0, -4, 0]);
-    assert_eq!(o.r8, [0, 0, 0, -1, 0]);
+    let x = [
+        Buffer::from(vec![7, i32::MIN, i32::MIN, -9, 0]),
+        Buffer::from(vec![0, -1, 0, 2, 0]),
+        Buffer::from(vec![7, i64::MIN, i64::MIN, -9, 0]),
+        Buffer::from(vec![0i64, -1, 0, 2, 0]),
+        Buffer::from(vec![7u8, 255, 0, 9, 0]),
+        Buffer::from(vec![0u8, 0, 0, 2, 1]),
+        Buffer::from(vec![7i8, i8::MIN, i8::MIN, -9, 0]),
+        Buffer::from(vec![0i8, -1, 0, 2, 0]),
+    ];
+    let o = divide_on(dev, &x);
+    assert_eq!(o[0].as_i32().unwrap(), [0, i32::MIN, 0, -4, 0]);
+    assert_eq!(o[1].as_i32().unwrap(), [0, 0, 0, -1, 0]);
+    assert_eq!(o[2].as_i64().unwrap(), [0, i64::MIN, 0, -4, 0]);
+    assert_eq!(o[3].as_i64().unwrap(), [0, 0, 0, -1, 0]);
+    assert_eq!(o[4].as_u8().unwrap(), [0, 0, 0, 4, 0]);
+    assert_eq!(o[5].as_u8().unwrap(), [0, 0, 0, 1, 0]);
+    assert_eq!(o[6].as_i8().unwrap(), [0, i8::MIN, 0, -4, 0]);
+    assert_eq!(o[7].as_i8().unwrap(), [0, 0, 0, -1, 0]);
 }
 
 /// The same kernels in the CUDA dialect of the shared emitter (division
