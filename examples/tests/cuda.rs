@@ -252,6 +252,24 @@ macro_rules! cuda_tests {
 
 with_families!(cuda_tests);
 
+/// Scans along lines longer than a chunk of the scan pass (64 elements),
+/// executed on the CPU: the carry from chunk to chunk.
+#[test]
+fn long_scans() {
+    if !nvrtc_and_compiler() {
+        return;
+    }
+    let mut rng = mdh_examples::check::Rng::new(gpu::seed("long scans"));
+    gpu::long_scans(&mut rng, SIM_ITEMS, &mut |spec, plan, i, o, p, s| {
+        let job: JobFn = if spec == scan::SPEC {
+            scan::cuda::job
+        } else {
+            mbbs::cuda::job
+        };
+        run_on_cpu(job, spec, plan, i, o, p, s)
+    });
+}
+
 /// `configs/matmul.yaml`'s CUDA entry is compiled in and chosen: the source
 /// for its sizes carries its plan.
 #[test]

@@ -137,3 +137,22 @@ fn conv2d_split_kept_groups_with_pw_items() {
         }
     }
 }
+
+/// Scans along lines longer than a chunk of the scan pass (64 elements):
+/// the carry from chunk to chunk, with the default and random plans.
+#[test]
+fn long_scans() {
+    let Some(dev) = device() else { return };
+    let mut rng = mdh_examples::check::Rng::new(gpu::seed("long scans"));
+    gpu::long_scans(
+        &mut rng,
+        dev.max_work_group_size().min(256),
+        &mut |spec, plan, i, o, p, s| {
+            if spec == scan::SPEC {
+                scan::opencl::run_dyn(dev, plan, i, o, p, s)
+            } else {
+                mbbs::opencl::run_dyn(dev, plan, i, o, p, s)
+            }
+        },
+    );
+}

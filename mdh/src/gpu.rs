@@ -319,7 +319,8 @@ pub fn job_for(desc: &KernelDesc, bound: &Bound, info: &KernelInfo, r: &Resolved
         scans: (0..ext.len())
             .rev()
             .filter(|&x| kinds[x] == DimKind::Ps && ext[x] > 1)
-            .map(|x| (x, round_up(kept_points / ext[x], PASS_ITEMS)))
+            // One work-group per line along the scanned dimension.
+            .map(|x| (x, kept_points / ext[x] * PASS_ITEMS))
             .collect(),
         pass_local: PASS_ITEMS,
     }

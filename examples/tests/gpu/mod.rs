@@ -301,3 +301,32 @@ pub fn sources(
         }
     }
 }
+
+/// `scan` and `mbbs` along lines of several chunks of the scan pass (1000
+/// and 300 elements; 64 per chunk), with the default plan and random plans
+/// of at most `max_items` work-items, through `run(spec, …)`.
+pub fn long_scans(
+    rng: &mut Rng,
+    max_items: usize,
+    run: &mut dyn FnMut(
+        &str,
+        Option<&GpuPlan>,
+        &[Buffer],
+        &mut [Buffer],
+        &[Value],
+        &[usize],
+    ) -> Result<(), Error>,
+) {
+    for (spec, sizes) in [
+        (mdh_examples::scan::SPEC, vec![1000]),
+        (mdh_examples::mbbs::SPEC, vec![300, 7]),
+    ] {
+        let desc = KernelDesc::from_kernel(&mdh::reference::kernel(spec).expect("checks"));
+        for case in 0..4 {
+            let plan = (case > 0).then(|| random_plan(rng, &desc, max_items, &sizes));
+            one_case(spec, &sizes, plan.as_ref(), rng, &mut |plan, i, o, p, s| {
+                run(spec, plan, i, o, p, s)
+            });
+        }
+    }
+}

@@ -24,7 +24,7 @@
 //!   CC dimensions.
 //! - `mdh_combine`: the second pass over the partial results of work-groups.
 //! - `mdh_scan{d}`: for each PS dimension `d`, an inclusive scan in place
-//!   along `d` (one work-item per line).
+//!   along `d` (one work-group per line, in chunks scanned in local memory).
 //!
 //! The prelude defines `MDH_MIN`, the defaults of the plan's names, and the
 //! integer division helpers the kernels call: in generated C, `x / 0` and
@@ -710,44 +710,71 @@ impl<'k> Emit<'k> {
         src.push_str("}\n#endif\n\n");
     }
 
-    /// One in-place inclusive scan per PS dimension `s`, one work-item per
-    /// line along `s`.
+    /// One in-place inclusive scan per PS dimension `s`: one work-group per
+    /// line along `s`, which walks the line in chunks of `PASS_ITEMS`
+    /// elements: a scan of the chunk in local memory (Hillis-Steele: no
+    /// neutral element needed, operands stay in order, so non-commutative
+    /// operators work), then the carry of the chunks before it combined in
+    /// front. Every loop has the same trip count in all work-items (the
+    /// barriers); work-items past the end of the line load its last element
+    /// and write nothing.
     fn scan_kernels(&self, src: &mut String) {
+        let (w, p) = (&self.w, PASS_ITEMS);
         for &s in self.kept.iter().filter(|&&x| self.kinds[x] == DimKind::Ps) {
             let _ = writeln!(
                 src,
                 "{}\n{{",
-                self.w.head(
+                w.head(
                     &format!("mdh_scan{s}"),
-                    &PASS_ITEMS.to_string(),
+                    &p.to_string(),
                     &self.params(false, false)
                 )
             );
             let mut l = Lowering::new(self.d, 1);
             self.bind_names(&mut l);
-            l.line(&format!(
-                "const long idx = {} * {PASS_ITEMS}L + {};",
-                self.w.group_id, self.w.local_id
-            ));
-            l.line(&format!("if (N{s} > 0 && idx < KEPT_POINTS / N{s}) {{"));
+            let scanned: Vec<(usize, usize, usize, ScalarType, &ReduceOp)> = self
+                .outs
+                .iter()
+                .enumerate()
+                .filter_map(|(o, &(b, a, t))| Some((o, b, a, t, self.ops[o]?)))
+                .collect();
+            for &(o, _, _, t, _) in &scanned {
+                l.line(&format!("{} {} sc{o}[{p}];", w.local, self.d.storage_ty(t)));
+            }
+            l.line(&format!("const long lid = {};", w.local_id));
             let others: Vec<usize> = self.kept.iter().copied().filter(|&x| x != s).collect();
-            self.decode(&mut l, "idx", "i", "N", &others);
+            self.decode(&mut l, w.group_id, "i", "N", &others);
             l.line(&format!("const long i{s} = 0;"));
-            for (o, &(b, a, t)) in self.outs.iter().enumerate() {
-                let Some(op) = self.ops[o] else { continue };
-                let off = self.linear(&format!("OUT{b}_{a}"), &self.kept);
+            for (o, b, a, t, op) in scanned {
+                let base = self.linear(&format!("OUT{b}_{a}"), &self.kept);
+                let at = |j: &str| format!("out{b}[({base}) + ({j}) * OUT{b}_{a}_C{s}]");
                 l.line("{");
-                l.line(&format!("long off = {off};"));
-                let acc = l.temp("acc", t, &format!("out{b}[off]"));
-                l.line(&format!("for (long j = 1; j < N{s}; j++) {{"));
-                l.line(&format!("off += OUT{b}_{a}_C{s};"));
-                let c = l.combine(op, t, &acc, &format!("out{b}[off]"));
-                l.line(&format!("{acc} = {c};"));
-                l.line(&format!("out{b}[off] = {acc};"));
+                let carry = l.temp("carry", t, &at("0"));
+                l.line(&format!("for (long c = 0; c < N{s}; c += {p}) {{"));
+                l.line("const long j = c + lid;");
+                let v = l.temp("v", t, &at(&format!("MDH_MIN(j, N{s} - 1)")));
+                l.line(&format!("for (long st = 1; st < {p}; st *= 2) {{"));
+                l.line(&format!("sc{o}[lid] = {v};"));
+                l.line(w.barrier);
+                l.line("if (lid >= st) {");
+                let c = l.combine(op, t, &format!("sc{o}[lid - st]"), &v);
+                l.line(&format!("{v} = {c};"));
+                l.line("}");
+                l.line(w.barrier);
+                l.line("}");
+                l.line("if (c > 0) {");
+                let c = l.combine(op, t, &carry, &v);
+                l.line(&format!("{v} = {c};"));
+                l.line("}");
+                l.line(&format!("if (j < N{s}) {{ {} = {v}; }}", at("j")));
+                // The last element of the chunk carries into the next one.
+                l.line(&format!("sc{o}[lid] = {v};"));
+                l.line(w.barrier);
+                l.line(&format!("{carry} = sc{o}[{p} - 1];"));
+                l.line(w.barrier);
                 l.line("}");
                 l.line("}");
             }
-            l.line("}");
             self.finish(src, l);
             src.push_str("}\n\n");
         }
