@@ -164,7 +164,7 @@ fn run_on_cpu(
         .iter_mut()
         .map(|(bytes, elem)| SimArg::Buf {
             data: bytes.as_mut_slice(),
-            elem: *elem,
+            elem,
         })
         .chain(params.iter().map(|v| SimArg::Scalar {
             bytes: param_bytes(v),
@@ -260,14 +260,12 @@ fn long_scans() {
         return;
     }
     let mut rng = mdh_examples::check::Rng::new(gpu::seed("long scans"));
-    gpu::long_scans(&mut rng, SIM_ITEMS, &mut |spec, plan, i, o, p, s| {
-        let job: JobFn = if spec == scan::SPEC {
-            scan::cuda::job
-        } else {
-            mbbs::cuda::job
-        };
-        run_on_cpu(job, spec, plan, i, o, p, s)
-    });
+    gpu::long_scans(
+        &mut rng,
+        SIM_ITEMS,
+        &mut |plan, i, o, p, s| run_on_cpu(scan::cuda::job, scan::SPEC, plan, i, o, p, s),
+        &mut |plan, i, o, p, s| run_on_cpu(mbbs::cuda::job, mbbs::SPEC, plan, i, o, p, s),
+    );
 }
 
 /// `configs/matmul.yaml`'s CUDA entry is compiled in and chosen: the source

@@ -12,24 +12,11 @@
 #[macro_use]
 mod gpu;
 
-use std::sync::OnceLock;
-
 use mdh::opencl::Device;
 use mdh_examples::*;
 
 fn device() -> Option<&'static Device> {
-    static DEV: OnceLock<Option<Device>> = OnceLock::new();
-    DEV.get_or_init(|| match Device::first() {
-        Ok(d) => Some(d),
-        Err(e) => {
-            gpu::skip_or_fail(
-                "MDH_REQUIRE_OPENCL",
-                format!("there is no OpenCL device: {e}"),
-            );
-            None
-        }
-    })
-    .as_ref()
+    gpu::opencl_device()
 }
 
 const CASES: usize = 24;
@@ -147,12 +134,7 @@ fn long_scans() {
     gpu::long_scans(
         &mut rng,
         dev.max_work_group_size().min(256),
-        &mut |spec, plan, i, o, p, s| {
-            if spec == scan::SPEC {
-                scan::opencl::run_dyn(dev, plan, i, o, p, s)
-            } else {
-                mbbs::opencl::run_dyn(dev, plan, i, o, p, s)
-            }
-        },
+        &mut |plan, i, o, p, s| scan::opencl::run_dyn(dev, plan, i, o, p, s),
+        &mut |plan, i, o, p, s| mbbs::opencl::run_dyn(dev, plan, i, o, p, s),
     );
 }

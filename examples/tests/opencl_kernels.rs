@@ -14,8 +14,6 @@
 #[allow(dead_code, unused_macros)]
 mod gpu;
 
-use std::sync::OnceLock;
-
 use mdh::mdh;
 use mdh::opencl::Device;
 use mdh::reference::{Buffer, Value};
@@ -23,18 +21,7 @@ use mdh_core::spec::ScalarType;
 use mdh_examples::check::{self, Rng};
 
 fn device() -> Option<&'static Device> {
-    static DEV: OnceLock<Option<Device>> = OnceLock::new();
-    DEV.get_or_init(|| match Device::first() {
-        Ok(d) => Some(d),
-        Err(e) => {
-            gpu::skip_or_fail(
-                "MDH_REQUIRE_OPENCL",
-                format!("there is no OpenCL device: {e}"),
-            );
-            None
-        }
-    })
-    .as_ref()
+    gpu::opencl_device()
 }
 
 /// Sizes of 1-D cases: 1, primes, and one larger than a work-group.

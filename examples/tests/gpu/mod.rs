@@ -304,29 +304,40 @@ pub fn sources(
 
 /// `scan` and `mbbs` along lines of several chunks of the scan pass (1000
 /// and 300 elements; 64 per chunk), with the default plan and random plans
-/// of at most `max_items` work-items, through `run(spec, …)`.
-pub fn long_scans(
+/// of at most `max_items` work-items, through their back ends `scan` and
+/// `mbbs`.
+pub fn long_scans<'a>(
     rng: &mut Rng,
     max_items: usize,
-    run: &mut dyn FnMut(
-        &str,
-        Option<&GpuPlan>,
-        &[Buffer],
-        &mut [Buffer],
-        &[Value],
-        &[usize],
-    ) -> Result<(), Error>,
+    scan: &mut RunDyn<'a>,
+    mbbs: &mut RunDyn<'a>,
 ) {
-    for (spec, sizes) in [
-        (mdh_examples::scan::SPEC, vec![1000]),
-        (mdh_examples::mbbs::SPEC, vec![300, 7]),
+    for (spec, sizes, run) in [
+        (mdh_examples::scan::SPEC, vec![1000], scan),
+        (mdh_examples::mbbs::SPEC, vec![300, 7], mbbs),
     ] {
         let desc = KernelDesc::from_kernel(&mdh::reference::kernel(spec).expect("checks"));
         for case in 0..4 {
             let plan = (case > 0).then(|| random_plan(rng, &desc, max_items, &sizes));
-            one_case(spec, &sizes, plan.as_ref(), rng, &mut |plan, i, o, p, s| {
-                run(spec, plan, i, o, p, s)
-            });
+            one_case(spec, &sizes, plan.as_ref(), rng, run);
         }
     }
+}
+
+/// The first OpenCL device for the OpenCL tests, or `None` after saying
+/// why (a failure under `MDH_REQUIRE_OPENCL=1`).
+#[allow(dead_code)] // tests/cuda.rs shares this module but not the device
+pub fn opencl_device() -> Option<&'static mdh::opencl::Device> {
+    static DEV: std::sync::OnceLock<Option<mdh::opencl::Device>> = std::sync::OnceLock::new();
+    DEV.get_or_init(|| match mdh::opencl::Device::first() {
+        Ok(d) => Some(d),
+        Err(e) => {
+            skip_or_fail(
+                "MDH_REQUIRE_OPENCL",
+                format!("there is no OpenCL device: {e}"),
+            );
+            None
+        }
+    })
+    .as_ref()
 }
