@@ -106,9 +106,12 @@ pub fn random_param(rng: &mut Rng, t: ScalarType) -> Value {
 
 /// A random valid plan for `sizes` with at most `max_items` work-items per
 /// work-group. A third of the plans make the tile of each dimension split
-/// across 2 to 7 work-groups exactly the group's block: one tile per group,
-/// the case where a compiler may turn tile loops into branches on the group
-/// id around the barriers of the reduction tree and the local copies.
+/// across 2 to 7 work-groups exactly the group's block (as `groups` 0 does
+/// anyway), half of those with one point per work-item: tile loops of one
+/// trip per group inside loops of several, around the barriers of the
+/// reduction tree and the local copies, where PoCL turned such a loop
+/// into a branch on the group id (see `conv2d_split_kept_groups_with_pw_items`
+/// in tests/opencl.rs).
 pub fn random_plan(rng: &mut Rng, desc: &KernelDesc, max_items: usize, sizes: &[usize]) -> GpuPlan {
     let d = desc.dims.len();
     let pick = |rng: &mut Rng, xs: &[usize]| xs[rng.below(xs.len())];
@@ -125,9 +128,16 @@ pub fn random_plan(rng: &mut Rng, desc: &KernelDesc, max_items: usize, sizes: &[
             .map(|&w| w * pick(rng, &[1, 1, 2, 3, 5]))
             .collect();
         if rng.below(3) == 0 {
-            for x in (0..d).filter(|&x| groups[x] >= 2) {
-                tile[x] = extents[x].div_ceil(groups[x]);
-                items[x] = items[x].min(tile[x]);
+            let one_point = rng.below(2) == 0;
+            for x in 0..d {
+                if groups[x] >= 2 {
+                    tile[x] = extents[x].div_ceil(groups[x]);
+                }
+                items[x] = if one_point {
+                    tile[x]
+                } else {
+                    items[x].min(tile[x])
+                };
             }
         }
         let plan = GpuPlan {
@@ -144,6 +154,52 @@ pub fn random_plan(rng: &mut Rng, desc: &KernelDesc, max_items: usize, sizes: &[
             return plan;
         }
     }
+}
+
+/// A random plan of the shape that PoCL miscompiled before tile loops had
+/// uniform trip counts (see `conv2d_split_kept_groups_with_pw_items` in
+/// tests/opencl.rs): the outer kept dimension walked in tiles of 1 by one
+/// work-group (several trips), every other kept dimension split across 2 or
+/// 3 work-groups with one tile per group and one point per work-item (one
+/// trip), PW dimensions on 2 to 4 work-items (a reduction tree with
+/// barriers). `None` when the kernel has no such shape at `sizes`.
+pub fn split_kept_plan(
+    rng: &mut Rng,
+    desc: &KernelDesc,
+    max_items: usize,
+    sizes: &[usize],
+) -> Option<GpuPlan> {
+    let d = desc.dims.len();
+    let kept: Vec<usize> = (0..d).filter(|&x| desc.kinds[x].is_kept()).collect();
+    let extent = |x: usize| KernelDesc::eval_size(&desc.dims[x], sizes).unwrap_or(0);
+    let (&outer, inner) = kept.split_first()?;
+    if inner.is_empty() || kept.len() == d || extent(outer) < 2 {
+        return None;
+    }
+    let mut plan = GpuPlan {
+        groups: vec![1; d],
+        items: vec![1; d],
+        tile: vec![1; d],
+        local: (0..desc.inputs.len())
+            .map(|b| can_cache_locally(desc, b) && rng.below(2) == 1)
+            .collect(),
+        blocked: rng.below(2) == 1,
+    };
+    for x in 0..d {
+        if x == outer {
+            continue;
+        }
+        if desc.kinds[x].is_kept() {
+            plan.groups[x] = 2 + rng.below(2);
+            plan.tile[x] = extent(x).max(1).div_ceil(plan.groups[x]);
+            plan.items[x] = plan.tile[x];
+        } else {
+            plan.items[x] = 2 + rng.below(3);
+            plan.tile[x] = plan.items[x] * (1 + rng.below(2));
+        }
+    }
+    let threads: usize = plan.items.iter().product();
+    (plan.validate(desc).is_ok() && threads <= max_items).then_some(plan)
 }
 
 /// Random sizes with at most `budget` points in the index space (empty
