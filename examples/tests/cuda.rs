@@ -268,6 +268,31 @@ fn long_scans() {
     );
 }
 
+/// The plans of `split_kept_groups_with_pw_items` (tests/opencl.rs),
+/// executed on the CPU: tile loops of one trip per block inside loops of
+/// several, around the barriers of the reduction tree.
+#[test]
+fn split_kept_groups_with_pw_items() {
+    if !nvrtc_and_compiler() {
+        return;
+    }
+    let mut rng = mdh_examples::check::Rng::new(gpu::seed("split kept groups"));
+    gpu::split_kept_cases(
+        conv2d::SPEC,
+        3,
+        &mut rng,
+        SIM_ITEMS,
+        &mut |plan, i, o, p, s| run_on_cpu(conv2d::cuda::job, conv2d::SPEC, plan, i, o, p, s),
+    );
+    gpu::split_kept_cases(
+        matmul::SPEC,
+        3,
+        &mut rng,
+        SIM_ITEMS,
+        &mut |plan, i, o, p, s| run_on_cpu(matmul::cuda::job, matmul::SPEC, plan, i, o, p, s),
+    );
+}
+
 /// `configs/matmul.yaml`'s CUDA entry is compiled in and chosen: the source
 /// for its sizes carries its plan.
 #[test]

@@ -202,6 +202,34 @@ pub fn split_kept_plan(
     (plan.validate(desc).is_ok() && threads <= max_items).then_some(plan)
 }
 
+/// `cases` random sizes with plans of [`split_kept_plan`] of kernel `spec`
+/// through `run`, each compared with the reference interpreter.
+pub fn split_kept_cases(
+    spec: &str,
+    cases: usize,
+    rng: &mut Rng,
+    max_items: usize,
+    run: &mut RunDyn,
+) {
+    let kernel = mdh::reference::kernel(spec).expect("the example's spec checks");
+    let desc = KernelDesc::from_kernel(&kernel);
+    let mut done = 0;
+    for _ in 0..10_000 {
+        if done == cases {
+            return;
+        }
+        let sizes = random_sizes(rng, &desc, 4096, false);
+        if let Some(plan) = split_kept_plan(rng, &desc, max_items, &sizes) {
+            one_case(spec, &sizes, Some(&plan), rng, run);
+            done += 1;
+        }
+    }
+    panic!(
+        "kernel `{}`: too few sizes fit the shape of split_kept_plan",
+        kernel.name
+    );
+}
+
 /// Random sizes with at most `budget` points in the index space (empty
 /// dimensions counted as 1); 0 only when `zeros`.
 pub fn random_sizes(rng: &mut Rng, desc: &KernelDesc, budget: usize, zeros: bool) -> Vec<usize> {
