@@ -33,7 +33,7 @@
 //! `x % 0` are 0, `MIN / -1` is `MIN` and `MIN % -1` is 0 (see
 //! [`crate::codegen::c_expr`]), where C leaves all four undefined.
 //!
-//! The dialects differ only in [`Dialect`]'s methods and [`Words`]: the
+//! The dialects differ only in [`Dialect`]'s methods and `Words`: the
 //! words of kernel heads, address spaces, barriers and ids, CUDA's
 //! `__launch_bounds__(WG_ITEMS)` (registers budgeted for the block size)
 //! and its warp shuffles.
