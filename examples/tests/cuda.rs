@@ -29,7 +29,6 @@ use mdh::Error;
 use mdh_core::codegen::c_expr::Dialect;
 use mdh_core::desc::{Bound, KernelDesc};
 use mdh_core::gpu_plan::{GpuPlan, MAX_ITEMS};
-use mdh_examples::check::Rng;
 use mdh_examples::*;
 use mdh_gpu::cuda::nvrtc_compile;
 use mdh_gpu::cuda_sim::{cpu_sim_available, run_launches_on_cpu, SimArg, SimLaunch};
@@ -129,7 +128,7 @@ fn run_on_cpu(
         .iter_mut()
         .map(|(bytes, elem)| SimArg::Buf {
             data: bytes.as_mut_slice(),
-            elem: *elem,
+            elem,
         })
         .chain(params.iter().map(|v| SimArg::Scalar {
             bytes: param_bytes(v),
@@ -161,37 +160,25 @@ fn run_on_cpu(
 /// sizes; the configured / default plan, then random plans) for sm_80 and
 /// sm_90, with an empty log.
 fn nvrtc_sources(job: JobFn, spec: &str, budget: usize, seed: u64) {
-    let kernel = mdh::reference::kernel(spec).expect("the example's spec checks");
-    let desc = KernelDesc::from_kernel(&kernel);
-    let mut rng = Rng::new(seed ^ 0x4e56);
-    for case in 0..NVRTC_SOURCES {
-        let sizes = gpu::random_sizes(&mut rng, &desc, budget, false);
-        let plan = (case > 0).then(|| gpu::random_plan(&mut rng, &desc, MAX_ITEMS));
-        let len = |b: &[mdh_core::desc::BufDesc]| -> Vec<usize> {
-            b.iter().map(|d| gpu::buffer_len(d, &sizes)).collect()
-        };
-        let bound = desc
-            .bind(&sizes, &len(&desc.inputs[..]), &len(&desc.outputs[..]))
-            .expect("sizes fit");
-        let Some(job) = job(&bound, plan.as_ref(), "*", LIMITS).expect("a valid plan") else {
-            continue;
-        };
-        for arch in ["sm_80", "sm_90"] {
-            let out = nvrtc_compile(&job.source, arch).unwrap_or_else(|e| {
-                panic!(
-                    "kernel `{}`, sizes {sizes:?}, plan {plan:?}, {arch}: {e}\n{}",
-                    kernel.name, job.source
-                )
-            });
-            assert!(
-                out.log.is_empty(),
-                "kernel `{}`, sizes {sizes:?}, plan {plan:?}, {arch}: NVRTC warned:\n{}\n{}",
-                kernel.name,
-                out.log,
-                job.source
-            );
-        }
-    }
+    gpu::sources(
+        spec,
+        NVRTC_SOURCES,
+        budget,
+        seed,
+        MAX_ITEMS,
+        |bound, plan| job(bound, plan, "*", LIMITS),
+        |source, what| {
+            for arch in ["sm_80", "sm_90"] {
+                let out = nvrtc_compile(source, arch)
+                    .unwrap_or_else(|e| panic!("{what}, {arch}: {e}\n{source}"));
+                assert!(
+                    out.log.is_empty(),
+                    "{what}, {arch}: NVRTC warned:\n{}\n{source}",
+                    out.log
+                );
+            }
+        },
+    );
 }
 
 macro_rules! cuda_tests {
@@ -219,6 +206,47 @@ macro_rules! cuda_tests {
 }
 
 with_families!(cuda_tests);
+
+/// Scans along lines longer than a chunk of the scan pass (64 elements),
+/// executed on the CPU: the carry from chunk to chunk.
+#[test]
+fn long_scans() {
+    if !nvrtc_and_compiler() {
+        return;
+    }
+    let mut rng = mdh_examples::check::Rng::new(gpu::seed("long scans"));
+    gpu::long_scans(
+        &mut rng,
+        SIM_ITEMS,
+        &mut |plan, i, o, p, s| run_on_cpu(scan::cuda::job, scan::SPEC, plan, i, o, p, s),
+        &mut |plan, i, o, p, s| run_on_cpu(mbbs::cuda::job, mbbs::SPEC, plan, i, o, p, s),
+    );
+}
+
+/// The plans of `split_kept_groups_with_pw_items` (tests/opencl.rs),
+/// executed on the CPU: tile loops of one trip per block inside loops of
+/// several, around the barriers of the reduction tree.
+#[test]
+fn split_kept_groups_with_pw_items() {
+    if !nvrtc_and_compiler() {
+        return;
+    }
+    let mut rng = mdh_examples::check::Rng::new(gpu::seed("split kept groups"));
+    gpu::split_kept_cases(
+        conv2d::SPEC,
+        3,
+        &mut rng,
+        SIM_ITEMS,
+        &mut |plan, i, o, p, s| run_on_cpu(conv2d::cuda::job, conv2d::SPEC, plan, i, o, p, s),
+    );
+    gpu::split_kept_cases(
+        matmul::SPEC,
+        3,
+        &mut rng,
+        SIM_ITEMS,
+        &mut |plan, i, o, p, s| run_on_cpu(matmul::cuda::job, matmul::SPEC, plan, i, o, p, s),
+    );
+}
 
 /// `configs/matmul.yaml`'s CUDA entry is compiled in and chosen: the source
 /// for its sizes carries its plan.
@@ -280,7 +308,7 @@ fn run_and_launch_on_a_side_stream_agree_with_the_cpu() {
         J: 130,
         K: 301,
     };
-    let mut rng = Rng::new(7);
+    let mut rng = mdh_examples::check::Rng::new(7);
     let (a, b) = (rng.f32s(s.I * s.K), rng.f32s(s.K * s.J));
     let mut want = vec![0.0f32; s.I * s.J];
     matmul::cpu(&a, &b, &mut want, s).unwrap();

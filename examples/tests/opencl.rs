@@ -12,24 +12,11 @@
 #[macro_use]
 mod gpu;
 
-use std::sync::OnceLock;
-
 use mdh::opencl::Device;
 use mdh_examples::*;
 
 fn device() -> Option<&'static Device> {
-    static DEV: OnceLock<Option<Device>> = OnceLock::new();
-    DEV.get_or_init(|| match Device::first() {
-        Ok(d) => Some(d),
-        Err(e) => {
-            gpu::skip_or_fail(
-                "MDH_REQUIRE_OPENCL",
-                format!("there is no OpenCL device: {e}"),
-            );
-            None
-        }
-    })
-    .as_ref()
+    gpu::opencl_device()
 }
 
 const CASES: usize = 24;
@@ -49,3 +36,124 @@ macro_rules! opencl_tests {
 }
 
 with_families!(opencl_tests);
+
+/// Sources per family built with `-Werror`.
+const WERROR_SOURCES: usize = 4;
+
+macro_rules! opencl_sources {
+    ($($name:ident: $budget:expr;)*) => {
+        /// Every family's complete source (random sizes; the configured /
+        /// default plan, then random plans) builds with `-Werror` and an
+        /// empty build log: the generated C has no warning to hide.
+        #[test]
+        fn sources_build_without_warnings() {
+            use mdh::gpu::GpuDevice as _;
+            let Some(dev) = device() else { return };
+            let max_items = dev.max_work_group_size().min(256);
+            $(
+                gpu::sources(
+                    $name::SPEC,
+                    WERROR_SOURCES,
+                    $budget,
+                    gpu::seed(stringify!($name)),
+                    max_items,
+                    |bound, plan| $name::opencl::job(bound, plan, dev.name(), dev.limits()),
+                    |source, what| {
+                        let program = dev
+                            .program(source, "-Werror")
+                            .unwrap_or_else(|e| panic!("{what}: {e}\n{source}"));
+                        assert!(
+                            program.build_log().is_empty(),
+                            "{what}: the build log is not empty:\n{}\n{source}",
+                            program.build_log()
+                        );
+                    },
+                );
+            )*
+        }
+    };
+}
+
+with_families!(opencl_sources);
+
+/// Regression: PW work-items (a reduction tree with barriers) in work-groups
+/// that split a kept dimension. Tile loops whose trip count depended on the
+/// group made PoCL turn a one-trip loop around the barriers into a branch on
+/// the group id, and the kernel wrote 0 instead of 13 (barriers must be
+/// reached by all work-items of a group, under the same control flow).
+#[test]
+fn conv2d_split_kept_groups_with_pw_items() {
+    let Some(dev) = device() else { return };
+    let plan = mdh::__rt::GpuPlan {
+        groups: vec![1, 2, 1, 1],
+        items: vec![1, 2, 1, 3],
+        tile: vec![1, 2, 1, 6],
+        local: vec![false, false],
+        blocked: false,
+    };
+    let (p, r, q, s) = (7, 1, 4, 13);
+    let image = vec![1.0f32; (p + r - 1) * (q + s - 1)];
+    let filter = vec![1.0f32; r * s];
+    let mut out = vec![f32::NAN; p * q];
+    let sizes = conv2d::Sizes {
+        P: p,
+        R: r,
+        Q: q,
+        S: s,
+    };
+    conv2d::opencl::run_with(dev, Some(&plan), &image, &filter, &mut out, sizes)
+        .expect("the plan is valid");
+    assert_eq!(out, vec![13.0; p * q]);
+    // The same plan on random inputs, with inputs cached in local memory
+    // too (barriers around the copies), blocked and strided.
+    let mut rng = mdh_examples::check::Rng::new(gpu::seed("conv2d split"));
+    for local in [false, true] {
+        for blocked in [false, true] {
+            let plan = mdh::__rt::GpuPlan {
+                local: vec![local, local],
+                blocked,
+                ..plan.clone()
+            };
+            gpu::one_case(
+                conv2d::SPEC,
+                &sizes.values(),
+                Some(&plan),
+                &mut rng,
+                &mut |plan, i, o, pr, sz| conv2d::opencl::run_dyn(dev, plan, i, o, pr, sz),
+            );
+        }
+    }
+}
+
+/// Scans along lines longer than a chunk of the scan pass (64 elements):
+/// the carry from chunk to chunk, with the default and random plans.
+#[test]
+fn long_scans() {
+    let Some(dev) = device() else { return };
+    let mut rng = mdh_examples::check::Rng::new(gpu::seed("long scans"));
+    gpu::long_scans(
+        &mut rng,
+        dev.max_work_group_size().min(256),
+        &mut |plan, i, o, p, s| scan::opencl::run_dyn(dev, plan, i, o, p, s),
+        &mut |plan, i, o, p, s| mbbs::opencl::run_dyn(dev, plan, i, o, p, s),
+    );
+}
+
+/// Random sizes and plans of the shape of
+/// `conv2d_split_kept_groups_with_pw_items` ([`gpu::split_kept_plan`]) for
+/// the families with two or more kept dimensions and a PW dimension (the
+/// random plans of the family tests rarely take that shape).
+#[test]
+fn split_kept_groups_with_pw_items() {
+    let Some(dev) = device() else { return };
+    let max_items = dev.max_work_group_size().min(256);
+    let mut rng = mdh_examples::check::Rng::new(gpu::seed("split kept groups"));
+    macro_rules! split_cases {
+        ($($name:ident),*) => {$(
+            gpu::split_kept_cases($name::SPEC, 12, &mut rng, max_items, &mut |plan, i, o, p, s| {
+                $name::opencl::run_dyn(dev, plan, i, o, p, s)
+            });
+        )*};
+    }
+    split_cases!(conv2d, matmul, bmatmul, mcc);
+}

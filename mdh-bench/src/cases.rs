@@ -4,9 +4,8 @@ use std::rc::Rc;
 
 use rayon::prelude::*;
 
-use crate::cuda;
 use crate::harness::{imp, Case, Impl, Output};
-use crate::{blas, dnnl, kernels};
+use crate::{blas, cuda, dnnl, kernels, opencl};
 use mdh_examples::{ccsdt, dot, jacobi3d, matmul, matvec, prl};
 
 /// Tolerance of float results against mdh: sums of up to 2^24 products of
@@ -14,22 +13,51 @@ use mdh_examples::{ccsdt, dot, jacobi3d, matmul, matvec, prl};
 /// threads), differ by far less than 1e-3 relative.
 pub const RTOL: f64 = 1e-3;
 
+/// How the benchmark runs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Opts {
+    /// `--quick`: cases whose `mdh-opencl` run takes seconds on PoCL skip it.
+    pub quick: bool,
+}
+
 /// A case's name and how to build it (allocating its inputs).
-pub type Builder = fn() -> Result<Case, String>;
+pub type Builder = fn(&Opts) -> Result<Case, String>;
 
 pub const CASES: &[(&str, Builder)] = &[
-    ("matmul-1024", || matmul_case(1024, 1024, 1024)),
-    ("matmul-16x1000x2048", || matmul_case(16, 1000, 2048)),
-    ("matmul-1x1000x2048", || matmul_case(1, 1000, 2048)),
-    ("matmul-10x500x64", || matmul_case(10, 500, 64)),
-    ("matvec-4096", || matvec_case(4096)),
-    ("matvec-8192", || matvec_case(8192)),
-    ("dot-2^24", || dot_case(1 << 24)),
-    ("jacobi3d-256", || jacobi3d_case(256)),
-    ("mcc-resnet50-n1", || mcc_case(112, 64)),
-    ("ccsdt-abcdef-gdab-efgc", || ccsdt_case(16)),
-    ("prl-2^15", || prl_case(1 << 15)),
+    ("matmul-1024", |o| matmul_case(o, 1024, 1024, 1024)),
+    ("matmul-16x1000x2048", |o| matmul_case(o, 16, 1000, 2048)),
+    ("matmul-1x1000x2048", |o| matmul_case(o, 1, 1000, 2048)),
+    ("matmul-10x500x64", |o| matmul_case(o, 10, 500, 64)),
+    ("matvec-4096", |o| matvec_case(o, 4096)),
+    ("matvec-8192", |o| matvec_case(o, 8192)),
+    ("dot-2^24", |o| dot_case(o, 1 << 24)),
+    ("jacobi3d-256", |o| jacobi3d_case(o, 256)),
+    ("mcc-resnet50-n1", |o| mcc_case(o, 112, 64)),
+    ("ccsdt-abcdef-gdab-efgc", |o| ccsdt_case(o, 16)),
+    ("prl-2^15", |o| prl_case(o, 1 << 15)),
 ];
+
+/// Appends the `mdh-opencl` implementation that `make` builds on the
+/// OpenCL device, unless there is none (the reason is printed once) or the
+/// case gives a reason `slow` to skip it under `--quick`; returns the
+/// case's notes (that skip, printed below the table).
+fn push_opencl(
+    impls: &mut Vec<Impl>,
+    opts: &Opts,
+    slow: Option<&str>,
+    make: impl FnOnce(&'static mdh::opencl::Device) -> Impl,
+) -> Vec<String> {
+    let Some(dev) = opencl::device() else {
+        return Vec::new();
+    };
+    match slow {
+        Some(why) if opts.quick => vec![format!("mdh-opencl skipped under --quick: {why}")],
+        _ => {
+            impls.push(make(dev));
+            Vec::new()
+        }
+    }
+}
 
 /// xorshift64*: deterministic inputs.
 struct Rng(u64);
@@ -66,7 +94,7 @@ fn out(v: &[f32]) -> Output {
     Output::F32(v.to_vec())
 }
 
-/// The CPU implementations followed by the GPU rows that exist here
+/// The implementations so far followed by the CUDA rows that exist here
 /// (see [`cuda`]).
 fn with_gpu(
     mut impls: Vec<Impl>,
@@ -80,7 +108,7 @@ fn with_gpu(
 
 // ---------------------------------------------------------------------------
 
-fn matmul_case(i: usize, j: usize, k: usize) -> Result<Case, String> {
+fn matmul_case(o: &Opts, i: usize, j: usize, k: usize) -> Result<Case, String> {
     let mut rng = Rng(0x1234 + i as u64);
     let a = Rc::new(rng.f32s(i * k));
     let b = Rc::new(rng.f32s(k * j));
@@ -91,7 +119,7 @@ fn matmul_case(i: usize, j: usize, k: usize) -> Result<Case, String> {
         }),
         cuda::sgemm(&a, &b, i, j, k),
     ];
-    let impls = vec![
+    let mut impls = vec![
         imp(
             "mdh",
             (a.clone(), b.clone(), nan(i * j)),
@@ -109,7 +137,7 @@ fn matmul_case(i: usize, j: usize, k: usize) -> Result<Case, String> {
         ),
         imp(
             "faer",
-            (a, b, nan(i * j)),
+            (a.clone(), b.clone(), nan(i * j)),
             move |(a, b, c)| {
                 let lhs = faer::MatRef::from_row_major_slice(&a[..], i, k);
                 let rhs = faer::MatRef::from_row_major_slice(&b[..], k, j);
@@ -127,16 +155,28 @@ fn matmul_case(i: usize, j: usize, k: usize) -> Result<Case, String> {
             |(_, _, c)| out(c),
         ),
     ];
+    // On PoCL (2-core Xeon) 1024³ takes about 2.6 s per run.
+    let slow =
+        (i * j * k >= 1 << 30).then_some("about 2.6 s per run on PoCL with the configured plan");
+    let notes = push_opencl(&mut impls, o, slow, |dev| {
+        imp(
+            "mdh-opencl",
+            (a.clone(), b.clone(), nan(i * j)),
+            move |(a, b, c)| matmul::opencl::run(dev, a, b, c, s).map_err(err),
+            |(_, _, c)| out(c),
+        )
+    });
     Ok(Case {
-        impls: with_gpu(impls, gpu)?,
         what: format!("C[{i}x{j}] = A[{i}x{k}] B[{k}x{j}]"),
         flops: Some(2.0 * (i * j * k) as f64),
         bytes: None,
         rtol: RTOL,
+        impls: with_gpu(impls, gpu)?,
+        notes,
     })
 }
 
-fn matvec_case(n: usize) -> Result<Case, String> {
+fn matvec_case(o: &Opts, n: usize) -> Result<Case, String> {
     let mut rng = Rng(0x5678 + n as u64);
     let m = Rc::new(rng.f32s(n * n));
     let v = Rc::new(rng.f32s(n));
@@ -147,7 +187,7 @@ fn matvec_case(n: usize) -> Result<Case, String> {
         }),
         cuda::sgemv(&m, &v, n, n),
     ];
-    let impls = vec![
+    let mut impls = vec![
         imp(
             "mdh",
             (m.clone(), v.clone(), nan(n)),
@@ -156,7 +196,7 @@ fn matvec_case(n: usize) -> Result<Case, String> {
         ),
         imp(
             "openblas",
-            (m, v, nan(n)),
+            (m.clone(), v.clone(), nan(n)),
             move |(m, v, w)| {
                 blas::sgemv(n, n, m, v, w);
                 Ok(())
@@ -164,16 +204,25 @@ fn matvec_case(n: usize) -> Result<Case, String> {
             |(_, _, w)| out(w),
         ),
     ];
+    let notes = push_opencl(&mut impls, o, None, |dev| {
+        imp(
+            "mdh-opencl",
+            (m, v, nan(n)),
+            move |(m, v, w)| matvec::opencl::run(dev, m, v, w, s).map_err(err),
+            |(_, _, w)| out(w),
+        )
+    });
     Ok(Case {
         what: format!("w[{n}] = M[{n}x{n}] v[{n}]"),
         flops: Some(2.0 * (n * n) as f64),
         bytes: Some(4.0 * (n * n + 2 * n) as f64),
         rtol: RTOL,
         impls: with_gpu(impls, gpu)?,
+        notes,
     })
 }
 
-fn dot_case(n: usize) -> Result<Case, String> {
+fn dot_case(o: &Opts, n: usize) -> Result<Case, String> {
     let mut rng = Rng(0x9abc);
     let x = Rc::new(rng.f32s(n));
     let y = Rc::new(rng.f32s(n));
@@ -184,7 +233,7 @@ fn dot_case(n: usize) -> Result<Case, String> {
         }),
         cuda::sdot(&x, &y),
     ];
-    let impls = vec![
+    let mut impls = vec![
         imp(
             "mdh",
             (x.clone(), y.clone(), nan(1)),
@@ -193,7 +242,7 @@ fn dot_case(n: usize) -> Result<Case, String> {
         ),
         imp(
             "openblas",
-            (x, y, nan(1)),
+            (x.clone(), y.clone(), nan(1)),
             |(x, y, r)| {
                 r[0] = blas::sdot(x, y);
                 Ok(())
@@ -201,26 +250,33 @@ fn dot_case(n: usize) -> Result<Case, String> {
             |(_, _, r)| out(r),
         ),
     ];
+    let notes = push_opencl(&mut impls, o, None, |dev| {
+        imp(
+            "mdh-opencl",
+            (x, y, nan(1)),
+            move |(x, y, r)| dot::opencl::run(dev, x, y, r, s).map_err(err),
+            |(_, _, r)| out(r),
+        )
+    });
     Ok(Case {
         what: format!("r = x[{n}] . y[{n}]"),
         flops: Some(2.0 * n as f64),
         bytes: Some(8.0 * n as f64),
         rtol: RTOL,
         impls: with_gpu(impls, gpu)?,
+        notes,
     })
 }
 
-fn jacobi3d_case(n: usize) -> Result<Case, String> {
+fn jacobi3d_case(o: &Opts, n: usize) -> Result<Case, String> {
     let m = n + 2;
     let mut rng = Rng(0xdef0);
     let v = Rc::new(rng.f32s(m * m * m));
     let s = jacobi3d::Sizes { N: n, M: n, L: n };
-    let gpu = [cuda::mdh_cuda(
-        &[&v[..]],
-        &nan(n * n * n),
-        move |dev, x, w| jacobi3d::cuda::launch(dev, &x[0], w, s),
-    )];
-    let impls = vec![
+    let gpu = [cuda::mdh_cuda(&[&v[..]], &nan(n * n * n), move |dev, x, w| {
+        jacobi3d::cuda::launch(dev, &x[0], w, s)
+    })];
+    let mut impls = vec![
         imp(
             "mdh",
             (v.clone(), nan(n * n * n)),
@@ -229,7 +285,7 @@ fn jacobi3d_case(n: usize) -> Result<Case, String> {
         ),
         imp(
             "naive-rayon",
-            (v, nan(n * n * n)),
+            (v.clone(), nan(n * n * n)),
             move |(v, w)| {
                 let v: &[f32] = v;
                 w.par_chunks_mut(n * n).enumerate().for_each(|(i, plane)| {
@@ -254,6 +310,14 @@ fn jacobi3d_case(n: usize) -> Result<Case, String> {
             |(_, w)| out(w),
         ),
     ];
+    let notes = push_opencl(&mut impls, o, None, |dev| {
+        imp(
+            "mdh-opencl",
+            (v, nan(n * n * n)),
+            move |(v, w)| jacobi3d::opencl::run(dev, v, w, s).map_err(err),
+            |(_, w)| out(w),
+        )
+    });
     let pts = (n * n * n) as f64;
     Ok(Case {
         what: format!("7-point stencil, {n}^3 points"),
@@ -261,12 +325,13 @@ fn jacobi3d_case(n: usize) -> Result<Case, String> {
         bytes: Some(8.0 * pts),
         rtol: RTOL,
         impls: with_gpu(impls, gpu)?,
+        notes,
     })
 }
 
 /// ResNet-50's first layer for p = 112, k = 64: 224x224x3 padded by 3 ->
 /// 230x230x3 NHWC, 64 filters 7x7x3, stride 2 -> 112x112x64.
-fn mcc_case(p: usize, k: usize) -> Result<Case, String> {
+fn mcc_case(o: &Opts, p: usize, k: usize) -> Result<Case, String> {
     let (n, c, r) = (1usize, 3usize, 7usize);
     let h = 2 * p + r - 1;
     let mut rng = Rng(0x4242);
@@ -299,30 +364,37 @@ fn mcc_case(p: usize, k: usize) -> Result<Case, String> {
     } else {
         "OHWI weights"
     };
-    let gpu = [cuda::mdh_cuda(
-        &[&img[..], &f[..]],
-        &nan(n * p * p * k),
-        move |dev, x, o| kernels::mcc::cuda::launch(dev, &x[0], &x[1], o, s),
-    )];
-    let impls = vec![
+    let gpu = [cuda::mdh_cuda(&[&img[..], &f[..]], &nan(n * p * p * k), move |dev, x, o| {
+        kernels::mcc::cuda::launch(dev, &x[0], &x[1], o, s)
+    })];
+    let mut impls = vec![
         imp(
             "mdh",
-            (img, f, nan(n * p * p * k)),
+            (img.clone(), f.clone(), nan(n * p * p * k)),
             move |(img, f, o)| kernels::mcc::cpu(img, f, o, s).map_err(err),
             |(_, _, o)| out(o),
         ),
         imp("onednn", conv, |conv| conv.run(), |conv| out(conv.dst())),
     ];
+    let notes = push_opencl(&mut impls, o, None, |dev| {
+        imp(
+            "mdh-opencl",
+            (img, f, nan(n * p * p * k)),
+            move |(img, f, o)| kernels::mcc::opencl::run(dev, img, f, o, s).map_err(err),
+            |(_, _, o)| out(o),
+        )
+    });
     Ok(Case {
         what: format!("NHWC {n}x{h}x{h}x{c} * KRSC {k}x{r}x{r}x{c}, stride 2 -> {n}x{p}x{p}x{k}; oneDNN {}, {layout}", dnnl::version()),
         flops: Some(2.0 * (n * p * p * k * r * r * c) as f64),
         bytes: None,
         rtol: RTOL,
         impls: with_gpu(impls, gpu)?,
+        notes,
     })
 }
 
-fn ccsdt_case(e: usize) -> Result<Case, String> {
+fn ccsdt_case(o: &Opts, e: usize) -> Result<Case, String> {
     let (na, nb, nc, nd, ne, nf, ng) = (e, e, e, e, e, e, e);
     let mut rng = Rng(0x7777);
     let a = Rc::new(rng.f32s(ng * nd * na * nb));
@@ -337,12 +409,10 @@ fn ccsdt_case(e: usize) -> Result<Case, String> {
         NF: nf,
         NG: ng,
     };
-    let gpu = [cuda::mdh_cuda(
-        &[&a[..], &b[..]],
-        &nan(len_c),
-        move |dev, x, c| ccsdt::cuda::launch(dev, &x[0], &x[1], c, s),
-    )];
-    let impls = vec![
+    let gpu = [cuda::mdh_cuda(&[&a[..], &b[..]], &nan(len_c), move |dev, x, c| {
+        ccsdt::cuda::launch(dev, &x[0], &x[1], c, s)
+    })];
+    let mut impls = vec![
         imp(
             "mdh",
             (a.clone(), b.clone(), nan(len_c)),
@@ -352,8 +422,8 @@ fn ccsdt_case(e: usize) -> Result<Case, String> {
         imp(
             "ttgt-openblas",
             (
-                a,
-                b,
+                a.clone(),
+                b.clone(),
                 vec![0.0f32; ng * ne * nf * nc],
                 vec![0.0f32; nd * na * nb * ne * nf * nc],
                 nan(len_c),
@@ -393,12 +463,21 @@ fn ccsdt_case(e: usize) -> Result<Case, String> {
             |(_, _, _, _, c)| out(c),
         ),
     ];
+    let notes = push_opencl(&mut impls, o, None, |dev| {
+        imp(
+            "mdh-opencl",
+            (a, b, nan(len_c)),
+            move |(a, b, c)| ccsdt::opencl::run(dev, a, b, c, s).map_err(err),
+            |(_, _, c)| out(c),
+        )
+    });
     Ok(Case {
         what: format!("C[a,b,c,d,e,f] = sum_g A[g,d,a,b] B[e,f,g,c], all extents {e}"),
         flops: Some(2.0 * (len_c * ng) as f64),
         bytes: None,
         rtol: RTOL,
         impls: with_gpu(impls, gpu)?,
+        notes,
     })
 }
 
@@ -417,7 +496,7 @@ fn prl_value(nf: i32, nl: i32, ny: i32, ef: i32, el: i32, ey: i32, j: usize) -> 
     (wf + wl + wy) as i64 * 4294967296 + (4294967295 - j as i64)
 }
 
-fn prl_case(n: usize) -> Result<Case, String> {
+fn prl_case(o: &Opts, n: usize) -> Result<Case, String> {
     let mut rng = Rng(0x1313);
     let mut recs = || {
         Rc::new([
@@ -429,14 +508,10 @@ fn prl_case(n: usize) -> Result<Case, String> {
     let (a, b) = (recs(), recs());
     let s = prl::Sizes { I: n, J: n };
     let cols: Vec<&[i32]> = a.iter().chain(b.iter()).map(|c| &c[..]).collect();
-    let gpu = [cuda::mdh_cuda(
-        &cols,
-        &vec![i64::MIN; n],
-        move |dev, x, best| {
-            prl::cuda::launch(dev, &x[0], &x[1], &x[2], &x[3], &x[4], &x[5], best, s)
-        },
-    )];
-    let impls = vec![
+    let gpu = [cuda::mdh_cuda(&cols, &vec![i64::MIN; n], move |dev, x, best| {
+        prl::cuda::launch(dev, &x[0], &x[1], &x[2], &x[3], &x[4], &x[5], best, s)
+    })];
+    let mut impls = vec![
         imp(
             "mdh",
             (a.clone(), b.clone(), vec![i64::MIN; n]),
@@ -447,7 +522,7 @@ fn prl_case(n: usize) -> Result<Case, String> {
         ),
         imp(
             "naive-rayon",
-            (a, b, vec![i64::MIN; n]),
+            (a.clone(), b.clone(), vec![i64::MIN; n]),
             |(a, b, best)| {
                 let (a, b) = (&**a, &**b);
                 best.par_iter_mut().enumerate().for_each(|(i, best)| {
@@ -464,12 +539,25 @@ fn prl_case(n: usize) -> Result<Case, String> {
             |(_, _, best)| Output::I64(best.clone()),
         ),
     ];
+    let slow = (n >= 1 << 14).then_some("about 2.6 s per run on PoCL for 2^15 records");
+    let notes = push_opencl(&mut impls, o, slow, |dev| {
+        imp(
+            "mdh-opencl",
+            (a, b, vec![i64::MIN; n]),
+            move |(a, b, best)| {
+                prl::opencl::run(dev, &a[0], &a[1], &a[2], &b[0], &b[1], &b[2], best, s)
+                    .map_err(err)
+            },
+            |(_, _, best)| Output::I64(best.clone()),
+        )
+    });
     Ok(Case {
         what: format!("best match of {n} records among {n}"),
         flops: None,
         bytes: None,
         rtol: 0.0,
         impls: with_gpu(impls, gpu)?,
+        notes,
     })
 }
 
@@ -480,19 +568,19 @@ mod tests {
     use std::time::Duration;
 
     /// Every case at a small size (odd extents included): all peers agree
-    /// with mdh. Exercises the OpenBLAS, oneDNN and faer bindings.
+    /// with mdh. Exercises the OpenBLAS, oneDNN and faer bindings, and
+    /// OpenCL and CUDA (with cuBLAS) where there is a device.
     #[test]
     fn small_cases_agree() {
-        type Build = Box<dyn Fn() -> Result<Case, String>>;
-        let builders: Vec<(&str, Build)> = vec![
-            ("matmul 7x5x3", Box::new(|| matmul_case(7, 5, 3))),
-            ("matmul 1x33x70", Box::new(|| matmul_case(1, 33, 70))),
-            ("matvec 37", Box::new(|| matvec_case(37))),
-            ("dot 1001", Box::new(|| dot_case(1001))),
-            ("jacobi3d 9", Box::new(|| jacobi3d_case(9))),
-            ("mcc 5x8", Box::new(|| mcc_case(5, 8))),
-            ("ccsdt 3", Box::new(|| ccsdt_case(3))),
-            ("prl 101", Box::new(|| prl_case(101))),
+        let builders: &[(&str, Builder)] = &[
+            ("matmul 7x5x3", |o| matmul_case(o, 7, 5, 3)),
+            ("matmul 1x33x70", |o| matmul_case(o, 1, 33, 70)),
+            ("matvec 37", |o| matvec_case(o, 37)),
+            ("dot 1001", |o| dot_case(o, 1001)),
+            ("jacobi3d 9", |o| jacobi3d_case(o, 9)),
+            ("mcc 5x8", |o| mcc_case(o, 5, 8)),
+            ("ccsdt 3", |o| ccsdt_case(o, 3)),
+            ("prl 101", |o| prl_case(o, 101)),
         ];
         let plan = Plan {
             budget: Duration::ZERO,
@@ -500,7 +588,7 @@ mod tests {
             max: 1,
         };
         for (what, build) in builders {
-            let mut case = build().unwrap_or_else(|e| panic!("{what}: {e}"));
+            let mut case = build(&Opts::default()).unwrap_or_else(|e| panic!("{what}: {e}"));
             let timings =
                 measure(&mut case, plan, &|_| {}).unwrap_or_else(|e| panic!("{what}: {e}"));
             assert!(timings.len() >= 2, "{what}");

@@ -69,6 +69,8 @@ pub struct Case {
     /// Relative tolerance of the comparison with mdh (0 = exact).
     pub rtol: f64,
     pub impls: Vec<Impl>,
+    /// What the reader of the table should know (e.g. a skipped peer).
+    pub notes: Vec<String>,
 }
 
 /// The shortest timed sample.
@@ -102,23 +104,20 @@ pub fn measure(case: &mut Case, plan: Plan, log: &dyn Fn(&str)) -> Result<Vec<Ti
     let mut outputs = Vec::new();
     for im in case.impls.iter_mut() {
         std::thread::sleep(Duration::from_millis(200));
-        // Warm-up: at least two runs, and more while they are quick (first-use
-        // allocation, page faults, thread-pool start-up, caches).
-        // The first run may include one-time work (a GPU kernel's runtime
-        // compilation), so a second one always follows and times `once`.
+        // Warm-up: at least two runs (the first may build an OpenCL program),
+        // and more while they are quick (first-use allocation, page faults,
+        // thread-pool start-up, caches).
         let start = Instant::now();
         (im.run)().map_err(|e| format!("{}: {e}", im.name))?;
-        let mut once = start.elapsed();
-        let mut runs = 1;
-        while runs < 2 || start.elapsed() < Duration::from_millis(100) {
-            runs += 1;
+        let mut once = None;
+        while once.is_none() || start.elapsed() < Duration::from_millis(100) {
             let t = Instant::now();
             (im.run)().map_err(|e| format!("{}: {e}", im.name))?;
-            once = t.elapsed();
+            once = Some(t.elapsed());
         }
         // One sample = `inner` back-to-back runs lasting at least SAMPLE (so
         // that microsecond kernels are not timed one call at a time).
-        let once = once.as_secs_f64().max(1e-9);
+        let once = once.unwrap_or_default().as_secs_f64().max(1e-9);
         let inner = ((SAMPLE.as_secs_f64() / once).ceil() as usize).max(1);
         let reps = ((plan.budget.as_secs_f64() / (once * inner as f64)) as usize)
             .clamp(plan.min, plan.max);
@@ -251,6 +250,7 @@ mod tests {
                     |v| Output::F32(v.clone()),
                 ),
             ],
+            notes: Vec::new(),
         };
         let plan = Plan {
             budget: Duration::ZERO,

@@ -1,5 +1,7 @@
 //! `mdh-bench`: mdh's CPU kernels against OpenBLAS, oneDNN, faer and plain
-//! rayon loops, side by side in one process.
+//! rayon loops, and the same kernels through OpenCL (`mdh-opencl`, on the
+//! first OpenCL device, e.g. PoCL on the CPU; skipped with a note without
+//! one), side by side in one process.
 //!
 //! ```text
 //! cargo run --release -p mdh-bench -- [--quick] [--csv FILE] [--png FILE] [--case SUBSTRING]
@@ -25,6 +27,7 @@ mod cuda;
 mod dnnl;
 mod harness;
 mod kernels;
+mod opencl;
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -160,11 +163,17 @@ fn main() -> ExitCode {
     let started = Instant::now();
     let mut rows: Vec<Row> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    let opts = cases::Opts { quick: args.quick };
     for (i, (name, build)) in selected.iter().enumerate() {
         eprintln!("[{}/{}] {name}", i + 1, selected.len());
         let t = Instant::now();
-        let result = build().and_then(|mut case| {
+        let result = build(&opts).and_then(|mut case| {
             eprintln!("    {}", case.what);
+            for n in &case.notes {
+                eprintln!("    {n}");
+                notes.push(format!("{name}: {n}"));
+            }
             harness::measure(&mut case, plan, &|line| eprintln!("{line}"))
                 .map(|timings| (case, timings))
         });
@@ -207,6 +216,9 @@ fn main() -> ExitCode {
     }
 
     print!("{}", table(&rows, &machine));
+    for n in &notes {
+        println!("- {n}");
+    }
     let mut code = ExitCode::SUCCESS;
     if let Err(e) = write_csv(&args.csv, &rows) {
         eprintln!("!!! {e}");

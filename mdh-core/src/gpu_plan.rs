@@ -22,8 +22,10 @@
 //! WRP layer of ASM_CUDA+WRP) by a tree in local memory, and across
 //! work-groups by a second pass. Plans are fitted to a device's limits: its
 //! work-items per work-group (CUDA: at most 1024 threads per block) and its
-//! local memory (CUDA: the 48 KiB of static shared memory per block). PS dimensions are computed like CC
-//! dimensions and then scanned in place by one pass per PS dimension.
+//! local memory (CUDA: the 48 KiB of static shared memory per block). PS
+//! dimensions are computed like CC dimensions and then scanned in place
+//! (per PS dimension: chunks of a line by work-groups, then the chunks'
+//! carries; see `codegen::gpu`).
 
 use crate::desc::{affine_offset, Bound, KernelDesc};
 use crate::spec::DimKind;

@@ -4,7 +4,7 @@
 //! template, and the launch geometry of its kernels. Backend types stay in
 //! the wrappers; this module knows only sizes.
 
-use mdh_core::codegen::gpu::PASS_ITEMS;
+use mdh_core::codegen::gpu::{PASS_ITEMS, SCAN_CHUNK};
 use mdh_core::desc::{Bound, KernelDesc};
 use mdh_core::gpu_plan::{defines, local_elems, GpuPlan, Resolved};
 use mdh_core::interp::{Buffer, Value};
@@ -52,8 +52,9 @@ pub struct Job {
     pub partial_len: usize,
     /// Work-items of `mdh_combine`, when the second pass runs.
     pub combine_global: Option<usize>,
-    /// PS dimensions to scan, with the work-items of each `mdh_scan{d}`.
-    pub scans: Vec<(usize, usize)>,
+    /// The kernels of the scans of PS dimensions, in launch order, with
+    /// their work-items in all.
+    pub scans: Vec<(String, usize)>,
     /// Work-items per work-group of the passes.
     pub pass_local: usize,
 }
@@ -112,7 +113,7 @@ impl Job {
         l.extend(
             self.scans
                 .iter()
-                .map(|&(d, g)| pass(format!("mdh_scan{d}"), false, g)),
+                .map(|(kernel, g)| pass(kernel.clone(), false, *g)),
         );
         l
     }
@@ -343,6 +344,25 @@ pub fn fit(
     Ok(r)
 }
 
+/// The launches of the scan along dimension `d` of extent `n` on `lines`
+/// lines (see `mdh_core::codegen::gpu`): a work-group per chunk, and for
+/// lines of several chunks a work-group per line (the carries) and a
+/// work-item per element after the first chunk.
+fn scan_launches(d: usize, n: usize, lines: usize) -> Vec<(String, usize)> {
+    let mut l = vec![(
+        format!("mdh_scan{d}"),
+        lines * n.div_ceil(SCAN_CHUNK) * PASS_ITEMS,
+    )];
+    if n > SCAN_CHUNK {
+        l.push((format!("mdh_scan{d}_carry"), lines * PASS_ITEMS));
+        l.push((
+            format!("mdh_scan{d}_add"),
+            round_up(lines * (n - SCAN_CHUNK), PASS_ITEMS),
+        ));
+    }
+    l
+}
+
 /// The job of a given resolved plan (also what the tuner measures).
 pub fn job_for(desc: &KernelDesc, bound: &Bound, info: &KernelInfo, r: &Resolved) -> Job {
     let kinds = &desc.kinds;
@@ -366,7 +386,7 @@ pub fn job_for(desc: &KernelDesc, bound: &Bound, info: &KernelInfo, r: &Resolved
         scans: (0..ext.len())
             .rev()
             .filter(|&x| kinds[x] == DimKind::Ps && ext[x] > 1)
-            .map(|x| (x, round_up(kept_points / ext[x], PASS_ITEMS)))
+            .flat_map(|x| scan_launches(x, ext[x], kept_points / ext[x]))
             .collect(),
         pass_local: PASS_ITEMS,
     }

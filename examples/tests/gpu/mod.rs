@@ -6,7 +6,7 @@
 
 use mdh::reference::{Buffer, Value};
 use mdh::Error;
-use mdh_core::desc::{BufDesc, KernelDesc};
+use mdh_core::desc::{Bound, BufDesc, KernelDesc};
 use mdh_core::gpu_plan::{can_cache_locally, GpuPlan};
 use mdh_core::spec::ScalarType;
 use mdh_examples::check::{self, Rng};
@@ -104,18 +104,44 @@ pub fn random_param(rng: &mut Rng, t: ScalarType) -> Value {
     }
 }
 
-/// A random valid plan with at most `max_items` work-items per work-group.
-pub fn random_plan(rng: &mut Rng, desc: &KernelDesc, max_items: usize) -> GpuPlan {
+/// A random valid plan for `sizes` with at most `max_items` work-items per
+/// work-group. A third of the plans make the tile of each dimension split
+/// across 2 to 7 work-groups exactly the group's block (as `groups` 0 does
+/// anyway), half of those with one point per work-item: tile loops of one
+/// trip per group inside loops of several, around the barriers of the
+/// reduction tree and the local copies, where PoCL turned such a loop
+/// into a branch on the group id (see `conv2d_split_kept_groups_with_pw_items`
+/// in tests/opencl.rs).
+pub fn random_plan(rng: &mut Rng, desc: &KernelDesc, max_items: usize, sizes: &[usize]) -> GpuPlan {
     let d = desc.dims.len();
     let pick = |rng: &mut Rng, xs: &[usize]| xs[rng.below(xs.len())];
+    let extents: Vec<usize> = desc
+        .dims
+        .iter()
+        .map(|c| KernelDesc::eval_size(c, sizes).unwrap_or(0).max(1))
+        .collect();
     loop {
-        let items: Vec<usize> = (0..d).map(|_| pick(rng, &[1, 1, 2, 3, 4, 8, 16])).collect();
-        let tile = items
+        let groups: Vec<usize> = (0..d).map(|_| pick(rng, &[0, 0, 1, 2, 3, 7])).collect();
+        let mut items: Vec<usize> = (0..d).map(|_| pick(rng, &[1, 1, 2, 3, 4, 8, 16])).collect();
+        let mut tile: Vec<usize> = items
             .iter()
             .map(|&w| w * pick(rng, &[1, 1, 2, 3, 5]))
             .collect();
+        if rng.below(3) == 0 {
+            let one_point = rng.below(2) == 0;
+            for x in 0..d {
+                if groups[x] >= 2 {
+                    tile[x] = extents[x].div_ceil(groups[x]);
+                }
+                items[x] = if one_point {
+                    tile[x]
+                } else {
+                    items[x].min(tile[x])
+                };
+            }
+        }
         let plan = GpuPlan {
-            groups: (0..d).map(|_| pick(rng, &[0, 0, 1, 2, 3, 7])).collect(),
+            groups,
             items,
             tile,
             local: (0..desc.inputs.len())
@@ -128,6 +154,80 @@ pub fn random_plan(rng: &mut Rng, desc: &KernelDesc, max_items: usize) -> GpuPla
             return plan;
         }
     }
+}
+
+/// A random plan of the shape that PoCL miscompiled before tile loops had
+/// uniform trip counts (see `conv2d_split_kept_groups_with_pw_items` in
+/// tests/opencl.rs): the outer kept dimension walked in tiles of 1 by one
+/// work-group (several trips), every other kept dimension split across 2 or
+/// 3 work-groups with one tile per group and one point per work-item (one
+/// trip), PW dimensions on 2 to 4 work-items (a reduction tree with
+/// barriers). `None` when the kernel has no such shape at `sizes`.
+pub fn split_kept_plan(
+    rng: &mut Rng,
+    desc: &KernelDesc,
+    max_items: usize,
+    sizes: &[usize],
+) -> Option<GpuPlan> {
+    let d = desc.dims.len();
+    let kept: Vec<usize> = (0..d).filter(|&x| desc.kinds[x].is_kept()).collect();
+    let extent = |x: usize| KernelDesc::eval_size(&desc.dims[x], sizes).unwrap_or(0);
+    let (&outer, inner) = kept.split_first()?;
+    if inner.is_empty() || kept.len() == d || extent(outer) < 2 {
+        return None;
+    }
+    let mut plan = GpuPlan {
+        groups: vec![1; d],
+        items: vec![1; d],
+        tile: vec![1; d],
+        local: (0..desc.inputs.len())
+            .map(|b| can_cache_locally(desc, b) && rng.below(2) == 1)
+            .collect(),
+        blocked: rng.below(2) == 1,
+    };
+    for x in 0..d {
+        if x == outer {
+            continue;
+        }
+        if desc.kinds[x].is_kept() {
+            plan.groups[x] = 2 + rng.below(2);
+            plan.tile[x] = extent(x).max(1).div_ceil(plan.groups[x]);
+            plan.items[x] = plan.tile[x];
+        } else {
+            plan.items[x] = 2 + rng.below(3);
+            plan.tile[x] = plan.items[x] * (1 + rng.below(2));
+        }
+    }
+    let threads: usize = plan.items.iter().product();
+    (plan.validate(desc).is_ok() && threads <= max_items).then_some(plan)
+}
+
+/// `cases` random sizes with plans of [`split_kept_plan`] of kernel `spec`
+/// through `run`, each compared with the reference interpreter.
+pub fn split_kept_cases(
+    spec: &str,
+    cases: usize,
+    rng: &mut Rng,
+    max_items: usize,
+    run: &mut RunDyn,
+) {
+    let kernel = mdh::reference::kernel(spec).expect("the example's spec checks");
+    let desc = KernelDesc::from_kernel(&kernel);
+    let mut done = 0;
+    for _ in 0..10_000 {
+        if done == cases {
+            return;
+        }
+        let sizes = random_sizes(rng, &desc, 4096, false);
+        if let Some(plan) = split_kept_plan(rng, &desc, max_items, &sizes) {
+            one_case(spec, &sizes, Some(&plan), rng, run);
+            done += 1;
+        }
+    }
+    panic!(
+        "kernel `{}`: too few sizes fit the shape of split_kept_plan",
+        kernel.name
+    );
 }
 
 /// Random sizes with at most `budget` points in the index space (empty
@@ -169,9 +269,12 @@ pub fn seed(name: &str) -> u64 {
     })
 }
 
+/// A back end: like `NAME::opencl::run_dyn` without the device.
+pub type RunDyn<'a> = dyn FnMut(Option<&GpuPlan>, &[Buffer], &mut [Buffer], &[Value], &[usize]) -> Result<(), Error>
+    + 'a;
+
 /// `cases` random sizes × random plans (of at most `max_items` work-items
-/// per work-group) of one family through `run` (a back end: like
-/// `NAME::opencl::run_dyn` without the device), each compared with the
+/// per work-group) of one family through `run`, each compared with the
 /// reference interpreter. The first case runs the configured / default plan.
 pub fn family(
     spec: &str,
@@ -192,45 +295,139 @@ pub fn family(
     let mut rng = Rng::new(seed);
     for case in 0..cases {
         let sizes = random_sizes(&mut rng, &desc, budget, true);
-        let plan = (case > 0).then(|| random_plan(&mut rng, &desc, max_items));
-        let inputs: Vec<Buffer> = kernel
-            .inputs
-            .iter()
-            .zip(desc.inputs.iter())
-            .map(|(b, d)| random_buffer(&mut rng, b.ty, buffer_len(d, &sizes)))
-            .collect();
-        let init: Vec<Buffer> = kernel
-            .outputs
-            .iter()
-            .zip(desc.outputs.iter())
-            .map(|(b, d)| sentinel(b.ty, buffer_len(d, &sizes)))
-            .collect();
-        let params: Vec<Value> = kernel
-            .params
-            .iter()
-            .map(|p| random_param(&mut rng, p.ty))
-            .collect();
-        let mut got = init.clone();
-        let result = run(plan.as_ref(), &inputs, &mut got, &params, &sizes);
-        let points: usize = desc
-            .dims
-            .iter()
-            .map(|c| KernelDesc::eval_size(c, &sizes).unwrap_or(0))
-            .product();
-        if let Err(msg) = check::verify(
-            spec,
-            &sizes,
-            &inputs,
-            &params,
-            init,
-            result,
-            &got,
-            check::sum_rtol(points),
-        ) {
-            panic!(
-                "kernel `{}`, sizes {sizes:?}, plan {plan:?}: {msg}",
-                kernel.name
-            );
+        let plan = (case > 0).then(|| random_plan(&mut rng, &desc, max_items, &sizes));
+        one_case(spec, &sizes, plan.as_ref(), &mut rng, &mut run);
+    }
+}
+
+/// One call of a kernel at `sizes` with `plan` (`None`: the configured /
+/// default plan) on random inputs and params through `run`, compared with
+/// the reference interpreter; panics with the case on a mismatch.
+pub fn one_case(
+    spec: &str,
+    sizes: &[usize],
+    plan: Option<&GpuPlan>,
+    rng: &mut Rng,
+    run: &mut RunDyn,
+) {
+    let kernel = mdh::reference::kernel(spec).expect("the example's spec checks");
+    let desc = KernelDesc::from_kernel(&kernel);
+    let inputs: Vec<Buffer> = kernel
+        .inputs
+        .iter()
+        .zip(desc.inputs.iter())
+        .map(|(b, d)| random_buffer(rng, b.ty, buffer_len(d, sizes)))
+        .collect();
+    let init: Vec<Buffer> = kernel
+        .outputs
+        .iter()
+        .zip(desc.outputs.iter())
+        .map(|(b, d)| sentinel(b.ty, buffer_len(d, sizes)))
+        .collect();
+    let params: Vec<Value> = kernel
+        .params
+        .iter()
+        .map(|p| random_param(rng, p.ty))
+        .collect();
+    let mut got = init.clone();
+    let result = run(plan, &inputs, &mut got, &params, sizes);
+    let points: usize = desc
+        .dims
+        .iter()
+        .map(|c| KernelDesc::eval_size(c, sizes).unwrap_or(0))
+        .product();
+    if let Err(msg) = check::verify(
+        spec,
+        sizes,
+        &inputs,
+        &params,
+        init,
+        result,
+        &got,
+        check::sum_rtol(points),
+    ) {
+        panic!(
+            "kernel `{}`, sizes {sizes:?}, plan {plan:?}: {msg}",
+            kernel.name
+        );
+    }
+}
+
+/// `count` complete sources of a family (random nonzero sizes; the
+/// configured / default plan, then random plans of at most `max_items`
+/// work-items per work-group) from `job` (a back end's `NAME::…::job` for
+/// one device), each handed to `check` with a description of its case.
+pub fn sources(
+    spec: &str,
+    count: usize,
+    budget: usize,
+    seed: u64,
+    max_items: usize,
+    mut job: impl FnMut(&Bound, Option<&GpuPlan>) -> Result<Option<mdh::gpu::Job>, Error>,
+    mut check: impl FnMut(&str, &str),
+) {
+    let kernel = mdh::reference::kernel(spec).expect("the example's spec checks");
+    let desc = KernelDesc::from_kernel(&kernel);
+    let mut rng = Rng::new(seed ^ 0x4e56);
+    for case in 0..count {
+        let sizes = random_sizes(&mut rng, &desc, budget, false);
+        let plan = (case > 0).then(|| random_plan(&mut rng, &desc, max_items, &sizes));
+        let len =
+            |b: &[BufDesc]| -> Vec<usize> { b.iter().map(|d| buffer_len(d, &sizes)).collect() };
+        let bound = desc
+            .bind(&sizes, &len(&desc.inputs[..]), &len(&desc.outputs[..]))
+            .expect("sizes fit");
+        let what = format!("kernel `{}`, sizes {sizes:?}, plan {plan:?}", kernel.name);
+        match job(&bound, plan.as_ref()) {
+            Ok(Some(job)) => check(&job.source, &what),
+            Ok(None) => {}
+            Err(e) => panic!("{what}: {e}"),
         }
     }
+}
+
+/// `scan` and `mbbs` along lines of several chunks of the scan pass (of 64
+/// elements per work-group step, 256 per work-group: 1000 and 1024
+/// elements, 300 rows), with the default plan and random plans of at most
+/// `max_items` work-items, through their back ends `scan` and `mbbs`.
+pub fn long_scans<'a>(
+    rng: &mut Rng,
+    max_items: usize,
+    scan: &mut RunDyn<'a>,
+    mbbs: &mut RunDyn<'a>,
+) {
+    for (spec, sizes) in [
+        (mdh_examples::scan::SPEC, vec![1000]),
+        (mdh_examples::scan::SPEC, vec![1024]),
+        (mdh_examples::mbbs::SPEC, vec![300, 7]),
+    ] {
+        let run = if spec == mdh_examples::scan::SPEC {
+            &mut *scan
+        } else {
+            &mut *mbbs
+        };
+        let desc = KernelDesc::from_kernel(&mdh::reference::kernel(spec).expect("checks"));
+        for case in 0..3 {
+            let plan = (case > 0).then(|| random_plan(rng, &desc, max_items, &sizes));
+            one_case(spec, &sizes, plan.as_ref(), rng, run);
+        }
+    }
+}
+
+/// The first OpenCL device for the OpenCL tests, or `None` after saying
+/// why (a failure under `MDH_REQUIRE_OPENCL=1`).
+#[allow(dead_code)] // tests/cuda.rs shares this module but not the device
+pub fn opencl_device() -> Option<&'static mdh::opencl::Device> {
+    static DEV: std::sync::OnceLock<Option<mdh::opencl::Device>> = std::sync::OnceLock::new();
+    DEV.get_or_init(|| match mdh::opencl::Device::first() {
+        Ok(d) => Some(d),
+        Err(e) => {
+            skip_or_fail(
+                "MDH_REQUIRE_OPENCL",
+                format!("there is no OpenCL device: {e}"),
+            );
+            None
+        }
+    })
+    .as_ref()
 }

@@ -8,6 +8,12 @@
 //! type of the same width, so C's signed overflow never happens), literals
 //! carry their checked types, and every user name gets a prefix so that it
 //! cannot collide with a C keyword or a name of the kernel.
+//!
+//! Integer `/` and `%` call helpers ([`int_div_helpers`]) that define what C
+//! leaves undefined: `x / 0 == 0` and `x % 0 == 0` (a kernel cannot report
+//! an error per point; the reference interpreter returns an error instead),
+//! `MIN / -1 == MIN` and `MIN % -1 == 0` (Rust's `wrapping_div` /
+//! `wrapping_rem`, as the interpreter computes).
 
 use std::fmt::Write;
 
@@ -57,6 +63,16 @@ impl Dialect {
         match t {
             ScalarType::I64 | ScalarType::U64 | ScalarType::Usize => "ulong",
             _ => "uint",
+        }
+    }
+
+    /// The qualifiers of a helper function defined in the prelude (OpenCL C
+    /// follows C99, where a plain `inline` definition may leave no symbol to
+    /// call when it is not inlined).
+    fn helper(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "static inline",
+            Dialect::Cuda => "static __device__ __forceinline__",
         }
     }
 
@@ -115,6 +131,36 @@ pub fn float_lit(d: Dialect, v: f64, t: ScalarType) -> String {
     }
 }
 
+/// The C definitions of the helpers `mdh_div_T` and `mdh_rem_T` for the
+/// integer types `types` (see the module docs for their meaning); an
+/// expression lowered by [`Lowering`] calls those in its `int_divs`.
+pub fn int_div_helpers(d: Dialect, types: &[ScalarType]) -> String {
+    let mut s = String::new();
+    for &t in types {
+        let (c, n, f) = (d.ty(t), t.name(), d.helper());
+        if t.is_signed() {
+            // `-a` wraps in the unsigned type: `MIN / -1 == MIN`.
+            let neg = format!("(({c})(0u - ({})a))", d.unsigned_ty(t));
+            let _ = writeln!(
+                s,
+                "{f} {c} mdh_div_{n}({c} a, {c} b) {{ return b == 0 ? ({c})0 : b == -1 ? {neg} : ({c})(a / b); }}"
+            );
+            let _ = writeln!(
+                s,
+                "{f} {c} mdh_rem_{n}({c} a, {c} b) {{ return b == 0 || b == -1 ? ({c})0 : ({c})(a % b); }}"
+            );
+        } else {
+            for (op, sym) in [("div", '/'), ("rem", '%')] {
+                let _ = writeln!(
+                    s,
+                    "{f} {c} mdh_{op}_{n}({c} a, {c} b) {{ return b == 0 ? ({c})0 : ({c})(a {sym} b); }}"
+                );
+            }
+        }
+    }
+    s
+}
+
 /// The neutral element of a built-in operator on `t`.
 pub fn identity(d: Dialect, op: BuiltinOp, t: ScalarType) -> String {
     let signed_min = |bits: u32| format!("(({})(1UL << {}))", d.ty(t), bits - 1);
@@ -168,6 +214,9 @@ pub struct Lowering {
     indent: usize,
     scope: Vec<Binding>,
     fresh: usize,
+    /// The integer types whose `/` or `%` helpers the lowered code calls
+    /// (the prelude defines them, see [`int_div_helpers`]).
+    pub int_divs: Vec<ScalarType>,
 }
 
 impl Lowering {
@@ -178,6 +227,7 @@ impl Lowering {
             indent,
             scope: Vec::new(),
             fresh: 0,
+            int_divs: Vec::new(),
         }
     }
 
@@ -438,7 +488,7 @@ impl Lowering {
     }
 
     /// `a op b` on operands of type `t`.
-    pub fn binary(&self, op: BinOp, t: ScalarType, a: &str, b: &str) -> String {
+    pub fn binary(&mut self, op: BinOp, t: ScalarType, a: &str, b: &str) -> String {
         let d = self.d;
         let wraps = matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul);
         if t.is_int() && wraps {
@@ -446,7 +496,11 @@ impl Lowering {
             return format!("(({})(({u}){a} {} ({u}){b}))", d.ty(t), op.symbol());
         }
         if t.is_int() && matches!(op, BinOp::Div | BinOp::Rem) {
-            return format!("(({})({a} {} {b}))", d.ty(t), op.symbol());
+            if !self.int_divs.contains(&t) {
+                self.int_divs.push(t);
+            }
+            let f = if op == BinOp::Div { "div" } else { "rem" };
+            return format!("mdh_{f}_{}({a}, {b})", t.name());
         }
         if t.is_float() && op == BinOp::Rem {
             return format!("fmod({a}, {b})");

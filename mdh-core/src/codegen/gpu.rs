@@ -23,17 +23,25 @@
 //!   partial results per work-group). PS dimensions are computed here like
 //!   CC dimensions.
 //! - `mdh_combine`: the second pass over the partial results of work-groups.
-//! - `mdh_scan{d}`: for each PS dimension `d`, an inclusive scan in place
-//!   along `d` (one work-item per line).
+//! - `mdh_scan{d}`, `mdh_scan{d}_carry`, `mdh_scan{d}_add`: for each PS
+//!   dimension `d`, an inclusive scan in place along `d` (chunks of a line
+//!   scanned by work-groups in local memory, then the carries of the chunks
+//!   scanned and added).
 //!
-//! The dialects differ only in [`Dialect`]'s methods and [`Words`]: the
+//! The prelude defines `MDH_MIN`, the defaults of the plan's names, and the
+//! integer division helpers the kernels call: in generated C, `x / 0` and
+//! `x % 0` are 0, `MIN / -1` is `MIN` and `MIN % -1` is 0 (see
+//! [`crate::codegen::c_expr`]), where C leaves all four undefined.
+//!
+//! The dialects differ only in [`Dialect`]'s methods and `Words`: the
 //! words of kernel heads, address spaces, barriers and ids, CUDA's
 //! `__launch_bounds__(WG_ITEMS)` (registers budgeted for the block size)
 //! and its warp shuffles.
 
+use std::cell::RefCell;
 use std::fmt::Write;
 
-use crate::codegen::c_expr::{identity, Dialect, Lowering};
+use crate::codegen::c_expr::{identity, int_div_helpers, Dialect, Lowering};
 use crate::spec::{BuiltinOp, DimKind, Kernel, ReduceOp, ScalarType, Type};
 
 /// The words that differ between the dialects outside of expressions.
@@ -95,6 +103,10 @@ fn words(d: Dialect) -> Words {
 /// Work-items per work-group of the second pass and of the scans.
 pub const PASS_ITEMS: usize = 64;
 
+/// Elements of a line that one work-group of the scan pass scans; longer
+/// lines are split into chunks of this many across work-groups.
+pub const SCAN_CHUNK: usize = 4 * PASS_ITEMS;
+
 /// What the emitter needs to know about one kernel.
 struct Emit<'k> {
     k: &'k Kernel,
@@ -109,6 +121,26 @@ struct Emit<'k> {
     /// Per input access: (buffer, access of that buffer).
     ins: Vec<(usize, usize)>,
     ops: Vec<Option<&'k ReduceOp>>,
+    /// The integer types whose division helpers the kernels emitted so far
+    /// call (the prelude, emitted last, defines them).
+    int_divs: RefCell<Vec<ScalarType>>,
+}
+
+/// Opens the loop over the LM tiles `[t{x}, e{x})` of this work-group's
+/// block along dimension `x`. The trip count is the same in every
+/// work-group (the block extent `B{x}` they all share, not the group's
+/// possibly shorter `bhi{x} - blo{x}`): the loop body holds barriers, which
+/// every work-item of a group must reach under the same control flow, and a
+/// trip count that depends on the group id is not that (PoCL turned a
+/// one-trip loop into a branch on the group id and dropped results). Tiles
+/// past the group's block are empty (`e{x} <= t{x}`): they compute and
+/// copy nothing but still reach the barriers.
+fn tile_loop(l: &mut Lowering, x: usize) {
+    l.line(&format!(
+        "for (long tt{x} = 0; tt{x} < B{x}; tt{x} += T{x}) {{"
+    ));
+    l.line(&format!("const long t{x} = blo{x} + tt{x};"));
+    l.line(&format!("const long e{x} = MDH_MIN(t{x} + T{x}, bhi{x});"));
 }
 
 /// Whether combining output `o` needs "has a value" flags: an operator
@@ -150,6 +182,18 @@ impl<'k> Emit<'k> {
             ops: (0..n_out)
                 .map(|o| k.ops.iter().find_map(|op| op.op_for(o)))
                 .collect(),
+            int_divs: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Appends a lowered kernel body to `src`, noting the helpers it calls.
+    fn finish(&self, src: &mut String, l: Lowering) {
+        src.push_str(&l.out);
+        let mut divs = self.int_divs.borrow_mut();
+        for t in l.int_divs {
+            if !divs.contains(&t) {
+                divs.push(t);
+            }
         }
     }
 
@@ -336,10 +380,7 @@ impl<'k> Emit<'k> {
             |x: usize| format!("t{x} + (MDH_BLOCKED ? w{x} * P{x} + p{x} : w{x} + p{x} * W{x})");
         // Kept tile loops.
         for &x in &self.kept {
-            l.line(&format!(
-                "for (long t{x} = blo{x}; t{x} < bhi{x}; t{x} += T{x}) {{"
-            ));
-            l.line(&format!("const long e{x} = MDH_MIN(t{x} + T{x}, bhi{x});"));
+            tile_loop(&mut l, x);
         }
         // Private accumulators over the kept PM tile.
         let mut pk = String::from("1L");
@@ -370,10 +411,7 @@ impl<'k> Emit<'k> {
         }
         // PW tile loops.
         for &x in &self.pw {
-            l.line(&format!(
-                "for (long t{x} = blo{x}; t{x} < bhi{x}; t{x} += T{x}) {{"
-            ));
-            l.line(&format!("const long e{x} = MDH_MIN(t{x} + T{x}, bhi{x});"));
+            tile_loop(&mut l, x);
         }
         self.local_copies(&mut l);
         // Private loops: PW outside, kept inside (the accumulators' index
@@ -479,7 +517,7 @@ impl<'k> Emit<'k> {
         for _ in &self.kept {
             l.line("}");
         }
-        src.push_str(&l.out);
+        self.finish(src, l);
         src.push_str("}\n\n");
     }
 
@@ -587,13 +625,19 @@ impl<'k> Emit<'k> {
         l.line("#endif");
     }
 
-    /// Cooperative copies of the current tile of locally cached inputs.
+    /// Cooperative copies of the current tile of locally cached inputs
+    /// (nothing for an empty tile, whose box would be meaningless; the
+    /// barrier after the copies is reached either way).
     fn local_copies(&self, l: &mut Lowering) {
+        let mut nonempty = String::from("1");
+        for x in 0..self.dims {
+            let _ = write!(nonempty, " && t{x} < e{x}");
+        }
         for (b, buf) in self.k.inputs.iter().enumerate() {
             let f = self.access(b, 0);
             let rank = buf.shape.len();
             l.line(&format!("#if LOCAL{b}"));
-            l.line("{");
+            l.line(&format!("if ({nonempty}) {{"));
             // The box of the tile: per component, the least and greatest
             // value over the tile (coefficients are the same for every
             // access of the buffer; offsets differ by constants).
@@ -668,19 +712,88 @@ impl<'k> Emit<'k> {
             l.line(&format!("out{b}[{off}] = {v};"));
         }
         l.line("}");
-        src.push_str(&l.out);
+        self.finish(src, l);
         src.push_str("}\n#endif\n\n");
     }
 
-    /// One in-place inclusive scan per PS dimension `s`, one work-item per
-    /// line along `s`.
+    /// The in-place inclusive scan along each PS dimension `s`, in three
+    /// kernels (lines are split into chunks of `SCAN_CHUNK` elements):
+    /// - `mdh_scan{s}`: one work-group per chunk scans it ([`Self::group_scan`]);
+    /// - `mdh_scan{s}_carry`: one work-group per line scans the last
+    ///   elements of its full chunks, which then hold their final values;
+    /// - `mdh_scan{s}_add`: every other element after the first chunk
+    ///   combines the final value of the chunk before it in front.
+    ///
+    /// The last two run only for lines longer than one chunk.
     fn scan_kernels(&self, src: &mut String) {
+        let w = &self.w;
+        let scanned: Vec<(usize, usize, usize, ScalarType, &ReduceOp)> = self
+            .outs
+            .iter()
+            .enumerate()
+            .filter_map(|(o, &(b, a, t))| Some((o, b, a, t, self.ops[o]?)))
+            .collect();
         for &s in self.kept.iter().filter(|&&x| self.kinds[x] == DimKind::Ps) {
+            let others: Vec<usize> = self.kept.iter().copied().filter(|&x| x != s).collect();
+            // The element `j` of output access `(b, a)` on this line.
+            let at = |b: usize, a: usize, j: &str| {
+                let base = self.linear(&format!("OUT{b}_{a}"), &self.kept);
+                format!("out{b}[({base}) + ({j}) * OUT{b}_{a}_C{s}]")
+            };
+            // Work-groups that scan `count` elements `elem({k})` of line
+            // `line` (after `setup`).
+            for (name, setup, line, count, elem) in [
+                (
+                    format!("mdh_scan{s}"),
+                    vec![
+                        format!("const long gid = {};", w.group_id),
+                        format!("const long chunks = (N{s} + SCAN_CHUNK - 1) / SCAN_CHUNK;"),
+                        "const long k0 = gid % chunks * SCAN_CHUNK;".to_string(),
+                    ],
+                    "gid / chunks".to_string(),
+                    format!("MDH_MIN(SCAN_CHUNK, N{s} - k0)"),
+                    "k0 + ({k})",
+                ),
+                (
+                    format!("mdh_scan{s}_carry"),
+                    Vec::new(),
+                    w.group_id.to_string(),
+                    format!("N{s} / SCAN_CHUNK"),
+                    "(({k}) + 1) * SCAN_CHUNK - 1",
+                ),
+            ] {
+                let _ = writeln!(
+                    src,
+                    "{}\n{{",
+                    w.head(&name, &PASS_ITEMS.to_string(), &self.params(false, false))
+                );
+                let mut l = Lowering::new(self.d, 1);
+                self.bind_names(&mut l);
+                for &(o, _, _, t, _) in &scanned {
+                    l.line(&format!(
+                        "{} {} sc{o}[{PASS_ITEMS}];",
+                        w.local,
+                        self.d.storage_ty(t)
+                    ));
+                }
+                for line in &setup {
+                    l.line(line);
+                }
+                self.decode(&mut l, &line, "i", "N", &others);
+                l.line(&format!("const long i{s} = 0;"));
+                l.line(&format!("const long count = {count};"));
+                for &(o, b, a, t, op) in &scanned {
+                    self.group_scan(&mut l, o, t, op, &|k| at(b, a, &elem.replace("{k}", k)));
+                }
+                self.finish(src, l);
+                src.push_str("}\n\n");
+            }
+            // The carries: one work-item per element after the first chunk.
             let _ = writeln!(
                 src,
                 "{}\n{{",
-                self.w.head(
-                    &format!("mdh_scan{s}"),
+                w.head(
+                    &format!("mdh_scan{s}_add"),
                     &PASS_ITEMS.to_string(),
                     &self.params(false, false)
                 )
@@ -689,30 +802,73 @@ impl<'k> Emit<'k> {
             self.bind_names(&mut l);
             l.line(&format!(
                 "const long idx = {} * {PASS_ITEMS}L + {};",
-                self.w.group_id, self.w.local_id
+                w.group_id, w.local_id
             ));
-            l.line(&format!("if (N{s} > 0 && idx < KEPT_POINTS / N{s}) {{"));
-            let others: Vec<usize> = self.kept.iter().copied().filter(|&x| x != s).collect();
-            self.decode(&mut l, "idx", "i", "N", &others);
+            l.line(&format!("const long rest = N{s} - SCAN_CHUNK;"));
+            l.line(&format!(
+                "if (rest > 0 && idx / rest < KEPT_POINTS / (N{s} > 0 ? N{s} : 1L)) {{"
+            ));
+            l.line("const long j = SCAN_CHUNK + idx % rest;");
+            self.decode(&mut l, "idx / rest", "i", "N", &others);
             l.line(&format!("const long i{s} = 0;"));
-            for (o, &(b, a, t)) in self.outs.iter().enumerate() {
-                let Some(op) = self.ops[o] else { continue };
-                let off = self.linear(&format!("OUT{b}_{a}"), &self.kept);
-                l.line("{");
-                l.line(&format!("long off = {off};"));
-                let acc = l.temp("acc", t, &format!("out{b}[off]"));
-                l.line(&format!("for (long j = 1; j < N{s}; j++) {{"));
-                l.line(&format!("off += OUT{b}_{a}_C{s};"));
-                let c = l.combine(op, t, &acc, &format!("out{b}[off]"));
-                l.line(&format!("{acc} = {c};"));
-                l.line(&format!("out{b}[off] = {acc};"));
-                l.line("}");
-                l.line("}");
+            // The last elements of full chunks are final after the carry pass.
+            l.line("if ((j + 1) % SCAN_CHUNK != 0) {");
+            for &(_, b, a, t, op) in &scanned {
+                let carry = at(b, a, "j / SCAN_CHUNK * SCAN_CHUNK - 1");
+                let c = l.combine(op, t, &carry, &at(b, a, "j"));
+                l.line(&format!("{} = {c};", at(b, a, "j")));
             }
             l.line("}");
-            src.push_str(&l.out);
+            l.line("}");
+            self.finish(src, l);
             src.push_str("}\n\n");
         }
+    }
+
+    /// Scans `count` elements `at(k)` (`k` in `[0, count)`) of output
+    /// access `o` in place with the work-group: in chunks of `PASS_ITEMS`,
+    /// each scanned in local memory `sc{o}` (Hillis-Steele: no neutral
+    /// element needed, operands stay in order, so non-commutative
+    /// operators work) and then combined with the carry of the chunks
+    /// before it. Every loop has the same trip count in all work-items (the
+    /// barriers); work-items past the end load the last element and write
+    /// nothing.
+    fn group_scan(
+        &self,
+        l: &mut Lowering,
+        o: usize,
+        t: ScalarType,
+        op: &ReduceOp,
+        at: &dyn Fn(&str) -> String,
+    ) {
+        let (w, p) = (&self.w, PASS_ITEMS);
+        l.line("{");
+        l.line(&format!("const long lid = {};", w.local_id));
+        let carry = l.temp("carry", t, &at("0"));
+        l.line(&format!("for (long c = 0; c < count; c += {p}) {{"));
+        l.line("const long j = c + lid;");
+        let v = l.temp("v", t, &at("MDH_MIN(j, count - 1)"));
+        l.line(&format!("for (long st = 1; st < {p}; st *= 2) {{"));
+        l.line(&format!("sc{o}[lid] = {v};"));
+        l.line(w.barrier);
+        l.line("if (lid >= st) {");
+        let c = l.combine(op, t, &format!("sc{o}[lid - st]"), &v);
+        l.line(&format!("{v} = {c};"));
+        l.line("}");
+        l.line(w.barrier);
+        l.line("}");
+        l.line("if (c > 0) {");
+        let c = l.combine(op, t, &carry, &v);
+        l.line(&format!("{v} = {c};"));
+        l.line("}");
+        l.line(&format!("if (j < count) {{ {} = {v}; }}", at("j")));
+        // The last element of the chunk carries into the next one.
+        l.line(&format!("sc{o}[lid] = {v};"));
+        l.line(w.barrier);
+        l.line(&format!("{carry} = sc{o}[{p} - 1];"));
+        l.line(w.barrier);
+        l.line("}");
+        l.line("}");
     }
 
     fn prelude(&self, src: &mut String) {
@@ -733,6 +889,8 @@ impl<'k> Emit<'k> {
             ),
         }
         src.push_str("#define MDH_MIN(a, b) ((a) < (b) ? (a) : (b))\n");
+        let _ = writeln!(src, "#define SCAN_CHUNK {SCAN_CHUNK}L");
+        src.push_str(&int_div_helpers(self.d, &self.int_divs.borrow()));
         // MDH_SHFL: the lanes per run of PW work-items combined by shuffles,
         // the largest power of two that divides PW_ITEMS and a warp.
         match self.w.warp {
@@ -782,10 +940,12 @@ pub fn has_identity(k: &Kernel, o: usize) -> bool {
 /// [`crate::gpu_plan::defines`] completes it for one call.
 pub fn template(k: &Kernel, d: Dialect) -> String {
     let e = Emit::new(k, d);
+    let mut kernels = String::new();
+    e.main_kernel(&mut kernels);
+    e.combine_kernel(&mut kernels);
+    e.scan_kernels(&mut kernels);
+    // The prelude last: it defines the helpers the kernels turned out to call.
     let mut src = String::new();
     e.prelude(&mut src);
-    e.main_kernel(&mut src);
-    e.combine_kernel(&mut src);
-    e.scan_kernels(&mut src);
-    src
+    src + &kernels
 }
