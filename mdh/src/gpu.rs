@@ -684,7 +684,8 @@ impl RawDevice for mdh_gpu::cuda::Device {
         l: &Launch,
         args: &[RawArg<'_, Self::Buffer>],
     ) -> Result<std::time::Duration, Error> {
-        let mut k = prog.kernel(&l.kernel)?;
+        // On this handle's stream (see `Device::on_stream`).
+        let mut k = prog.kernel_on(self.stream(), &l.kernel)?;
         for a in args {
             // CUDA pointers have no element type: `elem` matters to OpenCL's
             // argument check only.
