@@ -1,8 +1,8 @@
 //! Kernels that are not among the examples, written only against the
 //! syntax contract (DESIGN.md §1) and called through the public
 //! `NAME::opencl::run(&Device, …)`, compared with the reference interpreter
-//! (and, for integer division by zero, which the interpreter reports as an
-//! error, with the values the generated C defines): 2-D PS, a
+//! (integer division by zero included: every back end and the interpreter
+//! define it as 0): 2-D PS, a
 //! non-commutative PS operator, bool / f64 / i8 / u8 / i64 elements,
 //! params, `for` loops with `break`, integer division, several outputs
 //! `PW(+, max)`, sizes 1 and primes. Their CUDA C (the same emitter's other
@@ -432,6 +432,47 @@ fn integer_division() {
     assert_eq!(o[5].as_u8().unwrap(), [0, 0, 0, 1, 0]);
     assert_eq!(o[6].as_i8().unwrap(), [0, i8::MIN, 0, -4, 0]);
     assert_eq!(o[7].as_i8().unwrap(), [0, 0, 0, -1, 0]);
+    // The reference interpreter and the CPU kernel define them alike.
+    check("divide by zero", divide::SPEC, &[5], &x, &[], o.to_vec());
+    let (mut q32, mut r32, mut q64, mut r64) = ([1i32; 5], [1i32; 5], [1i64; 5], [1i64; 5]);
+    let (mut qu, mut ru, mut q8, mut r8) = ([1u8; 5], [1u8; 5], [1i8; 5], [1i8; 5]);
+    let i = |b: usize| &x[b];
+    divide::cpu(
+        i(0).as_i32().unwrap(),
+        i(1).as_i32().unwrap(),
+        i(2).as_i64().unwrap(),
+        i(3).as_i64().unwrap(),
+        i(4).as_u8().unwrap(),
+        i(5).as_u8().unwrap(),
+        i(6).as_i8().unwrap(),
+        i(7).as_i8().unwrap(),
+        &mut q32,
+        &mut r32,
+        &mut q64,
+        &mut r64,
+        &mut qu,
+        &mut ru,
+        &mut q8,
+        &mut r8,
+        divide::Sizes { N: 5 },
+    )
+    .expect("the CPU kernel runs");
+    assert_eq!(
+        (o[0].as_i32().unwrap(), o[1].as_i32().unwrap()),
+        (&q32[..], &r32[..])
+    );
+    assert_eq!(
+        (o[2].as_i64().unwrap(), o[3].as_i64().unwrap()),
+        (&q64[..], &r64[..])
+    );
+    assert_eq!(
+        (o[4].as_u8().unwrap(), o[5].as_u8().unwrap()),
+        (&qu[..], &ru[..])
+    );
+    assert_eq!(
+        (o[6].as_i8().unwrap(), o[7].as_i8().unwrap()),
+        (&q8[..], &r8[..])
+    );
 }
 
 /// The same kernels in the CUDA dialect of the shared emitter (division

@@ -273,9 +273,11 @@ fn jacobi3d_case(o: &Opts, n: usize) -> Result<Case, String> {
     let mut rng = Rng(0xdef0);
     let v = Rc::new(rng.f32s(m * m * m));
     let s = jacobi3d::Sizes { N: n, M: n, L: n };
-    let gpu = [cuda::mdh_cuda(&[&v[..]], &nan(n * n * n), move |dev, x, w| {
-        jacobi3d::cuda::launch(dev, &x[0], w, s)
-    })];
+    let gpu = [cuda::mdh_cuda(
+        &[&v[..]],
+        &nan(n * n * n),
+        move |dev, x, w| jacobi3d::cuda::launch(dev, &x[0], w, s),
+    )];
     let mut impls = vec![
         imp(
             "mdh",
@@ -364,9 +366,11 @@ fn mcc_case(o: &Opts, p: usize, k: usize) -> Result<Case, String> {
     } else {
         "OHWI weights"
     };
-    let gpu = [cuda::mdh_cuda(&[&img[..], &f[..]], &nan(n * p * p * k), move |dev, x, o| {
-        kernels::mcc::cuda::launch(dev, &x[0], &x[1], o, s)
-    })];
+    let gpu = [cuda::mdh_cuda(
+        &[&img[..], &f[..]],
+        &nan(n * p * p * k),
+        move |dev, x, o| kernels::mcc::cuda::launch(dev, &x[0], &x[1], o, s),
+    )];
     let mut impls = vec![
         imp(
             "mdh",
@@ -409,9 +413,11 @@ fn ccsdt_case(o: &Opts, e: usize) -> Result<Case, String> {
         NF: nf,
         NG: ng,
     };
-    let gpu = [cuda::mdh_cuda(&[&a[..], &b[..]], &nan(len_c), move |dev, x, c| {
-        ccsdt::cuda::launch(dev, &x[0], &x[1], c, s)
-    })];
+    let gpu = [cuda::mdh_cuda(
+        &[&a[..], &b[..]],
+        &nan(len_c),
+        move |dev, x, c| ccsdt::cuda::launch(dev, &x[0], &x[1], c, s),
+    )];
     let mut impls = vec![
         imp(
             "mdh",
@@ -508,9 +514,13 @@ fn prl_case(o: &Opts, n: usize) -> Result<Case, String> {
     let (a, b) = (recs(), recs());
     let s = prl::Sizes { I: n, J: n };
     let cols: Vec<&[i32]> = a.iter().chain(b.iter()).map(|c| &c[..]).collect();
-    let gpu = [cuda::mdh_cuda(&cols, &vec![i64::MIN; n], move |dev, x, best| {
-        prl::cuda::launch(dev, &x[0], &x[1], &x[2], &x[3], &x[4], &x[5], best, s)
-    })];
+    let gpu = [cuda::mdh_cuda(
+        &cols,
+        &vec![i64::MIN; n],
+        move |dev, x, best| {
+            prl::cuda::launch(dev, &x[0], &x[1], &x[2], &x[3], &x[4], &x[5], best, s)
+        },
+    )];
     let mut impls = vec![
         imp(
             "mdh",

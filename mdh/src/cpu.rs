@@ -204,6 +204,31 @@ pub fn cpu_name() -> &'static str {
     })
 }
 
+/// Integer `/` and `%` of scalar functions: wrapping, and 0 for a zero
+/// divisor, as the reference interpreter and the generated C define them
+/// (a kernel cannot stop mid-launch to report an error, and a panic in a
+/// rayon task would abort the whole call).
+pub trait IntDiv: Sized {
+    fn div_or_zero(self, o: Self) -> Self;
+    fn rem_or_zero(self, o: Self) -> Self;
+}
+
+macro_rules! int_div {
+    ($($t:ty),*) => {$(
+        impl IntDiv for $t {
+            #[inline(always)]
+            fn div_or_zero(self, o: $t) -> $t {
+                if o == 0 { 0 } else { self.wrapping_div(o) }
+            }
+            #[inline(always)]
+            fn rem_or_zero(self, o: $t) -> $t {
+                if o == 0 { 0 } else { self.wrapping_rem(o) }
+            }
+        }
+    )*};
+}
+int_div!(i8, i16, i32, i64, u8, u16, u32, u64, usize);
+
 /// The plan to run for `sizes` among `(device, tuned sizes)` entries: of
 /// those whose device is `*` or this CPU's model name, the one tuned for
 /// the nearest sizes (by the sum of squared log-ratios; at equal distance
@@ -629,8 +654,14 @@ mod tests {
         );
         // This CPU's own entry wins a tie with a `*` one, in either order.
         let here = cpu_name();
-        assert_eq!(nearest_plan(&[("*", Some(small)), (here, Some(small))], &[16, 16]), 1);
-        assert_eq!(nearest_plan(&[(here, Some(small)), ("*", Some(small))], &[16, 16]), 0);
+        assert_eq!(
+            nearest_plan(&[("*", Some(small)), (here, Some(small))], &[16, 16]),
+            1
+        );
+        assert_eq!(
+            nearest_plan(&[(here, Some(small)), ("*", Some(small))], &[16, 16]),
+            0
+        );
     }
 
     #[test]

@@ -100,7 +100,7 @@ pub mod reference {
 /// What generated code refers to. Not a public API.
 #[doc(hidden)]
 pub mod __rt {
-    pub use crate::cpu::{cpu_name, execute, isa, nearest_plan, Isa, Region, SyncPtr};
+    pub use crate::cpu::{cpu_name, execute, isa, nearest_plan, IntDiv, Isa, Region, SyncPtr};
     pub use crate::gpu;
     pub use crate::simd::V;
     pub use mdh_core::desc::{AccessDesc, AffineDesc, Bound, BufDesc, KernelDesc, SizeOp};

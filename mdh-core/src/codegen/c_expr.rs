@@ -11,9 +11,9 @@
 //!
 //! Integer `/` and `%` call helpers ([`int_div_helpers`]) that define what C
 //! leaves undefined: `x / 0 == 0` and `x % 0 == 0` (a kernel cannot report
-//! an error per point; the reference interpreter returns an error instead),
-//! `MIN / -1 == MIN` and `MIN % -1 == 0` (Rust's `wrapping_div` /
-//! `wrapping_rem`, as the interpreter computes).
+//! an error per point; the reference interpreter and the CPU kernels define
+//! it alike), `MIN / -1 == MIN` and `MIN % -1 == 0` (Rust's `wrapping_div` /
+//! `wrapping_rem`).
 
 use std::fmt::Write;
 

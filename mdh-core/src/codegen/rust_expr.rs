@@ -106,12 +106,17 @@ fn min_max(m: Method, t: ScalarType, a: &TokenStream, b: &TokenStream) -> TokenS
 
 fn binary(op: BinOp, t: ScalarType, a: &TokenStream, b: &TokenStream) -> TokenStream {
     if t.is_int() {
+        // Integer `/` and `%` by 0 give 0 (the interpreter's and the GPUs'
+        // definition) instead of panicking: `mdh::__rt::IntDiv`.
+        match op {
+            BinOp::Div => return quote!(::mdh::__rt::IntDiv::div_or_zero(#a, #b)),
+            BinOp::Rem => return quote!(::mdh::__rt::IntDiv::rem_or_zero(#a, #b)),
+            _ => {}
+        }
         let wrapping = match op {
             BinOp::Add => Some("wrapping_add"),
             BinOp::Sub => Some("wrapping_sub"),
             BinOp::Mul => Some("wrapping_mul"),
-            BinOp::Div => Some("wrapping_div"),
-            BinOp::Rem => Some("wrapping_rem"),
             _ => None,
         };
         if let Some(w) = wrapping {
