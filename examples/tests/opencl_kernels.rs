@@ -476,8 +476,8 @@ fn integer_division() {
 }
 
 /// The same kernels in the CUDA dialect of the shared emitter (division
-/// helpers, bool, several outputs, loops): NVRTC compiles them without a
-/// warning. Skipped where NVRTC is missing, unless `MDH_REQUIRE_NVRTC=1`.
+/// helpers, bool, several outputs, loops): NVRTC compiles them for sm_80 and
+/// sm_90 without a warning. Skipped where NVRTC is missing, unless `MDH_REQUIRE_NVRTC=1`.
 #[test]
 fn cuda_dialect_compiles_with_nvrtc() {
     if !mdh_gpu::cuda::nvrtc_available() {
@@ -498,12 +498,14 @@ fn cuda_dialect_compiles_with_nvrtc() {
         ("divide", divide::cuda::source(&divide::Sizes { N: 13 })),
     ];
     for (name, src) in sources {
-        let out = mdh_gpu::cuda::nvrtc_compile(&src, "sm_80")
-            .unwrap_or_else(|e| panic!("{name}: {e}\n{src}"));
-        assert!(
-            out.log.is_empty(),
-            "{name}: NVRTC warned:\n{}\n{src}",
-            out.log
-        );
+        for arch in ["sm_80", "sm_90"] {
+            let out = mdh_gpu::cuda::nvrtc_compile(&src, arch)
+                .unwrap_or_else(|e| panic!("{name}, {arch}: {e}\n{src}"));
+            assert!(
+                out.log.is_empty(),
+                "{name}, {arch}: NVRTC warned:\n{}\n{src}",
+                out.log
+            );
+        }
     }
 }
