@@ -1726,8 +1726,14 @@ mod tests {
             binary(BinOp::Div, Value::I32(i32::MIN), Value::I32(-1)),
             Ok(Value::I32(i32::MIN))
         );
-        assert_eq!(binary(BinOp::Rem, Value::U8(1), Value::U8(0)), Ok(Value::U8(0)));
-        assert_eq!(binary(BinOp::Div, Value::I64(-5), Value::I64(0)), Ok(Value::I64(0)));
+        assert_eq!(
+            binary(BinOp::Rem, Value::U8(1), Value::U8(0)),
+            Ok(Value::U8(0))
+        );
+        assert_eq!(
+            binary(BinOp::Div, Value::I64(-5), Value::I64(0)),
+            Ok(Value::I64(0))
+        );
         assert_eq!(
             binary(BinOp::Div, Value::F32(1.0), Value::F32(0.0)),
             Ok(Value::F32(f32::INFINITY))
