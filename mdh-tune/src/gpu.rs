@@ -25,15 +25,6 @@ use crate::scratch::check;
 use crate::space::Space;
 use crate::{source, Args, Budget, Target, Tuning};
 
-/// Points of the md_hom index space up to which the reference interpreter
-/// checks candidates; beyond, it would take minutes, and candidates are
-/// compared with the default plan's result instead.
-const REFERENCE_POINTS: f64 = (1u64 << 27) as f64;
-/// Floating-point terms per reduced result up to which the interpreter's
-/// sequential sum is a reference: on an H100, a dot product of 2^24 terms
-/// in [0, 1) summed sequentially in f32 came out 2.2% low, where every GPU
-/// plan (tree reductions) agreed with each other within 1e-6.
-const REFERENCE_FLOAT_TERMS: f64 = (1u64 << 14) as f64;
 /// Repetitions of a candidate: at least this many, and more while their
 /// time is below `MIN_TIME_S` (at most `MAX_RUNS`).
 const MIN_RUNS: usize = 3;
@@ -153,27 +144,9 @@ impl<'a, D: RawDevice> Bench<'a, D> {
     }
 
     /// Why the reference interpreter is no reference at these sizes, if it
-    /// is not: too slow, or a float reduction too long for its sequential
-    /// sum.
+    /// is not (see [`crate::reference`]).
     fn unchecked_because(&self, k: &Kernel) -> Option<String> {
-        let ext = &self.bound.extents;
-        let points: f64 = ext.iter().map(|&e| e as f64).product();
-        let reduced: f64 = (0..ext.len())
-            .filter(|&x| !self.desc.kinds[x].is_kept())
-            .map(|x| ext[x] as f64)
-            .product();
-        let floats = k.outputs.iter().any(|b| b.ty.is_float());
-        if points > REFERENCE_POINTS {
-            Some(format!(
-                "the reference interpreter is too slow for {points:.2e} points"
-            ))
-        } else if floats && reduced > REFERENCE_FLOAT_TERMS {
-            Some(format!(
-                "the reference interpreter's sequential sums of {reduced:.0} floating-point terms are less exact than the plans' trees"
-            ))
-        } else {
-            None
-        }
+        crate::reference::interpreter_unfit(k, self.desc, &self.bound.extents)
     }
 
     /// Compiles and runs `plan` once, checks its result, then times it:

@@ -23,6 +23,7 @@ mod gpu;
 mod gpu_space;
 mod log;
 mod plot;
+mod reference;
 mod scratch;
 mod search;
 mod source;
@@ -237,7 +238,7 @@ fn run(args: Args) -> Result<(), String> {
     match args.backend {
         Backend::Cpu => {
             target.device = mdh::cpu::cpu_name().to_string();
-            tune_cpu(&args, &manifest, &found, &target, &budget)
+            tune_cpu(&args, &manifest, &found, &mut target, &budget)
         }
         Backend::Opencl => {
             let dev = gpu::open_opencl(args.device.as_deref())?;
@@ -691,7 +692,7 @@ fn tune_cpu(
     args: &Args,
     manifest: &Path,
     found: &source::Found,
-    target: &Target,
+    target: &mut Target,
     budget: &Budget,
 ) -> Result<(), String> {
     let k = &found.kernel;
@@ -713,7 +714,17 @@ fn tune_cpu(
         .sum();
     target.announce(&found.file, space.params.len(), space.size(), false);
     let ws = scratch::Workspace::of(manifest)?;
-    let scratch = scratch::Scratch::new(&ws, k, &found.tokens, sizes)?;
+    let mut scratch = scratch::Scratch::new(&ws, k, &found.tokens, sizes)?;
+    let extents: Vec<usize> = desc
+        .dims
+        .iter()
+        .map(|c| KernelDesc::eval_size(c, sizes).unwrap_or(0))
+        .collect();
+    if let Some(why) = reference::interpreter_unfit(k, &desc, &extents) {
+        scratch.check_against_default();
+        target.checked_against = format!("the default plan's result ({why})");
+    }
+    eprintln!("results are checked against {}", target.checked_against);
     let tag = &target.tag;
     let reference = scratch.dir().join(format!("reference{tag}.txt"));
     let machine = bound::Machine {

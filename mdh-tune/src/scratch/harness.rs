@@ -50,8 +50,13 @@ fn parse(ty: ScalarType, s: &str) -> Option<Value> {
     })
 }
 
+/// Computes the reference outputs with the default plan's CPU kernel
+/// (inputs, outputs).
+pub type ByDefault = fn(&[Buffer], &mut [Buffer]) -> Result<(), mdh::Error>;
+
 /// The reference outputs: read from `path` when an earlier batch computed
-/// them, else computed by the interpreter and saved there.
+/// them, else computed by the interpreter (or by `by_default`) and saved
+/// there.
 fn reference(
     spec: &str,
     sizes: &[usize],
@@ -59,6 +64,7 @@ fn reference(
     init: &[Buffer],
     params: &[Value],
     path: &str,
+    by_default: Option<ByDefault>,
 ) -> Vec<Buffer> {
     if let Ok(text) = std::fs::read_to_string(path) {
         let mut want = init.to_vec();
@@ -76,14 +82,19 @@ fn reference(
             return want;
         }
     }
-    let k = mdh::reference::kernel(spec)
-        .unwrap_or_else(|e| fail(format!("the kernel does not parse: {e}")));
     let mut want = init.to_vec();
-    mdh::reference::run(&k, sizes, inputs, &mut want, params).unwrap_or_else(|e| {
-        fail(format!(
-            "the reference interpreter fails at these sizes: {e}"
-        ))
-    });
+    if let Some(run) = by_default {
+        run(inputs, &mut want)
+            .unwrap_or_else(|e| fail(format!("the default plan fails at these sizes: {e}")));
+    } else {
+        let k = mdh::reference::kernel(spec)
+            .unwrap_or_else(|e| fail(format!("the kernel does not parse: {e}")));
+        mdh::reference::run(&k, sizes, inputs, &mut want, params).unwrap_or_else(|e| {
+            fail(format!(
+                "the reference interpreter fails at these sizes: {e}"
+            ))
+        });
+    }
     let mut text = String::new();
     for b in &want {
         for i in 0..b.len() {
@@ -97,13 +108,13 @@ fn reference(
 }
 
 /// The inputs, initial outputs and reference results of the tuned sizes.
-pub fn setup(spec: &str, sizes: &[usize], params: &[Value]) -> Case {
+pub fn setup(spec: &str, sizes: &[usize], params: &[Value], by_default: Option<ByDefault>) -> Case {
     let k = mdh::reference::kernel(spec)
         .unwrap_or_else(|e| fail(format!("the kernel does not parse: {e}")));
     let desc = KernelDesc::from_kernel(&k);
     let (inputs, init) = check::data(&k, &desc, sizes);
     let path = arg("--reference").unwrap_or_else(|| fail("--reference PATH is missing".into()));
-    let want = reference(spec, sizes, &inputs, &init, params, &path);
+    let want = reference(spec, sizes, &inputs, &init, params, &path, by_default);
     let num = |name: &str, default: f64| arg(name).and_then(|s| s.parse().ok()).unwrap_or(default);
     Case {
         inputs,

@@ -121,6 +121,9 @@ pub struct Scratch {
     kernel: Kernel,
     tokens: TokenStream,
     sizes: Vec<usize>,
+    /// Candidates are checked against the default plan's result (a copy
+    /// `cref` of the kernel without a config) instead of the interpreter's.
+    by_default: bool,
 }
 
 /// A literal of a scalar param's value in the tuning runs
@@ -173,7 +176,15 @@ impl Scratch {
             kernel: kernel.clone(),
             tokens: tokens.clone(),
             sizes: sizes.to_vec(),
+            by_default: false,
         })
+    }
+
+    /// Checks candidates against the default plan's result: where the
+    /// interpreter is too slow or, for long float sums, too inexact (see
+    /// [`crate::reference`]).
+    pub fn check_against_default(&mut self) {
+        self.by_default = true;
     }
 
     pub fn dir(&self) -> &Path {
@@ -198,6 +209,21 @@ impl Scratch {
         let (lits, values): (Vec<_>, Vec<_>) = k.params.iter().map(|p| param_value(p.ty)).unzip();
         let sizes = &self.sizes;
         let size_names = &k.size_params;
+        // Kernel `m`'s CPU run on the inputs `ins` and the outputs `__outs`.
+        let call = |m: &proc_macro2::Ident, ins: TokenStream| {
+            let ins = k.inputs.iter().enumerate().map(|(b, d)| {
+                let f = format_ident!("as_{}", d.ty.name());
+                quote!(#ins[#b].#f().unwrap())
+            });
+            let outs = k.outputs.iter().map(|d| {
+                let f = format_ident!("as_{}_mut", d.ty.name());
+                quote!(__o.next().unwrap().#f().unwrap())
+            });
+            quote! {
+                let mut __o = __outs.iter_mut();
+                #m::cpu(#(#ins,)* #(#outs,)* #(#lits,)* #m::Sizes { #(#size_names: #sizes),* })
+            }
+        };
         for (i, plan) in plans.iter().enumerate() {
             let name = format!("c{i}");
             let path = configs.join(format!("{name}.yaml"));
@@ -211,21 +237,21 @@ impl Scratch {
             let toks = crate::source::renamed(&self.tokens, &name);
             let m = format_ident!("{}", name);
             kernels.extend(quote!(mdh::mdh! { #toks }));
-            let ins = k.inputs.iter().enumerate().map(|(b, d)| {
-                let f = format_ident!("as_{}", d.ty.name());
-                quote!(case.inputs[#b].#f().unwrap())
-            });
-            let outs = k.outputs.iter().map(|d| {
-                let f = format_ident!("as_{}_mut", d.ty.name());
-                quote!(__o.next().unwrap().#f().unwrap())
-            });
+            let run = call(&m, quote!(case.inputs));
             calls.extend(quote! {
-                harness::measure(&case, #name, |__outs: &mut [mdh::reference::Buffer]| {
-                    let mut __o = __outs.iter_mut();
-                    #m::cpu(#(#ins,)* #(#outs,)* #(#lits,)* #m::Sizes { #(#size_names: #sizes),* })
-                });
+                harness::measure(&case, #name, |__outs: &mut [mdh::reference::Buffer]| { #run });
             });
         }
+        // The reference: the interpreter's, or the default plan's (`cref`
+        // has no config, so the macro compiles the default plan).
+        let by_default = if self.by_default {
+            let toks = crate::source::renamed(&self.tokens, "cref");
+            kernels.extend(quote!(mdh::mdh! { #toks }));
+            let run = call(&format_ident!("cref"), quote!(__ins));
+            quote!(::core::option::Option::Some(|__ins: &[mdh::reference::Buffer], __outs: &mut [mdh::reference::Buffer]| { #run }))
+        } else {
+            quote!(::core::option::Option::None)
+        };
         let spec = &k.source;
         let main = quote! {
             //! Written by mdh-tune for one batch of candidates; overwritten.
@@ -233,7 +259,7 @@ impl Scratch {
             mod harness;
             #kernels
             fn main() {
-                let case = harness::setup(#spec, &[#(#sizes),*], &[#(#values),*]);
+                let case = harness::setup(#spec, &[#(#sizes),*], &[#(#values),*], #by_default);
                 #calls
             }
         };
