@@ -210,7 +210,7 @@ pub fn sdot(x: &[f32], y: &[f32]) -> Result<Option<Impl>, String> {
             .map_err(cublas_err)?;
         // SAFETY: x and y hold n floats each and r one, all on the handle's
         // device; with the device pointer mode the result goes to r.
-        unsafe {
+        let dot = unsafe {
             blas_sys::cublasSdot_v2(
                 *blas.handle(),
                 n,
@@ -221,7 +221,11 @@ pub fn sdot(x: &[f32], y: &[f32]) -> Result<Option<Impl>, String> {
                 pr as *mut f32,
             )
         }
-        .result()
-        .map_err(cublas_err)
+        .result();
+        // The handle is shared: gemm and gemv pass alpha and beta as host
+        // pointers, which the device mode would misread.
+        blas.set_pointer_mode(blas_sys::cublasPointerMode_t::CUBLAS_POINTER_MODE_HOST)
+            .map_err(cublas_err)?;
+        dot.map_err(cublas_err)
     })
 }
