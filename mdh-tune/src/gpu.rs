@@ -295,7 +295,7 @@ pub fn tune<D: RawDevice>(
             ));
         }
     }
-    t.search(default, args.batch, |t, batch| {
+    t.search(default, None, args.batch, |t, batch| {
         for p in batch {
             let slow = t.best.as_ref().map_or(f64::INFINITY, |b| 3.0 * b.1);
             let o = bench.measure(&p.plan, slow);

@@ -486,9 +486,14 @@ where
     /// The search loop: the default plan first, then batches of proposals
     /// (at most `batch`, fewer when the time budget is nearly spent), each
     /// measured by `measure`, which records every candidate it is given.
+    /// `configured`: the plan the kernel's config already dispatches to at
+    /// these sizes, if any: measured in the first batch (technique
+    /// `config`), so that the search starts from what runs now and never
+    /// writes an entry slower than it.
     fn search(
         &mut self,
         default: S::Plan,
+        configured: Option<S::Plan>,
         batch: usize,
         mut measure: impl FnMut(&mut Self, &[Pending<S::Plan>]) -> Result<(), String>,
     ) -> Result<(), String> {
@@ -527,6 +532,16 @@ where
                     bound: (self.bound)(&default),
                     plan: default.clone(),
                 });
+            }
+            if let Some(c) = configured.as_ref().filter(|&c| *c != default) {
+                if !self.seen.contains_key(c) && !pending.iter().any(|p| p.plan == *c) {
+                    pending.push(Pending {
+                        technique: Some(CONFIGURED),
+                        point: self.space.encode(c),
+                        bound: (self.bound)(c),
+                        plan: c.clone(),
+                    });
+                }
             }
             self.propose(&mut pending, left)?;
             if pending.is_empty() {
@@ -688,6 +703,34 @@ fn ms(t: f64) -> String {
     format!("{:.3} ms", t * 1e3)
 }
 
+/// The technique name of the configured plan's candidate in the log.
+const CONFIGURED: &str = "config";
+
+/// The CPU plan that the config in `out_dir` (the file the result is
+/// merged into) dispatches to at `sizes` on this CPU, if it has CPU entries.
+fn configured_cpu_plan(
+    k: &Kernel,
+    out_dir: &Path,
+    sizes: &[usize],
+) -> Result<Option<CpuPlan>, String> {
+    let path = out_dir.join(format!("{}.yaml", k.name));
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(None);
+    };
+    let entries = mdh_core::config::entries(k, &path, &text).map_err(|e| e.to_string())?;
+    let list: Vec<(&str, Option<&[usize]>)> = entries
+        .cpu
+        .iter()
+        .map(|e| (e.device.as_str(), e.sizes.as_deref()))
+        .collect();
+    if list.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(
+        entries.cpu[mdh::cpu::nearest_plan(&list, sizes)].plan.clone(),
+    ))
+}
+
 fn tune_cpu(
     args: &Args,
     manifest: &Path,
@@ -733,6 +776,7 @@ fn tune_cpu(
     let extents = space.extents.clone();
     let lower = move |plan: &CpuPlan| bound::lower_bound(k, plan, &extents, input_bytes, &machine);
     let default = CpuPlan::default_for(k);
+    let configured = configured_cpu_plan(k, &target.out_dir, sizes)?;
     let mut t = Tuning::new(
         space,
         &default,
@@ -750,7 +794,7 @@ fn tune_cpu(
     );
     scratch.build(&[])?;
 
-    t.search(default, args.batch, |t, batch| {
+    t.search(default, configured, args.batch, |t, batch| {
         let began = Instant::now();
         let plans: Vec<CpuPlan> = batch.iter().map(|p| p.plan.clone()).collect();
         match scratch.build(&plans) {
