@@ -1122,11 +1122,19 @@ impl<'k> Gen<'k> {
                 ));
             } else {
                 for v in 0..simd.chunks {
+                    // Lanes are read from a copy of the vector: indexing the
+                    // accumulator array itself at a run-time lane would keep
+                    // the whole array in memory during the reduction.
+                    let copies = (0..self.n_out()).map(|o| {
+                        let (a, x) = (acc_name(o, c, v), format_ident!("__lanes{}", o));
+                        quote!(let #x = #a;)
+                    });
                     let lanes = (0..self.n_out()).map(|o| {
-                        let a = acc_name(o, c, v);
-                        quote!(#a.0[__l])
+                        let x = format_ident!("__lanes{}", o);
+                        quote!(#x.0[__l])
                     });
                     let per_lane = quote! {
+                        #(#copies)*
                         for __l in 0..#stored {
                             let #i_s: usize = #b_s + #v * #n + __l;
                             let __new = (#(#lanes,)*);
