@@ -120,6 +120,32 @@ pub fn contiguous_dim(k: &Kernel) -> Option<usize> {
         .max_by_key(|&x| (score[x], x))
 }
 
+/// The SIMD dimension of a contraction, if the kernel is one: a kept
+/// dimension along which every output is contiguous, in a kernel with a PW
+/// dimension whose every input access leaves some kept dimension out (so
+/// each input element is reused across the points of that dimension, as
+/// in a matrix product or a convolution, unlike matvec's matrix). The
+/// innermost such dimension. A convolution's channels may be contiguous in
+/// more accesses, but they are few (3 in ResNet-50's first layer): SIMD
+/// lanes over them would leave most lanes idle.
+pub fn contraction_dim(k: &Kernel) -> Option<usize> {
+    let d = k.dims.len();
+    let kinds = k.dim_kinds();
+    let kept: Vec<usize> = (0..d).filter(|&x| kinds[x].is_kept()).collect();
+    let reuse = k.input_accesses().iter().all(|(_, f)| {
+        let used = used_dims(f, d);
+        kept.iter().any(|x| !used.contains(x))
+    });
+    if !kinds.contains(&DimKind::Pw) || !reuse {
+        return None;
+    }
+    kept.into_iter().rev().find(|&x| {
+        k.output_accesses()
+            .iter()
+            .all(|(_, f)| static_coef(f, x) == Some(1))
+    })
+}
+
 /// Per dimension: how many accesses (inputs and outputs) have consecutive
 /// elements at consecutive indices of it.
 pub fn contiguity(k: &Kernel) -> Vec<usize> {
@@ -143,7 +169,9 @@ pub fn contiguity(k: &Kernel) -> Vec<usize> {
 
 impl CpuPlan {
     /// The documented heuristic default, used when no config entry exists:
-    /// - SIMD: the dimension contiguous in most accesses gets a register
+    /// - SIMD: the output's contiguous dimension in a contraction (see
+    ///   [`contraction_dim`]), else the dimension contiguous in most
+    ///   accesses, gets a register
     ///   tile of two vectors (four in a contraction, and for a PW dimension
     ///   fed by one input, to hide the latency of the combine operator);
     /// - the next kept dimension outward gets up to 6 rows, keeping the
@@ -168,7 +196,7 @@ impl CpuPlan {
         let lanes = simd_lanes(k);
         let mut reg = vec![1; d];
         let innermost_pw = (0..d).rev().find(|&x| kinds[x] == DimKind::Pw);
-        let simd = contiguous_dim(k);
+        let simd = contraction_dim(k).or_else(|| contiguous_dim(k));
         let budget = VECTOR_REGISTERS_FOR_ACCUMULATORS * lanes / k.output_accesses().len().max(1);
         // A contraction: a kept SIMD dimension, another kept dimension
         // outward (the register tile's rows) and a PW dimension.
@@ -401,6 +429,43 @@ mod tests {
         assert!(e.message.contains("permutation of [1, 2]"), "{e:?}");
         p.pack = vec![vec![2, 2], vec![]];
         assert!(p.validate(&k).is_err());
+    }
+
+    #[test]
+    fn convolutions_vectorize_their_output_channels_by_default() {
+        // The channels C are contiguous in two accesses, the output
+        // channels K in the output only; but every input is reused across
+        // some kept dimension: a contraction, SIMD over K, the filter packed
+        // with K innermost, the input read in place (broadcasts).
+        let k = kernel(quote::quote! {
+            kernel mcc {
+                inp(I: f32[N, P + R - 1, Q + S - 1, C], F: f32[K, R, S, C]),
+                out(O: f32[N, P, Q, K]),
+                out_view(O: |n, p, q, k, r, s, c| (n, p, q, k)),
+                md_hom[N, P, Q, K, R, S, C](|x, w| x * w, (CC, CC, CC, CC, PW(+), PW(+), PW(+))),
+                inp_view(
+                    I: |n, p, q, k, r, s, c| (n, p + r, q + s, c),
+                    F: |n, p, q, k, r, s, c| (k, r, s, c),
+                ),
+            }
+        });
+        assert_eq!(contraction_dim(&k), Some(3));
+        let p = CpuPlan::default_for(&k);
+        assert_eq!(p.reg, vec![1, 1, 6, 64, 1, 1, 1]);
+        assert_eq!(p.pack, vec![vec![], vec![4, 5, 6, 3]]);
+        assert_eq!(p.validate(&k), Ok(()));
+        // matvec's matrix is used once per point: a reduction along its
+        // contiguous rows, not a contraction.
+        let mv = kernel(quote::quote! {
+            kernel matvec {
+                inp(M: f32[I, K], v: f32[K]),
+                out(w: f32[I]),
+                out_view(w: |i, k| (i)),
+                md_hom[I, K](|m, x| m * x, (CC, PW(+))),
+                inp_view(M: |i, k| (i, k), v: |i, k| (k)),
+            }
+        });
+        assert_eq!(contraction_dim(&mv), None);
     }
 
     #[test]
