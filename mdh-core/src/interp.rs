@@ -1015,7 +1015,7 @@ fn evaluate<'k>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proc_macro2::TokenStream;
     use quote::quote;
@@ -1069,7 +1069,8 @@ mod tests {
         ints(n, seed).into_iter().map(|x| x as f32 * 0.37).collect()
     }
 
-    fn matvec() -> Kernel {
+    /// Also the other modules' tests' matvec.
+    pub(crate) fn matvec() -> Kernel {
         kernel(quote! {
             kernel matvec {
                 inp(M: f32[I, K], v: f32[K]),

@@ -456,15 +456,7 @@ mod tests {
         assert_eq!(p.validate(&k), Ok(()));
         // matvec's matrix is used once per point: a reduction along its
         // contiguous rows, not a contraction.
-        let mv = kernel(quote::quote! {
-            kernel matvec {
-                inp(M: f32[I, K], v: f32[K]),
-                out(w: f32[I]),
-                out_view(w: |i, k| (i)),
-                md_hom[I, K](|m, x| m * x, (CC, PW(+))),
-                inp_view(M: |i, k| (i, k), v: |i, k| (k)),
-            }
-        });
+        let mv = crate::interp::tests::matvec();
         assert_eq!(contraction_dim(&mv), None);
     }
 
