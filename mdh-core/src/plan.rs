@@ -121,7 +121,7 @@ pub fn contiguous_dim(k: &Kernel) -> Option<usize> {
 }
 
 /// The SIMD dimension of a contraction, if the kernel is one: a kept
-/// dimension along which every output is contiguous, in a kernel with a PW
+/// CC dimension along which every output is contiguous, in a kernel with a PW
 /// dimension whose every input access leaves some kept dimension out (so
 /// each input element is reused across the points of that dimension, as
 /// in a matrix product or a convolution, unlike matvec's matrix). The
@@ -140,9 +140,10 @@ pub fn contraction_dim(k: &Kernel) -> Option<usize> {
         return None;
     }
     kept.into_iter().rev().find(|&x| {
-        k.output_accesses()
-            .iter()
-            .all(|(_, f)| static_coef(f, x) == Some(1))
+        kinds[x] == DimKind::Cc
+            && k.output_accesses()
+                .iter()
+                .all(|(_, f)| static_coef(f, x) == Some(1))
     })
 }
 
@@ -171,9 +172,9 @@ impl CpuPlan {
     /// The documented heuristic default, used when no config entry exists:
     /// - SIMD: the output's contiguous dimension in a contraction (see
     ///   [`contraction_dim`]), else the dimension contiguous in most
-    ///   accesses, gets a register
-    ///   tile of two vectors (four in a contraction, and for a PW dimension
-    ///   fed by one input, to hide the latency of the combine operator);
+    ///   accesses, gets a register tile of two vectors (four in a
+    ///   contraction, and for a PW dimension fed by one input, to hide the
+    ///   latency of the combine operator);
     /// - the next kept dimension outward gets up to 6 rows, keeping the
     ///   accumulators within [`VECTOR_REGISTERS_FOR_ACCUMULATORS`];
     /// - L1 tiles of 256 along PW dimensions and 64 along kept ones, L2 tiles
