@@ -727,7 +727,9 @@ fn configured_cpu_plan(
         return Ok(None);
     }
     Ok(Some(
-        entries.cpu[mdh::cpu::nearest_plan(&list, sizes)].plan.clone(),
+        entries.cpu[mdh::cpu::nearest_plan(&list, sizes)]
+            .plan
+            .clone(),
     ))
 }
 
