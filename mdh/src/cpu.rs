@@ -11,6 +11,8 @@
 
 use rayon::prelude::*;
 
+use crate::parallel::{each, map};
+
 use mdh_core::spec::DimKind;
 use mdh_core::Error;
 
@@ -411,7 +413,7 @@ where
         if red_regions.len() == 1 {
             return part(&red_regions[0]);
         }
-        let partials: Vec<Vec<A>> = red_regions.par_iter().map(part).collect();
+        let partials: Vec<Vec<A>> = map(&red_regions, part);
         let mut it = partials.into_iter();
         let mut acc = it.next().unwrap_or_default();
         for p in it {
@@ -472,16 +474,6 @@ where
         write(kr, &vals);
     });
     Ok(())
-}
-
-/// `f` on every region, as rayon tasks; a single region runs on the
-/// calling thread (handing it to the pool would cost a wake-up of a worker,
-/// which is more than a small kernel's whole work).
-fn each<const D: usize>(regions: &[Region<D>], f: impl Fn(&Region<D>) + Sync) {
-    match regions {
-        [one] => f(one),
-        _ => regions.par_iter().for_each(|r| f(r)),
-    }
 }
 
 /// Calls `f(n, offset)` for the n-th kept point of `r` (row-major over the kept

@@ -33,8 +33,10 @@
 pub use mdh_core::Error;
 pub use mdh_macros::mdh;
 
+mod bind_cache;
 pub mod cpu;
 pub mod gpu;
+mod parallel;
 pub mod simd;
 
 /// OpenCL devices and buffers (the `opencl` feature): what generated
@@ -100,6 +102,7 @@ pub mod reference {
 /// What generated code refers to. Not a public API.
 #[doc(hidden)]
 pub mod __rt {
+    pub use crate::bind_cache::{BindCache, Binding};
     pub use crate::cpu::{cpu_name, execute, isa, nearest_plan, IntDiv, Isa, Region, SyncPtr};
     pub use crate::gpu;
     pub use crate::simd::V;

@@ -1449,6 +1449,8 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
         let r = &e.plan.reg;
         quote!([#(#r),*])
     });
+    let size_idx = 0..k.size_params.len();
+    let n_key = k.size_params.len() + k.inputs.len() + k.outputs.len();
     let doc = format!(
         "Runs `{name_str}` on the CPU (rayon). Arguments: the inputs, the outputs (overwritten where the output view writes), the params, then the sizes. Returns an error if a slice length does not match its shape for these sizes, if a size expression overflows, or if an index function leaves its buffer."
     );
@@ -1492,7 +1494,15 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
             sizes: Sizes,
         ) -> ::core::result::Result<(), ::mdh::Error> {
             let __sizes: [usize; #ns] = sizes.values();
-            let __bound = desc().bind(&__sizes, &[#(#in_names.len()),*], &[#(#out_names.len()),*])?;
+            static __CALLS: ::mdh::__rt::BindCache<#n_key> = ::mdh::__rt::BindCache::new();
+            let __call = __CALLS.get(
+                [#(__sizes[#size_idx],)* #(#in_names.len(),)* #(#out_names.len(),)*],
+                || ::core::result::Result::Ok(::mdh::__rt::Binding {
+                    bound: desc().bind(&__sizes, &[#(#in_names.len()),*], &[#(#out_names.len()),*])?,
+                    plan: ::mdh::__rt::nearest_plan(&[#(#tuned),*], &__sizes),
+                }),
+            )?;
+            let (__bound, __plan): (&::mdh::__rt::Bound, usize) = (&__call.bound, __call.plan);
             #(let #out_ptrs = ::mdh::__rt::SyncPtr::new(#out_names);)*
             #out_setup
             let __ctx = __Ctx {
@@ -1504,7 +1514,6 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
                 #out_fields
                 __lifetime: ::core::marker::PhantomData,
             };
-            let __plan: usize = ::mdh::__rt::nearest_plan(&[#(#tuned),*], &__sizes);
             const __COR: &[[usize; #d]] = &[#(#cors),*];
             const __REG: &[[usize; #d]] = &[#(#regs),*];
             let __ext: [usize; #d] = ::core::array::from_fn(|__d| __bound.extents[__d]);
