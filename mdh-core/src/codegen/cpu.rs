@@ -854,6 +854,29 @@ impl<'k> Gen<'k> {
             });
             quote!(#(#b)*)
         };
+        // In the reduction loop of an edge tile, coordinates past the edge
+        // compute the last point again instead of being skipped: the loop
+        // has no branches (per coordinate and vector they made it several
+        // times slower than a full tile's), and what they compute is never
+        // stored (stores stay guarded).
+        let clamped_binds = |combo: &[(usize, usize)]| {
+            if !edge {
+                return binds(combo);
+            }
+            let b = combo.iter().map(|&(d, v)| {
+                let (i, base, nd) = (
+                    dim_var(d),
+                    format_ident!("__b{}", d),
+                    format_ident!("__n{}", d),
+                );
+                if v == 0 {
+                    quote!(let #i: usize = #base;)
+                } else {
+                    quote!(let #i: usize = #base + ::core::cmp::min(#v, #nd - 1);)
+                }
+            });
+            quote!(#(#b)*)
+        };
         // The accumulators of output `o`: one array of vectors, indexed by
         // coordinate combination and vector. Named vectors (one `let` each)
         // made LLVM rotate them through registers and spill one every step
@@ -971,23 +994,40 @@ impl<'k> Gen<'k> {
                 }
             }
         }
+        // The first lane and the lane count of each vector of an edge tile,
+        // outside the reduction loop: a vector past the edge computes the
+        // last point again (one lane, repeated).
+        if part {
+            for v in 0..simd.chunks {
+                let (sv, cv) = (format_ident!("__sv{}", v), format_ident!("__cntv{}", v));
+                init.extend(quote! {
+                    let #sv: usize = ::core::cmp::min(#v * #n, #n_s - 1);
+                    let #cv: usize = ::core::cmp::min(#n, #n_s - #sv);
+                });
+            }
+        }
         // One step of the innermost loop: every vector of the tile.
         let mut step = TokenStream::new();
         for (c, combo) in combos.iter().enumerate() {
-            let b = binds(combo);
+            let b = clamped_binds(combo);
             for v in 0..simd.chunks {
                 let acc = |o: usize| acc_name(o, c, v);
                 let upd = self.vector_accumulate(s, n, part, &acc);
                 let lane0 = if simd.reduced {
                     quote!(__j + #v * #n)
+                } else if part {
+                    let sv = format_ident!("__sv{}", v);
+                    quote!(#b_s + #sv)
                 } else {
                     quote!(#b_s + #v * #n)
                 };
-                step.extend(guarded(
-                    combo,
-                    Some(v),
-                    quote! { #b let #i_s: usize = #lane0; #upd },
-                ));
+                let cnt = if part {
+                    let cv = format_ident!("__cntv{}", v);
+                    quote!(let __cnt: usize = #cv;)
+                } else {
+                    quote!()
+                };
+                step.extend(quote! {{ #b let #i_s: usize = #lane0; #cnt #upd }});
             }
         }
         let red_loops = |inner: TokenStream, dims: &[usize]| {
@@ -1005,7 +1045,6 @@ impl<'k> Gen<'k> {
             let width = simd.chunks * n;
             let mut tail = TokenStream::new();
             for (c, combo) in combos.iter().enumerate() {
-                let b = binds(combo);
                 let point = self.point();
                 let upd = (0..self.n_out()).filter_map(|o| {
                     let t = format_ident!("__tacc{}_{}", o, c);
@@ -1015,11 +1054,8 @@ impl<'k> Gen<'k> {
                         quote!(#t = #cmb;)
                     })
                 });
-                tail.extend(guarded(
-                    combo,
-                    None,
-                    quote! { #b let #i_s: usize = __j; #point #(#upd)* },
-                ));
+                let b = clamped_binds(combo);
+                tail.extend(quote! {{ #b let #i_s: usize = __j; #point #(#upd)* }});
             }
             let inner = quote! {
                 let mut __j: usize = #lo;
