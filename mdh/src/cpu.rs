@@ -349,20 +349,29 @@ where
     A: Copy + Send + Sync,
 {
     let full: Region<D> = std::array::from_fn(|d| (0, ext[d]));
-    let kept: Vec<usize> = (0..D).filter(|&d| kinds[d].is_kept()).collect();
-    let reduced: Vec<usize> = (0..D).filter(|&d| !kinds[d].is_kept()).collect();
-    let kept_total: usize = kept.iter().map(|&d| ext[d]).product();
+    let total = |kept: bool| -> usize {
+        (0..D)
+            .filter(|&d| kinds[d].is_kept() == kept)
+            .map(|d| ext[d])
+            .product()
+    };
+    let (kept_total, red_total) = (total(true), total(false));
     if kept_total == 0 {
         return Ok(());
     }
-    let red_total: usize = reduced.iter().map(|&d| ext[d]).product();
-    let threads = rayon::current_num_threads().max(1);
-    let target = if kept_total.saturating_mul(red_total) < SEQUENTIAL_POINTS {
-        1
-    } else {
-        threads * TASKS_PER_THREAD
-    };
+    let small = kept_total.saturating_mul(red_total) < SEQUENTIAL_POINTS;
     let planned = cor.iter().any(|&c| c > 0);
+    let has_ps = kinds.contains(&DimKind::Ps);
+    if red_total > 0 && !has_ps && (if planned { cor.iter().all(|&c| c <= 1) } else { small }) {
+        // One task holding the whole index space: its results are final.
+        // (The common case of small kernels, taken before any allocation.)
+        compute(&full, &mut Vec::new(), true);
+        return Ok(());
+    }
+    let kept: Vec<usize> = (0..D).filter(|&d| kinds[d].is_kept()).collect();
+    let reduced: Vec<usize> = (0..D).filter(|&d| !kinds[d].is_kept()).collect();
+    let threads = rayon::current_num_threads().max(1);
+    let target = if small { 1 } else { threads * TASKS_PER_THREAD };
     let kept_parts = if planned {
         (0..D)
             .map(|d| if kinds[d].is_kept() { cor[d].max(1) } else { 1 })
@@ -424,7 +433,6 @@ where
         acc
     };
 
-    let has_ps = kinds.contains(&DimKind::Ps);
     if reduced.is_empty() && !has_ps {
         // Every point is its own result: `compute` writes it through the
         // output views directly (no task-local copy, no `write`).
