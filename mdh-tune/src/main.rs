@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use mdh_core::config::{cpu_entry_yaml, merge_entry, yaml_string};
+use mdh_core::config::{cpu_entry_yaml, merge_entry, yaml_string, Entries};
 use mdh_core::desc::KernelDesc;
 use mdh_core::plan::{elem_bytes, CpuPlan};
 use mdh_core::Kernel;
@@ -319,6 +319,10 @@ pub struct Tuning<'a, S: Space> {
     costs: Vec<f64>,
     pub best: Option<(S::Plan, f64)>,
     default_time: Option<f64>,
+    /// The default plan and the plan the config dispatches to at these
+    /// sizes (`None`: the default runs), as given to [`Tuning::search`].
+    default_plan: Option<S::Plan>,
+    configured: Option<S::Plan>,
     log: Log,
     /// An analytic lower bound of a plan's time (0: none).
     bound: LowerBound<'a, S::Plan>,
@@ -372,6 +376,8 @@ where
             costs: Vec::new(),
             best: None,
             default_time: None,
+            default_plan: None,
+            configured: None,
             log,
             bound,
             budget,
@@ -497,6 +503,8 @@ where
         batch: usize,
         mut measure: impl FnMut(&mut Self, &[Pending<S::Plan>]) -> Result<(), String>,
     ) -> Result<(), String> {
+        self.default_plan = Some(default.clone());
+        self.configured.clone_from(&configured);
         self.clock = Instant::now();
         self.bar.enable_steady_tick(Duration::from_millis(200));
         self.update();
@@ -564,7 +572,8 @@ where
     }
 
     /// Writes the best plan's entry (rendered by `entry` from the plan and
-    /// the provenance) into `<out>/<kernel>.yaml`, plots the search, and
+    /// the provenance) into `<out>/<kernel>.yaml`, unless it is the plan
+    /// that runs there already ([`already_running`]), plots the search, and
     /// prints the summary.
     fn finish(
         &self,
@@ -578,6 +587,10 @@ where
             .ok_or("no candidate ran correctly; see the tuning log")?;
         let default_time = self
             .default_time
+            .ok_or("the default plan was not measured")?;
+        let default_plan = self
+            .default_plan
+            .as_ref()
             .ok_or("the default plan was not measured")?;
         let speedup = default_time / best_time;
         let measured = self.costs.len();
@@ -593,26 +606,11 @@ where
             ("speedup_over_default", format!("{speedup:.3}")),
         ];
         let k = target.k;
-        let entry = entry(&best, &provenance);
         let path = target.out_dir.join(format!("{}.yaml", k.name));
-        let old = match std::fs::read_to_string(&path) {
-            Ok(s) => Some(s),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-        };
-        let text = merge_entry(
-            k,
-            &path,
-            old.as_deref(),
-            target.backend,
-            &target.device,
-            target.sizes,
-            &entry,
-        )
-        .map_err(|e| e.0)?;
-        std::fs::create_dir_all(&target.out_dir)
-            .map_err(|e| format!("cannot create {}: {e}", target.out_dir.display()))?;
-        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let unchanged = already_running(&best, self.configured.as_ref(), default_plan);
+        if unchanged.is_none() {
+            write_entry(target, &path, &entry(&best, &provenance))?;
+        }
 
         let mut best_so_far = Vec::with_capacity(measured);
         let mut b = f64::INFINITY;
@@ -642,15 +640,60 @@ where
             self.log.path().display(),
             png.display()
         );
-        eprintln!(
-            "default {}, best {}: wrote {}",
-            ms(default_time),
-            ms(best_time),
-            path.display()
-        );
+        let times = format!("default {}, best {}", ms(default_time), ms(best_time));
+        match unchanged {
+            Some(what) => {
+                eprintln!("{times}");
+                println!(
+                    "{what} is already the best found: config unchanged ({} not written)",
+                    path.display()
+                );
+            }
+            None => eprintln!("{times}: wrote {}", path.display()),
+        }
         println!("speedup over default: {speedup:.3}");
         Ok(())
     }
+}
+
+/// Why the best plan gets no entry, if it gets none: it is the plan that
+/// already runs at these sizes, the configured one (`configured`: the plan
+/// the config dispatches to here), or without one the default. An entry
+/// identical to it would change nothing but compile its code twice into
+/// the macro's expansion.
+fn already_running<P: PartialEq>(
+    best: &P,
+    configured: Option<&P>,
+    default: &P,
+) -> Option<&'static str> {
+    match configured {
+        Some(c) if best == c => Some("the configured plan"),
+        None if best == default => Some("the default plan (no config entry applies here)"),
+        _ => None,
+    }
+}
+
+/// Merges `entry` into the config file at `path` (created if missing),
+/// keeping its other entries and comments.
+fn write_entry(target: &Target, path: &Path, entry: &str) -> Result<(), String> {
+    let old = match std::fs::read_to_string(path) {
+        Ok(s) => Some(s),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let text = merge_entry(
+        target.k,
+        path,
+        old.as_deref(),
+        target.backend,
+        &target.device,
+        target.sizes,
+        entry,
+    )
+    .map_err(|e| e.0)?;
+    std::fs::create_dir_all(&target.out_dir)
+        .map_err(|e| format!("cannot create {}: {e}", target.out_dir.display()))?;
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// What one tuning run is for.
@@ -706,31 +749,45 @@ fn ms(t: f64) -> String {
 /// The technique name of the configured plan's candidate in the log.
 const CONFIGURED: &str = "config";
 
-/// The CPU plan that the config in `out_dir` (the file the result is
-/// merged into) dispatches to at `sizes` on this CPU, if it has CPU entries.
+/// The entries of the kernel's config file in `out_dir` (the file the
+/// result is merged into), if it exists.
+fn configured_entries(k: &Kernel, out_dir: &Path) -> Result<Option<Entries>, String> {
+    let path = out_dir.join(format!("{}.yaml", k.name));
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    mdh_core::config::entries(k, &path, &text)
+        .map(Some)
+        .map_err(|e| e.to_string())
+}
+
+/// The CPU plan that the config in `out_dir` dispatches to at `sizes` on
+/// this CPU, if an entry of it does (`None`: the default plan runs, as
+/// when no entry is for `*` or this CPU).
 fn configured_cpu_plan(
     k: &Kernel,
     out_dir: &Path,
     sizes: &[usize],
 ) -> Result<Option<CpuPlan>, String> {
-    let path = out_dir.join(format!("{}.yaml", k.name));
-    let Ok(text) = std::fs::read_to_string(&path) else {
+    let Some(entries) = configured_entries(k, out_dir)? else {
         return Ok(None);
     };
-    let entries = mdh_core::config::entries(k, &path, &text).map_err(|e| e.to_string())?;
-    let list: Vec<(&str, Option<&[usize]>)> = entries
+    let mut list: Vec<(&str, Option<&[usize]>)> = entries
         .cpu
         .iter()
         .map(|e| (e.device.as_str(), e.sizes.as_deref()))
         .collect();
-    if list.is_empty() {
-        return Ok(None);
+    // The macro compiles the default plan last, for `*` and any sizes
+    // (`mdh_core::config::plans`), unless an entry already is that.
+    if !list.contains(&("*", None)) {
+        list.push(("*", None));
     }
-    Ok(Some(
-        entries.cpu[mdh::cpu::nearest_plan(&list, sizes)]
-            .plan
-            .clone(),
-    ))
+    Ok(entries
+        .cpu
+        .get(mdh::cpu::nearest_plan(&list, sizes))
+        .map(|e| e.plan.clone()))
 }
 
 fn tune_cpu(
@@ -900,6 +957,78 @@ mod tests {
         assert!(parse_sizes(&k, None)
             .unwrap_err()
             .contains("--size I=1024,K=1024"));
+    }
+
+    #[test]
+    fn the_plan_that_runs_already_is_not_written_again() {
+        let (default, tuned, other) = (1, 2, 3);
+        // Configured and best: unchanged, whether or not it is the default.
+        assert_eq!(
+            already_running(&tuned, Some(&tuned), &default),
+            Some("the configured plan")
+        );
+        assert!(already_running(&default, Some(&default), &default).is_some());
+        // No entry applies: the default runs, so a default best is no news.
+        assert!(already_running(&default, None, &default)
+            .is_some_and(|w| w.starts_with("the default plan")));
+        // Anything else changes what runs: written.
+        assert_eq!(already_running(&tuned, None, &default), None);
+        assert_eq!(already_running(&other, Some(&tuned), &default), None);
+        // The default beat the configured entry (of other sizes): its entry
+        // takes over these sizes.
+        assert_eq!(already_running(&default, Some(&tuned), &default), None);
+    }
+
+    /// A scratch directory for config files, removed when dropped.
+    pub(crate) struct TempDir(pub PathBuf);
+
+    impl TempDir {
+        pub(crate) fn new(name: &str) -> TempDir {
+            let d = std::env::temp_dir().join(format!("mdh-tune-{name}-{}", std::process::id()));
+            std::fs::create_dir_all(&d).unwrap();
+            TempDir(d)
+        }
+
+        /// Writes `<kernel>.yaml` with these entries (list items).
+        pub(crate) fn config(&self, k: &Kernel, entries: &[String]) {
+            let text = format!("kernel: {}\nentries:\n{}", k.name, entries.concat());
+            std::fs::write(self.0.join(format!("{}.yaml", k.name)), text).unwrap();
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn the_configured_cpu_plan_is_the_one_the_macro_dispatches_to() {
+        let k = crate::space::tests::matvec();
+        let dir = TempDir::new("configured-cpu");
+        assert_eq!(configured_cpu_plan(&k, &dir.0, &[64, 64]), Ok(None));
+        let mut tuned = CpuPlan::default_for(&k);
+        tuned.cor = vec![2, 1];
+        let mut elsewhere = tuned.clone();
+        elsewhere.cor = vec![1, 2];
+        let entry = |device: &str, sizes: Option<&[usize]>, plan: &CpuPlan| {
+            cpu_entry_yaml(&k, device, sizes, plan, &[])
+        };
+        // Only another CPU's entry: the macro's default plan runs here.
+        dir.config(&k, &[entry("Another CPU", Some(&[64, 64]), &elsewhere)]);
+        assert_eq!(configured_cpu_plan(&k, &dir.0, &[64, 64]), Ok(None));
+        // An entry for every CPU, tuned for other sizes: the nearest.
+        dir.config(
+            &k,
+            &[
+                entry("Another CPU", Some(&[64, 64]), &elsewhere),
+                entry("*", Some(&[4096, 4096]), &tuned),
+            ],
+        );
+        assert_eq!(
+            configured_cpu_plan(&k, &dir.0, &[64, 64]),
+            Ok(Some(tuned.clone()))
+        );
     }
 
     #[test]
