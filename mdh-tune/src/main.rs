@@ -279,6 +279,8 @@ const FIRST_BATCH: usize = 4;
 pub struct Pending<P> {
     /// The technique that proposed it (`None`: the default plan).
     technique: Option<&'static str>,
+    /// Its point in the search (for a plan off the grid, the default's or
+    /// the config's, the nearest one: the searches learn its cost there).
     point: Option<Point>,
     pub plan: P,
     bound: f64,
@@ -353,7 +355,10 @@ where
         let mut ensemble = Ensemble::new(space.cards(), args.seed);
         let sampler = space.clone();
         ensemble.history.sampler = Some(Box::new(move |rng| sampler.sample(rng)));
-        ensemble.history.start = space.encode(default);
+        let stepper = space.clone();
+        ensemble.history.steps = Some(Box::new(move |p| stepper.neighbours(p)));
+        // On the grid or next to it: where local searches start.
+        ensemble.history.start = Some(space.nearest(default));
         let bar = match budget {
             Budget::Time(d) => ProgressBar::new(d.as_secs()),
             Budget::Evaluations(n) => ProgressBar::new(*n as u64),
@@ -535,8 +540,9 @@ where
             if self.default_time.is_none() && !self.seen.contains_key(&default) {
                 pending.push(Pending {
                     technique: None,
-                    // On the grid, the default seeds the local searches.
-                    point: self.space.encode(&default),
+                    // The default seeds the local searches: its point, or
+                    // the nearest one where it is off the grid.
+                    point: Some(self.space.nearest(&default)),
                     bound: (self.bound)(&default),
                     plan: default.clone(),
                 });
@@ -545,7 +551,7 @@ where
                 if !self.seen.contains_key(c) && !pending.iter().any(|p| p.plan == *c) {
                     pending.push(Pending {
                         technique: Some(CONFIGURED),
-                        point: self.space.encode(c),
+                        point: Some(self.space.nearest(c)),
                         bound: (self.bound)(c),
                         plan: c.clone(),
                     });

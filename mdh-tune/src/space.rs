@@ -46,6 +46,25 @@ pub trait Space: Clone + 'static {
     /// The number of points that satisfy the constraints (or an estimate).
     fn size(&self) -> f64;
 
+    /// The points one step from `p`, repaired: a parameter moved to an
+    /// adjacent value (by default each coordinate ±1), each a different
+    /// plan from `p`'s and differing from `p` in at most
+    /// [`MAX_STEP_PARAMS`] coordinates (repairing may move one more).
+    fn neighbours(&self, p: &Point) -> Vec<Point> {
+        let moves = self.cards().into_iter().enumerate().flat_map(|(s, card)| {
+            [p[s].checked_sub(1), Some(p[s] + 1).filter(|&i| i < card)]
+                .into_iter()
+                .flatten()
+                .map(move |i| (s, i))
+        });
+        let steps = moves.map(|(s, i)| {
+            let mut q = p.clone();
+            q[s] = i;
+            q
+        });
+        distinct_steps(self, p, steps)
+    }
+
     /// The point of `plan`, if the space holds it: coordinates one by one,
     /// each the first value that decodes to the plan's, given the earlier
     /// ones (later parameters may depend on earlier ones).
@@ -61,6 +80,63 @@ pub trait Space: Clone + 'static {
         }
         (self.decode(&p) == *plan).then_some(p)
     }
+
+    /// How far coordinate `s` puts `a` from `b` in what it sets (0: they
+    /// agree; by default 1 otherwise).
+    fn mismatch(&self, s: usize, a: &Self::Plan, b: &Self::Plan) -> f64 {
+        if self.agrees(s, a, b) {
+            0.0
+        } else {
+            1.0
+        }
+    }
+
+    /// The point nearest to `plan`, repaired: coordinates one by one, each
+    /// the first value of the least [`Space::mismatch`] given the earlier
+    /// ones. It is [`Space::encode`]'s point where the space holds the plan;
+    /// for one off the grid (a default plan whose tiles exceed the extents,
+    /// say), where the local searches start from it.
+    fn nearest(&self, plan: &Self::Plan) -> Point {
+        let cards = self.cards();
+        let mut p = vec![0; cards.len()];
+        for s in 0..cards.len() {
+            let mut best = (f64::INFINITY, 0);
+            for i in 0..cards[s] {
+                p[s] = i;
+                let m = self.mismatch(s, &self.decode(&p), plan);
+                if m < best.0 {
+                    best = (m, i);
+                }
+            }
+            p[s] = best.1;
+        }
+        self.repair(p)
+    }
+}
+
+/// Coordinates a step may change (see [`Space::neighbours`]).
+pub const MAX_STEP_PARAMS: usize = 2;
+
+/// `steps` from `p` repaired, without those that decode to `p`'s plan or
+/// to one seen before, or that change more than [`MAX_STEP_PARAMS`]
+/// coordinates.
+fn distinct_steps<S: Space>(
+    space: &S,
+    p: &Point,
+    steps: impl Iterator<Item = Point>,
+) -> Vec<Point> {
+    let mut plans = vec![space.decode(p)];
+    let mut out = Vec::new();
+    for q in steps {
+        let q = space.repair(q);
+        let changed = q.iter().zip(p).filter(|(a, b)| a != b).count();
+        let plan = space.decode(&q);
+        if (1..=MAX_STEP_PARAMS).contains(&changed) && !plans.contains(&plan) {
+            plans.push(plan);
+            out.push(q);
+        }
+    }
+    out
 }
 
 /// COR parts (0: chosen at run time from the number of threads).
@@ -240,6 +316,30 @@ impl Space for CpuSpace {
         }
     }
 
+    /// Tile sizes and COR parts by the ratio of their values, tiles cut at
+    /// the extent (larger ones cover it all alike; COR 0, chosen at run
+    /// time, is far from any count), loop orders by the positions that
+    /// differ.
+    fn mismatch(&self, s: usize, a: &CpuPlan, b: &CpuPlan) -> f64 {
+        if self.agrees(s, a, b) {
+            return 0.0;
+        }
+        let ratio = |x: usize, y: usize| ((x.max(1) as f64).ln() - (y.max(1) as f64).ln()).abs();
+        let tile = |x: usize, u: usize, v: usize| {
+            let e = self.extents[x].max(1);
+            ratio(u.min(e), v.min(e))
+        };
+        match &self.params[s] {
+            Param::Cor(x, _) if a.cor[*x] == 0 || b.cor[*x] == 0 => 100.0,
+            Param::Cor(x, _) => ratio(a.cor[*x], b.cor[*x]),
+            Param::Reg(x, _) => tile(*x, a.reg[*x], b.reg[*x]),
+            Param::L1(x, _) => tile(*x, a.l1[*x], b.l1[*x]),
+            Param::L2(x, _) => tile(*x, a.l2[*x], b.l2[*x]),
+            Param::Order(_) => a.order.iter().zip(&b.order).filter(|(u, v)| u != v).count() as f64,
+            Param::Pack(_) => 1.0,
+        }
+    }
+
     /// `p` with register tiles shrunk (the largest first) until they fit
     /// the registers: the propagation of the register constraint.
     fn repair(&self, mut p: Point) -> Point {
@@ -277,6 +377,72 @@ impl Space for CpuSpace {
                 _ => rng.below(q.len()),
             })
             .collect()
+    }
+
+    /// One step: a COR part count, a register tile or an L1/L2 factor to
+    /// the next value up or down (tile sizes ×2 or ÷2 for the factors), a
+    /// register tile with its L1 factor moved the other way (the L1 tile
+    /// about kept), two adjacent loops of the order swapped, or one input's
+    /// packing changed.
+    fn neighbours(&self, p: &Point) -> Vec<Point> {
+        let moved = |changes: &[(usize, usize)]| {
+            let mut q = p.clone();
+            for &(s, i) in changes {
+                q[s] = i;
+            }
+            q
+        };
+        let adjacent = |s: usize, card: usize| {
+            [p[s].checked_sub(1), Some(p[s] + 1).filter(|&i| i < card)]
+                .into_iter()
+                .flatten()
+        };
+        let mut steps = Vec::new();
+        for (s, q) in self.params.iter().enumerate() {
+            match q {
+                Param::Cor(..) | Param::L1(..) | Param::L2(..) => {
+                    steps.extend(adjacent(s, q.len()).map(|i| moved(&[(s, i)])));
+                }
+                Param::Reg(x, _) => {
+                    let l1 = self
+                        .params
+                        .iter()
+                        .position(|r| matches!(r, Param::L1(y, _) if y == x));
+                    for i in adjacent(s, q.len()) {
+                        steps.push(moved(&[(s, i)]));
+                        // Register tile up, L1 factor down, and vice versa.
+                        if let Some(l1) = l1 {
+                            let f = if i > p[s] {
+                                p[l1].checked_sub(1)
+                            } else {
+                                Some(p[l1] + 1).filter(|&f| f < self.params[l1].len())
+                            };
+                            if let Some(f) = f {
+                                steps.push(moved(&[(s, i), (l1, f)]));
+                            }
+                        }
+                    }
+                }
+                Param::Order(orders) => {
+                    let order = &orders[p[s]];
+                    for i in 1..order.len() {
+                        let mut o = order.clone();
+                        o.swap(i - 1, i);
+                        if let Some(j) = orders.iter().position(|v| *v == o) {
+                            steps.push(moved(&[(s, j)]));
+                        }
+                    }
+                }
+                Param::Pack(layouts) => {
+                    steps.extend(
+                        (0..layouts.len())
+                            .filter(|&i| i != p[s])
+                            .map(|i| moved(&[(s, i)])),
+                    );
+                }
+            }
+        }
+        distinct_steps(self, p, steps.into_iter())
     }
 
     /// The number of points of the space that satisfy the constraints
@@ -338,6 +504,79 @@ pub(crate) mod tests {
                 inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
             }
         })
+    }
+
+    /// The examples' 7-dimensional contraction ccsdt, as the tuner finds it.
+    pub(crate) fn ccsdt() -> Kernel {
+        let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+        crate::source::find(&examples, Some("ccsdt"))
+            .expect("the examples define ccsdt")
+            .kernel
+    }
+
+    #[test]
+    fn neighbours_are_valid_plans_a_step_or_two_away() {
+        for (k, sizes) in [(matmul(), vec![1024, 1024, 1024]), (ccsdt(), vec![24; 7])] {
+            let s = CpuSpace::new(&k, &sizes).unwrap();
+            let order_slot = s
+                .params
+                .iter()
+                .position(|q| matches!(q, Param::Order(_)))
+                .unwrap();
+            let mut rng = Rng::new(11);
+            for _ in 0..30 {
+                let p = s.sample(&mut rng);
+                let plan = s.decode(&p);
+                let next = s.neighbours(&p);
+                assert!(next.len() > 10, "{} neighbours", next.len());
+                let mut plans = vec![plan.clone()];
+                for q in &next {
+                    let changed = (0..p.len()).filter(|&i| p[i] != q[i]).count();
+                    assert!((1..=MAX_STEP_PARAMS).contains(&changed), "{p:?} -> {q:?}");
+                    let np = s.decode(q);
+                    assert_eq!(np.validate(&k), Ok(()), "{np:?}");
+                    assert!(!plans.contains(&np), "a plan twice: {np:?}");
+                    plans.push(np.clone());
+                    if np.order != plan.order {
+                        // Two adjacent loops swapped, nothing else moved.
+                        let diff: Vec<usize> = (0..plan.order.len())
+                            .filter(|&i| plan.order[i] != np.order[i])
+                            .collect();
+                        assert!(diff.len() == 2 && diff[1] == diff[0] + 1, "{np:?}");
+                        assert_eq!(changed, 1);
+                        assert_ne!(p[order_slot], q[order_slot]);
+                    }
+                }
+                // Every kind of step is among them.
+                assert!(plans.iter().any(|q| q.order != plan.order));
+                assert!(plans.iter().any(|q| q.pack != plan.pack));
+                assert!(plans.iter().any(|q| q.reg != plan.reg));
+            }
+        }
+    }
+
+    #[test]
+    fn plans_off_the_grid_start_the_search_from_the_nearest_point() {
+        let k = ccsdt();
+        let s = CpuSpace::new(&k, &[16; 7]).unwrap();
+        // Its 64-point register tile exceeds the extent 16.
+        let default = CpuPlan::default_for(&k);
+        assert_eq!(s.encode(&default), None);
+        let near = s.decode(&s.nearest(&default));
+        assert_eq!(near.validate(&k), Ok(()));
+        assert_eq!(
+            (&near.cor, &near.order, &near.pack),
+            (&default.cor, &default.order, &default.pack)
+        );
+        let cut = |v: &[usize]| v.iter().map(|&t| t.min(16)).collect::<Vec<_>>();
+        assert_eq!(cut(&near.reg), cut(&default.reg));
+        assert_eq!(cut(&near.l1), cut(&default.l1));
+        // A plan on the grid is its own nearest.
+        let mut rng = Rng::new(5);
+        for _ in 0..20 {
+            let plan = s.decode(&s.sample(&mut rng));
+            assert_eq!(s.decode(&s.nearest(&plan)), plan);
+        }
     }
 
     #[test]
