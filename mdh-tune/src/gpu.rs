@@ -303,6 +303,9 @@ pub fn tune<D: RawDevice>(
     let k = &found.kernel;
     let sizes = target.sizes;
     target.device = dev.device_name().to_string();
+    if crate::skip_tuned(args, target)? {
+        return Ok(());
+    }
     let dialect = if target.backend == "cuda" {
         Dialect::Cuda
     } else {

@@ -95,6 +95,10 @@ struct Args {
     /// index (default: the first).
     #[arg(long)]
     device: Option<String>,
+    /// Tune nothing if the config in `--out` already has an entry for the
+    /// backend, this device (or `*`) and exactly these sizes.
+    #[arg(long)]
+    skip_tuned: bool,
 }
 
 fn main() -> ExitCode {
@@ -238,6 +242,9 @@ fn run(args: Args) -> Result<(), String> {
     match args.backend {
         Backend::Cpu => {
             target.device = mdh::cpu::cpu_name().to_string();
+            if skip_tuned(&args, &target)? {
+                return Ok(());
+            }
             tune_cpu(&args, &manifest, &found, &mut target, &budget)
         }
         Backend::Opencl => {
@@ -769,6 +776,46 @@ fn configured_entries(k: &Kernel, out_dir: &Path) -> Result<Option<Entries>, Str
         .map_err(|e| e.to_string())
 }
 
+/// Whether `--skip-tuned` skips `target`: the config in its `out_dir` has
+/// an entry for its backend, its device (or `*`) and exactly its sizes.
+/// Says so when it does.
+fn skip_tuned(args: &Args, target: &Target) -> Result<bool, String> {
+    if !args.skip_tuned {
+        return Ok(false);
+    }
+    let Some(entries) = configured_entries(target.k, &target.out_dir)? else {
+        return Ok(false);
+    };
+    let tuned = |device: &str, sizes: Option<&[usize]>| {
+        (device == "*" || device == target.device) && sizes == Some(target.sizes)
+    };
+    let found = match target.backend {
+        "cpu" => entries
+            .cpu
+            .iter()
+            .any(|e| tuned(&e.device, e.sizes.as_deref())),
+        backend => {
+            let list = if backend == "cuda" {
+                &entries.cuda
+            } else {
+                &entries.opencl
+            };
+            list.iter().any(|e| tuned(&e.device, e.sizes.as_deref()))
+        }
+    };
+    if found {
+        println!(
+            "`{}` already has a {} entry for {} at {} in {}: skipped (--skip-tuned)",
+            target.k.name,
+            target.backend,
+            target.device,
+            target.at,
+            target.out_dir.display()
+        );
+    }
+    Ok(found)
+}
+
 /// The CPU plan that the config in `out_dir` dispatches to at `sizes` on
 /// this CPU, if an entry of it does (`None`: the default plan runs, as
 /// when no entry is for `*` or this CPU).
@@ -1035,6 +1082,40 @@ mod tests {
             configured_cpu_plan(&k, &dir.0, &[64, 64]),
             Ok(Some(tuned.clone()))
         );
+    }
+
+    #[test]
+    fn skip_tuned_skips_an_entry_for_this_device_at_these_sizes() {
+        let k = crate::space::tests::matvec();
+        let dir = TempDir::new("skip-tuned");
+        let plan = CpuPlan::default_for(&k);
+        dir.config(
+            &k,
+            &[
+                cpu_entry_yaml(&k, "Some CPU", Some(&[64, 64]), &plan, &[]),
+                cpu_entry_yaml(&k, "*", Some(&[128, 64]), &plan, &[]),
+            ],
+        );
+        let skips = |args: &[&str], sizes: &'static [usize], device: &str| {
+            let target = Target {
+                k: &k,
+                sizes,
+                backend: "cpu",
+                device: device.into(),
+                out_dir: dir.0.clone(),
+                at: String::new(),
+                tag: String::new(),
+                checked_against: String::new(),
+            };
+            let args = Args::parse_from([&["mdh-tune"], args].concat());
+            skip_tuned(&args, &target).unwrap()
+        };
+        let on = ["--skip-tuned"];
+        assert!(skips(&on, &[64, 64], "Some CPU"));
+        assert!(skips(&on, &[128, 64], "Other CPU"), "`*` is every CPU");
+        assert!(!skips(&on, &[64, 64], "Other CPU"));
+        assert!(!skips(&on, &[64, 128], "Some CPU"));
+        assert!(!skips(&[], &[64, 64], "Some CPU"), "only when asked");
     }
 
     #[test]
