@@ -65,20 +65,17 @@ pub trait Space: Clone + 'static {
         distinct_steps(self, p, steps)
     }
 
-    /// The point of `plan`, if the space holds it: coordinates one by one,
-    /// each the first value that decodes to the plan's, given the earlier
-    /// ones (later parameters may depend on earlier ones).
+    /// The point of `plan`, if the space holds it (see
+    /// [`Space::closest`]).
     fn encode(&self, plan: &Self::Plan) -> Option<Point> {
-        let cards = self.cards();
-        let mut p = vec![0; cards.len()];
-        for s in 0..cards.len() {
-            let i = (0..cards[s]).find(|&i| {
-                p[s] = i;
-                self.agrees(s, &self.decode(&p), plan)
-            })?;
-            p[s] = i;
-        }
+        let p = self.closest(plan);
         (self.decode(&p) == *plan).then_some(p)
+    }
+
+    /// Coordinate `s`'s value for `plan` where the space knows it without
+    /// a search (the index of a loop order, say).
+    fn value_of(&self, _s: usize, _plan: &Self::Plan) -> Option<usize> {
+        None
     }
 
     /// How far coordinate `s` puts `a` from `b` in what it sets (0: they
@@ -91,15 +88,25 @@ pub trait Space: Clone + 'static {
         }
     }
 
-    /// The point nearest to `plan`, repaired: coordinates one by one, each
-    /// the first value of the least [`Space::mismatch`] given the earlier
-    /// ones. It is [`Space::encode`]'s point where the space holds the plan;
-    /// for one off the grid (a default plan whose tiles exceed the extents,
+    /// The point nearest to `plan`, repaired (see [`Space::closest`]): for
+    /// a plan off the grid (a default plan whose tiles exceed the extents,
     /// say), where the local searches start from it.
     fn nearest(&self, plan: &Self::Plan) -> Point {
+        self.repair(self.closest(plan))
+    }
+
+    /// Coordinates one by one (later parameters may depend on earlier
+    /// ones), each [`Space::value_of`] the plan or else the first value of
+    /// the least [`Space::mismatch`] given the earlier ones: the plan's own
+    /// point where the space holds it, else one near it.
+    fn closest(&self, plan: &Self::Plan) -> Point {
         let cards = self.cards();
         let mut p = vec![0; cards.len()];
         for s in 0..cards.len() {
+            if let Some(i) = self.value_of(s, plan).filter(|&i| i < cards[s]) {
+                p[s] = i;
+                continue;
+            }
             let mut best = (f64::INFINITY, 0);
             for i in 0..cards[s] {
                 p[s] = i;
@@ -110,7 +117,7 @@ pub trait Space: Clone + 'static {
             }
             p[s] = best.1;
         }
-        self.repair(p)
+        p
     }
 }
 
@@ -152,7 +159,10 @@ pub enum Param {
     Reg(usize, Vec<usize>),
     L1(usize, Vec<usize>),
     L2(usize, Vec<usize>),
-    Order(Vec<Vec<usize>>),
+    /// The loop order: the `i`-th permutation of the `d` dimensions in
+    /// lexicographic order (d! values, not stored: 10 dimensions have
+    /// 3.6 million).
+    Order(usize),
     Pack(Vec<Vec<usize>>),
 }
 
@@ -160,7 +170,8 @@ impl Param {
     fn len(&self) -> usize {
         match self {
             Param::Cor(_, v) | Param::Reg(_, v) | Param::L1(_, v) | Param::L2(_, v) => v.len(),
-            Param::Order(v) | Param::Pack(v) => v.len(),
+            Param::Order(d) => factorial(*d),
+            Param::Pack(v) => v.len(),
         }
     }
 }
@@ -173,21 +184,38 @@ pub struct CpuSpace {
     reg_budget: usize,
 }
 
-/// All permutations of `items`, in lexicographic order of positions.
-fn permutations(items: &[usize]) -> Vec<Vec<usize>> {
-    if items.len() <= 1 {
-        return vec![items.to_vec()];
+/// `n!`, saturated (an index into the orders of more than 20 dimensions
+/// would overflow).
+fn factorial(n: usize) -> usize {
+    (1..=n).fold(1usize, |f, k| f.saturating_mul(k))
+}
+
+/// The `i`-th permutation of `0..d` in lexicographic order (`i < d!`).
+fn permutation(mut i: usize, d: usize) -> Vec<usize> {
+    let mut left: Vec<usize> = (0..d).collect();
+    (0..d)
+        .rev()
+        .map(|rest| {
+            let f = factorial(rest);
+            let j = (i / f).min(left.len() - 1);
+            i %= f;
+            left.remove(j)
+        })
+        .collect()
+}
+
+/// The index of `order` among the permutations of `0..order.len()` in
+/// lexicographic order, if it is one.
+fn permutation_index(order: &[usize]) -> Option<usize> {
+    let d = order.len();
+    let mut left: Vec<usize> = (0..d).collect();
+    let mut i = 0;
+    for (pos, x) in order.iter().enumerate() {
+        let j = left.iter().position(|y| y == x)?;
+        left.remove(j);
+        i += j * factorial(d - 1 - pos);
     }
-    let mut out = Vec::new();
-    for (i, &x) in items.iter().enumerate() {
-        let mut rest = items.to_vec();
-        rest.remove(i);
-        for mut p in permutations(&rest) {
-            p.insert(0, x);
-            out.push(p);
-        }
-    }
-    out
+    Some(i)
 }
 
 impl CpuSpace {
@@ -224,8 +252,7 @@ impl CpuSpace {
             params.push(Param::L1(x, L1_FACTORS.to_vec()));
             params.push(Param::L2(x, L2_FACTORS.to_vec()));
         }
-        let dims: Vec<usize> = (0..d).collect();
-        params.push(Param::Order(permutations(&dims)));
+        params.push(Param::Order(d));
         for (_, f) in k.input_accesses() {
             let used = used_dims(f, d);
             let mut layouts = vec![Vec::new()];
@@ -291,7 +318,7 @@ impl Space for CpuSpace {
                     let l1 = plan.l1[*x];
                     plan.l2[*x] = (l1 * v[i]).min(self.extents[*x].div_ceil(l1).max(1) * l1);
                 }
-                Param::Order(v) => plan.order.clone_from(&v[i]),
+                Param::Order(d) => plan.order = permutation(i, *d),
                 Param::Pack(v) => plan.pack.push(v[i].clone()),
             }
         }
@@ -313,6 +340,13 @@ impl Space for CpuSpace {
                     .count();
                 a.pack.get(j) == b.pack.get(j)
             }
+        }
+    }
+
+    fn value_of(&self, s: usize, plan: &CpuPlan) -> Option<usize> {
+        match self.params[s] {
+            Param::Order(_) => permutation_index(&plan.order),
+            _ => None,
         }
     }
 
@@ -423,12 +457,12 @@ impl Space for CpuSpace {
                         }
                     }
                 }
-                Param::Order(orders) => {
-                    let order = &orders[p[s]];
+                Param::Order(d) => {
+                    let order = permutation(p[s], *d);
                     for i in 1..order.len() {
                         let mut o = order.clone();
                         o.swap(i - 1, i);
-                        if let Some(j) = orders.iter().position(|v| *v == o) {
+                        if let Some(j) = permutation_index(&o) {
                             steps.push(moved(&[(s, j)]));
                         }
                     }
@@ -553,6 +587,20 @@ pub(crate) mod tests {
                 assert!(plans.iter().any(|q| q.reg != plan.reg));
             }
         }
+    }
+
+    #[test]
+    fn loop_orders_are_indexed_lexicographically() {
+        let all: Vec<Vec<usize>> = (0..factorial(4)).map(|i| permutation(i, 4)).collect();
+        assert_eq!(all[0], vec![0, 1, 2, 3]);
+        assert_eq!(all[23], vec![3, 2, 1, 0]);
+        assert!(all.windows(2).all(|w| w[0] < w[1]), "sorted, so distinct");
+        for (i, o) in all.iter().enumerate() {
+            assert_eq!(permutation_index(o), Some(i));
+        }
+        assert_eq!(permutation_index(&[0, 0, 1]), None);
+        let ten = permutation(factorial(10) - 1, 10);
+        assert_eq!(permutation_index(&ten), Some(factorial(10) - 1));
     }
 
     #[test]
