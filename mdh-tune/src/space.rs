@@ -540,12 +540,17 @@ pub(crate) mod tests {
         })
     }
 
-    /// The examples' 7-dimensional contraction ccsdt, as the tuner finds it.
-    pub(crate) fn ccsdt() -> Kernel {
+    /// The examples' kernel `name`, as the tuner finds it.
+    pub(crate) fn example(name: &str) -> Kernel {
         let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
-        crate::source::find(&examples, Some("ccsdt"))
-            .expect("the examples define ccsdt")
+        crate::source::find(&examples, Some(name))
+            .expect("an example kernel")
             .kernel
+    }
+
+    /// The examples' 7-dimensional contraction.
+    pub(crate) fn ccsdt() -> Kernel {
+        example("ccsdt")
     }
 
     #[test]
