@@ -360,7 +360,7 @@ pub fn tune<D: RawDevice>(
             let slow = t.best.as_ref().map_or(f64::INFINITY, |b| 3.0 * b.1);
             let o = bench.measure(&p.plan, slow);
             match (o.status, p.technique) {
-                (Status::Wrong, _) => t.bar.println(format!(
+                (Status::Wrong, _) => t.say(format!(
                     "candidate {:?} computes wrong results: {}",
                     p.plan,
                     o.error.as_deref().unwrap_or("")

@@ -410,6 +410,16 @@ where
         Ok(t)
     }
 
+    /// Prints a line above the progress bar, or on stderr where there is
+    /// no bar (not a terminal: a script's log).
+    pub fn say(&self, msg: impl AsRef<str>) {
+        if self.bar.is_hidden() {
+            eprintln!("{}", msg.as_ref());
+        } else {
+            self.bar.println(msg);
+        }
+    }
+
     /// Seconds of the budget spent.
     pub fn elapsed(&self) -> f64 {
         self.spent_before + self.clock.elapsed().as_secs_f64()
@@ -566,7 +576,7 @@ where
             }
             self.propose(&mut pending, left)?;
             if pending.is_empty() {
-                self.bar.println("the search space is exhausted");
+                self.say("the search space is exhausted");
                 break;
             }
             let began = Instant::now();
@@ -914,7 +924,7 @@ fn tune_cpu(
                 if batch[0].technique.is_none() {
                     return Err(e);
                 }
-                t.bar.println(format!(
+                t.say(format!(
                     "a batch failed to build; its candidates are recorded as failed:\n{e}"
                 ));
                 for p in batch {
@@ -940,7 +950,7 @@ fn tune_cpu(
                         _ => Status::Failed,
                     };
                     if status == Status::Wrong {
-                        t.bar.println(format!(
+                        t.say(format!(
                             "candidate {:?} computes wrong results: {}",
                             p.plan,
                             m.error.as_deref().unwrap_or("")
@@ -957,7 +967,7 @@ fn tune_cpu(
                 }
             }
         }
-        t.bar.println(format!(
+        t.say(format!(
             "batch of {}: built and measured in {:.0}s",
             batch.len(),
             began.elapsed().as_secs_f64()
