@@ -530,18 +530,20 @@ where
         self.clock = Instant::now();
         self.bar.enable_steady_tick(Duration::from_millis(200));
         self.update();
-        // Seconds per candidate in the last batch: sizes the next batch to
-        // what the time budget has left.
-        let mut per_candidate_s: Option<f64> = None;
+        // Seconds spent measuring and candidates measured: their mean sizes
+        // the next batch to what the time budget has left (one batch alone
+        // misleads: a build's cost varies with its candidates, and a batch
+        // of one may take a sixth of a batch of four).
+        let mut measured = (0.0f64, 0usize);
         loop {
             let left = match self.budget {
                 Budget::Time(d) => {
                     let left = d.as_secs_f64() - self.elapsed();
-                    let fit = match per_candidate_s {
+                    let fit = match measured {
                         // A first, small batch measures the cost of one.
-                        None => FIRST_BATCH,
+                        (_, 0) => FIRST_BATCH,
                         // Rounded: a batch may overrun the budget by half a candidate.
-                        Some(c) => ((left / c).round().max(0.0)) as usize,
+                        (secs, n) => ((left * n as f64 / secs).round().max(0.0)) as usize,
                     };
                     if left <= 0.0 || fit == 0 {
                         break;
@@ -581,7 +583,8 @@ where
             }
             let began = Instant::now();
             measure(self, &pending)?;
-            per_candidate_s = Some(began.elapsed().as_secs_f64() / pending.len() as f64);
+            measured.0 += began.elapsed().as_secs_f64();
+            measured.1 += pending.len();
             self.update();
             if self.default_time.is_none() {
                 return Err(
