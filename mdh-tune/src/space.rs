@@ -46,6 +46,11 @@ pub trait Space: Clone + 'static {
     /// The number of points that satisfy the constraints (or an estimate).
     fn size(&self) -> f64;
 
+    /// Whether two plans run alike at these sizes (by default: equal).
+    fn runs_alike(&self, a: &Self::Plan, b: &Self::Plan) -> bool {
+        a == b
+    }
+
     /// The points one step from `p`, repaired: a parameter moved to an
     /// adjacent value (by default each coordinate ±1), each a different
     /// plan from `p`'s and differing from `p` in at most
