@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use mdh::gpu::{bind_sizes, choose, job, DeviceLimits, KernelInfo, Loaded, RawDevice};
+use mdh::gpu::{bind_sizes, choose, job, DeviceLimits, GpuEntry, KernelInfo, Loaded, RawDevice};
 use mdh::reference::{Buffer, Value};
 use mdh_core::codegen::c_expr::Dialect;
 use mdh_core::codegen::gpu::template;
@@ -232,9 +232,10 @@ fn fitted_default(
     desc: &KernelDesc,
     bound: &Bound,
     info: &KernelInfo,
-    dev: &impl RawDevice,
+    device: &str,
+    lim: DeviceLimits,
 ) -> GpuPlan {
-    let r = choose(desc, bound, info, &[], dev.device_name(), dev.limits());
+    let r = choose(desc, bound, info, &[], device, lim);
     GpuPlan {
         groups: GpuPlan::default_for(desc).groups,
         items: r.items,
@@ -242,6 +243,52 @@ fn fitted_default(
         local: r.local,
         blocked: r.blocked,
     }
+}
+
+/// The GPU plan that the config in `out_dir` (the file the result is
+/// merged into) dispatches to for `backend` (`opencl` or `cuda`) on the
+/// device called `device` with limits `lim`, at `bound`'s sizes: the entry
+/// that the generated wrappers' [`choose`] takes (nearest sizes among
+/// those for this device that fit it), if it runs something other than the
+/// fitted default (`None`: the default runs).
+#[allow(clippy::too_many_arguments)]
+fn configured_gpu_plan(
+    k: &Kernel,
+    out_dir: &Path,
+    backend: &str,
+    desc: &KernelDesc,
+    bound: &Bound,
+    info: &KernelInfo,
+    device: &str,
+    lim: DeviceLimits,
+) -> Result<Option<GpuPlan>, String> {
+    let Some(entries) = crate::configured_entries(k, out_dir)? else {
+        return Ok(None);
+    };
+    let list = if backend == "cuda" {
+        entries.cuda
+    } else {
+        entries.opencl
+    };
+    // The wrappers' entries are constants; these live as long as the run.
+    let entries: Vec<GpuEntry> = list
+        .into_iter()
+        .map(|e| GpuEntry {
+            plan: e.plan,
+            device: Box::leak(e.device.into_boxed_str()),
+            sizes: e.sizes.map(|s| &*Box::leak(s.into_boxed_slice())),
+        })
+        .collect();
+    let chosen = choose(desc, bound, info, &entries, device, lim);
+    if chosen == choose(desc, bound, info, &[], device, lim) {
+        return Ok(None);
+    }
+    Ok(entries
+        .into_iter()
+        .find(|e| {
+            e.plan.validate(desc).is_ok() && e.plan.resolve(&desc.kinds, &bound.extents) == chosen
+        })
+        .map(|e| e.plan))
 }
 
 /// Tunes `found`'s kernel for the device `dev` of `target.backend`.
@@ -256,6 +303,9 @@ pub fn tune<D: RawDevice>(
     let k = &found.kernel;
     let sizes = target.sizes;
     target.device = dev.device_name().to_string();
+    if crate::skip_tuned(args, target)? {
+        return Ok(());
+    }
     let dialect = if target.backend == "cuda" {
         Dialect::Cuda
     } else {
@@ -274,7 +324,17 @@ pub fn tune<D: RawDevice>(
         target.checked_against = format!("the default plan's result ({why})");
     }
     eprintln!("results are checked against {}", target.checked_against);
-    let default = fitted_default(desc, &bound, info, dev);
+    let default = fitted_default(desc, &bound, info, dev.device_name(), lim);
+    let configured = configured_gpu_plan(
+        k,
+        &target.out_dir,
+        target.backend,
+        desc,
+        &bound,
+        info,
+        dev.device_name(),
+        lim,
+    )?;
     let mut t = Tuning::new(
         space,
         &default,
@@ -295,12 +355,12 @@ pub fn tune<D: RawDevice>(
             ));
         }
     }
-    t.search(default, None, args.batch, |t, batch| {
+    t.search(default, configured, args.batch, |t, batch| {
         for p in batch {
             let slow = t.best.as_ref().map_or(f64::INFINITY, |b| 3.0 * b.1);
             let o = bench.measure(&p.plan, slow);
             match (o.status, p.technique) {
-                (Status::Wrong, _) => t.bar.println(format!(
+                (Status::Wrong, _) => t.say(format!(
                     "candidate {:?} computes wrong results: {}",
                     p.plan,
                     o.error.as_deref().unwrap_or("")
@@ -327,6 +387,65 @@ pub fn tune<D: RawDevice>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mdh::gpu::GpuDevice;
+
+    #[test]
+    fn the_configured_plan_is_the_entry_the_wrappers_choose() {
+        let k = crate::space::tests::matvec();
+        let desc: &'static KernelDesc = Box::leak(Box::new(KernelDesc::from_kernel(&k)));
+        let info = kernel_info(&k, Dialect::Cuda);
+        let lim = DeviceLimits {
+            max_items: 512,
+            local_bytes: 48 * 1024,
+        };
+        let h100 = "NVIDIA H100 80GB HBM3";
+        let dir = crate::tests::TempDir::new("configured-gpu");
+        let at = |sizes: &[usize], backend: &str, device: &str| {
+            let bound = bind_sizes(desc, sizes).unwrap();
+            configured_gpu_plan(&k, &dir.0, backend, desc, &bound, info, device, lim).unwrap()
+        };
+        assert_eq!(at(&[1024, 1024], "cuda", h100), None, "no config");
+        let plan = |items: [usize; 2], tile: [usize; 2], local: [bool; 2]| GpuPlan {
+            groups: vec![0, 0],
+            items: items.to_vec(),
+            tile: tile.to_vec(),
+            local: local.to_vec(),
+            blocked: false,
+        };
+        let small = plan([4, 32], [4, 256], [false, false]);
+        let large = plan([16, 32], [16, 8192], [false, true]);
+        let ocl = plan([8, 16], [8, 512], [false, false]);
+        // Needs 1024 work-items per group, the device allows 512: never
+        // chosen here.
+        let unfit = plan([32, 32], [32, 256], [false, false]);
+        let entry = |backend: &str, device: &str, sizes: &[usize], p: &GpuPlan| {
+            gpu_entry_yaml(&k, backend, device, Some(sizes), p, &[])
+        };
+        let bound = bind_sizes(desc, &[1024, 1024]).unwrap();
+        let default = fitted_default(desc, &bound, info, h100, lim);
+        dir.config(
+            &k,
+            &[
+                entry("cuda", h100, &[4096, 4096], &small),
+                entry("cuda", h100, &[8192, 8192], &large),
+                entry("cuda", h100, &[1024, 1024], &unfit),
+                entry("opencl", h100, &[1024, 1024], &ocl),
+                entry("cuda", "A100", &[1024, 1024], &large),
+                entry("cuda", "*", &[128, 128], &default),
+            ],
+        );
+        assert!(![&small, &large, &ocl].contains(&&default));
+        // The nearest sizes that fit the device, for this device's name.
+        assert_eq!(at(&[1024, 1024], "cuda", h100), Some(small.clone()));
+        assert_eq!(at(&[16384, 8192], "cuda", h100), Some(large.clone()));
+        assert_eq!(at(&[1024, 1024], "opencl", h100), Some(ocl));
+        assert_eq!(
+            at(&[1024, 1024], "cuda", "NVIDIA A100-SXM4-40GB"),
+            Some(large)
+        );
+        // Only the `*` entry applies, and it is the default: `None`.
+        assert_eq!(at(&[1024, 1024], "cuda", "Tesla T4"), None);
+    }
 
     #[test]
     fn a_candidate_with_wrong_results_is_rejected() {
@@ -339,7 +458,13 @@ mod tests {
         };
         let k = crate::space::tests::matvec();
         let mut bench = Bench::new(&dev, &k, &[64, 64], Dialect::OpenCl).unwrap();
-        let plan = fitted_default(bench.desc, &bench.bound, bench.info, &dev);
+        let plan = fitted_default(
+            bench.desc,
+            &bench.bound,
+            bench.info,
+            dev.device_name(),
+            dev.limits(),
+        );
         let o = bench.measure(&plan, f64::INFINITY);
         assert_eq!(o.status, Status::Ok, "{:?}", o.error);
         assert!(o.time_s.is_some_and(|t| t > 0.0));

@@ -177,6 +177,12 @@ impl Space for GpuSpace {
         plan
     }
 
+    /// Plans that resolve alike at these extents launch the same kernel.
+    fn runs_alike(&self, a: &GpuPlan, b: &GpuPlan) -> bool {
+        let (kinds, extents) = (&self.desc.kinds, &self.bound.extents);
+        a.resolve(kinds, extents) == b.resolve(kinds, extents)
+    }
+
     fn agrees(&self, s: usize, a: &GpuPlan, b: &GpuPlan) -> bool {
         match &self.params[s] {
             Param::Groups(x, _) => a.groups[*x] == b.groups[*x],

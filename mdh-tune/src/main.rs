@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use mdh_core::config::{cpu_entry_yaml, merge_entry, yaml_string};
+use mdh_core::config::{cpu_entry_yaml, merge_entry, yaml_string, Entries};
 use mdh_core::desc::KernelDesc;
 use mdh_core::plan::{elem_bytes, CpuPlan};
 use mdh_core::Kernel;
@@ -95,6 +95,10 @@ struct Args {
     /// index (default: the first).
     #[arg(long)]
     device: Option<String>,
+    /// Tune nothing if the config in `--out` already has an entry for the
+    /// backend, this device (or `*`) and exactly these sizes.
+    #[arg(long)]
+    skip_tuned: bool,
 }
 
 fn main() -> ExitCode {
@@ -238,6 +242,9 @@ fn run(args: Args) -> Result<(), String> {
     match args.backend {
         Backend::Cpu => {
             target.device = mdh::cpu::cpu_name().to_string();
+            if skip_tuned(&args, &target)? {
+                return Ok(());
+            }
             tune_cpu(&args, &manifest, &found, &mut target, &budget)
         }
         Backend::Opencl => {
@@ -279,6 +286,8 @@ const FIRST_BATCH: usize = 4;
 pub struct Pending<P> {
     /// The technique that proposed it (`None`: the default plan).
     technique: Option<&'static str>,
+    /// Its point in the search (for a plan off the grid, the default's or
+    /// the config's, the nearest one: the searches learn its cost there).
     point: Option<Point>,
     pub plan: P,
     bound: f64,
@@ -319,6 +328,10 @@ pub struct Tuning<'a, S: Space> {
     costs: Vec<f64>,
     pub best: Option<(S::Plan, f64)>,
     default_time: Option<f64>,
+    /// The default plan and the plan the config dispatches to at these
+    /// sizes (`None`: the default runs), as given to [`Tuning::search`].
+    default_plan: Option<S::Plan>,
+    configured: Option<S::Plan>,
     log: Log,
     /// An analytic lower bound of a plan's time (0: none).
     bound: LowerBound<'a, S::Plan>,
@@ -349,7 +362,10 @@ where
         let mut ensemble = Ensemble::new(space.cards(), args.seed);
         let sampler = space.clone();
         ensemble.history.sampler = Some(Box::new(move |rng| sampler.sample(rng)));
-        ensemble.history.start = space.encode(default);
+        let stepper = space.clone();
+        ensemble.history.steps = Some(Box::new(move |p| stepper.neighbours(p)));
+        // On the grid or next to it: where local searches start.
+        ensemble.history.start = Some(space.nearest(default));
         let bar = match budget {
             Budget::Time(d) => ProgressBar::new(d.as_secs()),
             Budget::Evaluations(n) => ProgressBar::new(*n as u64),
@@ -372,6 +388,8 @@ where
             costs: Vec::new(),
             best: None,
             default_time: None,
+            default_plan: None,
+            configured: None,
             log,
             bound,
             budget,
@@ -390,6 +408,16 @@ where
             );
         }
         Ok(t)
+    }
+
+    /// Prints a line above the progress bar, or on stderr where there is
+    /// no bar (not a terminal: a script's log).
+    pub fn say(&self, msg: impl AsRef<str>) {
+        if self.bar.is_hidden() {
+            eprintln!("{}", msg.as_ref());
+        } else {
+            self.bar.println(msg);
+        }
     }
 
     /// Seconds of the budget spent.
@@ -497,21 +525,25 @@ where
         batch: usize,
         mut measure: impl FnMut(&mut Self, &[Pending<S::Plan>]) -> Result<(), String>,
     ) -> Result<(), String> {
+        self.default_plan = Some(default.clone());
+        self.configured.clone_from(&configured);
         self.clock = Instant::now();
         self.bar.enable_steady_tick(Duration::from_millis(200));
         self.update();
-        // Seconds per candidate in the last batch: sizes the next batch to
-        // what the time budget has left.
-        let mut per_candidate_s: Option<f64> = None;
+        // Seconds spent measuring and candidates measured: their mean sizes
+        // the next batch to what the time budget has left (one batch alone
+        // misleads: a build's cost varies with its candidates, and a batch
+        // of one may take a sixth of a batch of four).
+        let mut measured = (0.0f64, 0usize);
         loop {
             let left = match self.budget {
                 Budget::Time(d) => {
                     let left = d.as_secs_f64() - self.elapsed();
-                    let fit = match per_candidate_s {
+                    let fit = match measured {
                         // A first, small batch measures the cost of one.
-                        None => FIRST_BATCH,
+                        (_, 0) => FIRST_BATCH,
                         // Rounded: a batch may overrun the budget by half a candidate.
-                        Some(c) => ((left / c).round().max(0.0)) as usize,
+                        (secs, n) => ((left * n as f64 / secs).round().max(0.0)) as usize,
                     };
                     if left <= 0.0 || fit == 0 {
                         break;
@@ -527,8 +559,9 @@ where
             if self.default_time.is_none() && !self.seen.contains_key(&default) {
                 pending.push(Pending {
                     technique: None,
-                    // On the grid, the default seeds the local searches.
-                    point: self.space.encode(&default),
+                    // The default seeds the local searches: its point, or
+                    // the nearest one where it is off the grid.
+                    point: Some(self.space.nearest(&default)),
                     bound: (self.bound)(&default),
                     plan: default.clone(),
                 });
@@ -537,7 +570,7 @@ where
                 if !self.seen.contains_key(c) && !pending.iter().any(|p| p.plan == *c) {
                     pending.push(Pending {
                         technique: Some(CONFIGURED),
-                        point: self.space.encode(c),
+                        point: Some(self.space.nearest(c)),
                         bound: (self.bound)(c),
                         plan: c.clone(),
                     });
@@ -545,12 +578,13 @@ where
             }
             self.propose(&mut pending, left)?;
             if pending.is_empty() {
-                self.bar.println("the search space is exhausted");
+                self.say("the search space is exhausted");
                 break;
             }
             let began = Instant::now();
             measure(self, &pending)?;
-            per_candidate_s = Some(began.elapsed().as_secs_f64() / pending.len() as f64);
+            measured.0 += began.elapsed().as_secs_f64();
+            measured.1 += pending.len();
             self.update();
             if self.default_time.is_none() {
                 return Err(
@@ -564,7 +598,8 @@ where
     }
 
     /// Writes the best plan's entry (rendered by `entry` from the plan and
-    /// the provenance) into `<out>/<kernel>.yaml`, plots the search, and
+    /// the provenance) into `<out>/<kernel>.yaml`, unless it is the plan
+    /// that runs there already ([`already_running`]), plots the search, and
     /// prints the summary.
     fn finish(
         &self,
@@ -578,6 +613,10 @@ where
             .ok_or("no candidate ran correctly; see the tuning log")?;
         let default_time = self
             .default_time
+            .ok_or("the default plan was not measured")?;
+        let default_plan = self
+            .default_plan
+            .as_ref()
             .ok_or("the default plan was not measured")?;
         let speedup = default_time / best_time;
         let measured = self.costs.len();
@@ -593,26 +632,13 @@ where
             ("speedup_over_default", format!("{speedup:.3}")),
         ];
         let k = target.k;
-        let entry = entry(&best, &provenance);
         let path = target.out_dir.join(format!("{}.yaml", k.name));
-        let old = match std::fs::read_to_string(&path) {
-            Ok(s) => Some(s),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-        };
-        let text = merge_entry(
-            k,
-            &path,
-            old.as_deref(),
-            target.backend,
-            &target.device,
-            target.sizes,
-            &entry,
-        )
-        .map_err(|e| e.0)?;
-        std::fs::create_dir_all(&target.out_dir)
-            .map_err(|e| format!("cannot create {}: {e}", target.out_dir.display()))?;
-        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let unchanged = already_running(&best, self.configured.as_ref(), default_plan, |a, b| {
+            self.space.runs_alike(a, b)
+        });
+        if unchanged.is_none() {
+            write_entry(target, &path, &entry(&best, &provenance))?;
+        }
 
         let mut best_so_far = Vec::with_capacity(measured);
         let mut b = f64::INFINITY;
@@ -642,15 +668,61 @@ where
             self.log.path().display(),
             png.display()
         );
-        eprintln!(
-            "default {}, best {}: wrote {}",
-            ms(default_time),
-            ms(best_time),
-            path.display()
-        );
+        let times = format!("default {}, best {}", ms(default_time), ms(best_time));
+        match unchanged {
+            Some(what) => {
+                eprintln!("{times}");
+                println!(
+                    "{what} is already the best found: config unchanged ({} not written)",
+                    path.display()
+                );
+            }
+            None => eprintln!("{times}: wrote {}", path.display()),
+        }
         println!("speedup over default: {speedup:.3}");
         Ok(())
     }
+}
+
+/// Why the best plan gets no entry, if it gets none: it runs as the plan
+/// that already runs at these sizes (`alike`), the configured one
+/// (`configured`: the plan the config dispatches to here), or without one
+/// the default. An entry like it would change nothing but compile its code
+/// twice into the macro's expansion.
+fn already_running<P>(
+    best: &P,
+    configured: Option<&P>,
+    default: &P,
+    alike: impl Fn(&P, &P) -> bool,
+) -> Option<&'static str> {
+    match configured {
+        Some(c) if alike(best, c) => Some("the configured plan"),
+        None if alike(best, default) => Some("the default plan (what runs here now)"),
+        _ => None,
+    }
+}
+
+/// Merges `entry` into the config file at `path` (created if missing),
+/// keeping its other entries and comments.
+fn write_entry(target: &Target, path: &Path, entry: &str) -> Result<(), String> {
+    let old = match std::fs::read_to_string(path) {
+        Ok(s) => Some(s),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let text = merge_entry(
+        target.k,
+        path,
+        old.as_deref(),
+        target.backend,
+        &target.device,
+        target.sizes,
+        entry,
+    )
+    .map_err(|e| e.0)?;
+    std::fs::create_dir_all(&target.out_dir)
+        .map_err(|e| format!("cannot create {}: {e}", target.out_dir.display()))?;
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// What one tuning run is for.
@@ -706,31 +778,85 @@ fn ms(t: f64) -> String {
 /// The technique name of the configured plan's candidate in the log.
 const CONFIGURED: &str = "config";
 
-/// The CPU plan that the config in `out_dir` (the file the result is
-/// merged into) dispatches to at `sizes` on this CPU, if it has CPU entries.
+/// The entries of the kernel's config file in `out_dir` (the file the
+/// result is merged into), if it exists.
+fn configured_entries(k: &Kernel, out_dir: &Path) -> Result<Option<Entries>, String> {
+    let path = out_dir.join(format!("{}.yaml", k.name));
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    mdh_core::config::entries(k, &path, &text)
+        .map(Some)
+        .map_err(|e| e.to_string())
+}
+
+/// Whether `--skip-tuned` skips `target`: the config in its `out_dir` has
+/// an entry for its backend, its device (or `*`) and exactly its sizes.
+/// Says so when it does.
+fn skip_tuned(args: &Args, target: &Target) -> Result<bool, String> {
+    if !args.skip_tuned {
+        return Ok(false);
+    }
+    let Some(entries) = configured_entries(target.k, &target.out_dir)? else {
+        return Ok(false);
+    };
+    let tuned = |device: &str, sizes: Option<&[usize]>| {
+        (device == "*" || device == target.device) && sizes == Some(target.sizes)
+    };
+    let found = match target.backend {
+        "cpu" => entries
+            .cpu
+            .iter()
+            .any(|e| tuned(&e.device, e.sizes.as_deref())),
+        backend => {
+            let list = if backend == "cuda" {
+                &entries.cuda
+            } else {
+                &entries.opencl
+            };
+            list.iter().any(|e| tuned(&e.device, e.sizes.as_deref()))
+        }
+    };
+    if found {
+        println!(
+            "`{}` already has a {} entry for {} at {} in {}: skipped (--skip-tuned)",
+            target.k.name,
+            target.backend,
+            target.device,
+            target.at,
+            target.out_dir.display()
+        );
+    }
+    Ok(found)
+}
+
+/// The CPU plan that the config in `out_dir` dispatches to at `sizes` on
+/// this CPU, if an entry of it does (`None`: the default plan runs, as
+/// when no entry is for `*` or this CPU).
 fn configured_cpu_plan(
     k: &Kernel,
     out_dir: &Path,
     sizes: &[usize],
 ) -> Result<Option<CpuPlan>, String> {
-    let path = out_dir.join(format!("{}.yaml", k.name));
-    let Ok(text) = std::fs::read_to_string(&path) else {
+    let Some(entries) = configured_entries(k, out_dir)? else {
         return Ok(None);
     };
-    let entries = mdh_core::config::entries(k, &path, &text).map_err(|e| e.to_string())?;
-    let list: Vec<(&str, Option<&[usize]>)> = entries
+    let mut list: Vec<(&str, Option<&[usize]>)> = entries
         .cpu
         .iter()
         .map(|e| (e.device.as_str(), e.sizes.as_deref()))
         .collect();
-    if list.is_empty() {
-        return Ok(None);
+    // The macro compiles the default plan last, for `*` and any sizes
+    // (`mdh_core::config::plans`), unless an entry already is that.
+    if !list.contains(&("*", None)) {
+        list.push(("*", None));
     }
-    Ok(Some(
-        entries.cpu[mdh::cpu::nearest_plan(&list, sizes)]
-            .plan
-            .clone(),
-    ))
+    Ok(entries
+        .cpu
+        .get(mdh::cpu::nearest_plan(&list, sizes))
+        .map(|e| e.plan.clone()))
 }
 
 fn tune_cpu(
@@ -804,7 +930,7 @@ fn tune_cpu(
                 if batch[0].technique.is_none() {
                     return Err(e);
                 }
-                t.bar.println(format!(
+                t.say(format!(
                     "a batch failed to build; its candidates are recorded as failed:\n{e}"
                 ));
                 for p in batch {
@@ -830,7 +956,7 @@ fn tune_cpu(
                         _ => Status::Failed,
                     };
                     if status == Status::Wrong {
-                        t.bar.println(format!(
+                        t.say(format!(
                             "candidate {:?} computes wrong results: {}",
                             p.plan,
                             m.error.as_deref().unwrap_or("")
@@ -847,7 +973,7 @@ fn tune_cpu(
                 }
             }
         }
-        t.bar.println(format!(
+        t.say(format!(
             "batch of {}: built and measured in {:.0}s",
             batch.len(),
             began.elapsed().as_secs_f64()
@@ -900,6 +1026,114 @@ mod tests {
         assert!(parse_sizes(&k, None)
             .unwrap_err()
             .contains("--size I=1024,K=1024"));
+    }
+
+    #[test]
+    fn the_plan_that_runs_already_is_not_written_again() {
+        let (default, tuned, other) = (1, 2, 3);
+        let unchanged = |best, configured: Option<i32>| {
+            already_running(&best, configured.as_ref(), &default, |a, b| a == b)
+        };
+        // Configured and best: unchanged, whether or not it is the default.
+        assert_eq!(unchanged(tuned, Some(tuned)), Some("the configured plan"));
+        assert!(unchanged(default, Some(default)).is_some());
+        // No entry applies: the default runs, so a default best is no news.
+        assert!(unchanged(default, None).is_some_and(|w| w.starts_with("the default plan")));
+        // Anything else changes what runs: written.
+        assert_eq!(unchanged(tuned, None), None);
+        assert_eq!(unchanged(other, Some(tuned)), None);
+        // The default beat the configured entry (of other sizes): its entry
+        // takes over these sizes.
+        assert_eq!(unchanged(default, Some(tuned)), None);
+        // Plans that differ but run alike (GPU plans that resolve alike).
+        let parity = |a: &i32, b: &i32| a % 2 == b % 2;
+        assert!(already_running(&other, Some(&default), &default, parity).is_some());
+    }
+
+    /// A scratch directory for config files, removed when dropped.
+    pub(crate) struct TempDir(pub PathBuf);
+
+    impl TempDir {
+        pub(crate) fn new(name: &str) -> TempDir {
+            let d = std::env::temp_dir().join(format!("mdh-tune-{name}-{}", std::process::id()));
+            std::fs::create_dir_all(&d).unwrap();
+            TempDir(d)
+        }
+
+        /// Writes `<kernel>.yaml` with these entries (list items).
+        pub(crate) fn config(&self, k: &Kernel, entries: &[String]) {
+            let text = format!("kernel: {}\nentries:\n{}", k.name, entries.concat());
+            std::fs::write(self.0.join(format!("{}.yaml", k.name)), text).unwrap();
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn the_configured_cpu_plan_is_the_one_the_macro_dispatches_to() {
+        let k = crate::space::tests::matvec();
+        let dir = TempDir::new("configured-cpu");
+        assert_eq!(configured_cpu_plan(&k, &dir.0, &[64, 64]), Ok(None));
+        let mut tuned = CpuPlan::default_for(&k);
+        tuned.cor = vec![2, 1];
+        let mut elsewhere = tuned.clone();
+        elsewhere.cor = vec![1, 2];
+        let entry = |device: &str, sizes: Option<&[usize]>, plan: &CpuPlan| {
+            cpu_entry_yaml(&k, device, sizes, plan, &[])
+        };
+        // Only another CPU's entry: the macro's default plan runs here.
+        dir.config(&k, &[entry("Another CPU", Some(&[64, 64]), &elsewhere)]);
+        assert_eq!(configured_cpu_plan(&k, &dir.0, &[64, 64]), Ok(None));
+        // An entry for every CPU, tuned for other sizes: the nearest.
+        dir.config(
+            &k,
+            &[
+                entry("Another CPU", Some(&[64, 64]), &elsewhere),
+                entry("*", Some(&[4096, 4096]), &tuned),
+            ],
+        );
+        assert_eq!(
+            configured_cpu_plan(&k, &dir.0, &[64, 64]),
+            Ok(Some(tuned.clone()))
+        );
+    }
+
+    #[test]
+    fn skip_tuned_skips_an_entry_for_this_device_at_these_sizes() {
+        let k = crate::space::tests::matvec();
+        let dir = TempDir::new("skip-tuned");
+        let plan = CpuPlan::default_for(&k);
+        dir.config(
+            &k,
+            &[
+                cpu_entry_yaml(&k, "Some CPU", Some(&[64, 64]), &plan, &[]),
+                cpu_entry_yaml(&k, "*", Some(&[128, 64]), &plan, &[]),
+            ],
+        );
+        let skips = |args: &[&str], sizes: &'static [usize], device: &str| {
+            let target = Target {
+                k: &k,
+                sizes,
+                backend: "cpu",
+                device: device.into(),
+                out_dir: dir.0.clone(),
+                at: String::new(),
+                tag: String::new(),
+                checked_against: String::new(),
+            };
+            let args = Args::parse_from([&["mdh-tune"], args].concat());
+            skip_tuned(&args, &target).unwrap()
+        };
+        let on = ["--skip-tuned"];
+        assert!(skips(&on, &[64, 64], "Some CPU"));
+        assert!(skips(&on, &[128, 64], "Other CPU"), "`*` is every CPU");
+        assert!(!skips(&on, &[64, 64], "Other CPU"));
+        assert!(!skips(&on, &[64, 128], "Some CPU"));
+        assert!(!skips(&[], &[64, 64], "Some CPU"), "only when asked");
     }
 
     #[test]

@@ -46,21 +46,109 @@ pub trait Space: Clone + 'static {
     /// The number of points that satisfy the constraints (or an estimate).
     fn size(&self) -> f64;
 
-    /// The point of `plan`, if the space holds it: coordinates one by one,
-    /// each the first value that decodes to the plan's, given the earlier
-    /// ones (later parameters may depend on earlier ones).
+    /// Whether two plans run alike at these sizes (by default: equal).
+    fn runs_alike(&self, a: &Self::Plan, b: &Self::Plan) -> bool {
+        a == b
+    }
+
+    /// The points one step from `p`, repaired: a parameter moved to an
+    /// adjacent value (by default each coordinate ±1), each a different
+    /// plan from `p`'s and differing from `p` in at most
+    /// [`MAX_STEP_PARAMS`] coordinates (repairing may move one more).
+    fn neighbours(&self, p: &Point) -> Vec<Point> {
+        let moves = self.cards().into_iter().enumerate().flat_map(|(s, card)| {
+            [p[s].checked_sub(1), Some(p[s] + 1).filter(|&i| i < card)]
+                .into_iter()
+                .flatten()
+                .map(move |i| (s, i))
+        });
+        let steps = moves.map(|(s, i)| {
+            let mut q = p.clone();
+            q[s] = i;
+            q
+        });
+        distinct_steps(self, p, steps)
+    }
+
+    /// The point of `plan`, if the space holds it (see
+    /// [`Space::closest`]).
     fn encode(&self, plan: &Self::Plan) -> Option<Point> {
+        let p = self.closest(plan);
+        (self.decode(&p) == *plan).then_some(p)
+    }
+
+    /// Coordinate `s`'s value for `plan` where the space knows it without
+    /// a search (the index of a loop order, say).
+    fn value_of(&self, _s: usize, _plan: &Self::Plan) -> Option<usize> {
+        None
+    }
+
+    /// How far coordinate `s` puts `a` from `b` in what it sets (0: they
+    /// agree; by default 1 otherwise).
+    fn mismatch(&self, s: usize, a: &Self::Plan, b: &Self::Plan) -> f64 {
+        if self.agrees(s, a, b) {
+            0.0
+        } else {
+            1.0
+        }
+    }
+
+    /// The point nearest to `plan`, repaired (see [`Space::closest`]): for
+    /// a plan off the grid (a default plan whose tiles exceed the extents,
+    /// say), where the local searches start from it.
+    fn nearest(&self, plan: &Self::Plan) -> Point {
+        self.repair(self.closest(plan))
+    }
+
+    /// Coordinates one by one (later parameters may depend on earlier
+    /// ones), each [`Space::value_of`] the plan or else the first value of
+    /// the least [`Space::mismatch`] given the earlier ones: the plan's own
+    /// point where the space holds it, else one near it.
+    fn closest(&self, plan: &Self::Plan) -> Point {
         let cards = self.cards();
         let mut p = vec![0; cards.len()];
         for s in 0..cards.len() {
-            let i = (0..cards[s]).find(|&i| {
+            if let Some(i) = self.value_of(s, plan).filter(|&i| i < cards[s]) {
                 p[s] = i;
-                self.agrees(s, &self.decode(&p), plan)
-            })?;
-            p[s] = i;
+                continue;
+            }
+            let mut best = (f64::INFINITY, 0);
+            for i in 0..cards[s] {
+                p[s] = i;
+                let m = self.mismatch(s, &self.decode(&p), plan);
+                if m < best.0 {
+                    best = (m, i);
+                }
+            }
+            p[s] = best.1;
         }
-        (self.decode(&p) == *plan).then_some(p)
+        p
     }
+}
+
+/// Coordinates a step may change (see [`Space::neighbours`]).
+pub const MAX_STEP_PARAMS: usize = 2;
+
+/// `steps` from `p` repaired, without those that decode to `p`'s plan or
+/// to one seen before, or that change more than [`MAX_STEP_PARAMS`]
+/// coordinates.
+fn distinct_steps<S: Space>(
+    space: &S,
+    p: &Point,
+    steps: impl Iterator<Item = Point>,
+) -> Vec<Point> {
+    let mut plans = vec![space.decode(p)];
+    let mut out = Vec::new();
+    for q in steps {
+        let q = space.repair(q);
+        let changed = q.iter().zip(p).filter(|(a, b)| a != b).count();
+        let plan = space.decode(&q);
+        if (1..=MAX_STEP_PARAMS).contains(&changed) && !plans.contains(&plan) {
+            plans.push(plan);
+            out.push(q);
+        }
+    }
+    out
 }
 
 /// COR parts (0: chosen at run time from the number of threads).
@@ -76,7 +164,10 @@ pub enum Param {
     Reg(usize, Vec<usize>),
     L1(usize, Vec<usize>),
     L2(usize, Vec<usize>),
-    Order(Vec<Vec<usize>>),
+    /// The loop order: the `i`-th permutation of the `d` dimensions in
+    /// lexicographic order (d! values, not stored: 10 dimensions have
+    /// 3.6 million).
+    Order(usize),
     Pack(Vec<Vec<usize>>),
 }
 
@@ -84,7 +175,8 @@ impl Param {
     fn len(&self) -> usize {
         match self {
             Param::Cor(_, v) | Param::Reg(_, v) | Param::L1(_, v) | Param::L2(_, v) => v.len(),
-            Param::Order(v) | Param::Pack(v) => v.len(),
+            Param::Order(d) => factorial(*d),
+            Param::Pack(v) => v.len(),
         }
     }
 }
@@ -97,21 +189,38 @@ pub struct CpuSpace {
     reg_budget: usize,
 }
 
-/// All permutations of `items`, in lexicographic order of positions.
-fn permutations(items: &[usize]) -> Vec<Vec<usize>> {
-    if items.len() <= 1 {
-        return vec![items.to_vec()];
+/// `n!`, saturated (an index into the orders of more than 20 dimensions
+/// would overflow).
+fn factorial(n: usize) -> usize {
+    (1..=n).fold(1usize, |f, k| f.saturating_mul(k))
+}
+
+/// The `i`-th permutation of `0..d` in lexicographic order (`i < d!`).
+fn permutation(mut i: usize, d: usize) -> Vec<usize> {
+    let mut left: Vec<usize> = (0..d).collect();
+    (0..d)
+        .rev()
+        .map(|rest| {
+            let f = factorial(rest);
+            let j = (i / f).min(left.len() - 1);
+            i %= f;
+            left.remove(j)
+        })
+        .collect()
+}
+
+/// The index of `order` among the permutations of `0..order.len()` in
+/// lexicographic order, if it is one.
+fn permutation_index(order: &[usize]) -> Option<usize> {
+    let d = order.len();
+    let mut left: Vec<usize> = (0..d).collect();
+    let mut i = 0;
+    for (pos, x) in order.iter().enumerate() {
+        let j = left.iter().position(|y| y == x)?;
+        left.remove(j);
+        i += j * factorial(d - 1 - pos);
     }
-    let mut out = Vec::new();
-    for (i, &x) in items.iter().enumerate() {
-        let mut rest = items.to_vec();
-        rest.remove(i);
-        for mut p in permutations(&rest) {
-            p.insert(0, x);
-            out.push(p);
-        }
-    }
-    out
+    Some(i)
 }
 
 impl CpuSpace {
@@ -148,8 +257,7 @@ impl CpuSpace {
             params.push(Param::L1(x, L1_FACTORS.to_vec()));
             params.push(Param::L2(x, L2_FACTORS.to_vec()));
         }
-        let dims: Vec<usize> = (0..d).collect();
-        params.push(Param::Order(permutations(&dims)));
+        params.push(Param::Order(d));
         for (_, f) in k.input_accesses() {
             let used = used_dims(f, d);
             let mut layouts = vec![Vec::new()];
@@ -215,7 +323,7 @@ impl Space for CpuSpace {
                     let l1 = plan.l1[*x];
                     plan.l2[*x] = (l1 * v[i]).min(self.extents[*x].div_ceil(l1).max(1) * l1);
                 }
-                Param::Order(v) => plan.order.clone_from(&v[i]),
+                Param::Order(d) => plan.order = permutation(i, *d),
                 Param::Pack(v) => plan.pack.push(v[i].clone()),
             }
         }
@@ -237,6 +345,37 @@ impl Space for CpuSpace {
                     .count();
                 a.pack.get(j) == b.pack.get(j)
             }
+        }
+    }
+
+    fn value_of(&self, s: usize, plan: &CpuPlan) -> Option<usize> {
+        match self.params[s] {
+            Param::Order(_) => permutation_index(&plan.order),
+            _ => None,
+        }
+    }
+
+    /// Tile sizes and COR parts by the ratio of their values, tiles cut at
+    /// the extent (larger ones cover it all alike; COR 0, chosen at run
+    /// time, is far from any count), loop orders by the positions that
+    /// differ.
+    fn mismatch(&self, s: usize, a: &CpuPlan, b: &CpuPlan) -> f64 {
+        if self.agrees(s, a, b) {
+            return 0.0;
+        }
+        let ratio = |x: usize, y: usize| ((x.max(1) as f64).ln() - (y.max(1) as f64).ln()).abs();
+        let tile = |x: usize, u: usize, v: usize| {
+            let e = self.extents[x].max(1);
+            ratio(u.min(e), v.min(e))
+        };
+        match &self.params[s] {
+            Param::Cor(x, _) if a.cor[*x] == 0 || b.cor[*x] == 0 => 100.0,
+            Param::Cor(x, _) => ratio(a.cor[*x], b.cor[*x]),
+            Param::Reg(x, _) => tile(*x, a.reg[*x], b.reg[*x]),
+            Param::L1(x, _) => tile(*x, a.l1[*x], b.l1[*x]),
+            Param::L2(x, _) => tile(*x, a.l2[*x], b.l2[*x]),
+            Param::Order(_) => a.order.iter().zip(&b.order).filter(|(u, v)| u != v).count() as f64,
+            Param::Pack(_) => 1.0,
         }
     }
 
@@ -277,6 +416,72 @@ impl Space for CpuSpace {
                 _ => rng.below(q.len()),
             })
             .collect()
+    }
+
+    /// One step: a COR part count, a register tile or an L1/L2 factor to
+    /// the next value up or down (tile sizes ×2 or ÷2 for the factors), a
+    /// register tile with its L1 factor moved the other way (the L1 tile
+    /// about kept), two adjacent loops of the order swapped, or one input's
+    /// packing changed.
+    fn neighbours(&self, p: &Point) -> Vec<Point> {
+        let moved = |changes: &[(usize, usize)]| {
+            let mut q = p.clone();
+            for &(s, i) in changes {
+                q[s] = i;
+            }
+            q
+        };
+        let adjacent = |s: usize, card: usize| {
+            [p[s].checked_sub(1), Some(p[s] + 1).filter(|&i| i < card)]
+                .into_iter()
+                .flatten()
+        };
+        let mut steps = Vec::new();
+        for (s, q) in self.params.iter().enumerate() {
+            match q {
+                Param::Cor(..) | Param::L1(..) | Param::L2(..) => {
+                    steps.extend(adjacent(s, q.len()).map(|i| moved(&[(s, i)])));
+                }
+                Param::Reg(x, _) => {
+                    let l1 = self
+                        .params
+                        .iter()
+                        .position(|r| matches!(r, Param::L1(y, _) if y == x));
+                    for i in adjacent(s, q.len()) {
+                        steps.push(moved(&[(s, i)]));
+                        // Register tile up, L1 factor down, and vice versa.
+                        if let Some(l1) = l1 {
+                            let f = if i > p[s] {
+                                p[l1].checked_sub(1)
+                            } else {
+                                Some(p[l1] + 1).filter(|&f| f < self.params[l1].len())
+                            };
+                            if let Some(f) = f {
+                                steps.push(moved(&[(s, i), (l1, f)]));
+                            }
+                        }
+                    }
+                }
+                Param::Order(d) => {
+                    let order = permutation(p[s], *d);
+                    for i in 1..order.len() {
+                        let mut o = order.clone();
+                        o.swap(i - 1, i);
+                        if let Some(j) = permutation_index(&o) {
+                            steps.push(moved(&[(s, j)]));
+                        }
+                    }
+                }
+                Param::Pack(layouts) => {
+                    steps.extend(
+                        (0..layouts.len())
+                            .filter(|&i| i != p[s])
+                            .map(|i| moved(&[(s, i)])),
+                    );
+                }
+            }
+        }
+        distinct_steps(self, p, steps.into_iter())
     }
 
     /// The number of points of the space that satisfy the constraints
@@ -338,6 +543,98 @@ pub(crate) mod tests {
                 inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
             }
         })
+    }
+
+    /// The examples' kernel `name`, as the tuner finds it.
+    pub(crate) fn example(name: &str) -> Kernel {
+        let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+        crate::source::find(&examples, Some(name))
+            .expect("an example kernel")
+            .kernel
+    }
+
+    /// The examples' 7-dimensional contraction.
+    pub(crate) fn ccsdt() -> Kernel {
+        example("ccsdt")
+    }
+
+    #[test]
+    fn neighbours_are_valid_plans_a_step_or_two_away() {
+        for (k, sizes) in [(matmul(), vec![1024, 1024, 1024]), (ccsdt(), vec![24; 7])] {
+            let s = CpuSpace::new(&k, &sizes).unwrap();
+            let order_slot = s
+                .params
+                .iter()
+                .position(|q| matches!(q, Param::Order(_)))
+                .unwrap();
+            let mut rng = Rng::new(11);
+            for _ in 0..30 {
+                let p = s.sample(&mut rng);
+                let plan = s.decode(&p);
+                let next = s.neighbours(&p);
+                assert!(next.len() > 10, "{} neighbours", next.len());
+                let mut plans = vec![plan.clone()];
+                for q in &next {
+                    let changed = (0..p.len()).filter(|&i| p[i] != q[i]).count();
+                    assert!((1..=MAX_STEP_PARAMS).contains(&changed), "{p:?} -> {q:?}");
+                    let np = s.decode(q);
+                    assert_eq!(np.validate(&k), Ok(()), "{np:?}");
+                    assert!(!plans.contains(&np), "a plan twice: {np:?}");
+                    plans.push(np.clone());
+                    if np.order != plan.order {
+                        // Two adjacent loops swapped, nothing else moved.
+                        let diff: Vec<usize> = (0..plan.order.len())
+                            .filter(|&i| plan.order[i] != np.order[i])
+                            .collect();
+                        assert!(diff.len() == 2 && diff[1] == diff[0] + 1, "{np:?}");
+                        assert_eq!(changed, 1);
+                        assert_ne!(p[order_slot], q[order_slot]);
+                    }
+                }
+                // Every kind of step is among them.
+                assert!(plans.iter().any(|q| q.order != plan.order));
+                assert!(plans.iter().any(|q| q.pack != plan.pack));
+                assert!(plans.iter().any(|q| q.reg != plan.reg));
+            }
+        }
+    }
+
+    #[test]
+    fn loop_orders_are_indexed_lexicographically() {
+        let all: Vec<Vec<usize>> = (0..factorial(4)).map(|i| permutation(i, 4)).collect();
+        assert_eq!(all[0], vec![0, 1, 2, 3]);
+        assert_eq!(all[23], vec![3, 2, 1, 0]);
+        assert!(all.windows(2).all(|w| w[0] < w[1]), "sorted, so distinct");
+        for (i, o) in all.iter().enumerate() {
+            assert_eq!(permutation_index(o), Some(i));
+        }
+        assert_eq!(permutation_index(&[0, 0, 1]), None);
+        let ten = permutation(factorial(10) - 1, 10);
+        assert_eq!(permutation_index(&ten), Some(factorial(10) - 1));
+    }
+
+    #[test]
+    fn plans_off_the_grid_start_the_search_from_the_nearest_point() {
+        let k = ccsdt();
+        let s = CpuSpace::new(&k, &[16; 7]).unwrap();
+        // Its 64-point register tile exceeds the extent 16.
+        let default = CpuPlan::default_for(&k);
+        assert_eq!(s.encode(&default), None);
+        let near = s.decode(&s.nearest(&default));
+        assert_eq!(near.validate(&k), Ok(()));
+        assert_eq!(
+            (&near.cor, &near.order, &near.pack),
+            (&default.cor, &default.order, &default.pack)
+        );
+        let cut = |v: &[usize]| v.iter().map(|&t| t.min(16)).collect::<Vec<_>>();
+        assert_eq!(cut(&near.reg), cut(&default.reg));
+        assert_eq!(cut(&near.l1), cut(&default.l1));
+        // A plan on the grid is its own nearest.
+        let mut rng = Rng::new(5);
+        for _ in 0..20 {
+            let plan = s.decode(&s.sample(&mut rng));
+            assert_eq!(s.decode(&s.nearest(&plan)), plan);
+        }
     }
 
     #[test]

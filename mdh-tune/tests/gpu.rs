@@ -1,8 +1,10 @@
 //! The tuner on GPU backends, end to end on the examples' matvec: OpenCL
 //! through PoCL on the CPU (no GPU needed), CUDA where a device exists.
-//! Each run tunes, writes a config entry, and the entry is read back with
-//! the macro's parser and chosen by the wrappers' dispatch for the device
-//! and sizes; a resumed run measures no candidate again.
+//! The config starts with an entry for the device and sizes, which the
+//! search measures first (technique `config`); each run tunes and writes
+//! its best plan unless that is the configured one, the entry is read back
+//! with the macro's parser and chosen by the wrappers' dispatch for the
+//! device and sizes; a resumed run measures no candidate again.
 
 mod common;
 
@@ -12,7 +14,7 @@ use std::path::{Path, PathBuf};
 use common::{speedup, tune};
 
 use mdh::gpu::{choose, DeviceLimits, GpuEntry, KernelInfo};
-use mdh_core::config::entries;
+use mdh_core::config::{entries, gpu_entry_yaml};
 use mdh_core::desc::KernelDesc;
 use mdh_core::gpu_plan::GpuPlan;
 
@@ -36,13 +38,20 @@ fn log_path(stderr: &str) -> PathBuf {
     PathBuf::from(&rest[..rest.find(';').expect("`; plot:` follows")])
 }
 
-/// Plans measured (not pruned) in a log, in order.
-fn measured(log: &Path) -> Vec<String> {
+/// Candidates measured (not pruned) in a log, in order.
+fn measured_records(log: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(log)
         .unwrap()
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter(|r| r["record"] == "candidate" && r["status"] != "pruned")
+        .collect()
+}
+
+/// Plans measured (not pruned) in a log, in order.
+fn measured(log: &Path) -> Vec<String> {
+    measured_records(log)
+        .iter()
         .map(|r| r["plan"].to_string())
         .collect()
 }
@@ -51,6 +60,19 @@ fn measured(log: &Path) -> Vec<String> {
 /// the written entry; `device` is the device's name.
 fn tune_and_check(backend: &str, device: &str, limits: DeviceLimits) {
     let out = std::env::temp_dir().join(format!("mdh-tune-{backend}-{}", std::process::id()));
+    // The config dispatches to this plan at these sizes now.
+    let k = matvec();
+    let configured = GpuPlan {
+        groups: vec![0, 0],
+        items: vec![4, 4],
+        tile: vec![4, 64],
+        local: vec![false, false],
+        blocked: false,
+    };
+    let path = out.join("matvec.yaml");
+    std::fs::create_dir_all(&out).unwrap();
+    let entry = gpu_entry_yaml(&k, backend, device, Some(&[64, 64]), &configured, &[]);
+    std::fs::write(&path, format!("kernel: matvec\nentries:\n{entry}")).unwrap();
     let run = |extra: &[&str]| {
         tune(
             backend,
@@ -62,10 +84,16 @@ fn tune_and_check(backend: &str, device: &str, limits: DeviceLimits) {
     let (first, stderr) = run(&["--evaluations", "3"]);
     assert!(speedup(&first) >= 1.0, "{first}");
     let log = log_path(&stderr);
-    assert_eq!(measured(&log).len(), 3, "{stderr}");
+    let first_batch = measured_records(&log);
+    assert_eq!(first_batch.len(), 3, "{stderr}");
+    assert_eq!(first_batch[1]["technique"], "config", "{first_batch:?}");
+    assert_eq!(
+        serde_json::from_value::<GpuPlan>(first_batch[1]["plan"].clone()).unwrap(),
+        configured
+    );
 
     // Resumed to 6: the 3 measured ones are not measured again.
-    let (_, stderr) = run(&["--evaluations", "6", "--resume"]);
+    let (second, stderr) = run(&["--evaluations", "6", "--resume"]);
     assert!(stderr.contains("resumed 3 candidates"), "{stderr}");
     let plans = measured(&log_path(&stderr));
     assert_eq!(plans.len(), 6, "{plans:?}");
@@ -77,12 +105,15 @@ fn tune_and_check(backend: &str, device: &str, limits: DeviceLimits) {
     );
 
     // The macro's parser reads the file; the entry is the one chosen for
-    // this device and these sizes.
-    let k = matvec();
-    let path = out.join("matvec.yaml");
+    // this device and these sizes: the best plan found, or the configured
+    // one where it is the best.
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains(&format!("backend: {backend}")), "{text}");
-    assert!(text.contains("evaluations: 6"), "{text}");
+    let unchanged = second.contains("config unchanged");
+    assert!(
+        unchanged || text.contains("evaluations: 6"),
+        "{second}\n{text}"
+    );
     let e = entries(&k, &path, &text).unwrap();
     let gpu = if backend == "cuda" {
         &e.cuda

@@ -10,6 +10,7 @@
 pub mod annealing;
 pub mod bandit;
 pub mod differential;
+pub mod neighbourhood;
 pub mod pattern;
 pub mod random;
 
@@ -47,6 +48,9 @@ impl Rng {
 /// Draws a random point of the space.
 pub type Sampler = Box<dyn Fn(&mut Rng) -> Point>;
 
+/// The points one step from a point, as the space defines a step.
+pub type Steps = Box<dyn Fn(&Point) -> Vec<Point>>;
+
 /// What every technique may look at: the sizes of the coordinates' value
 /// lists and all measured points so far.
 pub struct History {
@@ -55,6 +59,8 @@ pub struct History {
     /// Draws a random point; the space's own sampler propagates its
     /// constraints (default: uniform per coordinate).
     pub sampler: Option<Sampler>,
+    /// The space's steps from a point (default: each coordinate ±1).
+    pub steps: Option<Steps>,
     /// Where local searches start before anything is measured (the
     /// default plan's point): a batch is proposed before it is measured.
     pub start: Option<Point>,
@@ -84,15 +90,43 @@ impl History {
         q
     }
 
-    /// A random neighbour: one or two coordinates moved by ±1 or ±2.
+    /// A random neighbour: one or two coordinates moved by ±1 or ±2, or
+    /// with the space's steps one or two steps.
     pub fn neighbour(&self, p: &Point, rng: &mut Rng) -> Point {
         let mut q = p.clone();
         for _ in 0..1 + rng.below(2) {
-            let i = rng.below(q.len());
-            let step = 1 + rng.below(2) as i64;
-            q = self.moved(&q, i, if rng.below(2) == 0 { step } else { -step });
+            q = match &self.steps {
+                Some(steps) => {
+                    let next = steps(&q);
+                    match next.len() {
+                        0 => q,
+                        n => next[rng.below(n)].clone(),
+                    }
+                }
+                None => {
+                    let i = rng.below(q.len());
+                    let step = 1 + rng.below(2) as i64;
+                    self.moved(&q, i, if rng.below(2) == 0 { step } else { -step })
+                }
+            };
         }
         q
+    }
+
+    /// The points one step from `p` (see [`History::steps`]).
+    pub fn steps_from(&self, p: &Point) -> Vec<Point> {
+        match &self.steps {
+            Some(steps) => steps(p),
+            None => (0..p.len())
+                .flat_map(|i| [self.moved(p, i, -1), self.moved(p, i, 1)])
+                .filter(|q| q != p)
+                .collect(),
+        }
+    }
+
+    /// Whether `p` was measured (or found known).
+    pub fn was_measured(&self, p: &Point) -> bool {
+        self.measured.iter().any(|(q, _)| q == p)
     }
 }
 
@@ -109,6 +143,7 @@ pub trait Technique {
 /// evolution last (it needs a population).
 pub fn techniques() -> Vec<Box<dyn Technique>> {
     vec![
+        Box::new(neighbourhood::Neighbourhood::default()),
         Box::new(annealing::SimulatedAnnealing::default()),
         Box::new(pattern::PatternSearch::default()),
         Box::new(random::RandomSampling),
@@ -135,6 +170,7 @@ impl Ensemble {
                 cards,
                 measured: Vec::new(),
                 sampler: None,
+                steps: None,
                 start: None,
             },
             rng: Rng::new(seed),
@@ -187,6 +223,7 @@ pub mod tests {
             cards: vec![10; 6],
             measured: Vec::new(),
             sampler: None,
+            steps: None,
             start: None,
         };
         let mut rng = Rng::new(seed);
