@@ -362,7 +362,14 @@ where
     let small = kept_total.saturating_mul(red_total) < SEQUENTIAL_POINTS;
     let planned = cor.iter().any(|&c| c > 0);
     let has_ps = kinds.contains(&DimKind::Ps);
-    if red_total > 0 && !has_ps && (if planned { cor.iter().all(|&c| c <= 1) } else { small }) {
+    if red_total > 0
+        && !has_ps
+        && (if planned {
+            cor.iter().all(|&c| c <= 1)
+        } else {
+            small
+        })
+    {
         // One task holding the whole index space: its results are final.
         // (The common case of small kernels, taken before any allocation.)
         compute(&full, &mut Vec::new(), true);
