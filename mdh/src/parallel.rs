@@ -36,9 +36,25 @@ unsafe impl Send for Task {}
 /// Calls `f` on every item, in parallel, the calling thread included; returns
 /// when all calls have returned. A panic in `f` is raised again here.
 pub(crate) fn each<T: Sync>(items: &[T], f: impl Fn(&T) + Sync) {
-    let n = items.len();
+    parts(items.len(), &|i| f(&items[i]));
+}
+
+/// `f` of every item, computed as by [`each`], in the items' order.
+pub(crate) fn map<T: Sync, R: Send + Sync>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let slots: Vec<OnceLock<R>> = (0..items.len()).map(|_| OnceLock::new()).collect();
+    parts(items.len(), &|i| {
+        let _ = slots[i].set(f(&items[i]));
+    });
+    slots
+        .into_iter()
+        .map(|s| s.into_inner().expect("`parts` ran every part"))
+        .collect()
+}
+
+/// Calls `part(i)` for every `i < n`, as [`each`] describes.
+fn parts(n: usize, part: &(dyn Fn(usize) + Sync + '_)) {
     if n <= 1 {
-        items.iter().for_each(f);
+        (0..n).for_each(part);
         return;
     }
     let shared = Arc::new(Shared {
@@ -46,10 +62,8 @@ pub(crate) fn each<T: Sync>(items: &[T], f: impl Fn(&T) + Sync) {
         done: AtomicUsize::new(0),
         panic: Mutex::new(None),
     });
-    let part = |i: usize| f(&items[i]);
-    let part: &(dyn Fn(usize) + Sync + '_) = &part;
-    // SAFETY (lifetime erasure): `part` borrows `items` and `f`, which
-    // outlive this function's return. Helper jobs may outlive it, but they
+    // SAFETY (lifetime erasure): `part` and what it borrows outlive this
+    // function's return. Helper jobs may outlive it, but they
     // call through `task` only for an index below `n` they took from
     // `shared.next`, and this function returns only after all `n` such calls
     // have finished (`shared.done == n`); a job that takes an index ≥ `n`
@@ -85,19 +99,6 @@ pub(crate) fn each<T: Sync>(items: &[T], f: impl Fn(&T) + Sync) {
     }
 }
 
-/// `f` of every item, computed as by [`each`], in the items' order.
-pub(crate) fn map<T: Sync, R: Send + Sync>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let slots: Vec<OnceLock<R>> = (0..items.len()).map(|_| OnceLock::new()).collect();
-    let indices: Vec<usize> = (0..items.len()).collect();
-    each(&indices, |&i| {
-        let _ = slots[i].set(f(&items[i]));
-    });
-    slots
-        .into_iter()
-        .map(|s| s.into_inner().expect("`each` ran every part"))
-        .collect()
-}
-
 /// Takes parts and runs them until none is left.
 fn take(shared: &Shared, n: usize, task: Task) {
     loop {
@@ -105,7 +106,7 @@ fn take(shared: &Shared, n: usize, task: Task) {
         if i >= n {
             return;
         }
-        // SAFETY: `i < n`, so the call of `each` that made `task` is still
+        // SAFETY: `i < n`, so the call of `parts` that made `task` is still
         // waiting for this part (see there): the pointee is alive.
         let part = unsafe { &*task.0 };
         if let Err(p) = catch_unwind(AssertUnwindSafe(|| part(i))) {
