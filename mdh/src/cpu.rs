@@ -149,6 +149,54 @@ impl<T: crate::simd::Lane> Pack<T> {
     }
 }
 
+/// The packed tile of one input access that a thread keeps between the
+/// parts of a call it runs, and its buffer between calls: parts that need
+/// the same tile (a convolution's whole filter, packed for every row part)
+/// pack it once per thread and call instead of once per part, and no part
+/// allocates. `last` is the tile's range (`[lo, hi]` per layout dimension)
+/// whose elements `buf` holds for call `call`.
+pub struct PackedTile<T, const M: usize> {
+    call: u64,
+    pub last: [usize; M],
+    pub buf: Pack<T>,
+}
+
+/// Where a thread parks its [`PackedTile`] of one access of one plan
+/// (a `thread_local!` of the generated code).
+pub type PackSlot<T, const M: usize> = core::cell::Cell<Option<Box<PackedTile<T, M>>>>;
+
+impl<T: crate::simd::Lane, const M: usize> PackedTile<T, M> {
+    /// The tile parked in `slot` for call `call`, emptied if it was packed for
+    /// another call (whose inputs may differ), or a new one if none is parked
+    /// (the first part on this thread, or a nested use of the same slot).
+    pub fn resume(slot: &'static std::thread::LocalKey<PackSlot<T, M>>, call: u64) -> Box<Self> {
+        let mut tile = slot.take().unwrap_or_else(|| {
+            Box::new(PackedTile {
+                call,
+                last: [usize::MAX; M],
+                buf: Pack::new(),
+            })
+        });
+        if tile.call != call {
+            tile.call = call;
+            tile.last = [usize::MAX; M];
+        }
+        tile
+    }
+
+    /// Parks the tile for the thread's next part.
+    pub fn park(self: Box<Self>, slot: &'static std::thread::LocalKey<PackSlot<T, M>>) {
+        slot.set(Some(self));
+    }
+}
+
+/// A number no other call of any kernel in this process has: what a
+/// [`PackedTile`] was packed for.
+pub fn next_call() -> u64 {
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// The partial results of a single-output kernel as plain elements.
 #[inline(always)]
 pub fn flat<T>(v: &mut [(T,)]) -> &mut [T] {
@@ -583,6 +631,35 @@ fn scan_axis<A: Copy + Send + Sync>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    std::thread_local! {
+        static SLOT: PackSlot<f32, 2> = const { core::cell::Cell::new(None) };
+    }
+
+    #[test]
+    fn packed_tiles_are_kept_within_a_call_only() {
+        let call = next_call();
+        assert_ne!(next_call(), call, "call numbers are unique");
+        let mut tile = PackedTile::resume(&SLOT, call);
+        assert_eq!(tile.last, [usize::MAX; 2], "a new tile holds no range");
+        tile.last = [0, 4];
+        tile.buf.resize(4).copy_from_slice(&[1.0, 2.0, 3.0, 4.0]);
+        // A nested use of the slot while the tile is out gets a tile of its own.
+        assert_eq!(PackedTile::resume(&SLOT, call).last, [usize::MAX; 2]);
+        tile.park(&SLOT);
+        let tile = PackedTile::resume(&SLOT, call);
+        assert_eq!(
+            tile.last,
+            [0, 4],
+            "the next part of the call finds the tile"
+        );
+        assert_eq!(tile.buf.as_slice(), &[1.0, 2.0, 3.0, 4.0]);
+        tile.park(&SLOT);
+        let later = next_call();
+        let tile = PackedTile::resume(&SLOT, later);
+        assert_eq!(tile.last, [usize::MAX; 2], "another call repacks");
+        tile.park(&SLOT);
+    }
 
     fn sum_kernel(n: usize, kinds: [DimKind; 1]) -> Vec<u64> {
         let out = std::sync::Mutex::new(vec![0u64; n]);

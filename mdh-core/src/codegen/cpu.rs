@@ -140,46 +140,83 @@ impl<'k> Gen<'k> {
         read: impl Fn(&InputAccess) -> (TokenStream, TokenStream),
     ) -> TokenStream {
         let mut reads = TokenStream::new();
-        for (j, (b, f)) in self.k.input_accesses().into_iter().enumerate() {
-            let (base, coef) = (format_ident!("__ia{}_b", j), format_ident!("__ia{}_c", j));
-            let layout = &self.pack[j];
-            let access = match layout.split_last() {
-                // In place: the access's own offset and strides.
-                None => InputAccess {
-                    uses: used_dims(f, self.d),
-                    slice: format_ident!("__in{}", b),
-                    ty: self.k.inputs[b].ty,
-                    off: offset(f, self.d, &base, &coef),
-                    stride: (0..self.d)
-                        .map(|x| match static_coef(f, x) {
-                            Some(c) => {
-                                let c = c as isize;
-                                quote!(#c)
-                            }
-                            None => quote!(#coef[#x]),
-                        })
-                        .collect(),
-                    unit: (0..self.d).map(|x| static_coef(f, x) == Some(1)).collect(),
-                },
-                // Packed: the position in the tile's buffer, whose last
-                // layout dimension is contiguous.
-                Some((&last, _)) => {
-                    let (off, stride) = self.packed_offset(j);
-                    InputAccess {
-                        uses: layout.clone(),
-                        slice: format_ident!("__pk{}", j),
-                        ty: self.k.inputs[b].ty,
-                        off,
-                        stride,
-                        unit: (0..self.d).map(|x| x == last).collect(),
-                    }
-                }
-            };
+        for (j, access) in self.accesses().iter().enumerate() {
             let var = format_ident!("__p{}", j);
-            let (t, r) = read(&access);
+            let (t, r) = read(access);
             reads.extend(quote!(let #var: #t = #r;));
         }
         reads
+    }
+
+    /// The input accesses (one per scalar-function parameter), in place or
+    /// packed as the plan says.
+    fn accesses(&self) -> Vec<InputAccess> {
+        let accesses = self.k.input_accesses().into_iter().enumerate();
+        accesses
+            .map(|(j, (b, f))| {
+                let (base, coef) = (format_ident!("__ia{}_b", j), format_ident!("__ia{}_c", j));
+                let layout = &self.pack[j];
+                match layout.split_last() {
+                    // In place: the access's own offset and strides.
+                    None => InputAccess {
+                        uses: used_dims(f, self.d),
+                        slice: format_ident!("__in{}", b),
+                        ty: self.k.inputs[b].ty,
+                        off: offset(f, self.d, &base, &coef),
+                        stride: (0..self.d)
+                            .map(|x| match static_coef(f, x) {
+                                Some(c) => {
+                                    let c = c as isize;
+                                    quote!(#c)
+                                }
+                                None => quote!(#coef[#x]),
+                            })
+                            .collect(),
+                        unit: (0..self.d).map(|x| static_coef(f, x) == Some(1)).collect(),
+                    },
+                    // Packed: the position in the tile's buffer, whose last
+                    // layout dimension is contiguous.
+                    Some((&last, _)) => {
+                        let (off, stride) = self.packed_offset(j);
+                        InputAccess {
+                            uses: layout.clone(),
+                            slice: format_ident!("__pk{}", j),
+                            ty: self.k.inputs[b].ty,
+                            off,
+                            stride,
+                            unit: (0..self.d).map(|x| x == last).collect(),
+                        }
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// The two innermost reduction loops of a register tile as one loop,
+    /// when that reads the same elements: the outer PW dimension `d1`
+    /// advances every access by exactly the extent of the inner one `d2`
+    /// times `d2`'s step (a convolution's filter columns and channels over
+    /// an NHWC image: one contiguous run of `S·C` elements instead of `S`
+    /// runs of `C`, whose loop overhead cost ~10 % of mcc's time). Whether
+    /// it holds depends on run-time strides and tile extents: the result is
+    /// the pair and the condition, `None` where it cannot hold (fewer than
+    /// two PW dimensions, or a scalar function that reads its indices).
+    fn fusable_reduction(&self) -> Option<(usize, usize, TokenStream)> {
+        let [.., d1, d2] = self.reduced[..] else {
+            return None;
+        };
+        if self.k.scalar_fn.index_params.is_some() || self.kinds[d2] != DimKind::Pw {
+            return None;
+        }
+        let e2 = {
+            let (lo, hi) = (format_ident!("__t1_{}", d2), format_ident!("__t1e_{}", d2));
+            quote!(((#hi - #lo) as isize))
+        };
+        let conds = self.accesses().into_iter().map(|a| {
+            let (s1, s2) = (&a.stride[d1], &a.stride[d2]);
+            quote!(&& (#s1 as isize) == #e2 * (#s2 as isize))
+        });
+        Some((d1, d2, quote!(true #(#conds)*)))
     }
 
     /// Re-composes the values `__new` (a tuple, one per output access) of
@@ -251,8 +288,9 @@ impl<'k> Gen<'k> {
     /// range of the dimensions its access uses has changed and binds
     /// `__pk{j}` to it. Rows of the layout's last dimension start 64-byte
     /// aligned.
-    fn packing(&self) -> (TokenStream, TokenStream) {
-        let (mut setup, mut refill) = (TokenStream::new(), TokenStream::new());
+    fn packing(&self) -> (TokenStream, TokenStream, TokenStream) {
+        let (mut setup, mut refill, mut park) =
+            (TokenStream::new(), TokenStream::new(), TokenStream::new());
         for (j, (b, f)) in self.k.input_accesses().into_iter().enumerate() {
             let layout = &self.pack[j];
             let m = layout.len();
@@ -260,18 +298,20 @@ impl<'k> Gen<'k> {
                 continue;
             }
             let t = ty(self.k.inputs[b].ty);
-            let (buf, last, st, pk) = (
-                format_ident!("__pkb{}", j),
+            let (slot, tile, st, pk) = (
+                format_ident!("__PKSLOT{}", j),
                 format_ident!("__pkt{}", j),
                 format_ident!("__pks{}", j),
                 format_ident!("__pk{}", j),
             );
             let (outer, m2) = (m - 1, 2 * m);
             setup.extend(quote! {
-                let mut #buf: ::mdh::cpu::Pack<#t> = ::mdh::cpu::Pack::new();
-                let mut #last: [usize; #m2] = [usize::MAX; #m2];
-                let mut #st: [usize; #outer] = [0; #outer];
+                ::std::thread_local! {
+                    static #slot: ::mdh::cpu::PackSlot<#t, #m2> = const { ::core::cell::Cell::new(::core::option::Option::None) };
+                }
+                let mut #tile = ::mdh::cpu::PackedTile::resume(&#slot, __call_id);
             });
+            park.extend(quote!(#tile.park(&#slot);));
             let (lo, hi): (Vec<Ident>, Vec<Ident>) = layout
                 .iter()
                 .map(|&x| (format_ident!("__t1_{}", x), format_ident!("__t1e_{}", x)))
@@ -313,19 +353,22 @@ impl<'k> Gen<'k> {
                     quote!(for #i in #lo..#hi { #inner })
                 },
             );
+            // The strides follow from the tile's extents: set for every
+            // tile, also one this thread packed in an earlier part.
             refill.extend(quote! {
                 let __tile: [usize; #m2] = [#(#lo, #hi),*];
-                if __tile != #last {
-                    #last = __tile;
-                    let __e: [usize; #m] = [#(#hi - #lo),*];
-                    #(#strides)*
-                    let __dst: &mut [#t] = #buf.resize(#len);
+                let __e: [usize; #m] = [#(#hi - #lo),*];
+                let mut #st: [usize; #outer] = [0; #outer];
+                #(#strides)*
+                if __tile != #tile.last {
+                    #tile.last = __tile;
+                    let __dst: &mut [#t] = #tile.buf.resize(#len);
                     #copy
                 }
-                let #pk: &[#t] = #buf.as_slice();
+                let #pk: &[#t] = #tile.buf.as_slice();
             });
         }
-        (setup, refill)
+        (setup, refill, park)
     }
 
     /// Reads of the input accesses at the point `__i0, __i1, …` into
@@ -1069,6 +1112,27 @@ impl<'k> Gen<'k> {
                 }
             };
             red_loops(inner, &self.reduced[..self.reduced.len() - 1])
+        } else if let Some((d1, d2, fusable)) = self.fusable_reduction() {
+            let [(i1, lo1, hi1), (i2, lo2, hi2)] = [d1, d2].map(|d| {
+                (
+                    dim_var(d),
+                    format_ident!("__t1_{}", d),
+                    format_ident!("__t1e_{}", d),
+                )
+            });
+            // Fused, `d2`'s index runs past its tile while `d1`'s stays at
+            // its first value: every access's offset is the one of the
+            // pair it stands for (see `fusable_reduction`).
+            let pair = quote! {
+                if __fuse {
+                    let #i1: usize = #lo1;
+                    for #i2 in #lo2..#lo2 + (#hi1 - #lo1) * (#hi2 - #lo2) { #step }
+                } else {
+                    for #i1 in #lo1..#hi1 { for #i2 in #lo2..#hi2 { #step } }
+                }
+            };
+            let nest = red_loops(pair, &self.reduced[..self.reduced.len() - 2]);
+            quote! { let __fuse: bool = #fusable; #nest }
         } else {
             red_loops(step, &self.reduced)
         };
@@ -1289,7 +1353,7 @@ impl<'k> Gen<'k> {
                 }
             }
         });
-        let (pack_setup, pack) = self.packing();
+        let (pack_setup, pack, pack_park) = self.packing();
         let micro = quote! {
             #pack
             let __first: bool = true #(#first)*;
@@ -1326,6 +1390,7 @@ impl<'k> Gen<'k> {
                 #partials
                 #pack_setup
                 #body
+                #pack_park
             }
         }
     }
@@ -1356,6 +1421,7 @@ impl<'k> Gen<'k> {
             f.push((quote!(#n), quote!(&'a [#t])));
         }
         f.push((quote!(__sz), quote!([usize; #ns])));
+        f.push((quote!(__call_id), quote!(u64)));
         for j in 0..k.input_accesses().len() {
             let (b, c) = (format_ident!("__ia{}_b", j), format_ident!("__ia{}_c", j));
             f.push((quote!(#b), quote!(isize)));
@@ -1544,6 +1610,7 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
             let __ctx = __Ctx {
                 #(#in_slices: #in_names,)*
                 __sz: __sizes,
+                __call_id: ::mdh::cpu::next_call(),
                 #ctx_init
                 #(#param_names,)*
                 #(#out_ptrs,)*
