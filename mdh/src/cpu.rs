@@ -62,17 +62,67 @@ impl<T> SyncPtr<T> {
         unsafe { (self.0.add(i) as *mut [T; N]).write_unaligned(v) }
     }
 
-    /// Writes the first `cnt` lanes of `v` to elements `i..i + cnt`.
+    /// Writes the first `cnt` lanes of `v` to elements `i..i + cnt`: on
+    /// AVX-512 one masked store per 64-byte chunk (an edge tile's vectors),
+    /// else lane by lane.
     ///
     /// # Safety
-    /// As for `write`, for every element of the range; `cnt <= N`.
+    /// As for `write`, for every element of the range; `cnt <= N`; `ISA` is
+    /// the instruction set of the `#[target_feature]` function this is
+    /// inlined into.
     #[inline(always)]
-    pub unsafe fn write_part<const N: usize>(self, i: usize, v: [T; N], cnt: usize)
+    pub unsafe fn write_part<const ISA: u8, const N: usize>(self, i: usize, v: [T; N], cnt: usize)
     where
         T: Copy,
     {
+        #[cfg(target_arch = "x86_64")]
+        if ISA == crate::simd::AVX512 {
+            use core::arch::x86_64::*;
+            let bytes = core::mem::size_of::<T>();
+            let w = 64 / Ord::max(bytes, 1);
+            if (bytes == 4 || bytes == 8) && N % w == 0 {
+                for c in 0..N / w {
+                    let k = Ord::min(cnt.saturating_sub(c * w), w);
+                    let mask = (1u64 << k) - 1; // k <= w <= 16
+                                                // SAFETY: AVX-512 is enabled (`ISA`); the mask selects
+                                                // the elements `i + c·w .. i + c·w + k`, inside the
+                                                // caller's range (masked-off elements are not written
+                                                // and cannot fault); `v` has `w` lanes of `bytes` from
+                                                // lane `c·w` (`N % w == 0`).
+                    unsafe {
+                        let dst = self.0.wrapping_add(i + c * w) as *mut u8;
+                        let x = _mm512_loadu_si512(v.as_ptr().add(c * w) as *const _);
+                        if bytes == 4 {
+                            _mm512_mask_storeu_epi32(dst as *mut i32, mask as __mmask16, x);
+                        } else {
+                            _mm512_mask_storeu_epi64(dst as *mut i64, mask as __mmask8, x);
+                        }
+                    }
+                }
+                return;
+            }
+        }
         for (l, x) in v.into_iter().enumerate().take(cnt) {
             unsafe { self.0.add(i + l).write(x) }
+        }
+    }
+
+    /// Elements `i..i + cnt` in the first `cnt` lanes, the last of them
+    /// repeated in the others ([`crate::simd::V::load_part`]).
+    ///
+    /// # Safety
+    /// As for `write`, for every element of the range, which is
+    /// initialized; `1 <= cnt <= N`; `ISA` as for [`SyncPtr::write_part`].
+    #[inline(always)]
+    pub unsafe fn read_part<const ISA: u8, const N: usize>(self, i: usize, cnt: usize) -> [T; N]
+    where
+        T: crate::simd::Lane,
+    {
+        // SAFETY: the caller's guarantee: the `cnt` elements are in bounds,
+        // initialized, and no other thread writes them meanwhile.
+        unsafe {
+            let s = core::slice::from_raw_parts(self.0.add(i) as *const T, cnt);
+            crate::simd::V::<T, N>::load_part::<ISA>(s, 0, cnt).0
         }
     }
 
@@ -634,6 +684,66 @@ mod tests {
 
     std::thread_local! {
         static SLOT: PackSlot<f32, 2> = const { core::cell::Cell::new(None) };
+    }
+
+    #[test]
+    fn partial_writes_and_reads_touch_only_their_lanes() {
+        use crate::simd::{AVX512, BASELINE};
+        // Each body runs with the ISA it names.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn masked(p: SyncPtr<f32>, q: SyncPtr<f64>, v: [f32; 32], w: [f64; 32], cnt: usize) {
+            // SAFETY: as in the caller.
+            unsafe {
+                p.write_part::<AVX512, 32>(3, v, cnt);
+                q.write_part::<AVX512, 32>(3, w, cnt);
+                assert_eq!(
+                    p.read_part::<AVX512, 32>(3, cnt),
+                    p.read_part::<BASELINE, 32>(3, cnt)
+                );
+            }
+        }
+        let v: [f32; 32] = std::array::from_fn(|l| l as f32 + 100.0);
+        let w: [f64; 32] = std::array::from_fn(|l| l as f64 + 100.0);
+        for cnt in 1..=32 {
+            for avx512 in [false, true] {
+                #[cfg(target_arch = "x86_64")]
+                let run = !avx512 || std::is_x86_feature_detected!("avx512f");
+                #[cfg(not(target_arch = "x86_64"))]
+                let run = !avx512;
+                if !run {
+                    continue;
+                }
+                let (mut s, mut d) = (vec![-1.0f32; 40], vec![-1.0f64; 40]);
+                let (p, q) = (SyncPtr::new(&mut s), SyncPtr::new(&mut d));
+                // SAFETY: elements 3 .. 3 + cnt <= 35 are inside both
+                // buffers, written by this thread only.
+                unsafe {
+                    if avx512 {
+                        #[cfg(target_arch = "x86_64")]
+                        masked(p, q, v, w, cnt);
+                    } else {
+                        p.write_part::<BASELINE, 32>(3, v, cnt);
+                        q.write_part::<BASELINE, 32>(3, w, cnt);
+                    }
+                    let back = p.read_part::<BASELINE, 32>(3, cnt);
+                    let last = v[cnt - 1];
+                    assert!((0..32).all(|l| back[l] == if l < cnt { v[l] } else { last }));
+                }
+                let want = |i: usize| {
+                    if (3..3 + cnt).contains(&i) {
+                        i as f64 + 97.0
+                    } else {
+                        -1.0
+                    }
+                };
+                assert!(
+                    (0..40).all(|i| s[i] as f64 == want(i)),
+                    "{cnt} {avx512}: {s:?}"
+                );
+                assert!((0..40).all(|i| d[i] == want(i)), "{cnt} {avx512}: {d:?}");
+            }
+        }
     }
 
     #[test]

@@ -101,9 +101,9 @@ impl<'k> Gen<'k> {
     /// elements) instead of single values, or their first `__cnt` lanes.
     fn direct_writes(&self, vals: &[TokenStream], lanes: Lanes) -> TokenStream {
         let (write, cnt) = match lanes {
-            Lanes::One => (format_ident!("write"), quote!()),
-            Lanes::All => (format_ident!("write_lanes"), quote!()),
-            Lanes::First => (format_ident!("write_part"), quote!(, __cnt)),
+            Lanes::One => (quote!(write), quote!()),
+            Lanes::All => (quote!(write_lanes), quote!()),
+            Lanes::First(n) => (quote!(write_part::<ISA, #n>), quote!(, __cnt)),
         };
         let mut w = TokenStream::new();
         for (o, v) in vals.iter().enumerate() {
@@ -994,7 +994,7 @@ impl<'k> Gen<'k> {
                                 quote!(#val.0)
                             })
                             .collect();
-                        self.direct_writes(&vals, if part { Lanes::First } else { Lanes::All })
+                        self.direct_writes(&vals, if part { Lanes::First(n) } else { Lanes::All })
                     } else if self.direct() {
                         let w = self.direct_writes(&lanes, Lanes::One);
                         quote! { for __l in 0..#stored { let #i_s: usize = #b_s + #v * #n + __l; #w } }
@@ -1144,6 +1144,31 @@ impl<'k> Gen<'k> {
         // its lanes are consecutive task-local partial results, re-composed
         // as a vector.
         let innermost_kept = self.kept.last() == Some(&s);
+        // The same for the first `__cnt` lanes of an edge tile's vector, in
+        // an output contiguous along `s` (masked loads and stores).
+        let edge_store = match self.ops.first() {
+            Some(Some(ReduceOp::Builtin(op, _)))
+                if part
+                    && self.n_out() == 1
+                    && innermost_kept
+                    && static_coef(self.k.output_accesses()[0].1, s) == Some(1) =>
+            {
+                let vt = rust_simd::vty(self.out_tys[0], n);
+                let merged = vcombine(*op, &quote!(__slot), &quote!(__new));
+                let (ptr, off) = self.out_at(0);
+                // SAFETY: as in `partial_store`, for the `__cnt` points of
+                // the lanes, consecutive in the output.
+                Some(quote! {
+                    let __at: usize = #off;
+                    let __new: #vt = if __first { __new } else {
+                        let __slot: #vt = ::mdh::__rt::V(unsafe { #ptr.read_part::<ISA, #n>(__at, __cnt) });
+                        #merged
+                    };
+                    unsafe { #ptr.write_part::<ISA, #n>(__at, __new.0, __cnt) };
+                })
+            }
+            _ => None,
+        };
         let vector_store = match self.ops.first() {
             Some(Some(ReduceOp::Builtin(op, _))) if self.n_out() == 1 && innermost_kept => {
                 let (t, vt) = (ty(self.out_tys[0]), rust_simd::vty(self.out_tys[0], n));
@@ -1241,11 +1266,20 @@ impl<'k> Gen<'k> {
                             #write
                         }
                     };
-                    let body = match (&vector_store, part) {
-                        (Some(vs), false) => {
-                            let a = acc_name(0, c, v);
+                    let a = acc_name(0, c, v);
+                    let body = match (&vector_store, &edge_store) {
+                        (Some(vs), _) if !part => {
                             quote!(let #i_s: usize = #b_s + #v * #n; let __new = #a; #vs)
                         }
+                        (_, Some(es)) => quote! {
+                            if __direct {
+                                let #i_s: usize = #b_s + #v * #n;
+                                let __new = #a;
+                                #es
+                            } else {
+                                #per_lane
+                            }
+                        },
                         _ => per_lane,
                     };
                     store.extend(guarded(combo, Some(v), quote!(#b #body)));
@@ -1264,7 +1298,7 @@ enum Lanes {
     /// Every lane.
     All,
     /// The first `__cnt` lanes (the lanes of an edge tile that are points).
-    First,
+    First(usize),
 }
 
 /// `x ⊕ y` lane-wise for a built-in operator.
