@@ -333,6 +333,8 @@ pub struct Device {
     arch: String,
     max_threads: usize,
     shared_bytes: u64,
+    sm_count: Option<usize>,
+    clock_khz: Option<u32>,
     modules: Arc<Mutex<HashMap<String, Arc<Module>>>>,
 }
 
@@ -391,6 +393,11 @@ impl Device {
                 A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
                 "reading the shared memory per block",
             )? as u64;
+            // Informative only (the tuner's lower bounds): unknown when the
+            // driver does not answer.
+            let known = |a| ctx.attribute(a).ok().filter(|&v| v > 0);
+            let sm_count = known(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map(|v| v as usize);
+            let clock_khz = known(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).map(|v| v as u32);
             Ok(Device {
                 ctx,
                 stream,
@@ -400,6 +407,8 @@ impl Device {
                 arch: format!("sm_{}{}", cc.0, cc.1),
                 max_threads,
                 shared_bytes,
+                sm_count,
+                clock_khz,
                 modules: Arc::new(Mutex::new(HashMap::new())),
             })
         })
@@ -449,6 +458,19 @@ impl Device {
         self.shared_bytes
     }
 
+    /// The device's streaming multiprocessors
+    /// (`CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT`; `None` if the driver does
+    /// not say).
+    pub fn sm_count(&self) -> Option<usize> {
+        self.sm_count
+    }
+
+    /// The device's peak clock in kHz (`CU_DEVICE_ATTRIBUTE_CLOCK_RATE`;
+    /// `None` if the driver does not say).
+    pub fn clock_khz(&self) -> Option<u32> {
+        self.clock_khz
+    }
+
     /// This device issuing its copies and launches on `stream` (e.g. one
     /// of the caller's, to overlap with other work) instead of the default
     /// stream; the module cache is shared. `stream` must belong to this
@@ -470,6 +492,8 @@ impl Device {
             arch: self.arch.clone(),
             max_threads: self.max_threads,
             shared_bytes: self.shared_bytes,
+            sm_count: self.sm_count,
+            clock_khz: self.clock_khz,
             modules: self.modules.clone(),
         })
     }

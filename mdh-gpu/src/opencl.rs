@@ -294,6 +294,8 @@ pub struct Device {
     max_work_group_size: usize,
     local_mem_bytes: u64,
     max_alloc_bytes: u64,
+    compute_units: Option<usize>,
+    max_clock_mhz: Option<u32>,
     programs: Mutex<HashMap<ProgramKey, ProgramSlot>>,
 }
 
@@ -371,6 +373,14 @@ impl Device {
             let max_alloc_bytes = device
                 .max_mem_alloc_size()
                 .map_err(|e| info("the maximum allocation size", e))?;
+            // Informative only (the tuner's lower bounds): unknown when the
+            // platform does not answer.
+            let compute_units = device
+                .max_compute_units()
+                .ok()
+                .filter(|&n| n > 0)
+                .map(|n| n as usize);
+            let max_clock_mhz = device.max_clock_frequency().ok().filter(|&f| f > 0);
             Ok(Device {
                 shared: Arc::new(Shared {
                     queue,
@@ -381,6 +391,8 @@ impl Device {
                 max_work_group_size,
                 local_mem_bytes,
                 max_alloc_bytes,
+                compute_units,
+                max_clock_mhz,
                 programs: Mutex::new(HashMap::new()),
             })
         })
@@ -406,6 +418,19 @@ impl Device {
     /// The largest single buffer in bytes (`CL_DEVICE_MAX_MEM_ALLOC_SIZE`).
     pub fn max_alloc_bytes(&self) -> u64 {
         self.max_alloc_bytes
+    }
+
+    /// The device's parallel compute units (`CL_DEVICE_MAX_COMPUTE_UNITS`:
+    /// a GPU's SMs or CUs, a CPU's cores; `None` if the platform does not
+    /// say).
+    pub fn compute_units(&self) -> Option<usize> {
+        self.compute_units
+    }
+
+    /// The device's maximum clock in MHz (`CL_DEVICE_MAX_CLOCK_FREQUENCY`;
+    /// `None` if the platform does not say).
+    pub fn max_clock_mhz(&self) -> Option<u32> {
+        self.max_clock_mhz
     }
 
     /// The device's OpenCL context.

@@ -17,6 +17,7 @@ use mdh_core::codegen::gpu_api::KernelTables;
 use mdh_core::config::gpu_entry_yaml;
 use mdh_core::desc::{Bound, KernelDesc};
 use mdh_core::gpu_plan::GpuPlan;
+use mdh_core::plan::elem_bytes;
 use mdh_core::Kernel;
 
 use crate::gpu_space::GpuSpace;
@@ -316,9 +317,14 @@ pub fn tune<D: RawDevice>(
     let lim: DeviceLimits = dev.limits();
     let space = GpuSpace::new(desc, bound.clone(), info, lim);
     target.announce(&found.file, space.params.len(), space.size(), true);
+    let compute = dev.compute();
+    let known = |n: Option<String>| n.unwrap_or_else(|| "unknown".into());
     eprintln!(
-        "device limits: {} work-items per work-group, {} bytes of local memory",
-        lim.max_items, lim.local_bytes
+        "device limits: {} work-items per work-group, {} bytes of local memory; compute units: {}, clock: {}",
+        lim.max_items,
+        lim.local_bytes,
+        known(compute.compute_units.map(|n| n.to_string())),
+        known(compute.clock_hz.map(|f| format!("{:.0} MHz", f / 1e6))),
     );
     if let Some(why) = bench.unchecked_because(k) {
         target.checked_against = format!("the default plan's result ({why})");
@@ -335,6 +341,17 @@ pub fn tune<D: RawDevice>(
         dev.device_name(),
         lim,
     )?;
+    // Candidates that cannot beat the best measured are not compiled.
+    let machine = crate::bound::Gpu::of(compute);
+    let input_bytes: f64 = bench
+        .inputs
+        .iter()
+        .map(|b| (b.len() * elem_bytes(b.ty())) as f64)
+        .sum();
+    let extents = bound.extents.clone();
+    let lower = move |plan: &GpuPlan| {
+        crate::bound::gpu_lower_bound(k, &desc.kinds, plan, &extents, input_bytes, &machine)
+    };
     let mut t = Tuning::new(
         space,
         &default,
@@ -342,7 +359,7 @@ pub fn tune<D: RawDevice>(
         work_dir,
         args,
         budget,
-        Box::new(|_| 0.0),
+        Box::new(lower),
     )?;
     if t.best.is_some() && bench.want.is_none() {
         // A resumed run compares with the default plan's result: run it
@@ -484,5 +501,60 @@ mod tests {
         };
         let o = bench.measure(&huge, f64::INFINITY);
         assert_eq!(o.status, Status::Failed);
+    }
+
+    #[test]
+    fn measured_times_are_above_their_lower_bounds() {
+        let dev = match mdh::opencl::Device::first() {
+            Ok(d) => d,
+            Err(e) => {
+                println!("skipped: no OpenCL device ({e})");
+                return;
+            }
+        };
+        let k = crate::space::tests::matvec();
+        let sizes = [256, 256];
+        let mut bench = Bench::new(&dev, &k, &sizes, Dialect::OpenCl).unwrap();
+        let machine = crate::bound::Gpu::of(dev.compute());
+        assert!(machine.compute_units >= 1 && machine.clock_hz >= crate::bound::GPU_CLOCK_HZ);
+        let input_bytes = 4.0 * (256.0 * 256.0 + 256.0);
+        let default = fitted_default(
+            bench.desc,
+            &bench.bound,
+            bench.info,
+            dev.device_name(),
+            dev.limits(),
+        );
+        let plan = |groups: [usize; 2], items: [usize; 2], tile: [usize; 2]| GpuPlan {
+            groups: groups.to_vec(),
+            items: items.to_vec(),
+            tile: tile.to_vec(),
+            local: vec![false, false],
+            blocked: false,
+        };
+        let alone = plan([1, 1], [1, 1], [1, 1]);
+        let (desc, extents) = (bench.desc, bench.bound.extents.clone());
+        let bound_of = |p: &GpuPlan, bytes: f64| {
+            crate::bound::gpu_lower_bound(&k, &desc.kinds, p, &extents, bytes, &machine)
+        };
+        // One work-item for the whole call is bounded above any plan that
+        // spreads the points (compute alone: a work-item does at most half
+        // of what a unit does).
+        assert!(bound_of(&alone, 0.0) >= 2.0 * bound_of(&default, 0.0));
+        for p in [
+            default.clone(),
+            alone,
+            plan([4, 1], [16, 4], [16, 64]),
+            plan([0, 0], [32, 8], [32, 256]),
+        ] {
+            let bound = bound_of(&p, input_bytes);
+            let o = bench.measure(&p, f64::INFINITY);
+            assert_eq!(o.status, Status::Ok, "{p:?}: {:?}", o.error);
+            let time = o.time_s.unwrap();
+            assert!(
+                bound > 0.0 && time >= bound,
+                "{p:?}: {time} s, bound {bound} s"
+            );
+        }
     }
 }

@@ -10,9 +10,9 @@
 //!
 //! The search space is the paper's Table 1 parameters of the backend's ASM
 //! ([`space`], [`gpu_space`]); an ensemble of search techniques picked by an
-//! AUC bandit proposes candidates ([`search`]). CPU candidates that an
-//! analytic lower bound shows cannot beat the best are pruned ([`bound`]);
-//! the others are built in batches into a scratch crate and timed there
+//! AUC bandit proposes candidates ([`search`]). Candidates that an analytic
+//! lower bound shows cannot beat the best are pruned ([`bound`]); CPU
+//! candidates are built in batches into a scratch crate and timed there
 //! ([`scratch`]). GPU candidates need no build: their source is completed,
 //! compiled by the runtime and timed in this process ([`gpu`]). Every
 //! result is checked before it is timed. The default plan is always the

@@ -103,6 +103,15 @@ fn tune_and_check(backend: &str, device: &str, limits: DeviceLimits) {
         6,
         "a candidate was measured twice: {plans:?}"
     );
+    // Every candidate's analytic lower bound (compute and memory traffic
+    // of its plan on the device) is positive and below its measured time.
+    for r in measured_records(&log_path(&stderr)) {
+        let bound = r["lower_bound_s"].as_f64().unwrap();
+        assert!(bound > 0.0, "{r}");
+        if let Some(time) = r["time_s"].as_f64() {
+            assert!(time >= bound, "measured below its lower bound: {r}");
+        }
+    }
 
     // The macro's parser reads the file; the entry is the one chosen for
     // this device and these sizes: the best plan found, or the configured

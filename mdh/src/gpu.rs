@@ -39,6 +39,17 @@ pub struct DeviceLimits {
     pub local_bytes: u64,
 }
 
+/// What a device's runtime tells of its compute power (`None`: not known):
+/// informative, for the tuner's lower bounds of run times.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DeviceCompute {
+    /// Parallel compute units: OpenCL's `CL_DEVICE_MAX_COMPUTE_UNITS`, CUDA's
+    /// multiprocessors.
+    pub compute_units: Option<usize>,
+    /// The peak clock in Hz.
+    pub clock_hz: Option<f64>,
+}
+
 /// Everything a wrapper needs to launch one call.
 #[derive(Clone, Debug)]
 pub struct Job {
@@ -502,6 +513,10 @@ pub trait RawDevice: GpuDevice {
     type Buffer;
     type Program;
     fn device_name(&self) -> &str;
+    /// The device's compute units and clock, as far as the runtime says.
+    fn compute(&self) -> DeviceCompute {
+        DeviceCompute::default()
+    }
     /// A device buffer holding `bytes` (at least one byte: devices refuse
     /// empty buffers).
     fn upload(&self, bytes: &[u8]) -> Result<Self::Buffer, Error>;
@@ -645,6 +660,13 @@ impl RawDevice for mdh_gpu::opencl::Device {
 
     raw_device_io!();
 
+    fn compute(&self) -> DeviceCompute {
+        DeviceCompute {
+            compute_units: self.compute_units(),
+            clock_hz: self.max_clock_mhz().map(|m| m as f64 * 1e6),
+        }
+    }
+
     fn compile(&self, source: &str) -> Result<Self::Program, Error> {
         self.program(source, "")
     }
@@ -673,6 +695,13 @@ impl RawDevice for mdh_gpu::cuda::Device {
 
     // CUDA's `read` copies whole buffers; outputs are uploaded at their size.
     raw_device_io!();
+
+    fn compute(&self) -> DeviceCompute {
+        DeviceCompute {
+            compute_units: self.sm_count(),
+            clock_hz: self.clock_khz().map(|k| k as f64 * 1e3),
+        }
+    }
 
     fn compile(&self, source: &str) -> Result<Self::Program, Error> {
         self.module(source)
