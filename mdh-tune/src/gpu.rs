@@ -464,15 +464,16 @@ mod tests {
         assert_eq!(at(&[1024, 1024], "cuda", "Tesla T4"), None);
     }
 
+    /// The first OpenCL device, or `None` (said on stdout) without one.
+    fn opencl_or_skip() -> Option<mdh::opencl::Device> {
+        mdh::opencl::Device::first()
+            .map_err(|e| println!("skipped: no OpenCL device ({e})"))
+            .ok()
+    }
+
     #[test]
     fn a_candidate_with_wrong_results_is_rejected() {
-        let dev = match mdh::opencl::Device::first() {
-            Ok(d) => d,
-            Err(e) => {
-                println!("skipped: no OpenCL device ({e})");
-                return;
-            }
-        };
+        let Some(dev) = opencl_or_skip() else { return };
         let k = crate::space::tests::matvec();
         let mut bench = Bench::new(&dev, &k, &[64, 64], Dialect::OpenCl).unwrap();
         let plan = fitted_default(
@@ -505,13 +506,7 @@ mod tests {
 
     #[test]
     fn measured_times_are_above_their_lower_bounds() {
-        let dev = match mdh::opencl::Device::first() {
-            Ok(d) => d,
-            Err(e) => {
-                println!("skipped: no OpenCL device ({e})");
-                return;
-            }
-        };
+        let Some(dev) = opencl_or_skip() else { return };
         let k = crate::space::tests::matvec();
         let sizes = [256, 256];
         let mut bench = Bench::new(&dev, &k, &sizes, Dialect::OpenCl).unwrap();

@@ -79,19 +79,16 @@ impl<T> SyncPtr<T> {
         if ISA == crate::simd::AVX512 {
             use core::arch::x86_64::*;
             let bytes = core::mem::size_of::<T>();
-            let w = 64 / Ord::max(bytes, 1);
-            if (bytes == 4 || bytes == 8) && N % w == 0 {
-                for c in 0..N / w {
-                    let k = Ord::min(cnt.saturating_sub(c * w), w);
-                    let mask = (1u64 << k) - 1; // k <= w <= 16
-                                                // SAFETY: AVX-512 is enabled (`ISA`); the mask selects
-                                                // the elements `i + c·w .. i + c·w + k`, inside the
-                                                // caller's range (masked-off elements are not written
-                                                // and cannot fault); `v` has `w` lanes of `bytes` from
-                                                // lane `c·w` (`N % w == 0`).
+            if let Some(chunks) = crate::simd::chunk_masks::<T, N>(cnt) {
+                for (first, mask) in chunks {
+                    // SAFETY: AVX-512 is enabled (`ISA`); the mask selects
+                    // elements of `i + first ..` among the first `cnt`,
+                    // inside the caller's range (masked-off elements are
+                    // not written and cannot fault); `v` has a 64-byte
+                    // chunk of lanes from `first` (`chunk_masks`).
                     unsafe {
-                        let dst = self.0.wrapping_add(i + c * w) as *mut u8;
-                        let x = _mm512_loadu_si512(v.as_ptr().add(c * w) as *const _);
+                        let dst = self.0.wrapping_add(i + first) as *mut u8;
+                        let x = _mm512_loadu_si512(v.as_ptr().add(first) as *const _);
                         if bytes == 4 {
                             _mm512_mask_storeu_epi32(dst as *mut i32, mask as __mmask16, x);
                         } else {

@@ -121,6 +121,25 @@ impl Lane for bool {
     }
 }
 
+/// The chunks of a partial vector of `N` lanes of `T` for AVX-512 masked
+/// loads and stores: per 64-byte chunk, its first lane and the mask of its
+/// lanes among the first `cnt`. `None` where `T` is not 4 or 8 bytes wide
+/// or `N` lanes are not whole chunks (no masked path).
+#[inline(always)]
+pub(crate) fn chunk_masks<T, const N: usize>(
+    cnt: usize,
+) -> Option<impl Iterator<Item = (usize, u64)>> {
+    let bytes = core::mem::size_of::<T>();
+    let w = 64 / Ord::max(bytes, 1);
+    ((bytes == 4 || bytes == 8) && N % w == 0).then(|| {
+        (0..N / w).map(move |c| {
+            // k <= w <= 16 lanes: the shift cannot overflow.
+            let k = Ord::min(cnt.saturating_sub(c * w), w);
+            (c * w, (1u64 << k) - 1)
+        })
+    })
+}
+
 impl<T: Lane, const N: usize> V<T, N> {
     #[inline(always)]
     pub fn splat(x: T) -> Self {
@@ -167,20 +186,16 @@ impl<T: Lane, const N: usize> V<T, N> {
             let last = unsafe { *p.add(cnt - 1) };
             let mut r = [last; N];
             let bytes = core::mem::size_of::<T>();
-            let w = 64 / Ord::max(bytes, 1);
-            if (bytes == 4 || bytes == 8) && N % w == 0 {
-                for c in 0..N / w {
-                    let k = Ord::min(cnt.saturating_sub(c * w), w);
-                    let mask = (1u64 << k) - 1; // k <= w <= 16
-                    let q = r.as_mut_ptr().wrapping_add(c * w);
+            if let Some(chunks) = chunk_masks::<T, N>(cnt) {
+                for (first, mask) in chunks {
+                    let q = r.as_mut_ptr().wrapping_add(first);
                     // SAFETY: AVX-512 is enabled (`ISA`); the mask selects
-                    // the elements `at + c·w .. at + c·w + k`, inside `s`
-                    // (masked-off elements are not accessed and cannot
-                    // fault); `q` points at `w` lanes of `r` of the same
-                    // element size (`N % w == 0`), whose masked-off lanes
-                    // keep `last`.
+                    // elements of `at + first ..` among the first `cnt`,
+                    // inside `s` (masked-off elements are not accessed and
+                    // cannot fault); `q` points at a 64-byte chunk of `r`
+                    // (`chunk_masks`), whose masked-off lanes keep `last`.
                     unsafe {
-                        let src = p.wrapping_add(c * w) as *const u8;
+                        let src = p.wrapping_add(first) as *const u8;
                         if bytes == 4 {
                             let v = _mm512_mask_loadu_epi32(
                                 _mm512_loadu_si512(q as *const _),
