@@ -464,16 +464,27 @@ mod tests {
         assert_eq!(at(&[1024, 1024], "cuda", "Tesla T4"), None);
     }
 
-    /// The first OpenCL device, or `None` (said on stdout) without one.
-    fn opencl_or_skip() -> Option<mdh::opencl::Device> {
-        mdh::opencl::Device::first()
+    /// The first OpenCL device, or `None` (said on stdout) without one,
+    /// with a guard that keeps the tests that use it from running at the
+    /// same time: two devices opened and building programs in parallel
+    /// threads made PoCL (Debian 12's, with an empty kernel cache, as in
+    /// CI) crash the test process about one run in five.
+    fn opencl_or_skip() -> Option<(std::sync::MutexGuard<'static, ()>, mdh::opencl::Device)> {
+        static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let guard = ONE_AT_A_TIME
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let dev = mdh::opencl::Device::first()
             .map_err(|e| println!("skipped: no OpenCL device ({e})"))
-            .ok()
+            .ok()?;
+        Some((guard, dev))
     }
 
     #[test]
     fn a_candidate_with_wrong_results_is_rejected() {
-        let Some(dev) = opencl_or_skip() else { return };
+        let Some((_one_at_a_time, dev)) = opencl_or_skip() else {
+            return;
+        };
         let k = crate::space::tests::matvec();
         let mut bench = Bench::new(&dev, &k, &[64, 64], Dialect::OpenCl).unwrap();
         let plan = fitted_default(
@@ -506,7 +517,9 @@ mod tests {
 
     #[test]
     fn measured_times_are_above_their_lower_bounds() {
-        let Some(dev) = opencl_or_skip() else { return };
+        let Some((_one_at_a_time, dev)) = opencl_or_skip() else {
+            return;
+        };
         let k = crate::space::tests::matvec();
         let sizes = [256, 256];
         let mut bench = Bench::new(&dev, &k, &sizes, Dialect::OpenCl).unwrap();
