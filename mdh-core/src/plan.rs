@@ -13,11 +13,12 @@
 //!
 //! Memory regions of inputs (the paper's D3/D4): an input access may be
 //! *packed*: at each L1 tile, the elements the access reads over the tile
-//! are copied into a contiguous, 64-byte aligned, task-local buffer, in a
+//! are copied into a contiguous, 64-byte aligned buffer of the thread, in a
 //! layout the plan chooses (e.g. transposed so that the SIMD dimension is
 //! contiguous: vector loads instead of gathers), and the register tiles
 //! read the buffer. A buffer is refilled only when the tile's range of the
-//! dimensions the access uses changes.
+//! dimensions the access uses changes; it is kept across the parts of one
+//! call that the thread runs (`mdh::cpu::PackedTile`).
 
 use crate::spec::{DimKind, IndexFn, Kernel, ScalarType};
 

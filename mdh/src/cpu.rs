@@ -148,9 +148,9 @@ impl<T> SyncPtr<T> {
     }
 }
 
-/// A task-local buffer that holds a packed tile of an input (the paper's
-/// memory regions D3/D4): 64-byte aligned, grown on demand, reused across
-/// the tiles of a task.
+/// A buffer that holds a packed tile of an input (the paper's memory
+/// regions D3/D4): 64-byte aligned, grown on demand, reused across the
+/// tiles and parts a thread runs (see [`PackedTile`]).
 pub struct Pack<T> {
     blocks: Vec<Block64>,
     len: usize,

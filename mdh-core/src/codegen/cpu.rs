@@ -283,11 +283,12 @@ impl<'k> Gen<'k> {
     }
 
     /// The packing of the plan's packed input accesses (the paper's memory
-    /// regions D3/D4): the task-local buffers and their state, and the code
-    /// at the start of each L1 tile that refills a buffer when the tile's
-    /// range of the dimensions its access uses has changed and binds
-    /// `__pk{j}` to it. Rows of the layout's last dimension start 64-byte
-    /// aligned.
+    /// regions D3/D4): taking each access's packed tile from the thread at
+    /// the start of a task (`mdh::cpu::PackedTile`), the code at the start
+    /// of each L1 tile that refills it when the tile's range of the
+    /// dimensions its access uses has changed and binds `__pk{j}` to it,
+    /// and parking it again at the end of the task. Rows of the layout's
+    /// last dimension start 64-byte aligned.
     fn packing(&self) -> (TokenStream, TokenStream, TokenStream) {
         let (mut setup, mut refill, mut park) =
             (TokenStream::new(), TokenStream::new(), TokenStream::new());
