@@ -1145,28 +1145,42 @@ impl<'k> Gen<'k> {
         // its lanes are consecutive task-local partial results, re-composed
         // as a vector.
         let innermost_kept = self.kept.last() == Some(&s);
-        // The same for the first `__cnt` lanes of an edge tile's vector, in
-        // an output contiguous along `s` (masked loads and stores).
+        let contiguous_out = static_coef(self.k.output_accesses()[0].1, s) == Some(1);
+        // The lanes `__new` of the single output re-composed with the
+        // output's earlier partial results at the current point, where it
+        // is contiguous along `s`: all `N` lanes of a full tile, or the
+        // first `__cnt` of an edge tile's vector (masked loads and stores).
+        // SAFETY (of the generated reads and writes): as in `partial_store`,
+        // for the points of the lanes, consecutive in the output.
+        let contiguous_store = |op: &BuiltinOp, edge: bool| {
+            let vt = rust_simd::vty(self.out_tys[0], n);
+            let merged = vcombine(*op, &quote!(__slot), &quote!(__new));
+            let (ptr, off) = self.out_at(0);
+            let (read, write) = if edge {
+                (
+                    quote!(#ptr.read_part::<ISA, #n>(__at, __cnt)),
+                    quote!(#ptr.write_part::<ISA, #n>(__at, __new.0, __cnt)),
+                )
+            } else {
+                (
+                    quote!(#ptr.read_lanes(__at)),
+                    quote!(#ptr.write_lanes(__at, __new.0)),
+                )
+            };
+            quote! {
+                let __at: usize = #off;
+                let __new: #vt = if __first { __new } else {
+                    let __slot: #vt = ::mdh::__rt::V(unsafe { #read });
+                    #merged
+                };
+                unsafe { #write };
+            }
+        };
         let edge_store = match self.ops.first() {
             Some(Some(ReduceOp::Builtin(op, _)))
-                if part
-                    && self.n_out() == 1
-                    && innermost_kept
-                    && static_coef(self.k.output_accesses()[0].1, s) == Some(1) =>
+                if part && self.n_out() == 1 && innermost_kept && contiguous_out =>
             {
-                let vt = rust_simd::vty(self.out_tys[0], n);
-                let merged = vcombine(*op, &quote!(__slot), &quote!(__new));
-                let (ptr, off) = self.out_at(0);
-                // SAFETY: as in `partial_store`, for the `__cnt` points of
-                // the lanes, consecutive in the output.
-                Some(quote! {
-                    let __at: usize = #off;
-                    let __new: #vt = if __first { __new } else {
-                        let __slot: #vt = ::mdh::__rt::V(unsafe { #ptr.read_part::<ISA, #n>(__at, __cnt) });
-                        #merged
-                    };
-                    unsafe { #ptr.write_part::<ISA, #n>(__at, __new.0, __cnt) };
-                })
+                Some(contiguous_store(op, true))
             }
             _ => None,
         };
@@ -1176,19 +1190,8 @@ impl<'k> Gen<'k> {
                 let merged = vcombine(*op, &quote!(__slot), &quote!(__new));
                 // In the output when it is contiguous along `s`, else lane by
                 // lane there.
-                let direct = if static_coef(self.k.output_accesses()[0].1, s) == Some(1) {
-                    let (ptr, off) = self.out_at(0);
-                    // SAFETY: as in `partial_store`, for the `N` points of
-                    // the lanes (a full register tile), consecutive in the
-                    // output.
-                    quote! {
-                        let __at: usize = #off;
-                        let __new: #vt = if __first { __new } else {
-                            let __slot: #vt = ::mdh::__rt::V(unsafe { #ptr.read_lanes(__at) });
-                            #merged
-                        };
-                        unsafe { #ptr.write_lanes(__at, __new.0) };
-                    }
+                let direct = if contiguous_out {
+                    contiguous_store(op, false)
                 } else {
                     let write = self.partial_store();
                     quote! {
