@@ -9,10 +9,11 @@
 //!
 //! 1. calls the kernel with exactly each pinned size vector, which must select
 //!    that entry (checked with the driver's own `nearest_plan`), so every
-//!    plan runs at least once;
+//!    plan runs at least once, in its body for exactly its sizes (constant
+//!    sizes and strides, see `Gen::exact_binds` in mdh-core);
 //! 2. calls it with random sizes (mostly 1, primes, the pinned sizes and
 //!    their neighbours, small and medium values, sometimes 0), which the
-//!    dispatch spreads over the plans.
+//!    dispatch spreads over the plans' general bodies.
 //!
 //! Every call is compared with the reference interpreter. Outputs start as a
 //! sentinel (NaN, or an unlikely integer) on both sides, so an element the

@@ -189,6 +189,24 @@ impl KernelDesc {
         }
     }
 
+    /// [`KernelDesc::bind`] with buffers of exactly the lengths their shapes
+    /// have at `sizes` (what the macro knows of a tuned entry's sizes).
+    pub fn bind_sizes(&self, sizes: &[usize]) -> Result<Bound, Error> {
+        let lens = |bufs: &[BufDesc]| -> Result<Vec<usize>, Error> {
+            bufs.iter()
+                .map(|b| {
+                    b.shape
+                        .iter()
+                        .try_fold(1usize, |n, c| n.checked_mul(Self::eval_size(c, sizes)?))
+                        .ok_or_else(|| {
+                            self.overflow(format!("the number of elements of `{}`", b.name))
+                        })
+                })
+                .collect()
+        };
+        self.bind(sizes, &lens(&self.inputs)?, &lens(&self.outputs)?)
+    }
+
     /// Checks sizes, buffer lengths and that every access stays in bounds
     /// over the whole index space; returns what the kernels need to index.
     pub fn bind(

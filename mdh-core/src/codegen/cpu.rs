@@ -18,6 +18,7 @@ use quote::{format_ident, quote};
 use crate::codegen::rust_expr::{self, ty};
 use crate::codegen::rust_simd;
 use crate::config::CpuEntry;
+use crate::desc::{Bound, KernelDesc, Linear};
 use crate::plan::{static_coef, used_dims, CpuPlan};
 use crate::spec::{
     BinOp, BuiltinOp, DimKind, Expr, ExprKind, IndexFn, Kernel, ReduceOp, ScalarType, Type,
@@ -1343,17 +1344,68 @@ struct Simd {
 
 impl<'k> Gen<'k> {
     /// The task body of one plan: tile loops of L2 and L1, register tiles.
-    fn compute_fn(&self, plan: &CpuPlan, index: usize) -> TokenStream {
+    /// `exact`: the call's binding when its sizes are the ones the plan was
+    /// tuned for (see [`Gen::exact_binds`]).
+    fn compute_fn(&self, plan: &CpuPlan, index: usize, exact: Option<&Bound>) -> TokenStream {
         let planned = Gen {
             pack: plan.pack.clone(),
             ..self.clone()
         };
-        planned.plan_body(plan, index)
+        planned.plan_body(plan, index, exact)
     }
 
-    fn plan_body(&self, plan: &CpuPlan, index: usize) -> TokenStream {
+    /// The sizes, access offsets and coefficients of a call at the sizes a
+    /// plan was tuned for, and the task region's bounds in the dimensions
+    /// the plan does not split across cores, as constants shadowing the
+    /// run-time values: LLVM then folds the strides into address
+    /// displacements and knows the trip counts of the reduction loops (the
+    /// way oneDNN JIT-compiles a convolution for one shape).
+    fn exact_binds(&self, plan: &CpuPlan, b: &Bound) -> TokenStream {
+        let d = self.d;
+        let sizes = self
+            .k
+            .size_params
+            .iter()
+            .zip(&b.sizes)
+            .map(|(s, v)| quote!(let #s: usize = #v;));
+        let linear = |prefix: &str, slots: Vec<(usize, usize)>, bufs: &[Vec<Linear>]| {
+            let all = slots.into_iter().enumerate().map(|(j, (buf, a))| {
+                let (base, coef) = (
+                    format_ident!("__{}{}_b", prefix, j),
+                    format_ident!("__{}{}_c", prefix, j),
+                );
+                let (v, c) = (bufs[buf][a].base, &bufs[buf][a].coefs);
+                quote!(let #base: isize = #v; let #coef: [isize; #d] = [#(#c),*];)
+            });
+            quote!(#(#all)*)
+        };
+        let ins = linear("ia", linear_slots(&self.k.input_accesses()), &b.in_linear);
+        let outs = linear("oa", linear_slots(&self.k.output_accesses()), &b.out_linear);
+        let planned = plan.cor.iter().any(|&c| c > 0);
+        let region = (0..d).map(|x| {
+            let e = b.extents[x];
+            if planned && plan.cor[x] <= 1 {
+                quote!((0usize, #e))
+            } else {
+                quote!(__r[#x])
+            }
+        });
+        quote! {
+            #(#sizes)*
+            #ins
+            #outs
+            let __exact_region: ::mdh::__rt::Region<#d> = [#(#region),*];
+            let __r: &::mdh::__rt::Region<#d> = &__exact_region;
+        }
+    }
+
+    fn plan_body(&self, plan: &CpuPlan, index: usize, exact: Option<&Bound>) -> TokenStream {
         let (d, a_ty) = (self.d, &self.a_ty);
-        let name = format_ident!("__compute_{}", index);
+        let name = match exact {
+            Some(_) => format_ident!("__compute_{}_exact", index),
+            None => format_ident!("__compute_{}", index),
+        };
+        let exact_binds = exact.map(|b| self.exact_binds(plan, b));
         let first = self.reduced.iter().map(|&k| {
             let lo = format_ident!("__t1_{}", k);
             quote!(&& #lo == __r[#k].0)
@@ -1423,6 +1475,7 @@ impl<'k> Gen<'k> {
             #[inline(always)]
             fn #name<const ISA: u8>(__c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool) {
                 #binds
+                #exact_binds
                 let _ = __direct;
                 #(#ps)*
                 #partials
@@ -1482,6 +1535,23 @@ impl<'k> Gen<'k> {
     }
 }
 
+/// Where each access (in the order of `accesses`) is in a [`Bound`]'s
+/// `in_linear` / `out_linear`: its buffer, and its rank among that
+/// buffer's accesses.
+fn linear_slots(accesses: &[(usize, &IndexFn)]) -> Vec<(usize, usize)> {
+    let mut per_buffer: Vec<usize> = Vec::new();
+    accesses
+        .iter()
+        .map(|&(b, _)| {
+            if per_buffer.len() <= b {
+                per_buffer.resize(b + 1, 0);
+            }
+            per_buffer[b] += 1;
+            (b, per_buffer[b] - 1)
+        })
+        .collect()
+}
+
 /// The `cpu` function and its helpers for the plans of `entries` (at least
 /// one), dispatched at run time by device and nearest tuned sizes.
 pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
@@ -1505,10 +1575,7 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
     // The context: inputs, sizes, flattened input accesses, params.
     let (field_names, field_tys): (Vec<_>, Vec<_>) = g.ctx_fields().into_iter().unzip();
     let mut ctx_init = TokenStream::new();
-    let mut per_buffer = vec![0usize; k.inputs.len()];
-    for (j, (b, _)) in k.input_accesses().into_iter().enumerate() {
-        let a = per_buffer[b];
-        per_buffer[b] += 1;
+    for (j, (b, a)) in linear_slots(&k.input_accesses()).into_iter().enumerate() {
         let (base, coef) = (format_ident!("__ia{}_b", j), format_ident!("__ia{}_c", j));
         ctx_init.extend(quote! {
             #base: __bound.in_linear[#b][#a].base,
@@ -1519,10 +1586,8 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
     // Writes through the output views.
     let mut out_setup = TokenStream::new();
     let mut writes = TokenStream::new();
-    let mut per_out = vec![0usize; k.outputs.len()];
-    for (o, (b, f)) in k.output_accesses().into_iter().enumerate() {
-        let a = per_out[b];
-        per_out[b] += 1;
+    let slots = linear_slots(&k.output_accesses());
+    for (o, ((b, a), (_, f))) in slots.into_iter().zip(k.output_accesses()).enumerate() {
         let (base, coef) = (format_ident!("__oa{}_b", o), format_ident!("__oa{}_c", o));
         out_setup.extend(quote! {
             let #base: isize = __bound.out_linear[#b][#a].base;
@@ -1561,18 +1626,43 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
     let kind_toks = g.kinds.iter().map(|kd| super::dim_kind(*kd));
 
     // Plans: one task body each, chosen by the nearest tuned sizes.
-    let compute_fns = entries
+    // A plan tuned for sizes also gets a body for exactly those sizes,
+    // taken when a call has them (unless they are not valid sizes), on
+    // SIMD instruction sets only: it costs compile time, and the baseline
+    // x86-64 body is a fallback for old CPUs.
+    let desc = KernelDesc::from_kernel(k);
+    let exact: Vec<Option<Bound>> = entries
         .iter()
-        .enumerate()
-        .map(|(i, e)| g.compute_fn(&e.plan, i));
-    let indices: Vec<usize> = (0..entries.len()).collect();
+        .map(|e| e.sizes.as_ref().and_then(|s| desc.bind_sizes(s).ok()))
+        .collect();
+    let compute_fns = entries.iter().enumerate().map(|(i, e)| {
+        let general = g.compute_fn(&e.plan, i, None);
+        let exact = exact[i].as_ref().map(|b| g.compute_fn(&e.plan, i, Some(b)));
+        quote!(#general #exact)
+    });
     let calls = |isa: u8| {
-        let arms = indices.iter().map(move |&i| {
+        let arms = exact.iter().enumerate().map(move |(i, b)| {
             let f = format_ident!("__compute_{}", i);
-            quote!(#i => #f::<#isa>(__c, __r, __o, __direct),)
+            match b {
+                Some(_) if isa > 0 => {
+                    let fx = format_ident!("__compute_{}_exact", i);
+                    quote! {
+                        #i if __exact => #fx::<#isa>(__c, __r, __o, __direct),
+                        #i => #f::<#isa>(__c, __r, __o, __direct),
+                    }
+                }
+                _ => quote!(#i => #f::<#isa>(__c, __r, __o, __direct),),
+            }
         });
         quote!(match __plan { #(#arms)* _ => __compute_0::<#isa>(__c, __r, __o, __direct), })
     };
+    let exact_sizes = exact.iter().map(|b| match b {
+        Some(b) => {
+            let s = &b.sizes;
+            quote!(::core::option::Option::Some([#(#s),*]))
+        }
+        None => quote!(::core::option::Option::None),
+    });
     let (avx512, avx2, baseline) = (calls(2), calls(1), calls(0));
     let tuned = entries.iter().map(|e| {
         let dev = &e.device;
@@ -1605,21 +1695,21 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
 
         /// One task: the body of plan `__plan`, compiled for the best
         /// instruction set this CPU has.
-        fn __compute(__plan: usize, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool) {
+        fn __compute(__plan: usize, __exact: bool, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool) {
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-                unsafe fn __avx512(__plan: usize, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool) {
+                unsafe fn __avx512(__plan: usize, __exact: bool, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool) {
                     #avx512
                 }
                 #[target_feature(enable = "avx2,fma")]
-                unsafe fn __avx2(__plan: usize, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool) {
+                unsafe fn __avx2(__plan: usize, __exact: bool, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool) {
                     #avx2
                 }
                 match ::mdh::__rt::isa() {
                     // SAFETY: the CPU has these features (detected at run time).
-                    ::mdh::__rt::Isa::Avx512 => return unsafe { __avx512(__plan, __c, __r, __o, __direct) },
-                    ::mdh::__rt::Isa::Avx2 => return unsafe { __avx2(__plan, __c, __r, __o, __direct) },
+                    ::mdh::__rt::Isa::Avx512 => return unsafe { __avx512(__plan, __exact, __c, __r, __o, __direct) },
+                    ::mdh::__rt::Isa::Avx2 => return unsafe { __avx2(__plan, __exact, __c, __r, __o, __direct) },
                     ::mdh::__rt::Isa::Baseline => {}
                 }
             }
@@ -1643,6 +1733,8 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
                 }),
             )?;
             let (__bound, __plan): (&::mdh::__rt::Bound, usize) = (&__call.bound, __call.plan);
+            const __EXACT: &[::core::option::Option<[usize; #ns]>] = &[#(#exact_sizes),*];
+            let __exact: bool = __EXACT[__plan] == ::core::option::Option::Some(__sizes);
             #(let #out_ptrs = ::mdh::__rt::SyncPtr::new(#out_names);)*
             #out_setup
             let __ctx = __Ctx {
@@ -1665,7 +1757,7 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
                 __COR[__plan],
                 __REG[__plan],
                 #identity,
-                |__r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool| __compute(__plan, &__ctx, __r, __o, __direct),
+                |__r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool| __compute(__plan, __exact, &__ctx, __r, __o, __direct),
                 |__x: #a_ty, __y: #a_ty| -> #a_ty { (#(#combine_parts,)*) },
                 |__r: &::mdh::__rt::Region<#d>, __vals: &[#a_ty]| {
                     let mut __n = 0usize;
