@@ -1627,9 +1627,10 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
 
     // Plans: one task body each, chosen by the nearest tuned sizes.
     // A plan tuned for sizes also gets a body for exactly those sizes,
-    // taken when a call has them (unless they are not valid sizes), on
-    // SIMD instruction sets only: it costs compile time, and the baseline
-    // x86-64 body is a fallback for old CPUs.
+    // taken when a call has them (unless they are not valid sizes). On
+    // x86-64, for AVX-512 and AVX2 only: it costs compile time, and the
+    // baseline body is a fallback for old CPUs there (elsewhere it is the
+    // only body).
     let desc = KernelDesc::from_kernel(k);
     let exact: Vec<Option<Bound>> = entries
         .iter()
@@ -1644,14 +1645,16 @@ pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
         let arms = exact.iter().enumerate().map(move |(i, b)| {
             let f = format_ident!("__compute_{}", i);
             match b {
-                Some(_) if isa > 0 => {
+                Some(_) => {
                     let fx = format_ident!("__compute_{}_exact", i);
+                    let only = (isa == 0).then(|| quote!(#[cfg(not(target_arch = "x86_64"))]));
                     quote! {
+                        #only
                         #i if __exact => #fx::<#isa>(__c, __r, __o, __direct),
                         #i => #f::<#isa>(__c, __r, __o, __direct),
                     }
                 }
-                _ => quote!(#i => #f::<#isa>(__c, __r, __o, __direct),),
+                None => quote!(#i => #f::<#isa>(__c, __r, __o, __direct),),
             }
         });
         quote!(match __plan { #(#arms)* _ => __compute_0::<#isa>(__c, __r, __o, __direct), })
