@@ -197,15 +197,9 @@ mod tests {
         let bytes = 4.0 * (8192.0 * 8192.0 + 8192.0);
         let points = 8192.0 * 8192.0;
         let plan = gpu_plan([0, 0], [64, 4], [64, 256]);
-        let alone = gpu_lower_bound(
-            &k,
-            &kinds,
-            &gpu_plan([1, 1], [1, 1], [1, 1]),
-            &ext,
-            0.0,
-            &h100,
-        );
-        let whole = gpu_lower_bound(&k, &kinds, &plan, &ext, 0.0, &h100);
+        let compute_only = |p: &GpuPlan| gpu_lower_bound(&k, &kinds, p, &ext, 0.0, &h100);
+        let alone = compute_only(&gpu_plan([1, 1], [1, 1], [1, 1]));
+        let whole = compute_only(&plan);
         // One work-item: all points at one work-item's rate.
         let one_item = points / (GPU_LANES_PER_ITEM * GPU_CLOCK_HZ);
         assert!(
@@ -220,14 +214,7 @@ mod tests {
         let with_memory = gpu_lower_bound(&k, &kinds, &plan, &ext, bytes, &h100);
         assert!(with_memory > whole && with_memory < 80e-6, "{with_memory}");
         // A single work-group of many work-items runs on one unit.
-        let group = gpu_lower_bound(
-            &k,
-            &kinds,
-            &gpu_plan([1, 1], [64, 4], [64, 256]),
-            &ext,
-            0.0,
-            &h100,
-        );
+        let group = compute_only(&gpu_plan([1, 1], [64, 4], [64, 256]));
         let one_unit = points / (GPU_LANES_PER_UNIT * GPU_CLOCK_HZ);
         assert!(
             (group / one_unit - 1.0).abs() < 1e-9,
