@@ -8,11 +8,26 @@
 //! caller waits only for parts a worker has actually taken; a worker that
 //! starts late finds none left and leaves. A kernel split into a few parts
 //! so never runs slower than on the calling thread alone.
+//!
+//! A worker that rayon has put to sleep takes tens of microseconds to wake
+//! (28 µs here for a 250 µs job posted 100 µs after the last one), and rayon
+//! puts its idle workers to sleep within that time. So a helper, having run
+//! its parts, stays *parked* for [`PARK`]: it spins, watching for the next
+//! call, and takes that call's parts at once (as OpenMP's and OpenBLAS's
+//! workers do between parallel regions). A parked helper leaves the pool's
+//! other work waiting at most one spin: it runs rayon jobs that arrive and
+//! then stops parking.
 
 use std::any::Any;
+use std::cell::Cell;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
+
+/// How long a helper stays parked after its last part (see the module
+/// documentation): a kernel called again within this time finds it awake.
+const PARK: Duration = Duration::from_micros(500);
 
 /// The state one call shares with the helper jobs it spawned.
 struct Shared {
@@ -32,6 +47,111 @@ struct Task(*const (dyn Fn(usize) + Sync));
 // SAFETY: the pointee is `Sync`, so calling it from another thread is sound;
 // when it may be called at all is `take`'s contract.
 unsafe impl Send for Task {}
+
+/// A call whose parts helpers may take: its shared state, part count and
+/// part function.
+#[derive(Clone)]
+struct Call {
+    shared: Arc<Shared>,
+    n: usize,
+    task: Task,
+}
+
+impl Call {
+    fn take(&self) {
+        take(&self.shared, self.n, self.task);
+    }
+}
+
+/// The latest call, for parked helpers; `POSTS` counts the calls posted, so
+/// that a parked helper notices a new one with one atomic load.
+static POSTED: Mutex<Option<Call>> = Mutex::new(None);
+static POSTS: AtomicUsize = AtomicUsize::new(0);
+/// Helpers parked now (each one will take the parts of a call posted while
+/// it is counted: see `park`).
+static PARKED: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Whether this thread is parked (a rayon job it runs while parked must
+    /// not park again inside).
+    static PARKING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Posts `call` for parked helpers; returns its number.
+fn post(call: Call) -> usize {
+    let mut slot = POSTED.lock().unwrap_or_else(PoisonError::into_inner);
+    *slot = Some(call);
+    // SeqCst with `park`'s decrement of PARKED: see there.
+    POSTS.fetch_add(1, Ordering::SeqCst) + 1
+}
+
+/// Clears the slot if it still holds call number `number` (so that a
+/// finished call's state is dropped and not looked at again).
+fn unpost(number: usize) {
+    let mut slot = POSTED.lock().unwrap_or_else(PoisonError::into_inner);
+    if POSTS.load(Ordering::SeqCst) == number {
+        *slot = None;
+    }
+}
+
+/// The latest call and its number.
+fn posted() -> (usize, Option<Call>) {
+    let slot = POSTED.lock().unwrap_or_else(PoisonError::into_inner);
+    (POSTS.load(Ordering::SeqCst), slot.clone())
+}
+
+/// A helper job: takes the parts of call number `number`, then parks.
+fn help(call: Call, number: usize) {
+    call.take();
+    drop(call);
+    // One core per helper: at most one parked helper fewer than threads
+    // (the caller is the other).
+    let room = PARKED.load(Ordering::SeqCst) + 1 < rayon::current_num_threads();
+    if room && !PARKING.with(Cell::get) {
+        PARKING.with(|p| p.set(true));
+        park(number);
+        PARKING.with(|p| p.set(false));
+    }
+}
+
+/// Spins for [`PARK`] after the last call it served (`seen`), taking the
+/// parts of every call posted meanwhile; stops early when it has run
+/// another rayon job.
+fn park(mut seen: usize) {
+    PARKED.fetch_add(1, Ordering::SeqCst);
+    let mut since = Instant::now();
+    let mut spins = 0u32;
+    loop {
+        if POSTS.load(Ordering::SeqCst) != seen {
+            let (number, call) = posted();
+            seen = number;
+            if let Some(call) = call {
+                call.take();
+            }
+            since = Instant::now();
+            continue;
+        }
+        spins = spins.wrapping_add(1);
+        // The clock and rayon's queues every 64 spins (each spin hint is
+        // some tens of nanoseconds).
+        if spins % 64 == 0 {
+            let other_work = matches!(rayon::yield_now(), Some(rayon::Yield::Executed));
+            if other_work || since.elapsed() >= PARK {
+                break;
+            }
+        }
+        std::hint::spin_loop();
+    }
+    // A caller that read PARKED before this decrement counted this helper
+    // and spawned one fewer; it posted its call before that read, so (all
+    // SeqCst) the load below sees it: take its parts.
+    PARKED.fetch_sub(1, Ordering::SeqCst);
+    if POSTS.load(Ordering::SeqCst) != seen {
+        if let (_, Some(call)) = posted() {
+            call.take();
+        }
+    }
+}
 
 /// Calls `f` on every item, in parallel, the calling thread included; returns
 /// when all calls have returned. A panic in `f` is raised again here.
@@ -63,7 +183,8 @@ fn parts(n: usize, part: &(dyn Fn(usize) + Sync + '_)) {
         panic: Mutex::new(None),
     });
     // SAFETY (lifetime erasure): `part` and what it borrows outlive this
-    // function's return. Helper jobs may outlive it, but they
+    // function's return. Helper jobs and parked helpers (through the posted
+    // call) may outlive it, but they
     // call through `task` only for an index below `n` they took from
     // `shared.next`, and this function returns only after all `n` such calls
     // have finished (`shared.done == n`); a job that takes an index ≥ `n`
@@ -73,11 +194,20 @@ fn parts(n: usize, part: &(dyn Fn(usize) + Sync + '_)) {
             part,
         )
     });
-    for _ in 1..rayon::current_num_threads().min(n) {
-        let shared = Arc::clone(&shared);
-        rayon::spawn(move || take(&shared, n, task));
+    let call = Call {
+        shared: Arc::clone(&shared),
+        n,
+        task,
+    };
+    let number = post(call.clone());
+    // Parked helpers take parts at once; rayon jobs make up the rest.
+    let helpers = rayon::current_num_threads().min(n) - 1;
+    let parked = PARKED.load(Ordering::SeqCst);
+    for _ in parked.min(helpers)..helpers {
+        let call = call.clone();
+        rayon::spawn(move || help(call, number));
     }
-    take(&shared, n, task);
+    call.take();
     // The remaining parts run on workers: wait for them, spinning briefly
     // (they are short when they matter), then yielding the core.
     let mut spins = 0u32;
@@ -89,6 +219,8 @@ fn parts(n: usize, part: &(dyn Fn(usize) + Sync + '_)) {
             std::thread::yield_now();
         }
     }
+    unpost(number);
+    drop(call);
     let panic = shared
         .panic
         .lock()
@@ -157,6 +289,34 @@ mod tests {
         }));
         assert!(caught.is_err());
         assert_eq!(ran.load(Ordering::Relaxed), 64);
+    }
+
+    #[test]
+    fn parked_helpers_serve_calls_from_many_threads() {
+        // Calls from several threads, with pauses shorter and longer than
+        // PARK between them, so that parked helpers take parts of whichever
+        // call is posted (or leave); every call must still run each of its
+        // parts exactly once.
+        std::thread::scope(|scope| {
+            for t in 0..4u64 {
+                scope.spawn(move || {
+                    for c in 0..100u64 {
+                        let n = 1 + ((t * 31 + c * 7) % 13) as usize;
+                        let hits: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+                        let items: Vec<usize> = (0..n).collect();
+                        each(&items, |&i| {
+                            hits[i].fetch_add(1, Ordering::Relaxed);
+                        });
+                        assert!(
+                            hits.iter().all(|h| h.load(Ordering::Relaxed) == 1),
+                            "thread {t}, call {c}"
+                        );
+                        let pause = (c % 4) * PARK.as_micros() as u64 / 2;
+                        std::thread::sleep(Duration::from_micros(pause));
+                    }
+                });
+            }
+        });
     }
 
     #[test]
