@@ -14,6 +14,7 @@
 //!       reg: [6, 32, 1]
 //!       order: [0, 1, 2]
 //!       pack: [[], [2, 1]]              # per input access: packed layout
+//!       stream: false                   # final results past the caches
 //!     provenance: { ... }               # free-form (the tuner's record)
 //!   - backend: cuda                     # or opencl
 //!     device: "H100"                    # a part of the device's name, or "*"
@@ -99,6 +100,9 @@ pub struct CpuConfig {
     /// Per input access: its packed layout, or [] (see `plan::CpuPlan::pack`).
     #[serde(default)]
     pub pack: Option<Spanned<Vec<Vec<usize>>>>,
+    /// Whether final results are streamed (see `plan::CpuPlan::stream`).
+    #[serde(default)]
+    pub stream: Option<Spanned<bool>>,
 }
 
 /// The list fields of a CPU plan in YAML, in the order of [`CpuConfig::fields`].
@@ -324,6 +328,9 @@ pub fn cpu_entry_yaml(
         .collect();
     let pack: Vec<String> = plan.pack.iter().map(|l| yaml_list(l)).collect();
     cpu.push(format!("pack: [{}]", pack.join(", ")));
+    if plan.stream {
+        cpu.push("stream: true".into());
+    }
     entry_yaml(k, "cpu", device, sizes, ("cpu", cpu), provenance)
 }
 
@@ -530,6 +537,9 @@ fn cpu_plan(
     if let Some(p) = &v.pack {
         plan.pack.clone_from(&p.value);
     }
+    if let Some(st) = &v.stream {
+        plan.stream = st.value;
+    }
     plan.validate(k).map_err(|e| {
         // Point at the offending field where the file sets it.
         match (
@@ -680,6 +690,7 @@ mod tests {
             reg: vec![6, 32, 1],
             order: vec![1, 0, 2],
             pack: vec![vec![2, 0], vec![]],
+            stream: true,
         }
     }
 

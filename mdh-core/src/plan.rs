@@ -19,6 +19,11 @@
 //! read the buffer. A buffer is refilled only when the tile's range of the
 //! dimensions the access uses changes; it is kept across the parts of one
 //! call that the thread runs (`mdh::cpu::PackedTile`).
+//!
+//! Memory region of results: a plan may *stream* its final results, writing
+//! them with non-temporal stores past the caches into the output (no read
+//! of the line first, no eviction of the inputs): for outputs far larger
+//! than the caches and not read again soon.
 
 use crate::spec::{DimKind, IndexFn, Kernel, ScalarType};
 
@@ -55,6 +60,12 @@ pub struct CpuPlan {
     /// one contiguous (a permutation of the dimensions the access uses), or
     /// empty: read the input in place.
     pub pack: Vec<Vec<usize>>,
+    /// Whether final results go to the output with non-temporal stores
+    /// (see the module documentation). Only whole vectors at addresses
+    /// aligned to their size stream (a 64-byte aligned output of a kernel
+    /// whose SIMD dimension is contiguous there); other stores, and results
+    /// that a later PW tile combines with, are written as usual.
+    pub stream: bool,
 }
 
 /// The dimensions an access depends on (a non-zero coefficient in some
@@ -297,6 +308,7 @@ impl CpuPlan {
             reg,
             order,
             pack,
+            stream: false,
         }
     }
 

@@ -162,6 +162,7 @@ mod tests {
                 reg: vec![1],
                 order: vec![0],
                 pack: vec![vec![]],
+                stream: false,
             },
             status: Status::Ok,
             time_s: Some(t),

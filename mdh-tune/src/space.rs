@@ -18,7 +18,8 @@
 //! - loop orders: permutations of the dimensions (any order of PW
 //!   dimensions is legal: partial results are kept per task);
 //! - packing: read in place, or a packed L1 tile with one of the access's
-//!   dimensions innermost (contiguous).
+//!   dimensions innermost (contiguous);
+//! - results: streamed past the caches or not.
 
 use mdh_core::desc::KernelDesc;
 use mdh_core::plan::{
@@ -169,6 +170,7 @@ pub enum Param {
     /// 3.6 million).
     Order(usize),
     Pack(Vec<Vec<usize>>),
+    Stream(Vec<bool>),
 }
 
 impl Param {
@@ -177,6 +179,7 @@ impl Param {
             Param::Cor(_, v) | Param::Reg(_, v) | Param::L1(_, v) | Param::L2(_, v) => v.len(),
             Param::Order(d) => factorial(*d),
             Param::Pack(v) => v.len(),
+            Param::Stream(v) => v.len(),
         }
     }
 }
@@ -268,6 +271,7 @@ impl CpuSpace {
             }
             params.push(Param::Pack(layouts));
         }
+        params.push(Param::Stream(vec![false, true]));
         let outputs = k.output_accesses().len().max(1);
         Ok(CpuSpace {
             params,
@@ -309,6 +313,7 @@ impl Space for CpuSpace {
             reg: (0..d).map(|x| self.reg_of(p, x)).collect(),
             order: (0..d).collect(),
             pack: Vec::new(),
+            stream: false,
         };
         // Parameters come per dimension as cor, reg, l1, l2: L1 before L2.
         for (q, &i) in self.params.iter().zip(p) {
@@ -325,6 +330,7 @@ impl Space for CpuSpace {
                 }
                 Param::Order(d) => plan.order = permutation(i, *d),
                 Param::Pack(v) => plan.pack.push(v[i].clone()),
+                Param::Stream(v) => plan.stream = v[i],
             }
         }
         plan
@@ -345,6 +351,7 @@ impl Space for CpuSpace {
                     .count();
                 a.pack.get(j) == b.pack.get(j)
             }
+            Param::Stream(_) => a.stream == b.stream,
         }
     }
 
@@ -375,7 +382,7 @@ impl Space for CpuSpace {
             Param::L1(x, _) => tile(*x, a.l1[*x], b.l1[*x]),
             Param::L2(x, _) => tile(*x, a.l2[*x], b.l2[*x]),
             Param::Order(_) => a.order.iter().zip(&b.order).filter(|(u, v)| u != v).count() as f64,
-            Param::Pack(_) => 1.0,
+            Param::Pack(_) | Param::Stream(_) => 1.0,
         }
     }
 
@@ -421,8 +428,8 @@ impl Space for CpuSpace {
     /// One step: a COR part count, a register tile or an L1/L2 factor to
     /// the next value up or down (tile sizes ×2 or ÷2 for the factors), a
     /// register tile with its L1 factor moved the other way (the L1 tile
-    /// about kept), two adjacent loops of the order swapped, or one input's
-    /// packing changed.
+    /// about kept), two adjacent loops of the order swapped, one input's
+    /// packing changed, or streaming switched.
     fn neighbours(&self, p: &Point) -> Vec<Point> {
         let moved = |changes: &[(usize, usize)]| {
             let mut q = p.clone();
@@ -439,7 +446,7 @@ impl Space for CpuSpace {
         let mut steps = Vec::new();
         for (s, q) in self.params.iter().enumerate() {
             match q {
-                Param::Cor(..) | Param::L1(..) | Param::L2(..) => {
+                Param::Cor(..) | Param::L1(..) | Param::L2(..) | Param::Stream(_) => {
                     steps.extend(adjacent(s, q.len()).map(|i| moved(&[(s, i)])));
                 }
                 Param::Reg(x, _) => {

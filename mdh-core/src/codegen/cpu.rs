@@ -105,6 +105,7 @@ impl<'k> Gen<'k> {
             Lanes::One => (quote!(write), quote!()),
             Lanes::All => (quote!(write_lanes), quote!()),
             Lanes::First(n) => (quote!(write_part::<ISA, #n>), quote!(, __cnt)),
+            Lanes::Stream(n) => (quote!(write_stream::<ISA, #n>), quote!()),
         };
         let mut w = TokenStream::new();
         for (o, v) in vals.iter().enumerate() {
@@ -996,7 +997,12 @@ impl<'k> Gen<'k> {
                                 quote!(#val.0)
                             })
                             .collect();
-                        self.direct_writes(&vals, if part { Lanes::First(n) } else { Lanes::All })
+                        let lanes = match (part, plan.stream) {
+                            (true, _) => Lanes::First(n),
+                            (false, true) => Lanes::Stream(n),
+                            (false, false) => Lanes::All,
+                        };
+                        self.direct_writes(&vals, lanes)
                     } else if self.direct() {
                         let w = self.direct_writes(&lanes, Lanes::One);
                         quote! { for __l in 0..#stored { let #i_s: usize = #b_s + #v * #n + __l; #w } }
@@ -1165,7 +1171,12 @@ impl<'k> Gen<'k> {
             } else {
                 (
                     quote!(#ptr.read_lanes(__at)),
-                    quote!(#ptr.write_lanes(__at, __new.0)),
+                    if plan.stream {
+                        // Past the caches only where final (`__stream`).
+                        quote!(if __stream { #ptr.write_stream::<ISA, #n>(__at, __new.0) } else { #ptr.write_lanes(__at, __new.0) })
+                    } else {
+                        quote!(#ptr.write_lanes(__at, __new.0))
+                    },
                 )
             };
             quote! {
@@ -1304,6 +1315,9 @@ enum Lanes {
     All,
     /// The first `__cnt` lanes (the lanes of an edge tile that are points).
     First(usize),
+    /// Every lane of an `N`-lane vector, past the caches where aligned
+    /// (the plan's `stream`).
+    Stream(usize),
 }
 
 /// `x ⊕ y` lane-wise for a built-in operator.
@@ -1444,9 +1458,19 @@ impl<'k> Gen<'k> {
             }
         });
         let (pack_setup, pack, pack_park) = self.packing();
+        // Results are final where this L1 tile spans the task's whole PW
+        // range: first and last along every PW dimension.
+        let stream = plan.stream.then(|| {
+            let last = self.reduced.iter().map(|&k| {
+                let hi = format_ident!("__t1e_{}", k);
+                quote!(&& #hi == __r[#k].1)
+            });
+            quote!(let __stream: bool = __first #(#last)*;)
+        });
         let micro = quote! {
             #pack
             let __first: bool = true #(#first)*;
+            #stream
             #reg_loops
         };
         let body = self.tile_loops(plan, 2, self.tile_loops(plan, 1, micro));
@@ -1471,6 +1495,9 @@ impl<'k> Gen<'k> {
                 }
             }
         };
+        // Streamed results reach the caller (through the part counter's
+        // release) only after a fence.
+        let fence = plan.stream.then(|| quote!(::mdh::cpu::stream_fence();));
         quote! {
             #[inline(always)]
             fn #name<const ISA: u8>(__c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool) {
@@ -1482,6 +1509,7 @@ impl<'k> Gen<'k> {
                 #pack_setup
                 #body
                 #pack_park
+                #fence
             }
         }
     }
@@ -1808,6 +1836,31 @@ mod tests {
             linear_slots(&accesses),
             vec![(0, 0), (1, 0), (0, 1), (1, 1), (0, 2)]
         );
+    }
+
+    #[test]
+    fn streaming_plans_write_final_vectors_past_the_caches() {
+        let k = kernel(quote! {
+            kernel matmul {
+                inp(A: f32[I, K], B: f32[K, J]),
+                out(C: f32[I, J]),
+                out_view(C: |i, j, k| (i, j)),
+                md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))),
+                inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
+            }
+        });
+        let mut e = entry(&k, None);
+        let code = cpu_fn(&k, std::slice::from_ref(&e)).to_string();
+        assert!(!code.contains("write_stream"), "{code}");
+        assert!(!code.contains("stream_fence"), "{code}");
+        e.plan.stream = true;
+        let code = cpu_fn(&k, &[e]).to_string();
+        // Streamed only where the L1 tile spans the task's PW range (the
+        // results are final), then fenced before the task returns.
+        assert!(code.contains("write_stream"), "{code}");
+        let last = quote!(let __stream: bool = __first && __t1e_2 == __r[2usize].1;);
+        assert!(code.contains(&last.to_string()), "{code}");
+        assert!(code.contains("stream_fence"), "{code}");
     }
 
     #[test]
