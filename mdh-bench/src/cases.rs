@@ -86,8 +86,33 @@ fn err(e: mdh::Error) -> String {
     format!("mdh: {e}")
 }
 
-fn nan(n: usize) -> Vec<f32> {
-    vec![f32::NAN; n]
+/// An output of `n` NaNs starting at a 64-byte boundary (a cache line, as
+/// oneDNN's own buffers do), so that every implementation writes whole
+/// lines alike and mdh's streamed stores apply.
+fn nan(n: usize) -> Aligned {
+    let buf = vec![f32::NAN; n + 15];
+    let start = buf.as_ptr().align_offset(64).min(15);
+    Aligned { buf, start, len: n }
+}
+
+/// `len` elements of `buf` from `start` (see [`nan`]).
+struct Aligned {
+    buf: Vec<f32>,
+    start: usize,
+    len: usize,
+}
+
+impl std::ops::Deref for Aligned {
+    type Target = [f32];
+    fn deref(&self) -> &[f32] {
+        &self.buf[self.start..self.start + self.len]
+    }
+}
+
+impl std::ops::DerefMut for Aligned {
+    fn deref_mut(&mut self) -> &mut [f32] {
+        &mut self.buf[self.start..self.start + self.len]
+    }
 }
 
 fn out(v: &[f32]) -> Output {

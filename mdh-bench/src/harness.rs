@@ -95,43 +95,71 @@ pub struct Timing {
     pub mismatch: Option<String>,
 }
 
-/// Times every implementation of `case` one after the other (with a pause
-/// between them, so that OpenBLAS's and OpenMP's spinning worker threads of
-/// one implementation do not steal the cores of the next) and then compares
-/// each result with mdh's.
+/// Rounds in which every implementation is timed in turn (see [`measure`]).
+const ROUNDS: usize = 3;
+
+/// Times every implementation of `case` and then compares each result with
+/// mdh's.
+///
+/// The implementations take turns over [`ROUNDS`] rounds, each timed for a
+/// share of its samples per round, and the median is taken over all of its
+/// samples: a slow drift of the machine's speed (other tenants, clock
+/// frequency) then falls on all of them alike instead of on the one that
+/// happened to run during it. Before each turn a pause lets OpenBLAS's and
+/// OpenMP's spinning worker threads of the previous implementation go to
+/// sleep, so that they do not steal the cores of the next.
 pub fn measure(case: &mut Case, plan: Plan, log: &dyn Fn(&str)) -> Result<Vec<Timing>, String> {
+    // Per implementation: runs per sample, samples per round, samples.
+    let mut shapes: Vec<Option<(usize, usize)>> = vec![None; case.impls.len()];
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); case.impls.len()];
+    for _ in 0..ROUNDS {
+        for ((im, shape), times) in case.impls.iter_mut().zip(&mut shapes).zip(&mut times) {
+            std::thread::sleep(Duration::from_millis(200));
+            let mut run = || (im.run)().map_err(|e| format!("{}: {e}", im.name));
+            // Warm-up, first round: at least two runs (the first may build
+            // an OpenCL program), and more while they are quick (first-use
+            // allocation, page faults, thread-pool start-up, caches); the
+            // last one sizes the samples. Later rounds: at least one run
+            // (caches after the pause).
+            let (first, warm) = match shape {
+                None => (true, Duration::from_millis(100)),
+                Some(_) => (false, Duration::from_millis(20)),
+            };
+            let start = Instant::now();
+            if first {
+                run()?;
+            }
+            let mut once = None;
+            while once.is_none() || start.elapsed() < warm {
+                let t = Instant::now();
+                run()?;
+                once = Some(t.elapsed());
+            }
+            // One sample = `inner` back-to-back runs lasting at least
+            // SAMPLE (so that microsecond kernels are not timed one call at
+            // a time).
+            let (inner, per_round) = *shape.get_or_insert_with(|| {
+                let once = once.unwrap_or_default().as_secs_f64().max(1e-9);
+                let inner = ((SAMPLE.as_secs_f64() / once).ceil() as usize).max(1);
+                let reps = ((plan.budget.as_secs_f64() / (once * inner as f64)) as usize)
+                    .clamp(plan.min, plan.max);
+                (inner, reps.div_ceil(ROUNDS))
+            });
+            for _ in 0..per_round {
+                let t = Instant::now();
+                for _ in 0..inner {
+                    run()?;
+                }
+                times.push(t.elapsed() / inner as u32);
+            }
+        }
+    }
     let mut timings = Vec::new();
     let mut outputs = Vec::new();
-    for im in case.impls.iter_mut() {
-        std::thread::sleep(Duration::from_millis(200));
-        // Warm-up: at least two runs (the first may build an OpenCL program),
-        // and more while they are quick (first-use allocation, page faults,
-        // thread-pool start-up, caches).
-        let start = Instant::now();
-        (im.run)().map_err(|e| format!("{}: {e}", im.name))?;
-        let mut once = None;
-        while once.is_none() || start.elapsed() < Duration::from_millis(100) {
-            let t = Instant::now();
-            (im.run)().map_err(|e| format!("{}: {e}", im.name))?;
-            once = Some(t.elapsed());
-        }
-        // One sample = `inner` back-to-back runs lasting at least SAMPLE (so
-        // that microsecond kernels are not timed one call at a time).
-        let once = once.unwrap_or_default().as_secs_f64().max(1e-9);
-        let inner = ((SAMPLE.as_secs_f64() / once).ceil() as usize).max(1);
-        let reps = ((plan.budget.as_secs_f64() / (once * inner as f64)) as usize)
-            .clamp(plan.min, plan.max);
-        let mut times = Vec::with_capacity(reps);
-        for _ in 0..reps {
-            let t = Instant::now();
-            for _ in 0..inner {
-                (im.run)().map_err(|e| format!("{}: {e}", im.name))?;
-            }
-            times.push(t.elapsed() / inner as u32);
-        }
+    for ((im, shape), mut times) in case.impls.iter().zip(shapes).zip(times) {
         times.sort();
         let median = times[times.len() / 2];
-        let reps = reps * inner;
+        let reps = times.len() * shape.map_or(1, |(inner, _)| inner);
         log(&format!(
             "    {:<14} {:>10.3} ms  ({reps} timed runs)",
             im.name,
