@@ -641,10 +641,11 @@ pub fn plans(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn matmul() -> Kernel {
+    /// A matrix product (also for other modules' tests).
+    pub(crate) fn matmul() -> Kernel {
         crate::compile(quote::quote! {
             kernel matmul {
                 inp(A: f32[I, K], B: f32[K, J]),

@@ -253,18 +253,20 @@ fn take(shared: &Shared, n: usize, task: Task) {
 mod tests {
     use super::*;
 
+    /// Whether `each` over `n` items calls `f` once per item.
+    fn each_runs_every_item_once(n: usize) -> bool {
+        let hits: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+        let items: Vec<usize> = (0..n).collect();
+        each(&items, |&i| {
+            hits[i].fetch_add(1, Ordering::Relaxed);
+        });
+        hits.iter().all(|h| h.load(Ordering::Relaxed) == 1)
+    }
+
     #[test]
     fn every_item_runs_once() {
         for n in [0, 1, 2, 3, 17, 1000] {
-            let hits: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
-            let items: Vec<usize> = (0..n).collect();
-            each(&items, |&i| {
-                hits[i].fetch_add(1, Ordering::Relaxed);
-            });
-            assert!(
-                hits.iter().all(|h| h.load(Ordering::Relaxed) == 1),
-                "n = {n}"
-            );
+            assert!(each_runs_every_item_once(n), "n = {n}");
         }
     }
 
@@ -302,15 +304,7 @@ mod tests {
                 scope.spawn(move || {
                     for c in 0..100u64 {
                         let n = 1 + ((t * 31 + c * 7) % 13) as usize;
-                        let hits: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
-                        let items: Vec<usize> = (0..n).collect();
-                        each(&items, |&i| {
-                            hits[i].fetch_add(1, Ordering::Relaxed);
-                        });
-                        assert!(
-                            hits.iter().all(|h| h.load(Ordering::Relaxed) == 1),
-                            "thread {t}, call {c}"
-                        );
+                        assert!(each_runs_every_item_once(n), "thread {t}, call {c}");
                         let pause = (c % 4) * PARK.as_micros() as u64 / 2;
                         std::thread::sleep(Duration::from_micros(pause));
                     }

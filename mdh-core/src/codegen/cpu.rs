@@ -1840,15 +1840,7 @@ mod tests {
 
     #[test]
     fn streaming_plans_write_final_vectors_past_the_caches() {
-        let k = kernel(quote! {
-            kernel matmul {
-                inp(A: f32[I, K], B: f32[K, J]),
-                out(C: f32[I, J]),
-                out_view(C: |i, j, k| (i, j)),
-                md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))),
-                inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
-            }
-        });
+        let k = crate::config::tests::matmul();
         let mut e = entry(&k, None);
         let code = cpu_fn(&k, std::slice::from_ref(&e)).to_string();
         assert!(!code.contains("write_stream"), "{code}");
