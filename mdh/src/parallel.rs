@@ -58,8 +58,23 @@ struct Call {
 }
 
 impl Call {
+    /// Takes parts and runs them until none is left.
     fn take(&self) {
-        take(&self.shared, self.n, self.task);
+        let (shared, n) = (&self.shared, self.n);
+        loop {
+            let i = shared.next.fetch_add(1, Ordering::Relaxed);
+            if i >= n {
+                return;
+            }
+            // SAFETY: `i < n`, so the call of `parts` that made `task` is
+            // still waiting for this part (see there): the pointee is alive.
+            let part = unsafe { &*self.task.0 };
+            if let Err(p) = catch_unwind(AssertUnwindSafe(|| part(i))) {
+                let mut first = shared.panic.lock().unwrap_or_else(PoisonError::into_inner);
+                first.get_or_insert(p);
+            }
+            shared.done.fetch_add(1, Ordering::Release);
+        }
     }
 }
 
@@ -177,11 +192,6 @@ fn parts(n: usize, part: &(dyn Fn(usize) + Sync + '_)) {
         (0..n).for_each(part);
         return;
     }
-    let shared = Arc::new(Shared {
-        next: AtomicUsize::new(0),
-        done: AtomicUsize::new(0),
-        panic: Mutex::new(None),
-    });
     // SAFETY (lifetime erasure): `part` and what it borrows outlive this
     // function's return. Helper jobs and parked helpers (through the posted
     // call) may outlive it, but they
@@ -195,7 +205,11 @@ fn parts(n: usize, part: &(dyn Fn(usize) + Sync + '_)) {
         )
     });
     let call = Call {
-        shared: Arc::clone(&shared),
+        shared: Arc::new(Shared {
+            next: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+            panic: Mutex::new(None),
+        }),
         n,
         task,
     };
@@ -211,7 +225,7 @@ fn parts(n: usize, part: &(dyn Fn(usize) + Sync + '_)) {
     // The remaining parts run on workers: wait for them, spinning briefly
     // (they are short when they matter), then yielding the core.
     let mut spins = 0u32;
-    while shared.done.load(Ordering::Acquire) < n {
+    while call.shared.done.load(Ordering::Acquire) < n {
         if spins < 1 << 12 {
             spins += 1;
             std::hint::spin_loop();
@@ -220,32 +234,14 @@ fn parts(n: usize, part: &(dyn Fn(usize) + Sync + '_)) {
         }
     }
     unpost(number);
-    drop(call);
-    let panic = shared
+    let panic = call
+        .shared
         .panic
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .take();
     if let Some(p) = panic {
         resume_unwind(p);
-    }
-}
-
-/// Takes parts and runs them until none is left.
-fn take(shared: &Shared, n: usize, task: Task) {
-    loop {
-        let i = shared.next.fetch_add(1, Ordering::Relaxed);
-        if i >= n {
-            return;
-        }
-        // SAFETY: `i < n`, so the call of `parts` that made `task` is still
-        // waiting for this part (see there): the pointee is alive.
-        let part = unsafe { &*task.0 };
-        if let Err(p) = catch_unwind(AssertUnwindSafe(|| part(i))) {
-            let mut first = shared.panic.lock().unwrap_or_else(PoisonError::into_inner);
-            first.get_or_insert(p);
-        }
-        shared.done.fetch_add(1, Ordering::Release);
     }
 }
 

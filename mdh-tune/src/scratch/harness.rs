@@ -46,8 +46,8 @@ impl LineAligned {
 }
 
 // SAFETY: forwards to the system allocator with a layout that depends only
-// on the size and alignment asked for, so `dealloc` and `realloc` get the
-// layout the block was allocated with; a larger alignment is always valid.
+// on the size and alignment asked for, so `dealloc` gets the layout the
+// block was allocated with; a larger alignment is always valid.
 unsafe impl std::alloc::GlobalAlloc for LineAligned {
     unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
         unsafe { std::alloc::System.alloc(Self::layout(l)) }
@@ -58,25 +58,8 @@ unsafe impl std::alloc::GlobalAlloc for LineAligned {
     unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
         unsafe { std::alloc::System.dealloc(p, Self::layout(l)) }
     }
-    unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, size: usize) -> *mut u8 {
-        // The new block must have the new size's layout: allocate, copy
-        // and free unless both sizes are on the same side of 4 KiB.
-        let (old, new) = (Self::layout(l), std::alloc::Layout::from_size_align(size, l.align()));
-        let Ok(new) = new.map(Self::layout) else {
-            return std::ptr::null_mut();
-        };
-        if old.align() == new.align() {
-            return unsafe { std::alloc::System.realloc(p, old, size) };
-        }
-        let q = unsafe { std::alloc::System.alloc(new) };
-        if !q.is_null() {
-            unsafe {
-                std::ptr::copy_nonoverlapping(p, q, l.size().min(size));
-                std::alloc::System.dealloc(p, old);
-            }
-        }
-        q
-    }
+    // `realloc`: the default (allocate, copy, free) goes through `alloc`
+    // and `dealloc` above, so the new block gets its own size's layout.
 }
 
 #[global_allocator]
