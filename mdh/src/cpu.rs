@@ -43,6 +43,10 @@ impl<T> SyncPtr<T> {
         SyncPtr(slice.as_mut_ptr())
     }
 
+    pub(crate) fn as_ptr(self) -> *mut T {
+        self.0
+    }
+
     /// Writes element `i`.
     ///
     /// # Safety
@@ -60,54 +64,6 @@ impl<T> SyncPtr<T> {
     #[inline(always)]
     pub unsafe fn write_lanes<const N: usize>(self, i: usize, v: [T; N]) {
         unsafe { (self.0.add(i) as *mut [T; N]).write_unaligned(v) }
-    }
-
-    /// Writes `v` to elements `i..i + N` past the caches (a non-temporal
-    /// store) where `v` is one vector of the instruction set `ISA` at an
-    /// address aligned to its size (AVX-512: 64 bytes, a whole cache line;
-    /// AVX2: 32), else as [`write_lanes`](Self::write_lanes). For results
-    /// that are final and not read again soon: the line is not read in
-    /// first and does not evict cached data. The writing task must end with
-    /// [`stream_fence`] before its results are handed to another thread.
-    ///
-    /// # Safety
-    /// As for `write_lanes`; `ISA` as for `write_part`.
-    #[inline(always)]
-    pub unsafe fn write_stream<const ISA: u8, const N: usize>(self, i: usize, v: [T; N])
-    where
-        T: Copy,
-    {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use core::arch::x86_64::*;
-            let dst = self.0.wrapping_add(i);
-            let bytes = core::mem::size_of::<[T; N]>();
-            if (dst as usize) % bytes == 0 {
-                if ISA == crate::simd::AVX512 && bytes == 64 {
-                    // SAFETY: AVX-512 is enabled (`ISA`); `dst` is 64-byte
-                    // aligned (checked) and `v` is 64 bytes, all inside the
-                    // caller's range.
-                    unsafe {
-                        _mm512_stream_si512(
-                            dst as *mut _,
-                            _mm512_loadu_si512(v.as_ptr() as *const _),
-                        );
-                    }
-                    return;
-                }
-                if ISA >= crate::simd::AVX2 && bytes == 32 {
-                    // SAFETY: as above, for AVX2 and 32 bytes.
-                    unsafe {
-                        _mm256_stream_si256(
-                            dst as *mut _,
-                            _mm256_loadu_si256(v.as_ptr() as *const _),
-                        );
-                    }
-                    return;
-                }
-            }
-        }
-        unsafe { self.write_lanes(i, v) }
     }
 
     /// Writes the first `cnt` lanes of `v` to elements `i..i + cnt`: on
@@ -193,18 +149,6 @@ impl<T> SyncPtr<T> {
         T: Copy,
     {
         unsafe { self.0.add(i).read() }
-    }
-}
-
-/// Orders the non-temporal stores of [`SyncPtr::write_stream`] before the
-/// stores that follow (as the release that hands a task's results to the
-/// caller): they are weakly ordered otherwise.
-#[inline(always)]
-pub fn stream_fence() {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `sfence` is SSE, part of every x86-64.
-    unsafe {
-        core::arch::x86_64::_mm_sfence()
     }
 }
 
@@ -741,78 +685,6 @@ mod tests {
 
     std::thread_local! {
         static SLOT: PackSlot<f32, 2> = const { core::cell::Cell::new(None) };
-    }
-
-    #[test]
-    fn streamed_writes_land_at_every_alignment() {
-        use crate::simd::{AVX2, AVX512, BASELINE};
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx512f")]
-        unsafe fn wide(p: SyncPtr<f32>, at: usize, v: [f32; 16], w: [f32; 8]) {
-            // SAFETY: as in the caller.
-            unsafe {
-                p.write_stream::<AVX512, 16>(at, v);
-                p.write_stream::<AVX512, 8>(at + 16, w);
-            }
-        }
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx2")]
-        unsafe fn narrow(p: SyncPtr<f32>, at: usize, v: [f32; 16], w: [f32; 8]) {
-            // SAFETY: as in the caller.
-            unsafe {
-                p.write_stream::<AVX2, 16>(at, v);
-                p.write_stream::<AVX2, 8>(at + 16, w);
-            }
-        }
-        let v: [f32; 16] = std::array::from_fn(|l| l as f32 + 1.0);
-        let w: [f32; 8] = std::array::from_fn(|l| l as f32 + 17.0);
-        let mut buf = vec![0f32; 64];
-        let aligned = buf.as_ptr().align_offset(64);
-        // Aligned (streamed where the ISA has the width) and every skew.
-        for skew in 0..16 {
-            for isa in [BASELINE, AVX2, AVX512] {
-                #[cfg(target_arch = "x86_64")]
-                let run = match isa {
-                    AVX512 => std::is_x86_feature_detected!("avx512f"),
-                    AVX2 => std::is_x86_feature_detected!("avx2"),
-                    _ => true,
-                };
-                #[cfg(not(target_arch = "x86_64"))]
-                let run = isa == BASELINE;
-                if !run {
-                    continue;
-                }
-                buf.fill(0.0);
-                let at = aligned + skew;
-                let p = SyncPtr::new(&mut buf);
-                // SAFETY: elements at .. at + 24 <= 15 + 15 + 24 are inside
-                // the buffer, written by this thread only; the ISA is there.
-                unsafe {
-                    match isa {
-                        #[cfg(target_arch = "x86_64")]
-                        AVX512 => wide(p, at, v, w),
-                        #[cfg(target_arch = "x86_64")]
-                        AVX2 => narrow(p, at, v, w),
-                        _ => {
-                            p.write_stream::<BASELINE, 16>(at, v);
-                            p.write_stream::<BASELINE, 8>(at + 16, w);
-                        }
-                    }
-                }
-                stream_fence();
-                let want = |i: usize| {
-                    if (at..at + 24).contains(&i) {
-                        (i - at) as f32 + 1.0
-                    } else {
-                        0.0
-                    }
-                };
-                assert!(
-                    (0..64).all(|i| buf[i] == want(i)),
-                    "skew {skew}, ISA {isa}: {buf:?}"
-                );
-            }
-        }
     }
 
     #[test]

@@ -38,6 +38,7 @@ pub mod cpu;
 pub mod gpu;
 mod parallel;
 pub mod simd;
+mod stream;
 
 /// OpenCL devices and buffers (the `opencl` feature): what generated
 /// `NAME::opencl::{run, launch}` take.
@@ -106,6 +107,7 @@ pub mod __rt {
     pub use crate::cpu::{cpu_name, execute, isa, nearest_plan, IntDiv, Isa, Region, SyncPtr};
     pub use crate::gpu;
     pub use crate::simd::V;
+    pub use crate::stream::StreamWriter;
     pub use mdh_core::desc::{AccessDesc, AffineDesc, Bound, BufDesc, KernelDesc, SizeOp};
     pub use mdh_core::gpu_plan::GpuPlan;
     pub use mdh_core::spec::DimKind;

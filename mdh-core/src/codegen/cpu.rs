@@ -105,15 +105,19 @@ impl<'k> Gen<'k> {
             Lanes::One => (quote!(write), quote!()),
             Lanes::All => (quote!(write_lanes), quote!()),
             Lanes::First(n) => (quote!(write_part::<ISA, #n>), quote!(, __cnt)),
-            Lanes::Stream(n) => (quote!(write_stream::<ISA, #n>), quote!()),
+            Lanes::Stream(n) => (quote!(write::<ISA, #n>), quote!()),
         };
         let mut w = TokenStream::new();
         for (o, v) in vals.iter().enumerate() {
             let (ptr, off) = self.out_at(o);
+            let to = match lanes {
+                Lanes::Stream(_) => stream_writer(o),
+                _ => ptr,
+            };
             // SAFETY: `bind` checked bounds and disjointness of accesses; the
             // output view is injective over the kept dimensions (checked at
             // compile time) and each point belongs to one task.
-            w.extend(quote! { unsafe { #ptr.#write(#off, #v #cnt) }; });
+            w.extend(quote! { unsafe { #to.#write(#off, #v #cnt) }; });
         }
         w
     }
@@ -1173,7 +1177,8 @@ impl<'k> Gen<'k> {
                     quote!(#ptr.read_lanes(__at)),
                     if plan.stream {
                         // Past the caches only where final (`__stream`).
-                        quote!(if __stream { #ptr.write_stream::<ISA, #n>(__at, __new.0) } else { #ptr.write_lanes(__at, __new.0) })
+                        let sw = stream_writer(0);
+                        quote!(if __stream { #sw.write::<ISA, #n>(__at, __new.0) } else { #ptr.write_lanes(__at, __new.0) })
                     } else {
                         quote!(#ptr.write_lanes(__at, __new.0))
                     },
@@ -1307,6 +1312,12 @@ impl<'k> Gen<'k> {
 }
 
 /// How many lanes of a vector a store writes.
+/// The name of the task's [`StreamWriter`](mdh::__rt::StreamWriter) of
+/// output access `o` (a streaming plan's).
+fn stream_writer(o: usize) -> Ident {
+    format_ident!("__sw{}", o)
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Lanes {
     /// A single value.
@@ -1315,7 +1326,7 @@ enum Lanes {
     All,
     /// The first `__cnt` lanes (the lanes of an edge tile that are points).
     First(usize),
-    /// Every lane of an `N`-lane vector, past the caches where aligned
+    /// Every lane of an `N`-lane vector, through the task's stream writer
     /// (the plan's `stream`).
     Stream(usize),
 }
@@ -1495,9 +1506,19 @@ impl<'k> Gen<'k> {
                 }
             }
         };
-        // Streamed results reach the caller (through the part counter's
-        // release) only after a fence.
-        let fence = plan.stream.then(|| quote!(::mdh::cpu::stream_fence();));
+        // One writer per output access for streamed results; dropped at the
+        // end of the task, it writes what it holds and fences, before the
+        // part counter's release hands the results to the caller.
+        let writers = if plan.stream {
+            (0..self.n_out())
+                .map(|o| {
+                    let (w, (ptr, _)) = (stream_writer(o), self.out_at(o));
+                    quote!(#[allow(unused_mut)] let mut #w = ::mdh::__rt::StreamWriter::new(#ptr);)
+                })
+                .collect()
+        } else {
+            TokenStream::new()
+        };
         quote! {
             #[inline(always)]
             fn #name<const ISA: u8>(__c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool) {
@@ -1507,9 +1528,9 @@ impl<'k> Gen<'k> {
                 #(#ps)*
                 #partials
                 #pack_setup
+                #writers
                 #body
                 #pack_park
-                #fence
             }
         }
     }
@@ -1843,16 +1864,19 @@ mod tests {
         let k = crate::config::tests::matmul();
         let mut e = entry(&k, None);
         let code = cpu_fn(&k, std::slice::from_ref(&e)).to_string();
-        assert!(!code.contains("write_stream"), "{code}");
-        assert!(!code.contains("stream_fence"), "{code}");
+        assert!(!code.contains("StreamWriter"), "{code}");
+        assert!(!code.contains("__sw0"), "{code}");
         e.plan.stream = true;
         let code = cpu_fn(&k, &[e]).to_string();
         // Streamed only where the L1 tile spans the task's PW range (the
-        // results are final), then fenced before the task returns.
-        assert!(code.contains("write_stream"), "{code}");
+        // results are final), through a writer that lives for the task
+        // (its drop writes what it holds and fences).
+        let writer = quote!(let mut __sw0 = ::mdh::__rt::StreamWriter::new(__out0););
+        assert!(code.contains(&writer.to_string()), "{code}");
         let last = quote!(let __stream: bool = __first && __t1e_2 == __r[2usize].1;);
         assert!(code.contains(&last.to_string()), "{code}");
-        assert!(code.contains("stream_fence"), "{code}");
+        let write = quote!(if __stream { __sw0.write::<ISA, 16usize>(__at, __new.0) });
+        assert!(code.contains(&write.to_string()), "{code}");
     }
 
     #[test]
