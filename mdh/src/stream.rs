@@ -97,8 +97,10 @@ impl<T: Copy> StreamWriter<T> {
     /// it is aligned to its 32 bytes; everything else is a plain store.
     ///
     /// # Safety
-    /// As for [`SyncPtr::write_lanes`]; `ISA` is the instruction set of the
-    /// `#[target_feature]` function this is inlined into.
+    /// As for [`SyncPtr::write_lanes`]; no element is written twice through
+    /// one writer (final results: a line's parts never overlap); `ISA` is
+    /// the instruction set of the `#[target_feature]` function this is
+    /// inlined into.
     #[inline(always)]
     pub unsafe fn write<const ISA: u8, const N: usize>(&mut self, i: usize, v: [T; N]) {
         let bytes = core::mem::size_of::<[T; N]>();
@@ -180,33 +182,31 @@ impl<T: Copy> StreamWriter<T> {
     /// its slot held before, if another).
     ///
     /// # Safety
-    /// AVX-512 is enabled; the lanes are the caller's elements, newer than
-    /// any part of the line held.
+    /// AVX-512 is enabled; the lanes are the caller's elements, none of
+    /// them held already.
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     unsafe fn merge(&mut self, at: usize, r: core::arch::x86_64::__m512i, lanes: u16) {
         use core::arch::x86_64::*;
         let k = slot_of(at);
-        let line = self.lines[k].0.as_mut_ptr() as *mut __m512i;
-        // SAFETY (of the block): `lines` are 64-byte aligned (`Line`); the
-        // line at `at` is 64-byte aligned and, once whole, all its lanes
-        // are the caller's elements; a line given up holds the caller's
-        // elements too.
+        // SAFETY (of the block): AVX-512 is enabled; the line at `at` is
+        // 64-byte aligned and, once whole, all its lanes are the caller's
+        // elements; a line given up holds the caller's elements too.
         unsafe {
             if self.at[k] == at && self.held[k] != 0 {
-                let merged = _mm512_mask_blend_epi32(lanes, _mm512_load_si512(line as *const _), r);
+                let merged = _mm512_mask_blend_epi32(lanes, self.lines[k].get(), r);
                 let held = self.held[k] | lanes;
                 if held == 0xffff {
                     _mm512_stream_si512(at as *mut _, merged);
                     self.held[k] = 0;
                 } else {
-                    _mm512_store_si512(line, merged);
+                    self.lines[k].set(merged);
                     self.held[k] = held;
                 }
                 return;
             }
             self.give_up(k);
-            _mm512_store_si512(line, r);
+            self.lines[k].set(r);
             (self.at[k], self.held[k]) = (at, lanes);
         }
     }
@@ -243,10 +243,7 @@ unsafe fn write_held(line: &Line, at: *mut u32, held: u16) {
     use core::arch::x86_64::*;
     // SAFETY: `line` is 64-byte aligned (`Line`); masked-off lanes are not
     // written and cannot fault; the others are the caller's elements.
-    unsafe {
-        let x = _mm512_load_si512(line.0.as_ptr() as *const _);
-        _mm512_mask_storeu_epi32(at as *mut i32, held, x);
-    }
+    unsafe { _mm512_mask_storeu_epi32(at as *mut i32, held, line.get()) }
 }
 
 impl<T> Drop for StreamWriter<T> {
