@@ -281,7 +281,11 @@ mod tests {
 
     /// Writes `vs[j]` at element `at[j]`, in order, through one writer.
     #[inline(always)]
-    unsafe fn write_all<const ISA: u8, T: Copy, const N: usize>(p: SyncPtr<T>, at: &[usize], vs: &[[T; N]]) {
+    unsafe fn write_all<const ISA: u8, T: Copy, const N: usize>(
+        p: SyncPtr<T>,
+        at: &[usize],
+        vs: &[[T; N]],
+    ) {
         let mut w = StreamWriter::new(p);
         for (&i, &v) in at.iter().zip(vs) {
             // SAFETY: the caller's.

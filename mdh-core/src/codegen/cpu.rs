@@ -1875,7 +1875,9 @@ mod tests {
         assert!(code.contains(&writer.to_string()), "{code}");
         let last = quote!(let __stream: bool = __first && __t1e_2 == __r[2usize].1;);
         assert!(code.contains(&last.to_string()), "{code}");
-        let write = quote!(if __stream { __sw0.write::<ISA, 16usize>(__at, __new.0) });
+        let write = quote!(if __stream {
+            __sw0.write::<ISA, 16usize>(__at, __new.0)
+        });
         assert!(code.contains(&write.to_string()), "{code}");
     }
 
