@@ -1311,13 +1311,13 @@ impl<'k> Gen<'k> {
     }
 }
 
-/// How many lanes of a vector a store writes.
 /// The name of the task's [`StreamWriter`](mdh::__rt::StreamWriter) of
 /// output access `o` (a streaming plan's).
 fn stream_writer(o: usize) -> Ident {
     format_ident!("__sw{}", o)
 }
 
+/// How many lanes of a vector a store writes.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Lanes {
     /// A single value.
