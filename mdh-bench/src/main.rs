@@ -4,7 +4,7 @@
 //! one), side by side in one process.
 //!
 //! ```text
-//! cargo run --release -p mdh-bench -- [--quick] [--csv FILE] [--png FILE] [--case SUBSTRING]
+//! cargo run --release -p mdh-bench -- [--quick] [--csv FILE] [--png FILE] [--case SUBSTRING[,SUBSTRING...]]
 //! ```
 //!
 //! For each case every implementation is warmed up and then timed; the
@@ -44,7 +44,7 @@ struct Args {
     case: Option<String>,
 }
 
-const USAGE: &str = "usage: mdh-bench [--quick] [--csv FILE] [--png FILE] [--case SUBSTRING]";
+const USAGE: &str = "usage: mdh-bench [--quick] [--csv FILE] [--png FILE] [--case SUBSTRING[,SUBSTRING...]]";
 
 fn parse_args() -> Result<Args, String> {
     // Default: <workspace>/target/mdh-bench/.
@@ -137,7 +137,10 @@ fn main() -> ExitCode {
     let selected: Vec<_> = cases::CASES
         .iter()
         .filter(|(name, _)| {
-            args.case.as_deref().is_none() || args.case.as_deref().is_some_and(|c| name.contains(c))
+            // Cases whose name contains any of the comma-separated parts.
+            args.case
+                .as_deref()
+                .is_none_or(|c| c.split(',').any(|part| name.contains(part)))
         })
         .collect();
     if selected.is_empty() {
