@@ -44,7 +44,8 @@ struct Args {
     case: Option<String>,
 }
 
-const USAGE: &str = "usage: mdh-bench [--quick] [--csv FILE] [--png FILE] [--case SUBSTRING[,SUBSTRING...]]";
+const USAGE: &str =
+    "usage: mdh-bench [--quick] [--csv FILE] [--png FILE] [--case SUBSTRING[,SUBSTRING...]]";
 
 fn parse_args() -> Result<Args, String> {
     // Default: <workspace>/target/mdh-bench/.
