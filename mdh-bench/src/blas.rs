@@ -167,7 +167,7 @@ pub fn fix_core() -> Option<String> {
             .args(std::env::args_os().skip(1))
             .env("OPENBLAS_CORETYPE", core)
             .exec();
-        return Some(format!("{note} failed: {e}"));
+        Some(format!("{note} failed: {e}"))
     }
     #[cfg(not(unix))]
     Some(note)

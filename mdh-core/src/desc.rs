@@ -66,6 +66,10 @@ pub struct Bound {
     pub out_linear: Vec<Vec<Linear>>,
 }
 
+/// Per buffer of one direction (inputs or outputs): its shape, and its
+/// accesses flattened (the halves of a [`Bound`]).
+type BoundBufs = (Vec<Vec<usize>>, Vec<Vec<Linear>>);
+
 /// An access flattened to a row-major linear offset.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Linear {
@@ -229,10 +233,8 @@ impl KernelDesc {
             .iter()
             .try_fold(1usize, |a, &e| a.checked_mul(e))
             .ok_or_else(|| self.overflow("the number of points of the index space".into()))?;
-        let empty = extents.iter().any(|&e| e == 0);
-        let bind_bufs = |bufs: &[BufDesc],
-                         lens: &[usize]|
-         -> Result<(Vec<Vec<usize>>, Vec<Vec<Linear>>), Error> {
+        let empty = extents.contains(&0);
+        let bind_bufs = |bufs: &[BufDesc], lens: &[usize]| -> Result<BoundBufs, Error> {
             if bufs.len() != lens.len() {
                 return Err(Error::Argument(format!(
                     "kernel `{}`: expected {} buffers, got {}",

@@ -43,7 +43,7 @@ impl<T> SyncPtr<T> {
         SyncPtr(slice.as_mut_ptr())
     }
 
-    pub(crate) fn as_ptr(self) -> *mut T {
+    pub(crate) fn as_ptr(&self) -> *mut T {
         self.0
     }
 

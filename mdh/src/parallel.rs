@@ -149,7 +149,7 @@ fn park(mut seen: usize) {
         spins = spins.wrapping_add(1);
         // The clock and rayon's queues every 64 spins (each spin hint is
         // some tens of nanoseconds).
-        if spins % 64 == 0 {
+        if spins.is_multiple_of(64) {
             let other_work = matches!(rayon::yield_now(), Some(rayon::Yield::Executed));
             if other_work || since.elapsed() >= PARK {
                 break;

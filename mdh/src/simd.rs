@@ -131,7 +131,7 @@ pub(crate) fn chunk_masks<T, const N: usize>(
 ) -> Option<impl Iterator<Item = (usize, u64)>> {
     let bytes = core::mem::size_of::<T>();
     let w = 64 / Ord::max(bytes, 1);
-    ((bytes == 4 || bytes == 8) && N % w == 0).then(|| {
+    ((bytes == 4 || bytes == 8) && N.is_multiple_of(w)).then(|| {
         (0..N / w).map(move |c| {
             // k <= w <= 16 lanes: the shift cannot overflow.
             let k = Ord::min(cnt.saturating_sub(c * w), w);
@@ -245,8 +245,8 @@ impl<T: Lane, const N: usize> V<T, N> {
     #[inline(always)]
     fn map(self, f: impl Fn(T) -> T) -> Self {
         let mut r = self.0;
-        for l in 0..N {
-            r[l] = f(r[l]);
+        for x in &mut r {
+            *x = f(*x);
         }
         V(r)
     }
@@ -254,8 +254,8 @@ impl<T: Lane, const N: usize> V<T, N> {
     #[inline(always)]
     fn zip(self, o: Self, f: impl Fn(T, T) -> T) -> Self {
         let mut r = self.0;
-        for l in 0..N {
-            r[l] = f(r[l], o.0[l]);
+        for (x, y) in r.iter_mut().zip(o.0) {
+            *x = f(*x, y);
         }
         V(r)
     }
@@ -263,8 +263,8 @@ impl<T: Lane, const N: usize> V<T, N> {
     #[inline(always)]
     fn compare(self, o: Self, f: impl Fn(T, T) -> bool) -> V<bool, N> {
         let mut r = [false; N];
-        for l in 0..N {
-            r[l] = f(self.0[l], o.0[l]);
+        for ((x, a), b) in r.iter_mut().zip(self.0).zip(o.0) {
+            *x = f(a, b);
         }
         V(r)
     }
@@ -310,9 +310,9 @@ impl<T: Lane, const N: usize> V<T, N> {
     #[inline(always)]
     pub fn select(mask: V<bool, N>, a: Self, b: Self) -> Self {
         let mut r = b.0;
-        for l in 0..N {
-            if mask.0[l] {
-                r[l] = a.0[l];
+        for ((x, m), a) in r.iter_mut().zip(mask.0).zip(a.0) {
+            if m {
+                *x = a;
             }
         }
         V(r)

@@ -713,7 +713,7 @@ impl<'k> Gen<'k> {
             .max()
             .unwrap_or(4);
         let lanes = (crate::plan::VECTOR_BYTES / bytes).max(1);
-        let fits = |d: usize| plan.reg[d] >= lanes && plan.reg[d] % lanes == 0;
+        let fits = |d: usize| plan.reg[d] >= lanes && plan.reg[d].is_multiple_of(lanes);
         if let Some(&kr) = self.reduced.last() {
             if fits(kr) {
                 return Some(Simd {
