@@ -267,25 +267,64 @@ pub enum Isa {
     Baseline,
 }
 
-/// The best instruction set of this CPU (detected once).
+/// The instruction set kernels run with: the best one of this CPU
+/// (detected once), capped by the environment variable `MDH_ISA`
+/// (`avx2` or `baseline`: runs the other code paths on a bigger machine,
+/// e.g. to test them; it never enables what the CPU lacks).
 pub fn isa() -> Isa {
     static ISA: std::sync::OnceLock<Isa> = std::sync::OnceLock::new();
     *ISA.get_or_init(|| {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f")
-                && std::arch::is_x86_feature_detected!("avx512vl")
-                && std::arch::is_x86_feature_detected!("fma")
-            {
-                return Isa::Avx512;
-            }
-            if std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("fma")
-            {
-                return Isa::Avx2;
+        let cap = std::env::var("MDH_ISA").ok();
+        match capped(detected(), cap.as_deref()) {
+            Ok(isa) => isa,
+            Err(e) => {
+                eprintln!("mdh: {e}; ignored");
+                detected()
             }
         }
-        Isa::Baseline
+    })
+}
+
+/// The best instruction set of this CPU.
+fn detected() -> Isa {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+            && std::arch::is_x86_feature_detected!("fma")
+        {
+            return Isa::Avx512;
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            return Isa::Avx2;
+        }
+    }
+    Isa::Baseline
+}
+
+/// `detected`, capped by the value of `MDH_ISA` (if set).
+fn capped(detected: Isa, cap: Option<&str>) -> Result<Isa, String> {
+    let rank = |isa: Isa| match isa {
+        Isa::Baseline => 0,
+        Isa::Avx2 => 1,
+        Isa::Avx512 => 2,
+    };
+    let cap = match cap.map(str::to_ascii_lowercase).as_deref() {
+        None | Some("") => return Ok(detected),
+        Some("avx512") => Isa::Avx512,
+        Some("avx2") => Isa::Avx2,
+        Some("baseline") => Isa::Baseline,
+        Some(other) => {
+            return Err(format!(
+                "MDH_ISA={other:?} is not one of avx512, avx2, baseline"
+            ))
+        }
+    };
+    Ok(if rank(cap) < rank(detected) {
+        cap
+    } else {
+        detected
     })
 }
 
@@ -685,6 +724,19 @@ mod tests {
 
     std::thread_local! {
         static SLOT: PackSlot<f32, 2> = const { core::cell::Cell::new(None) };
+    }
+
+    #[test]
+    fn mdh_isa_caps_the_instruction_set_and_never_raises_it() {
+        use Isa::*;
+        assert_eq!(capped(Avx512, None), Ok(Avx512));
+        assert_eq!(capped(Avx512, Some("")), Ok(Avx512));
+        assert_eq!(capped(Avx512, Some("AVX2")), Ok(Avx2));
+        assert_eq!(capped(Avx512, Some("baseline")), Ok(Baseline));
+        assert_eq!(capped(Avx2, Some("avx512")), Ok(Avx2));
+        assert_eq!(capped(Baseline, Some("avx2")), Ok(Baseline));
+        let e = capped(Avx512, Some("sse9")).unwrap_err();
+        assert!(e.contains("MDH_ISA=\"sse9\"") && e.contains("avx2"), "{e}");
     }
 
     #[test]

@@ -51,6 +51,12 @@ pub struct StreamWriter<T> {
     last_at: usize,
     last_held: u16,
     last: Line,
+    /// The instruction set `last` was assembled with (to complete it when
+    /// the writer is dropped).
+    last_isa: u8,
+    /// Lines streamed (what the tests check the assembly by).
+    #[cfg(test)]
+    streamed: usize,
 }
 
 /// One cache line of results, aligned like one.
@@ -58,26 +64,175 @@ pub struct StreamWriter<T> {
 #[repr(C, align(64))]
 struct Line([u32; 16]);
 
+/// The vector operations a [`StreamWriter`] assembles lines with, for one
+/// vector width. A line is held in a `Reg` (one 64-byte register, or two
+/// 32-byte halves); a vector of results is rotated into a *line image*: a
+/// `Reg` whose lane `j` holds the result that belongs at lane `j` of
+/// whichever of the two lines the vector straddles it lands in.
 #[cfg(target_arch = "x86_64")]
-impl Line {
+trait LineOps {
+    type Reg: Copy;
+    /// The instruction set (`crate::simd`'s constants).
+    const ISA: u8;
+    /// The vector's 4-byte lanes as a mask of line lanes.
+    const LANES: u32;
+    /// The line image of the vector at `v` whose first lane goes to lane `s`
+    /// of its first line.
+    ///
     /// # Safety
-    /// AVX-512 is enabled.
+    /// The instruction set is enabled; `v` points to the vector.
+    unsafe fn image(v: *const u8, s: u32) -> Self::Reg;
+    /// # Safety
+    /// The instruction set is enabled.
+    unsafe fn get(line: &Line) -> Self::Reg;
+    /// # Safety
+    /// The instruction set is enabled.
+    unsafe fn set(line: &mut Line, x: Self::Reg);
+    /// Lanes `mask` of `b`, the others of `a`.
+    ///
+    /// # Safety
+    /// The instruction set is enabled.
+    unsafe fn blend(a: Self::Reg, b: Self::Reg, mask: u16) -> Self::Reg;
+    /// Streams `x` to the 64-byte aligned line at `at`.
+    ///
+    /// # Safety
+    /// The instruction set is enabled; the line is the caller's elements.
+    unsafe fn stream(at: *mut u8, x: Self::Reg);
+}
+
+/// Lines of 64-byte AVX-512 vectors: one register each.
+#[cfg(target_arch = "x86_64")]
+struct Avx512Lines;
+
+// SAFETY (of every method): AVX-512 is enabled (the trait's contract);
+// `Line` is 64 bytes, 64-byte aligned.
+#[cfg(target_arch = "x86_64")]
+impl LineOps for Avx512Lines {
+    type Reg = core::arch::x86_64::__m512i;
+    const ISA: u8 = crate::simd::AVX512;
+    const LANES: u32 = 0xffff;
+
     #[inline(always)]
-    unsafe fn get(&self) -> core::arch::x86_64::__m512i {
-        // SAFETY: AVX-512 is enabled; `Line` is 64 bytes, 64-byte aligned.
-        unsafe { core::arch::x86_64::_mm512_load_si512(self.0.as_ptr() as *const _) }
+    unsafe fn image(v: *const u8, s: u32) -> Self::Reg {
+        use core::arch::x86_64::*;
+        // Lane `l` of the vector goes to lane `(l + s) % 16`.
+        unsafe {
+            let from = _mm512_and_si512(
+                _mm512_sub_epi32(
+                    _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                    _mm512_set1_epi32(s as i32),
+                ),
+                _mm512_set1_epi32(15),
+            );
+            _mm512_permutexvar_epi32(from, _mm512_loadu_si512(v as *const _))
+        }
     }
 
-    /// # Safety
-    /// AVX-512 is enabled.
     #[inline(always)]
-    unsafe fn set(&mut self, x: core::arch::x86_64::__m512i) {
-        // SAFETY: as in `get`.
-        unsafe { core::arch::x86_64::_mm512_store_si512(self.0.as_mut_ptr() as *mut _, x) }
+    unsafe fn get(line: &Line) -> Self::Reg {
+        unsafe { core::arch::x86_64::_mm512_load_si512(line.0.as_ptr() as *const _) }
+    }
+
+    #[inline(always)]
+    unsafe fn set(line: &mut Line, x: Self::Reg) {
+        unsafe { core::arch::x86_64::_mm512_store_si512(line.0.as_mut_ptr() as *mut _, x) }
+    }
+
+    #[inline(always)]
+    unsafe fn blend(a: Self::Reg, b: Self::Reg, mask: u16) -> Self::Reg {
+        unsafe { core::arch::x86_64::_mm512_mask_blend_epi32(mask, a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn stream(at: *mut u8, x: Self::Reg) {
+        unsafe { core::arch::x86_64::_mm512_stream_si512(at as *mut _, x) }
     }
 }
 
-impl<T: Copy> StreamWriter<T> {
+/// Lines of 32-byte AVX2 vectors: two halves each, streamed back to back
+/// (which fills the line's write-combining buffer at once, as one 64-byte
+/// store would).
+#[cfg(target_arch = "x86_64")]
+struct Avx2Lines;
+
+// SAFETY (of every method): AVX2 is enabled (the trait's contract); `Line`
+// is 64 bytes, 64-byte aligned, so both halves are 32-byte aligned.
+#[cfg(target_arch = "x86_64")]
+impl LineOps for Avx2Lines {
+    type Reg = [core::arch::x86_64::__m256i; 2];
+    const ISA: u8 = crate::simd::AVX2;
+    const LANES: u32 = 0xff;
+
+    #[inline(always)]
+    unsafe fn image(v: *const u8, s: u32) -> Self::Reg {
+        use core::arch::x86_64::*;
+        // Lane `l` of the vector goes to lane `(l + s) % 8` of a half: the
+        // same rotation serves the half the vector begins in and the next.
+        unsafe {
+            let from = _mm256_and_si256(
+                _mm256_sub_epi32(
+                    _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                    _mm256_set1_epi32(s as i32),
+                ),
+                _mm256_set1_epi32(7),
+            );
+            let r = _mm256_permutevar8x32_epi32(_mm256_loadu_si256(v as *const _), from);
+            [r, r]
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn get(line: &Line) -> Self::Reg {
+        use core::arch::x86_64::*;
+        let p = line.0.as_ptr() as *const __m256i;
+        unsafe { [_mm256_load_si256(p), _mm256_load_si256(p.add(1))] }
+    }
+
+    #[inline(always)]
+    unsafe fn set(line: &mut Line, x: Self::Reg) {
+        use core::arch::x86_64::*;
+        let p = line.0.as_mut_ptr() as *mut __m256i;
+        unsafe {
+            _mm256_store_si256(p, x[0]);
+            _mm256_store_si256(p.add(1), x[1]);
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn blend(a: Self::Reg, b: Self::Reg, mask: u16) -> Self::Reg {
+        use core::arch::x86_64::*;
+        unsafe {
+            let m = _mm256_set1_epi32(mask as i32);
+            let pick = |bits: __m256i| _mm256_cmpeq_epi32(_mm256_and_si256(m, bits), bits);
+            let lo = pick(_mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128));
+            let hi = pick(_mm256_setr_epi32(
+                1 << 8,
+                1 << 9,
+                1 << 10,
+                1 << 11,
+                1 << 12,
+                1 << 13,
+                1 << 14,
+                1 << 15,
+            ));
+            [
+                _mm256_blendv_epi8(a[0], b[0], lo),
+                _mm256_blendv_epi8(a[1], b[1], hi),
+            ]
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn stream(at: *mut u8, x: Self::Reg) {
+        use core::arch::x86_64::*;
+        unsafe {
+            _mm256_stream_si256(at as *mut _, x[0]);
+            _mm256_stream_si256(at.add(32) as *mut _, x[1]);
+        }
+    }
+}
+
+impl<T> StreamWriter<T> {
     #[inline(always)]
     pub fn new(ptr: SyncPtr<T>) -> Self {
         StreamWriter {
@@ -88,13 +243,16 @@ impl<T: Copy> StreamWriter<T> {
             last_at: 0,
             last_held: 0,
             last: Line([0; 16]),
+            last_isa: crate::simd::BASELINE,
+            #[cfg(test)]
+            streamed: 0,
         }
     }
 
-    /// Writes `v` to elements `i..i + N`. With AVX-512 and a 64-byte vector
-    /// of 4- or 8-byte lanes, whole lines go past the caches at any
-    /// alignment (module documentation); an AVX2 vector goes past them where
-    /// it is aligned to its 32 bytes; everything else is a plain store.
+    /// Writes `v` to elements `i..i + N`. A 64-byte vector (with AVX-512 or
+    /// AVX2) or a 32-byte one (with AVX2) goes past the caches in whole
+    /// lines at any 4-byte alignment (module documentation); everything
+    /// else is a plain store.
     ///
     /// # Safety
     /// As for [`SyncPtr::write_lanes`]; no element is written twice through
@@ -102,79 +260,123 @@ impl<T: Copy> StreamWriter<T> {
     /// the instruction set of the `#[target_feature]` function this is
     /// inlined into.
     #[inline(always)]
-    pub unsafe fn write<const ISA: u8, const N: usize>(&mut self, i: usize, v: [T; N]) {
-        let bytes = core::mem::size_of::<[T; N]>();
+    pub unsafe fn write<const ISA: u8, const N: usize>(&mut self, i: usize, v: [T; N])
+    where
+        T: Copy,
+    {
         #[cfg(target_arch = "x86_64")]
         {
-            use core::arch::x86_64::*;
+            let bytes = core::mem::size_of::<[T; N]>();
             let dst = self.ptr.as_ptr().wrapping_add(i) as usize;
+            let v = v.as_ptr() as *const u8;
+            // SAFETY (of both): the instruction set is enabled (`ISA`);
+            // `v` is a vector of that width; its lanes are the caller's
+            // elements from `dst`.
             if ISA == crate::simd::AVX512 && bytes == 64 && dst.is_multiple_of(4) {
-                // SAFETY (of the block): AVX-512 is enabled (`ISA`); `v` is
-                // 64 bytes; the lanes merged into held lines are the
-                // caller's elements `i..i + N`.
-                unsafe {
-                    let x = _mm512_loadu_si512(v.as_ptr() as *const _);
-                    let off = dst % 64;
-                    if off == 0 {
-                        // A whole line: `v` is newer than any part held.
-                        let k = slot_of(dst);
-                        if self.at[k] == dst {
-                            self.held[k] = 0;
-                        }
-                        if self.last_at == dst {
-                            self.last_held = 0;
-                        }
-                        _mm512_stream_si512(dst as *mut _, x);
-                        return;
-                    }
-                    // Lane `l` of `v` (4-byte lanes) goes to lane `(l + s)
-                    // % 16` of `r`: lanes `s..` of `r` end the line at
-                    // `head`, lanes `..s` begin the next one.
-                    let (head, s) = (dst - off, (off / 4) as u32);
-                    let from = _mm512_and_si512(
-                        _mm512_sub_epi32(
-                            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                            _mm512_set1_epi32(s as i32),
-                        ),
-                        _mm512_set1_epi32(15),
-                    );
-                    let r = _mm512_permutexvar_epi32(from, x);
-                    let ends = (0xffff_u32 << s) as u16;
-                    // The head part usually completes the line the vector
-                    // before began (`last`); else that line waits in the
-                    // table and the head part goes there.
-                    if self.last_held != 0 && self.last_at == head {
-                        let merged = _mm512_mask_blend_epi32(ends, self.last.get(), r);
-                        let held = self.last_held | ends;
-                        if held == 0xffff {
-                            _mm512_stream_si512(head as *mut _, merged);
-                        } else {
-                            self.merge(head, merged, held);
-                        }
-                    } else {
-                        if self.last_held != 0 {
-                            self.merge(self.last_at, self.last.get(), self.last_held);
-                        }
-                        self.merge(head, r, ends);
-                    }
-                    self.last.set(r);
-                    (self.last_at, self.last_held) = (head + 64, !ends);
+                return unsafe { self.assemble::<Avx512Lines>(dst, v) };
+            }
+            // A 64-byte vector with AVX2 is two registers: two halves.
+            if ISA >= crate::simd::AVX2 && (bytes == 32 || bytes == 64) && dst.is_multiple_of(4) {
+                for h in (0..bytes).step_by(32) {
+                    unsafe { self.assemble::<Avx2Lines>(dst + h, v.wrapping_add(h)) };
                 }
                 return;
             }
-            if ISA >= crate::simd::AVX2 && bytes == 32 && dst.is_multiple_of(32) {
-                // SAFETY: AVX2 is enabled (`ISA`); `dst` is 32-byte aligned
-                // and its 32 bytes are the caller's elements. No line is
-                // held: this write path is the only one for this `T`, `N`
-                // and `ISA`.
-                unsafe {
-                    _mm256_stream_si256(dst as *mut _, _mm256_loadu_si256(v.as_ptr() as *const _))
-                };
+        }
+        // SAFETY: the caller's guarantee. Lines held for other writes hold
+        // none of these elements (each element is written once).
+        unsafe { self.ptr.write_lanes(i, v) }
+    }
+
+    /// Puts the vector at `v`, for the elements from address `dst`, into
+    /// the lines it straddles: lanes that complete a line go out with it,
+    /// the others wait in `last` or the table.
+    ///
+    /// # Safety
+    /// `L`'s instruction set is enabled; `v` is one of its vectors, the
+    /// caller's elements from `dst` (4-byte aligned), none written before.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn assemble<L: LineOps>(&mut self, dst: usize, v: *const u8) {
+        let off = dst % 64;
+        let (head, s) = (dst - off, (off / 4) as u32);
+        // Lanes of the line at `head` (low half) and of the next (high).
+        let lanes = L::LANES << s;
+        let (here, next) = (lanes as u16, (lanes >> 16) as u16);
+        // SAFETY (of the block): the instruction set is enabled; every
+        // line streamed is whole, all of it the caller's elements; held
+        // lanes are the caller's elements.
+        unsafe {
+            let r = L::image(v, s);
+            if here == 0xffff {
+                // A whole line (no line holds any of it).
+                self.stream::<L>(head, r);
                 return;
             }
+            // The part in the line at `head` usually continues the line the
+            // vector before left off (`last`); else that line goes to the
+            // table and this one takes the parts the table holds of it.
+            let (line, held) = if self.last_held != 0 && self.last_at == head {
+                (L::blend(L::get(&self.last), r, here), self.last_held | here)
+            } else {
+                if self.last_held != 0 {
+                    self.merge::<L>(self.last_at, L::get(&self.last), self.last_held);
+                }
+                self.take::<L>(head, r, here)
+            };
+            if next == 0 {
+                // The vector ends inside this line (a 32-byte vector): the
+                // next one of a run continues it.
+                if held == 0xffff {
+                    self.stream::<L>(head, line);
+                    self.last_held = 0;
+                } else {
+                    L::set(&mut self.last, line);
+                    (self.last_at, self.last_held, self.last_isa) = (head, held, L::ISA);
+                }
+            } else {
+                if held == 0xffff {
+                    self.stream::<L>(head, line);
+                } else {
+                    self.merge::<L>(head, line, held);
+                }
+                L::set(&mut self.last, r);
+                (self.last_at, self.last_held, self.last_isa) = (head + 64, next, L::ISA);
+            }
         }
-        // SAFETY: the caller's guarantee; no line is held (as above).
-        unsafe { self.ptr.write_lanes(i, v) }
+    }
+
+    /// Streams the whole line `r` to the line at `at`.
+    ///
+    /// # Safety
+    /// `L`'s instruction set is enabled; the line is the caller's elements.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn stream<L: LineOps>(&mut self, at: usize, r: L::Reg) {
+        // SAFETY: the caller's.
+        unsafe { L::stream(self.line_ptr(at), r) };
+        #[cfg(test)]
+        {
+            self.streamed += 1;
+        }
+    }
+
+    /// `r` with the lanes the table holds of the line at `at` merged in
+    /// (which the table then no longer holds), and the lanes held now.
+    ///
+    /// # Safety
+    /// `L`'s instruction set is enabled.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn take<L: LineOps>(&mut self, at: usize, r: L::Reg, lanes: u16) -> (L::Reg, u16) {
+        let k = slot_of(at);
+        if self.at[k] == at && self.held[k] != 0 {
+            let held = self.held[k] | lanes;
+            self.held[k] = 0;
+            // SAFETY: the caller's.
+            return (unsafe { L::blend(L::get(&self.lines[k]), r, lanes) }, held);
+        }
+        (r, lanes)
     }
 
     /// Merges lanes `lanes` of `r` into the line at `at`: streams the line
@@ -182,37 +384,51 @@ impl<T: Copy> StreamWriter<T> {
     /// its slot held before, if another).
     ///
     /// # Safety
-    /// AVX-512 is enabled; the lanes are the caller's elements, none of
-    /// them held already.
+    /// `L`'s instruction set is enabled; the lanes are the caller's
+    /// elements, none of them held already.
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    unsafe fn merge(&mut self, at: usize, r: core::arch::x86_64::__m512i, lanes: u16) {
-        use core::arch::x86_64::*;
+    unsafe fn merge<L: LineOps>(&mut self, at: usize, r: L::Reg, lanes: u16) {
+        let (r, held) = unsafe { self.take::<L>(at, r, lanes) };
         let k = slot_of(at);
-        // SAFETY (of the block): AVX-512 is enabled; the line at `at` is
-        // 64-byte aligned and, once whole, all its lanes are the caller's
-        // elements; a line given up holds the caller's elements too.
+        // SAFETY (of the block): the caller's; a whole line is all the
+        // caller's elements; a line given up holds the caller's elements.
         unsafe {
-            if self.at[k] == at && self.held[k] != 0 {
-                let merged = _mm512_mask_blend_epi32(lanes, self.lines[k].get(), r);
-                let held = self.held[k] | lanes;
-                if held == 0xffff {
-                    _mm512_stream_si512(at as *mut _, merged);
-                    self.held[k] = 0;
-                } else {
-                    self.lines[k].set(merged);
-                    self.held[k] = held;
-                }
+            if held == 0xffff {
+                self.stream::<L>(at, r);
                 return;
             }
             self.give_up(k);
-            self.lines[k].set(r);
-            (self.at[k], self.held[k]) = (at, lanes);
+            L::set(&mut self.lines[k], r);
         }
+        (self.at[k], self.held[k]) = (at, held);
     }
 }
 
 impl<T> StreamWriter<T> {
+    /// A pointer to the line at address `at`, derived from the output's.
+    #[inline(always)]
+    fn line_ptr(&self, at: usize) -> *mut u8 {
+        let base = self.ptr.as_ptr() as *mut u8;
+        base.wrapping_add(at.wrapping_sub(base as usize))
+    }
+
+    /// Writes lanes `held` of `line` to the line at `at`: the parts of a
+    /// line given up before it was whole (rare: plain stores suffice).
+    ///
+    /// # Safety
+    /// Those lanes at `at` are the caller's elements.
+    #[inline(always)]
+    unsafe fn write_held(&self, line: &Line, at: usize, held: u16) {
+        let p = self.line_ptr(at) as *mut u32;
+        for (l, &x) in line.0.iter().enumerate() {
+            if held >> l & 1 != 0 {
+                // SAFETY: the caller's: lane `l` is one of its elements.
+                unsafe { p.wrapping_add(l).write(x) }
+            }
+        }
+    }
+
     /// Writes the lanes slot `k` holds (normally: not a whole line), if any,
     /// and frees it.
     ///
@@ -220,42 +436,67 @@ impl<T> StreamWriter<T> {
     /// The held lanes are results `write` was given (the caller's elements).
     #[inline(always)]
     unsafe fn give_up(&mut self, k: usize) {
-        if self.held[k] == 0 {
-            return;
+        if self.held[k] != 0 {
+            // SAFETY: the caller's.
+            unsafe { self.write_held(&self.lines[k], self.at[k], self.held[k]) };
+            self.held[k] = 0;
         }
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: lines are held only after an AVX-512 `write`, so the CPU
-        // has AVX-512; the held lanes are the caller's elements.
-        unsafe {
-            write_held(&self.lines[k], self.at[k] as *mut u32, self.held[k])
-        };
-        self.held[k] = 0;
     }
 }
 
-/// Writes lanes `held` of `line` to the line at `at`.
+/// Merges the writer's `last` line into its table (the table may hold the
+/// rest of it: a run written downwards ends there).
 ///
 /// # Safety
-/// The CPU has AVX-512; those lanes at `at` are the caller's elements.
+/// The CPU has AVX-512 (`last` was assembled with it).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn write_held(line: &Line, at: *mut u32, held: u16) {
-    use core::arch::x86_64::*;
-    // SAFETY: `line` is 64-byte aligned (`Line`); masked-off lanes are not
-    // written and cannot fault; the others are the caller's elements.
-    unsafe { _mm512_mask_storeu_epi32(at as *mut i32, held, line.get()) }
+unsafe fn retire_last_avx512<T>(w: &mut StreamWriter<T>) {
+    // SAFETY: AVX-512 is enabled; `last` holds the caller's elements.
+    unsafe { w.merge::<Avx512Lines>(w.last_at, Avx512Lines::get(&w.last), w.last_held) };
+    w.last_held = 0;
+}
+
+/// As [`retire_last_avx512`], for a `last` assembled with AVX2.
+///
+/// # Safety
+/// The CPU has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn retire_last_avx2<T>(w: &mut StreamWriter<T>) {
+    // SAFETY: AVX2 is enabled; `last` holds the caller's elements.
+    unsafe { w.merge::<Avx2Lines>(w.last_at, Avx2Lines::get(&w.last), w.last_held) };
+    w.last_held = 0;
 }
 
 impl<T> Drop for StreamWriter<T> {
     #[inline(always)]
     fn drop(&mut self) {
+        self.retire();
+    }
+}
+
+impl<T> StreamWriter<T> {
+    /// Writes what the writer holds (streaming the lines that are whole)
+    /// and fences: its results are then in memory, ordered before whatever
+    /// hands them to another thread. Holds nothing afterwards.
+    #[inline(always)]
+    fn retire(&mut self) {
+        // SAFETY (of both): `last` was assembled with that instruction
+        // set, so the CPU has it.
         #[cfg(target_arch = "x86_64")]
+        match self.last_isa {
+            _ if self.last_held == 0 => {}
+            crate::simd::AVX512 => unsafe { retire_last_avx512(self) },
+            crate::simd::AVX2 => unsafe { retire_last_avx2(self) },
+            _ => {}
+        }
         if self.last_held != 0 {
-            // SAFETY: as below, for the last line begun.
-            unsafe { write_held(&self.last, self.last_at as *mut u32, self.last_held) };
+            // SAFETY: held lanes are results `write` was given.
+            unsafe { self.write_held(&self.last, self.last_at, self.last_held) };
         }
         for k in 0..SLOTS {
-            // SAFETY: held lanes are results `write` was given.
+            // SAFETY: as above.
             unsafe { self.give_up(k) };
         }
         fence();
@@ -285,24 +526,34 @@ mod tests {
         p: SyncPtr<T>,
         at: &[usize],
         vs: &[[T; N]],
-    ) {
+    ) -> usize {
         let mut w = StreamWriter::new(p);
         for (&i, &v) in at.iter().zip(vs) {
             // SAFETY: the caller's.
             unsafe { w.write::<ISA, N>(i, v) };
         }
+        w.retire();
+        w.streamed
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
-    unsafe fn write_avx512<T: Copy, const N: usize>(p: SyncPtr<T>, at: &[usize], vs: &[[T; N]]) {
+    unsafe fn write_avx512<T: Copy, const N: usize>(
+        p: SyncPtr<T>,
+        at: &[usize],
+        vs: &[[T; N]],
+    ) -> usize {
         // SAFETY: the caller's; AVX-512 is enabled here.
         unsafe { write_all::<AVX512, T, N>(p, at, vs) }
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    unsafe fn write_avx2<T: Copy, const N: usize>(p: SyncPtr<T>, at: &[usize], vs: &[[T; N]]) {
+    unsafe fn write_avx2<T: Copy, const N: usize>(
+        p: SyncPtr<T>,
+        at: &[usize],
+        vs: &[[T; N]],
+    ) -> usize {
         // SAFETY: the caller's; AVX2 is enabled here.
         unsafe { write_all::<AVX2, T, N>(p, at, vs) }
     }
@@ -370,7 +621,7 @@ mod tests {
                     // SAFETY: every vector's elements lie inside `buf`
                     // (`base + 2 * (K - 1) * N + N < len`), written by this
                     // thread only; `isas` ran the detection.
-                    unsafe {
+                    let streamed = unsafe {
                         match isa {
                             #[cfg(target_arch = "x86_64")]
                             AVX512 => write_avx512(p, &at, &vs),
@@ -378,7 +629,7 @@ mod tests {
                             AVX2 => write_avx2(p, &at, &vs),
                             _ => write_all::<BASELINE, T, N>(p, &at, &vs),
                         }
-                    }
+                    };
                     let mut want = vec![T::default(); buf.len()];
                     for &e in &order {
                         for l in 0..N {
@@ -386,6 +637,24 @@ mod tests {
                         }
                     }
                     assert_eq!(buf, want, "ISA {isa}, skew {skew}, order {o}");
+                    // A run up or down streams every line it covers whole
+                    // (where the writer streams at all: 4-byte aligned
+                    // vectors of its widths).
+                    let bytes = core::mem::size_of::<[T; N]>();
+                    let assembles = (skew * core::mem::size_of::<T>()).is_multiple_of(4)
+                        && isa >= AVX2
+                        && (bytes == 32 || bytes == 64);
+                    if assembles && o < 2 {
+                        let (first, end) = (
+                            skew * core::mem::size_of::<T>(),
+                            (skew + K * N) * core::mem::size_of::<T>(),
+                        );
+                        let whole = end / 64 - first.div_ceil(64);
+                        assert_eq!(
+                            streamed, whole,
+                            "ISA {isa}, skew {skew}, order {o}: lines streamed"
+                        );
+                    }
                 }
             }
         }
@@ -396,6 +665,8 @@ mod tests {
         lands_everywhere::<f32, 16>(|e| e as f32 + 1.0);
         lands_everywhere::<f32, 8>(|e| e as f32 + 1.0);
         lands_everywhere::<f64, 8>(|e| e as f64 + 0.5);
+        lands_everywhere::<f64, 4>(|e| e as f64 + 0.5);
         lands_everywhere::<u8, 64>(|e| (e % 251) as u8 + 1);
+        lands_everywhere::<u8, 32>(|e| (e % 251) as u8 + 1);
     }
 }
