@@ -63,7 +63,7 @@ cargo test --workspace --no-fail-fast
 # The AVX2 and baseline task bodies of every example family (this machine
 # may run AVX-512 ones otherwise; MDH_ISA caps the instruction set).
 for isa in avx2 baseline; do
-  MDH_ISA=$isa cargo test -p mdh-examples --test plans --test properties --no-fail-fast
+  MDH_ISA=$isa cargo test --workspace --test plans --test properties --no-fail-fast
 done
 # The CUDA runtime (NVRTC, CPU execution of CUDA C, no-GPU errors; on a GPU
 # machine also the device runs).
