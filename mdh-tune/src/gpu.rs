@@ -23,8 +23,9 @@ use mdh_core::Kernel;
 use crate::gpu_space::GpuSpace;
 use crate::log::Status;
 use crate::scratch::check;
+use crate::source;
 use crate::space::Space;
-use crate::{source, Args, Budget, Target, Tuning};
+use crate::tuning::{configured_entries, skip_tuned, Options, Target, Tuning};
 
 /// Repetitions of a candidate: at least this many, and more while their
 /// time is below `MIN_TIME_S` (at most `MAX_RUNS`).
@@ -263,7 +264,7 @@ fn configured_gpu_plan(
     device: &str,
     lim: DeviceLimits,
 ) -> Result<Option<GpuPlan>, String> {
-    let Some(entries) = crate::configured_entries(k, out_dir)? else {
+    let Some(entries) = configured_entries(k, out_dir)? else {
         return Ok(None);
     };
     let list = if backend == "cuda" {
@@ -294,17 +295,16 @@ fn configured_gpu_plan(
 
 /// Tunes `found`'s kernel for the device `dev` of `target.backend`.
 pub fn tune<D: RawDevice>(
-    args: &Args,
+    opts: &Options,
     found: &source::Found,
     target: &mut Target,
-    budget: &Budget,
     dev: &D,
     work_dir: &Path,
 ) -> Result<(), String> {
     let k = &found.kernel;
     let sizes = target.sizes;
     target.device = dev.device_name().to_string();
-    if crate::skip_tuned(args, target)? {
+    if skip_tuned(opts, target)? {
         return Ok(());
     }
     let dialect = if target.backend == "cuda" {
@@ -352,15 +352,7 @@ pub fn tune<D: RawDevice>(
     let lower = move |plan: &GpuPlan| {
         crate::bound::gpu_lower_bound(k, &desc.kinds, plan, &extents, input_bytes, &machine)
     };
-    let mut t = Tuning::new(
-        space,
-        &default,
-        target,
-        work_dir,
-        args,
-        budget,
-        Box::new(lower),
-    )?;
+    let mut t = Tuning::new(space, &default, target, work_dir, opts, Box::new(lower))?;
     if t.best.is_some() && bench.want.is_none() {
         // A resumed run compares with the default plan's result: run it
         // again (not recorded: it is in the log).
@@ -372,7 +364,7 @@ pub fn tune<D: RawDevice>(
             ));
         }
     }
-    t.search(default, configured, args.batch, |t, batch| {
+    t.search(default, configured, opts.batch, |t, batch| {
         for p in batch {
             let slow = t.best.as_ref().map_or(f64::INFINITY, |b| 3.0 * b.1);
             let o = bench.measure(&p.plan, slow);
@@ -416,7 +408,7 @@ mod tests {
             local_bytes: 48 * 1024,
         };
         let h100 = "NVIDIA H100 80GB HBM3";
-        let dir = crate::tests::TempDir::new("configured-gpu");
+        let dir = crate::tuning::tests::TempDir::new("configured-gpu");
         let at = |sizes: &[usize], backend: &str, device: &str| {
             let bound = bind_sizes(desc, sizes).unwrap();
             configured_gpu_plan(&k, &dir.0, backend, desc, &bound, info, device, lim).unwrap()

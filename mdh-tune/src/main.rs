@@ -11,14 +11,17 @@
 //! The search space is the paper's Table 1 parameters of the backend's ASM
 //! ([`space`], [`gpu_space`]); an ensemble of search techniques picked by an
 //! AUC bandit proposes candidates ([`search`]). Candidates that an analytic
-//! lower bound shows cannot beat the best are pruned ([`bound`]); CPU
+//! lower bound shows cannot beat the best are pruned ([`bound`]); the
+//! engine that runs the search and writes the entry is [`tuning`]. CPU
 //! candidates are built in batches into a scratch crate and timed there
-//! ([`scratch`]). GPU candidates need no build: their source is completed,
-//! compiled by the runtime and timed in this process ([`gpu`]). Every
-//! result is checked before it is timed. The default plan is always the
-//! first candidate, so the result is never slower than it.
+//! ([`cpu`], [`scratch`]). GPU candidates need no build: their source is
+//! completed, compiled by the runtime and timed in this process ([`gpu`]).
+//! Every result is checked before it is timed. The default plan is always
+//! the first candidate, so the result is never slower than it. This file is
+//! the command line: it parses the flags and hands over to a driver.
 
 mod bound;
+mod cpu;
 mod gpu;
 mod gpu_space;
 mod log;
@@ -28,23 +31,18 @@ mod scratch;
 mod search;
 mod source;
 mod space;
+mod tuning;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
 
-use mdh_core::config::{cpu_entry_yaml, merge_entry, yaml_string, Entries};
-use mdh_core::desc::KernelDesc;
-use mdh_core::plan::{elem_bytes, CpuPlan};
 use mdh_core::Kernel;
 
-use log::{Candidate, Log, Record, Start, Status};
-use search::{Ensemble, Point};
-use space::{CpuSpace, Space};
+use tuning::{Budget, Options, Target};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Backend {
@@ -172,21 +170,6 @@ fn parse_sizes(k: &Kernel, s: Option<&str>) -> Result<Vec<usize>, String> {
         .collect()
 }
 
-/// When to stop.
-enum Budget {
-    Time(Duration),
-    Evaluations(usize),
-}
-
-impl Budget {
-    fn describe(&self) -> String {
-        match self {
-            Budget::Time(d) => format!("{}s", d.as_secs_f64()),
-            Budget::Evaluations(n) => format!("{n} evaluations"),
-        }
-    }
-}
-
 fn run(args: Args) -> Result<(), String> {
     let manifest = std::fs::canonicalize(&args.manifest_path).map_err(|e| {
         format!("--manifest-path {}: {e}; point it at the Cargo.toml of the crate that defines the kernel", args.manifest_path.display())
@@ -195,37 +178,17 @@ fn run(args: Args) -> Result<(), String> {
     let found = source::find(&crate_dir, args.kernel.as_deref())?;
     let k = &found.kernel;
     let sizes = parse_sizes(k, args.size.as_deref())?;
-    let budget = match (&args.budget, args.evaluations) {
-        (_, Some(0)) => return Err("--evaluations must be at least 1 (the default plan)".into()),
-        (_, Some(n)) => Budget::Evaluations(n),
-        (Some(b), None) => Budget::Time(parse_duration(b)?),
-        (None, None) => Budget::Time(Duration::from_secs(300)),
-    };
+    let opts = options(&args)?;
     let out_dir = match &args.out {
         Some(d) => d.clone(),
         None => default_out(&k.name.to_string(), &crate_dir)?,
     };
-    let mut target = Target {
-        k,
-        sizes: &sizes,
-        backend: "cpu",
-        device: String::new(),
-        out_dir,
-        at: k
-            .size_params
-            .iter()
-            .zip(&sizes)
-            .map(|(p, v)| format!("{p}={v}"))
-            .collect::<Vec<_>>()
-            .join(","),
-        tag: k
-            .size_params
-            .iter()
-            .zip(&sizes)
-            .map(|(p, v)| format!("-{p}{v}"))
-            .collect(),
-        checked_against: "the reference interpreter".into(),
+    let backend = match args.backend {
+        Backend::Cpu => "cpu",
+        Backend::Opencl => "opencl",
+        Backend::Cuda => "cuda",
     };
+    let mut target = Target::new(k, &sizes, backend, out_dir);
     // Logs and plots of GPU runs go where the CPU's scratch crate is; GPU
     // tuning builds nothing, so it does not need cargo to find the place.
     let work = || -> Result<PathBuf, String> {
@@ -240,24 +203,33 @@ fn run(args: Args) -> Result<(), String> {
         Ok(target.join("mdh-tune").join(k.name.to_string()))
     };
     match args.backend {
-        Backend::Cpu => {
-            target.device = mdh::cpu::cpu_name().to_string();
-            if skip_tuned(&args, &target)? {
-                return Ok(());
-            }
-            tune_cpu(&args, &manifest, &found, &mut target, &budget)
-        }
+        Backend::Cpu => cpu::tune(&opts, &manifest, &found, &mut target),
         Backend::Opencl => {
             let dev = gpu::open_opencl(args.device.as_deref())?;
-            target.backend = "opencl";
-            gpu::tune(&args, &found, &mut target, &budget, &dev, &work()?)
+            gpu::tune(&opts, &found, &mut target, &dev, &work()?)
         }
         Backend::Cuda => {
             let dev = gpu::open_cuda(args.device.as_deref())?;
-            target.backend = "cuda";
-            gpu::tune(&args, &found, &mut target, &budget, &dev, &work()?)
+            gpu::tune(&opts, &found, &mut target, &dev, &work()?)
         }
     }
+}
+
+/// The engine's options from the command line.
+fn options(args: &Args) -> Result<Options, String> {
+    let budget = match (&args.budget, args.evaluations) {
+        (_, Some(0)) => return Err("--evaluations must be at least 1 (the default plan)".into()),
+        (_, Some(n)) => Budget::Evaluations(n),
+        (Some(b), None) => Budget::Time(parse_duration(b)?),
+        (None, None) => Budget::Time(Duration::from_secs(300)),
+    };
+    Ok(Options {
+        budget,
+        batch: args.batch,
+        seed: args.seed,
+        resume: args.resume,
+        skip_tuned: args.skip_tuned,
+    })
 }
 
 /// Where the tuned entry goes without `--out`: next to the config the
@@ -276,731 +248,6 @@ fn default_out(kernel: &str, crate_dir: &Path) -> Result<PathBuf, String> {
         .map(|d| d.join("configs"))
         .find(|d| d.is_dir())
         .unwrap_or_else(|| crate_dir.join("configs")))
-}
-
-/// Candidates in the first batch under a time budget (the default plan and
-/// its first competitors), before the cost of one is known.
-const FIRST_BATCH: usize = 4;
-
-/// A candidate ready to measure.
-pub struct Pending<P> {
-    /// The technique that proposed it (`None`: the default plan).
-    technique: Option<&'static str>,
-    /// Its point in the search (for a plan off the grid, the default's or
-    /// the config's, the nearest one: the searches learn its cost there).
-    point: Option<Point>,
-    pub plan: P,
-    bound: f64,
-}
-
-impl<P: Clone> Pending<P> {
-    /// Its log record after measuring.
-    pub fn candidate(
-        &self,
-        status: Status,
-        time_s: Option<f64>,
-        error: Option<String>,
-        elapsed_s: f64,
-    ) -> Candidate<P> {
-        Candidate {
-            technique: self.technique.map(str::to_string),
-            point: self.point.clone(),
-            plan: self.plan.clone(),
-            status,
-            time_s,
-            lower_bound_s: self.bound,
-            error,
-            elapsed_s,
-        }
-    }
-}
-
-/// An analytic lower bound of a plan's run time in seconds.
-type LowerBound<'a, P> = Box<dyn Fn(&P) -> f64 + 'a>;
-
-/// The tuning state: the search, what was measured, the log, the progress.
-pub struct Tuning<'a, S: Space> {
-    space: S,
-    ensemble: Ensemble,
-    /// Every plan seen, with its cost (`INFINITY` unless it ran correctly).
-    seen: HashMap<S::Plan, f64>,
-    /// Measured candidates in order: (time or INFINITY), for the plot.
-    costs: Vec<f64>,
-    pub best: Option<(S::Plan, f64)>,
-    default_time: Option<f64>,
-    /// The default plan and the plan the config dispatches to at these
-    /// sizes (`None`: the default runs), as given to [`Tuning::search`].
-    default_plan: Option<S::Plan>,
-    configured: Option<S::Plan>,
-    log: Log,
-    /// An analytic lower bound of a plan's time (0: none).
-    bound: LowerBound<'a, S::Plan>,
-    budget: &'a Budget,
-    clock: Instant,
-    /// Seconds of the budget spent before a resume.
-    spent_before: f64,
-    pub bar: ProgressBar,
-}
-
-impl<'a, S: Space> Tuning<'a, S>
-where
-    S::Plan: serde::Serialize + serde::de::DeserializeOwned,
-{
-    /// Opens the log of `target` in `dir` (resuming it when asked) and
-    /// takes in what it holds.
-    fn new(
-        space: S,
-        default: &S::Plan,
-        target: &Target,
-        dir: &Path,
-        args: &'a Args,
-        budget: &'a Budget,
-        bound: LowerBound<'a, S::Plan>,
-    ) -> Result<Tuning<'a, S>, String> {
-        let log_path = target.file(dir, "jsonl");
-        let (log, done) = Log::open::<S::Plan>(&log_path, &target.start(), args.resume)?;
-        let mut ensemble = Ensemble::new(space.cards(), args.seed);
-        let sampler = space.clone();
-        ensemble.history.sampler = Some(Box::new(move |rng| sampler.sample(rng)));
-        let stepper = space.clone();
-        ensemble.history.steps = Some(Box::new(move |p| stepper.neighbours(p)));
-        // On the grid or next to it: where local searches start.
-        ensemble.history.start = Some(space.nearest(default));
-        let bar = match budget {
-            Budget::Time(d) => ProgressBar::new(d.as_secs()),
-            Budget::Evaluations(n) => ProgressBar::new(*n as u64),
-        };
-        let unit = match budget {
-            Budget::Time(_) => "s",
-            Budget::Evaluations(_) => "evaluations",
-        };
-        bar.set_style(
-            ProgressStyle::with_template(&format!(
-                "{{spinner}} [{{elapsed_precise}}] [{{bar:30}}] {{pos}}/{{len}} {unit} ETA {{eta}} | {{msg}}"
-            ))
-            .map_err(|e| e.to_string())?
-            .progress_chars("=> "),
-        );
-        let mut t = Tuning {
-            space,
-            ensemble,
-            seen: HashMap::new(),
-            costs: Vec::new(),
-            best: None,
-            default_time: None,
-            default_plan: None,
-            configured: None,
-            log,
-            bound,
-            budget,
-            clock: Instant::now(),
-            spent_before: done.iter().map(|c| c.elapsed_s).fold(0.0, f64::max),
-            bar,
-        };
-        for c in &done {
-            t.absorb(c);
-        }
-        if !done.is_empty() {
-            eprintln!(
-                "resumed {} candidates from {}",
-                done.len(),
-                log_path.display()
-            );
-        }
-        Ok(t)
-    }
-
-    /// Prints a line above the progress bar, or on stderr where there is
-    /// no bar (not a terminal: a script's log).
-    pub fn say(&self, msg: impl AsRef<str>) {
-        if self.bar.is_hidden() {
-            eprintln!("{}", msg.as_ref());
-        } else {
-            self.bar.println(msg);
-        }
-    }
-
-    /// Seconds of the budget spent.
-    pub fn elapsed(&self) -> f64 {
-        self.spent_before + self.clock.elapsed().as_secs_f64()
-    }
-
-    fn update(&self) {
-        match self.budget {
-            Budget::Time(d) => self
-                .bar
-                .set_position((self.elapsed() as u64).min(d.as_secs())),
-            Budget::Evaluations(_) => self.bar.set_position(self.costs.len() as u64),
-        }
-        let best = self.best.as_ref().map_or("none yet".into(), |b| ms(b.1));
-        self.bar
-            .set_message(format!("{} measured, best {best}", self.costs.len()));
-    }
-
-    /// Records a finished candidate: log, search, best, progress.
-    pub fn record(&mut self, c: Candidate<S::Plan>) -> Result<(), String> {
-        self.log.append(&Record::Candidate(c.clone()))?;
-        self.absorb(&c);
-        self.update();
-        Ok(())
-    }
-
-    /// Takes a candidate (new or from a resumed log) into the state.
-    fn absorb(&mut self, c: &Candidate<S::Plan>) {
-        let cost = match c.status {
-            Status::Ok => c.time_s.unwrap_or(f64::INFINITY),
-            // Never measured: as good as its bound, which lost already.
-            Status::Pruned => c.lower_bound_s,
-            Status::Wrong | Status::Failed => f64::INFINITY,
-        };
-        self.seen.insert(c.plan.clone(), cost);
-        if c.status != Status::Pruned {
-            self.costs.push(cost);
-        }
-        if let Some(p) = &c.point {
-            let t = c
-                .technique
-                .as_deref()
-                .and_then(|t| self.ensemble.technique(t));
-            self.ensemble.observe(t, p.clone(), cost);
-        }
-        if c.status == Status::Ok {
-            if c.technique.is_none() {
-                self.default_time = Some(cost);
-            }
-            if self.best.as_ref().is_none_or(|b| cost < b.1) {
-                self.best = Some((c.plan.clone(), cost));
-            }
-        }
-    }
-
-    /// Fills `out` up to `n` candidates with new ones: proposed, repaired
-    /// to valid plans, deduplicated (against `out` too); hopeless ones are
-    /// logged as pruned.
-    fn propose(&mut self, out: &mut Vec<Pending<S::Plan>>, n: usize) -> Result<(), String> {
-        // A small space may run out of new plans.
-        for _ in 0..50 * n {
-            if out.len() == n {
-                break;
-            }
-            let (t, p) = self.ensemble.propose();
-            let p = self.space.repair(p);
-            let plan = self.space.decode(&p);
-            if let Some(&cost) = self.seen.get(&plan) {
-                // Known: the technique learns its cost again, nothing runs.
-                self.ensemble.observe(Some(t), p, cost);
-                continue;
-            }
-            if out.iter().any(|q| q.plan == plan) {
-                continue;
-            }
-            let bound = (self.bound)(&plan);
-            let pending = Pending {
-                technique: Some(self.ensemble.techniques[t].name()),
-                point: Some(p),
-                plan,
-                bound,
-            };
-            if self.best.as_ref().is_some_and(|b| bound >= b.1) {
-                let c = pending.candidate(Status::Pruned, None, None, self.elapsed());
-                self.record(c)?;
-                continue;
-            }
-            out.push(pending);
-        }
-        Ok(())
-    }
-
-    /// The search loop: the default plan first, then batches of proposals
-    /// (at most `batch`, fewer when the time budget is nearly spent), each
-    /// measured by `measure`, which records every candidate it is given.
-    /// `configured`: the plan the kernel's config already dispatches to at
-    /// these sizes, if any: measured in the first batch (technique
-    /// `config`), so that the search starts from what runs now and never
-    /// writes an entry slower than it.
-    fn search(
-        &mut self,
-        default: S::Plan,
-        configured: Option<S::Plan>,
-        batch: usize,
-        mut measure: impl FnMut(&mut Self, &[Pending<S::Plan>]) -> Result<(), String>,
-    ) -> Result<(), String> {
-        self.default_plan = Some(default.clone());
-        self.configured.clone_from(&configured);
-        self.clock = Instant::now();
-        self.bar.enable_steady_tick(Duration::from_millis(200));
-        self.update();
-        // Seconds spent measuring and candidates measured: their mean sizes
-        // the next batch to what the time budget has left (one batch alone
-        // misleads: a build's cost varies with its candidates, and a batch
-        // of one may take a sixth of a batch of four).
-        let mut measured = (0.0f64, 0usize);
-        loop {
-            let left = match self.budget {
-                Budget::Time(d) => {
-                    let left = d.as_secs_f64() - self.elapsed();
-                    let fit = match measured {
-                        // A first, small batch measures the cost of one.
-                        (_, 0) => FIRST_BATCH,
-                        // Rounded: a batch may overrun the budget by half a candidate.
-                        (secs, n) => ((left * n as f64 / secs).round().max(0.0)) as usize,
-                    };
-                    if left <= 0.0 || fit == 0 {
-                        break;
-                    }
-                    fit.min(batch)
-                }
-                Budget::Evaluations(n) => match n.saturating_sub(self.costs.len()) {
-                    0 => break,
-                    left => left.min(batch),
-                },
-            };
-            let mut pending = Vec::new();
-            if self.default_time.is_none() && !self.seen.contains_key(&default) {
-                pending.push(Pending {
-                    technique: None,
-                    // The default seeds the local searches: its point, or
-                    // the nearest one where it is off the grid.
-                    point: Some(self.space.nearest(&default)),
-                    bound: (self.bound)(&default),
-                    plan: default.clone(),
-                });
-            }
-            if let Some(c) = configured.as_ref().filter(|&c| *c != default) {
-                if !self.seen.contains_key(c) && !pending.iter().any(|p| p.plan == *c) {
-                    pending.push(Pending {
-                        technique: Some(CONFIGURED),
-                        point: Some(self.space.nearest(c)),
-                        bound: (self.bound)(c),
-                        plan: c.clone(),
-                    });
-                }
-            }
-            self.propose(&mut pending, left)?;
-            if pending.is_empty() {
-                self.say("the search space is exhausted");
-                break;
-            }
-            let began = Instant::now();
-            measure(self, &pending)?;
-            measured.0 += began.elapsed().as_secs_f64();
-            measured.1 += pending.len();
-            self.update();
-            if self.default_time.is_none() {
-                return Err(
-                    "the default plan did not run correctly at these sizes; see the tuning log"
-                        .into(),
-                );
-            }
-        }
-        self.bar.finish_and_clear();
-        Ok(())
-    }
-
-    /// Writes the best plan's entry (rendered by `entry` from the plan and
-    /// the provenance) into `<out>/<kernel>.yaml`, unless it is the plan
-    /// that runs there already ([`already_running`]), plots the search, and
-    /// prints the summary.
-    fn finish(
-        &self,
-        target: &Target,
-        entry: impl Fn(&S::Plan, &[(&str, String)]) -> String,
-    ) -> Result<(), String> {
-        let png = target.file(self.log.path().parent().unwrap_or(Path::new(".")), "png");
-        let (best, best_time) = self
-            .best
-            .clone()
-            .ok_or("no candidate ran correctly; see the tuning log")?;
-        let default_time = self
-            .default_time
-            .ok_or("the default plan was not measured")?;
-        let default_plan = self
-            .default_plan
-            .as_ref()
-            .ok_or("the default plan was not measured")?;
-        let speedup = default_time / best_time;
-        let measured = self.costs.len();
-        let date = utc_date();
-        let provenance = [
-            ("tuner", yaml_string("mdh-tune")),
-            ("device", yaml_string(&target.device)),
-            ("date", yaml_string(&date)),
-            ("budget", yaml_string(&self.budget.describe())),
-            ("evaluations", measured.to_string()),
-            ("time_s", format!("{best_time:e}")),
-            ("default_time_s", format!("{default_time:e}")),
-            ("speedup_over_default", format!("{speedup:.3}")),
-        ];
-        let k = target.k;
-        let path = target.out_dir.join(format!("{}.yaml", k.name));
-        let unchanged = already_running(&best, self.configured.as_ref(), default_plan, |a, b| {
-            self.space.runs_alike(a, b)
-        });
-        if unchanged.is_none() {
-            write_entry(target, &path, &entry(&best, &provenance))?;
-        }
-
-        let mut best_so_far = Vec::with_capacity(measured);
-        let mut b = f64::INFINITY;
-        for &c in &self.costs {
-            b = b.min(c);
-            best_so_far.push(b);
-        }
-        plot::best_over_evaluations(
-            &png,
-            &format!(
-                "mdh-tune: {} on {} ({}) at {}",
-                k.name, target.backend, target.device, target.at
-            ),
-            &best_so_far,
-        )?;
-        let uses: Vec<String> = self
-            .ensemble
-            .techniques
-            .iter()
-            .zip(self.ensemble.bandit.uses())
-            .map(|(tq, u)| format!("{} {u}", tq.name()))
-            .collect();
-        eprintln!(
-            "{measured} candidates measured in {:.0}s (proposals by technique: {}); log: {}; plot: {}",
-            self.elapsed(),
-            uses.join(", "),
-            self.log.path().display(),
-            png.display()
-        );
-        let times = format!("default {}, best {}", ms(default_time), ms(best_time));
-        match unchanged {
-            Some(what) => {
-                eprintln!("{times}");
-                println!(
-                    "{what} is already the best found: config unchanged ({} not written)",
-                    path.display()
-                );
-            }
-            None => eprintln!("{times}: wrote {}", path.display()),
-        }
-        println!("speedup over default: {speedup:.3}");
-        Ok(())
-    }
-}
-
-/// Why the best plan gets no entry, if it gets none: it runs as the plan
-/// that already runs at these sizes (`alike`), the configured one
-/// (`configured`: the plan the config dispatches to here), or without one
-/// the default. An entry like it would change nothing but compile its code
-/// twice into the macro's expansion.
-fn already_running<P>(
-    best: &P,
-    configured: Option<&P>,
-    default: &P,
-    alike: impl Fn(&P, &P) -> bool,
-) -> Option<&'static str> {
-    match configured {
-        Some(c) if alike(best, c) => Some("the configured plan"),
-        None if alike(best, default) => Some("the default plan (what runs here now)"),
-        _ => None,
-    }
-}
-
-/// Merges `entry` into the config file at `path` (created if missing),
-/// keeping its other entries and comments.
-fn write_entry(target: &Target, path: &Path, entry: &str) -> Result<(), String> {
-    let old = match std::fs::read_to_string(path) {
-        Ok(s) => Some(s),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-    };
-    let text = merge_entry(
-        target.k,
-        path,
-        old.as_deref(),
-        target.backend,
-        &target.device,
-        target.sizes,
-        entry,
-    )
-    .map_err(|e| e.0)?;
-    std::fs::create_dir_all(&target.out_dir)
-        .map_err(|e| format!("cannot create {}: {e}", target.out_dir.display()))?;
-    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
-/// What one tuning run is for.
-pub struct Target<'a> {
-    pub k: &'a Kernel,
-    pub sizes: &'a [usize],
-    /// `cpu`, `opencl` or `cuda`: the config's backend name.
-    pub backend: &'static str,
-    pub device: String,
-    pub out_dir: PathBuf,
-    /// `I=1024,K=4096`, for messages.
-    pub at: String,
-    /// `-I1024-K4096`, for file names.
-    pub tag: String,
-    /// What candidates' results are compared with (for the log).
-    pub checked_against: String,
-}
-
-impl Target<'_> {
-    /// The line that opens a run.
-    fn announce(&self, file: &Path, params: usize, size: f64, estimated: bool) {
-        eprintln!(
-            "tuning `{}` ({}) for {} on {} ({}): {params} parameters, {}{size:.2e} configurations",
-            self.k.name,
-            file.display(),
-            self.at,
-            self.device,
-            self.backend,
-            if estimated { "about " } else { "≈" },
-        );
-    }
-
-    /// `dir/tune-<backend>-<sizes>.<ext>`: the log and the plot.
-    fn file(&self, dir: &Path, ext: &str) -> PathBuf {
-        dir.join(format!("tune-{}{}.{ext}", self.backend, self.tag))
-    }
-
-    fn start(&self) -> Start {
-        Start {
-            kernel: self.k.name.to_string(),
-            backend: self.backend.into(),
-            device: self.device.clone(),
-            sizes: self.sizes.to_vec(),
-            checked_against: self.checked_against.clone(),
-        }
-    }
-}
-
-fn ms(t: f64) -> String {
-    format!("{:.3} ms", t * 1e3)
-}
-
-/// The technique name of the configured plan's candidate in the log.
-const CONFIGURED: &str = "config";
-
-/// The entries of the kernel's config file in `out_dir` (the file the
-/// result is merged into), if it exists.
-fn configured_entries(k: &Kernel, out_dir: &Path) -> Result<Option<Entries>, String> {
-    let path = out_dir.join(format!("{}.yaml", k.name));
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-    };
-    mdh_core::config::entries(k, &path, &text)
-        .map(Some)
-        .map_err(|e| e.to_string())
-}
-
-/// Whether `--skip-tuned` skips `target`: the config in its `out_dir` has
-/// an entry for its backend, its device (or `*`) and exactly its sizes.
-/// Says so when it does.
-fn skip_tuned(args: &Args, target: &Target) -> Result<bool, String> {
-    if !args.skip_tuned {
-        return Ok(false);
-    }
-    let Some(entries) = configured_entries(target.k, &target.out_dir)? else {
-        return Ok(false);
-    };
-    let tuned = |device: &str, sizes: Option<&[usize]>| {
-        (device == "*" || device == target.device) && sizes == Some(target.sizes)
-    };
-    let found = match target.backend {
-        "cpu" => entries
-            .cpu
-            .iter()
-            .any(|e| tuned(&e.device, e.sizes.as_deref())),
-        backend => {
-            let list = if backend == "cuda" {
-                &entries.cuda
-            } else {
-                &entries.opencl
-            };
-            list.iter().any(|e| tuned(&e.device, e.sizes.as_deref()))
-        }
-    };
-    if found {
-        println!(
-            "`{}` already has a {} entry for {} at {} in {}: skipped (--skip-tuned)",
-            target.k.name,
-            target.backend,
-            target.device,
-            target.at,
-            target.out_dir.display()
-        );
-    }
-    Ok(found)
-}
-
-/// The CPU plan that the config in `out_dir` dispatches to at `sizes` on
-/// this CPU, if an entry of it does (`None`: the default plan runs, as
-/// when no entry is for `*` or this CPU).
-fn configured_cpu_plan(
-    k: &Kernel,
-    out_dir: &Path,
-    sizes: &[usize],
-) -> Result<Option<CpuPlan>, String> {
-    let Some(entries) = configured_entries(k, out_dir)? else {
-        return Ok(None);
-    };
-    let mut list: Vec<(&str, Option<&[usize]>)> = entries
-        .cpu
-        .iter()
-        .map(|e| (e.device.as_str(), e.sizes.as_deref()))
-        .collect();
-    // The macro compiles the default plan last, for `*` and any sizes
-    // (`mdh_core::config::plans`), unless an entry already is that.
-    if !list.contains(&("*", None)) {
-        list.push(("*", None));
-    }
-    Ok(entries
-        .cpu
-        .get(mdh::cpu::nearest_plan(&list, sizes))
-        .map(|e| e.plan.clone()))
-}
-
-fn tune_cpu(
-    args: &Args,
-    manifest: &Path,
-    found: &source::Found,
-    target: &mut Target,
-    budget: &Budget,
-) -> Result<(), String> {
-    let k = &found.kernel;
-    let sizes = target.sizes;
-    let space = CpuSpace::new(k, sizes)?;
-    let desc = KernelDesc::from_kernel(k);
-    let input_bytes: f64 = k
-        .inputs
-        .iter()
-        .zip(desc.inputs.iter())
-        .map(|(b, d)| {
-            let n: f64 = d
-                .shape
-                .iter()
-                .map(|c| KernelDesc::eval_size(c, sizes).unwrap_or(0) as f64)
-                .product();
-            n * elem_bytes(b.ty) as f64
-        })
-        .sum();
-    target.announce(&found.file, space.params.len(), space.size(), false);
-    let ws = scratch::Workspace::of(manifest)?;
-    let mut scratch = scratch::Scratch::new(&ws, k, &found.tokens, sizes)?;
-    let extents: Vec<usize> = desc
-        .dims
-        .iter()
-        .map(|c| KernelDesc::eval_size(c, sizes).unwrap_or(0))
-        .collect();
-    if let Some(why) = reference::interpreter_unfit(k, &desc, &extents) {
-        scratch.check_against_default();
-        target.checked_against = format!("the default plan's result ({why})");
-    }
-    eprintln!("results are checked against {}", target.checked_against);
-    let tag = &target.tag;
-    let reference = scratch.dir().join(format!("reference{tag}.txt"));
-    let machine = bound::Machine {
-        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
-    let extents = space.extents.clone();
-    let lower = move |plan: &CpuPlan| bound::lower_bound(k, plan, &extents, input_bytes, &machine);
-    let default = CpuPlan::default_for(k);
-    let configured = configured_cpu_plan(k, &target.out_dir, sizes)?;
-    let mut t = Tuning::new(
-        space,
-        &default,
-        target,
-        scratch.dir(),
-        args,
-        budget,
-        Box::new(lower),
-    )?;
-
-    // The dependencies build once, before the clock starts.
-    eprintln!(
-        "building the scratch crate's dependencies in {} (once; not counted in the budget)",
-        ws.target_dir.join("mdh-tune").display()
-    );
-    scratch.build(&[])?;
-
-    t.search(default, configured, args.batch, |t, batch| {
-        let began = Instant::now();
-        let plans: Vec<CpuPlan> = batch.iter().map(|p| p.plan.clone()).collect();
-        match scratch.build(&plans) {
-            Err(e) => {
-                if batch[0].technique.is_none() {
-                    return Err(e);
-                }
-                t.say(format!(
-                    "a batch failed to build; its candidates are recorded as failed:\n{e}"
-                ));
-                for p in batch {
-                    let c = p.candidate(Status::Failed, None, Some(e.clone()), t.elapsed());
-                    t.record(c)?;
-                }
-            }
-            Ok(binary) => {
-                // A candidate 3× slower than the best in its checked run is
-                // not repeated.
-                let slow = t.best.as_ref().map_or(f64::INFINITY, |b| 3.0 * b.1);
-                let mut measured = vec![false; batch.len()];
-                scratch.run(&binary, slow, &reference, |m| {
-                    let i: usize = m.kernel.trim_start_matches('c').parse().map_err(|_| {
-                        format!("the harness reported an unknown kernel `{}`", m.kernel)
-                    })?;
-                    let p = batch.get(i).ok_or_else(|| {
-                        format!("the harness reported an unknown kernel `{}`", m.kernel)
-                    })?;
-                    let status = match m.status.as_str() {
-                        "ok" => Status::Ok,
-                        "wrong" => Status::Wrong,
-                        _ => Status::Failed,
-                    };
-                    if status == Status::Wrong {
-                        t.say(format!(
-                            "candidate {:?} computes wrong results: {}",
-                            p.plan,
-                            m.error.as_deref().unwrap_or("")
-                        ));
-                    }
-                    measured[i] = true;
-                    t.record(p.candidate(status, m.time_s, m.error, t.elapsed()))
-                })?;
-                if let Some(i) = measured.iter().position(|m| !m) {
-                    return Err(format!(
-                        "the harness did not report candidate c{i}; see {}",
-                        scratch.dir().display()
-                    ));
-                }
-            }
-        }
-        t.say(format!(
-            "batch of {}: built and measured in {:.0}s",
-            batch.len(),
-            began.elapsed().as_secs_f64()
-        ));
-        Ok(())
-    })?;
-    t.finish(target, |plan, prov| {
-        cpu_entry_yaml(k, &target.device, Some(sizes), plan, prov)
-    })
-}
-
-/// Today's date (UTC) as `YYYY-MM-DD`.
-fn utc_date() -> String {
-    let days = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() / 86_400) as i64;
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
 }
 
 #[cfg(test)]
@@ -1029,117 +276,15 @@ mod tests {
     }
 
     #[test]
-    fn the_plan_that_runs_already_is_not_written_again() {
-        let (default, tuned, other) = (1, 2, 3);
-        let unchanged = |best, configured: Option<i32>| {
-            already_running(&best, configured.as_ref(), &default, |a, b| a == b)
-        };
-        // Configured and best: unchanged, whether or not it is the default.
-        assert_eq!(unchanged(tuned, Some(tuned)), Some("the configured plan"));
-        assert!(unchanged(default, Some(default)).is_some());
-        // No entry applies: the default runs, so a default best is no news.
-        assert!(unchanged(default, None).is_some_and(|w| w.starts_with("the default plan")));
-        // Anything else changes what runs: written.
-        assert_eq!(unchanged(tuned, None), None);
-        assert_eq!(unchanged(other, Some(tuned)), None);
-        // The default beat the configured entry (of other sizes): its entry
-        // takes over these sizes.
-        assert_eq!(unchanged(default, Some(tuned)), None);
-        // Plans that differ but run alike (GPU plans that resolve alike).
-        let parity = |a: &i32, b: &i32| a % 2 == b % 2;
-        assert!(already_running(&other, Some(&default), &default, parity).is_some());
-    }
-
-    /// A scratch directory for config files, removed when dropped.
-    pub(crate) struct TempDir(pub PathBuf);
-
-    impl TempDir {
-        pub(crate) fn new(name: &str) -> TempDir {
-            let d = std::env::temp_dir().join(format!("mdh-tune-{name}-{}", std::process::id()));
-            std::fs::create_dir_all(&d).unwrap();
-            TempDir(d)
-        }
-
-        /// Writes `<kernel>.yaml` with these entries (list items).
-        pub(crate) fn config(&self, k: &Kernel, entries: &[String]) {
-            let text = format!("kernel: {}\nentries:\n{}", k.name, entries.concat());
-            std::fs::write(self.0.join(format!("{}.yaml", k.name)), text).unwrap();
-        }
-    }
-
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
-    #[test]
-    fn the_configured_cpu_plan_is_the_one_the_macro_dispatches_to() {
-        let k = crate::space::tests::matvec();
-        let dir = TempDir::new("configured-cpu");
-        assert_eq!(configured_cpu_plan(&k, &dir.0, &[64, 64]), Ok(None));
-        let mut tuned = CpuPlan::default_for(&k);
-        tuned.cor = vec![2, 1];
-        let mut elsewhere = tuned.clone();
-        elsewhere.cor = vec![1, 2];
-        let entry = |device: &str, sizes: Option<&[usize]>, plan: &CpuPlan| {
-            cpu_entry_yaml(&k, device, sizes, plan, &[])
-        };
-        // Only another CPU's entry: the macro's default plan runs here.
-        dir.config(&k, &[entry("Another CPU", Some(&[64, 64]), &elsewhere)]);
-        assert_eq!(configured_cpu_plan(&k, &dir.0, &[64, 64]), Ok(None));
-        // An entry for every CPU, tuned for other sizes: the nearest.
-        dir.config(
-            &k,
-            &[
-                entry("Another CPU", Some(&[64, 64]), &elsewhere),
-                entry("*", Some(&[4096, 4096]), &tuned),
-            ],
-        );
-        assert_eq!(
-            configured_cpu_plan(&k, &dir.0, &[64, 64]),
-            Ok(Some(tuned.clone()))
-        );
-    }
-
-    #[test]
-    fn skip_tuned_skips_an_entry_for_this_device_at_these_sizes() {
-        let k = crate::space::tests::matvec();
-        let dir = TempDir::new("skip-tuned");
-        let plan = CpuPlan::default_for(&k);
-        dir.config(
-            &k,
-            &[
-                cpu_entry_yaml(&k, "Some CPU", Some(&[64, 64]), &plan, &[]),
-                cpu_entry_yaml(&k, "*", Some(&[128, 64]), &plan, &[]),
-            ],
-        );
-        let skips = |args: &[&str], sizes: &'static [usize], device: &str| {
-            let target = Target {
-                k: &k,
-                sizes,
-                backend: "cpu",
-                device: device.into(),
-                out_dir: dir.0.clone(),
-                at: String::new(),
-                tag: String::new(),
-                checked_against: String::new(),
-            };
-            let args = Args::parse_from([&["mdh-tune"], args].concat());
-            skip_tuned(&args, &target).unwrap()
-        };
-        let on = ["--skip-tuned"];
-        assert!(skips(&on, &[64, 64], "Some CPU"));
-        assert!(skips(&on, &[128, 64], "Other CPU"), "`*` is every CPU");
-        assert!(!skips(&on, &[64, 64], "Other CPU"));
-        assert!(!skips(&on, &[64, 128], "Some CPU"));
-        assert!(!skips(&[], &[64, 64], "Some CPU"), "only when asked");
-    }
-
-    #[test]
-    fn utc_dates_are_civil_dates() {
-        let d = utc_date();
-        assert_eq!(d.len(), 10);
-        assert!(d.starts_with("20"), "{d}");
+    fn the_options_are_the_flags() {
+        let opts = |flags: &[&str]| options(&Args::parse_from([&["mdh-tune"], flags].concat()));
+        let o = opts(&["--skip-tuned", "--evaluations", "3", "--batch", "2"]).unwrap();
+        assert!(o.skip_tuned && !o.resume && o.batch == 2 && o.seed == 1);
+        assert!(matches!(o.budget, Budget::Evaluations(3)));
+        let o = opts(&["--budget", "90s", "--resume", "--seed", "7"]).unwrap();
+        assert!(!o.skip_tuned && o.resume && o.batch == 8 && o.seed == 7);
+        assert!(matches!(o.budget, Budget::Time(d) if d == Duration::from_secs(90)));
+        assert!(matches!(opts(&[]).unwrap().budget, Budget::Time(d) if d.as_secs() == 300));
+        assert!(opts(&["--evaluations", "0"]).is_err());
     }
 }
