@@ -1,0 +1,14 @@
+//! Names of the generated code shared by several emitters.
+
+use proc_macro2::Ident;
+use quote::format_ident;
+
+pub(super) fn dim_var(d: usize) -> Ident {
+    format_ident!("__i{}", d)
+}
+
+/// The name of the task's [`StreamWriter`](mdh::__rt::StreamWriter) of
+/// output access `o` (a streaming plan's).
+pub(super) fn stream_writer(o: usize) -> Ident {
+    format_ident!("__sw{}", o)
+}
