@@ -3,6 +3,7 @@
 use proc_macro2::Ident;
 use quote::format_ident;
 
+/// The index variable of dimension `d`.
 pub(super) fn dim_var(d: usize) -> Ident {
     format_ident!("__i{}", d)
 }
@@ -11,4 +12,9 @@ pub(super) fn dim_var(d: usize) -> Ident {
 /// output access `o` (a streaming plan's).
 pub(super) fn stream_writer(o: usize) -> Ident {
     format_ident!("__sw{}", o)
+}
+
+/// The bounds `__t1_{d}`, `__t1e_{d}` of the current L1 tile in dimension `d`.
+pub(super) fn l1_tile(d: usize) -> (Ident, Ident) {
+    (format_ident!("__t1_{}", d), format_ident!("__t1e_{}", d))
 }

@@ -6,6 +6,7 @@ use quote::{format_ident, quote};
 
 use super::names::dim_var;
 use super::store::Lanes;
+use super::tiles::reduction_loops;
 use super::Gen;
 use crate::codegen::rust_expr::{self, ty};
 use crate::plan::CpuPlan;
@@ -17,11 +18,7 @@ impl<'k> Gen<'k> {
         if let Some(simd) = self.simd(plan) {
             return self.vector_tile(plan, &simd, !full);
         }
-        let pidx = self.kept.iter().map(|&d| {
-            let (i, ps) = (dim_var(d), format_ident!("__ps{}", d));
-            quote!(+ (#i - __r[#d].0) * #ps)
-        });
-        let pidx = quote!(let __pidx: usize = 0 #(#pidx)*;);
+        let pidx = self.partial_index();
         if self.reduced.is_empty() {
             let point = self.point();
             let vals: Vec<TokenStream> = (0..self.n_out())
@@ -76,18 +73,7 @@ impl<'k> Gen<'k> {
                 __j += 1;
             }
         };
-        let red_loops =
-            self.reduced[..self.reduced.len() - 1]
-                .iter()
-                .rev()
-                .fold(innermost, |inner, &d| {
-                    let (i, lo, hi) = (
-                        dim_var(d),
-                        format_ident!("__t1_{}", d),
-                        format_ident!("__t1e_{}", d),
-                    );
-                    quote!(for #i in #lo..#hi { #inner })
-                });
+        let red_loops = reduction_loops(innermost, &self.reduced[..self.reduced.len() - 1]);
         // Fold the lanes, then re-compose with the task-local partial result.
         let mut fold = TokenStream::new();
         let mut finals = Vec::new();

@@ -56,16 +56,23 @@ impl<'k> Gen<'k> {
         (format_ident!("__out{}", b), offset(f, self.d, &base, &coef))
     }
 
+    /// `let __pidx = …;`: the position of the current kept point in the
+    /// task-local partial results (row-major over the task's region).
+    pub(super) fn partial_index(&self) -> TokenStream {
+        let terms = self.kept.iter().map(|&d| {
+            let (i, ps) = (dim_var(d), format_ident!("__ps{}", d));
+            quote!(+ (#i - __r[#d].0) * #ps)
+        });
+        quote!(let __pidx: usize = 0 #(#terms)*;)
+    }
+
     /// Re-composes the values `__new` (a tuple, one per output access) of
     /// the current kept point with the earlier PW tiles' partial results
     /// (`__first`: there are none): in the output itself when the task
     /// holds the whole PW range (`__direct`: the results are final after its
     /// last PW tile), else in the task-local buffer `__o`.
     pub(super) fn partial_store(&self) -> TokenStream {
-        let pidx = self.kept.iter().map(|&d| {
-            let (i, ps) = (dim_var(d), format_ident!("__ps{}", d));
-            quote!(+ (#i - __r[#d].0) * #ps)
-        });
+        let pidx = self.partial_index();
         let merged = (0..self.n_out()).map(|o| {
             let idx = syn::Index::from(o);
             self.combine_values(o, &quote!(__slot.#idx), &quote!(__new.#idx))
@@ -90,7 +97,7 @@ impl<'k> Gen<'k> {
             if __direct {
                 #direct
             } else {
-                let __pidx: usize = 0 #(#pidx)*;
+                #pidx
                 let __slot = __o[__pidx];
                 __o[__pidx] = if __first { __new } else { (#(#merged,)*) };
             }

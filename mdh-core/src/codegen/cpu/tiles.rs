@@ -3,7 +3,7 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use super::names::{dim_var, stream_writer};
+use super::names::{dim_var, l1_tile, stream_writer};
 use super::Gen;
 use crate::desc::Bound;
 use crate::plan::CpuPlan;
@@ -236,4 +236,13 @@ impl<'k> Gen<'k> {
         });
         Some((d1, d2, quote!(true #(#conds)*)))
     }
+}
+
+/// Loops over the current L1 tile of each of `dims` (outermost first)
+/// around `inner`.
+pub(super) fn reduction_loops(inner: TokenStream, dims: &[usize]) -> TokenStream {
+    dims.iter().rev().fold(inner, |inner, &d| {
+        let (i, (lo, hi)) = (dim_var(d), l1_tile(d));
+        quote!(for #i in #lo..#hi { #inner })
+    })
 }
