@@ -3,7 +3,8 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
-use super::names::dim_var;
+use super::names::{dim_var, l1_tile};
+use super::tiles::l1_loops;
 use super::{offset, Gen};
 use crate::codegen::rust_expr::ty;
 
@@ -61,10 +62,7 @@ impl<'k> Gen<'k> {
                 let mut #tile = ::mdh::cpu::PackedTile::resume(&#slot, __call_id);
             });
             park.extend(quote!(#tile.park(&#slot);));
-            let (lo, hi): (Vec<Ident>, Vec<Ident>) = layout
-                .iter()
-                .map(|&x| (format_ident!("__t1_{}", x), format_ident!("__t1e_{}", x)))
-                .unzip();
+            let (lo, hi): (Vec<Ident>, Vec<Ident>) = layout.iter().map(|&x| l1_tile(x)).unzip();
             let strides = (0..outer).rev().map(|q| {
                 if q + 1 == outer {
                     let pad = quote!((64 / ::core::mem::size_of::<#t>()));
@@ -89,18 +87,11 @@ impl<'k> Gen<'k> {
             // SAFETY: the position is inside the buffer of `__len` elements
             // laid out above, and `bind` checked that the access stays inside
             // its input over the whole index space, which holds the tile.
-            let copy = layout.iter().rev().fold(
+            let copy = l1_loops(
                 quote! {
                     unsafe { *__dst.get_unchecked_mut(#dst_off) = *#src.get_unchecked(#src_off) };
                 },
-                |inner, &x| {
-                    let (i, lo, hi) = (
-                        dim_var(x),
-                        format_ident!("__t1_{}", x),
-                        format_ident!("__t1e_{}", x),
-                    );
-                    quote!(for #i in #lo..#hi { #inner })
-                },
+                layout,
             );
             // The strides follow from the tile's extents: set for every
             // tile, also one this thread packed in an earlier part.

@@ -4,9 +4,9 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use super::names::dim_var;
+use super::names::{dim_var, l1_tile};
 use super::store::Lanes;
-use super::tiles::reduction_loops;
+use super::tiles::l1_loops;
 use super::Gen;
 use crate::codegen::rust_expr::{self, ty};
 use crate::plan::CpuPlan;
@@ -51,11 +51,7 @@ impl<'k> Gen<'k> {
                 }),
             }
         }
-        let (i_kr, lo_kr, hi_kr) = (
-            dim_var(kr),
-            format_ident!("__t1_{}", kr),
-            format_ident!("__t1e_{}", kr),
-        );
+        let (i_kr, (lo_kr, hi_kr)) = (dim_var(kr), l1_tile(kr));
         let lanes = self.kept_coords(plan, full, self.accumulate(&quote!(__kc * #rr + __l)));
         let tail = self.kept_coords(plan, full, self.accumulate(&quote!(__kc * #rr)));
         let innermost = quote! {
@@ -73,7 +69,7 @@ impl<'k> Gen<'k> {
                 __j += 1;
             }
         };
-        let red_loops = reduction_loops(innermost, &self.reduced[..self.reduced.len() - 1]);
+        let red_loops = l1_loops(innermost, &self.reduced[..self.reduced.len() - 1]);
         // Fold the lanes, then re-compose with the task-local partial result.
         let mut fold = TokenStream::new();
         let mut finals = Vec::new();

@@ -59,11 +59,10 @@ impl<'k> Gen<'k> {
             .filter(|&x| self.kinds[x].is_kept())
             .collect();
         let reg_loops = kept_in_order.iter().rev().fold(tile, |inner, &x| {
-            let (b, n, lo, hi, r) = (
+            let (b, n, (lo, hi), r) = (
                 format_ident!("__b{}", x),
                 format_ident!("__n{}", x),
-                format_ident!("__t1_{}", x),
-                format_ident!("__t1e_{}", x),
+                l1_tile(x),
                 plan.reg[x],
             );
             quote! {
@@ -227,7 +226,7 @@ impl<'k> Gen<'k> {
             return None;
         }
         let e2 = {
-            let (lo, hi) = (format_ident!("__t1_{}", d2), format_ident!("__t1e_{}", d2));
+            let (lo, hi) = l1_tile(d2);
             quote!(((#hi - #lo) as isize))
         };
         let conds = self.accesses().into_iter().map(|a| {
@@ -239,8 +238,9 @@ impl<'k> Gen<'k> {
 }
 
 /// Loops over the current L1 tile of each of `dims` (outermost first)
-/// around `inner`.
-pub(super) fn reduction_loops(inner: TokenStream, dims: &[usize]) -> TokenStream {
+/// around `inner`: the reduction loops of a register tile, the copy of a
+/// packed tile.
+pub(super) fn l1_loops(inner: TokenStream, dims: &[usize]) -> TokenStream {
     dims.iter().rev().fold(inner, |inner, &d| {
         let (i, (lo, hi)) = (dim_var(d), l1_tile(d));
         quote!(for #i in #lo..#hi { #inner })

@@ -8,7 +8,7 @@ use quote::{format_ident, quote};
 use super::names::{dim_var, l1_tile, stream_writer};
 use super::simd::{vcombine, Simd};
 use super::store::Lanes;
-use super::tiles::reduction_loops;
+use super::tiles::l1_loops;
 use super::Gen;
 use crate::codegen::rust_expr::{self, ty};
 use crate::codegen::rust_simd;
@@ -318,7 +318,7 @@ impl<'g, 'k> VectorTile<'g, 'k> {
         let reduced = &self.g.reduced;
         if self.simd.reduced {
             let inner = self.lane_loop(step);
-            reduction_loops(inner, &reduced[..reduced.len() - 1])
+            l1_loops(inner, &reduced[..reduced.len() - 1])
         } else if let Some((d1, d2, fusable)) = self.g.fusable_reduction() {
             let [(i1, (lo1, hi1)), (i2, (lo2, hi2))] = [d1, d2].map(|d| (dim_var(d), l1_tile(d)));
             // Fused, `d2`'s index runs past its tile while `d1`'s stays at
@@ -332,10 +332,10 @@ impl<'g, 'k> VectorTile<'g, 'k> {
                     for #i1 in #lo1..#hi1 { for #i2 in #lo2..#hi2 { #step } }
                 }
             };
-            let nest = reduction_loops(pair, &reduced[..reduced.len() - 2]);
+            let nest = l1_loops(pair, &reduced[..reduced.len() - 2]);
             quote! { let __fuse: bool = #fusable; #nest }
         } else {
-            reduction_loops(step, reduced)
+            l1_loops(step, reduced)
         }
     }
 
