@@ -220,44 +220,71 @@ impl KernelTables {
 /// facade's feature of that name.
 pub fn gpu_module(k: &Kernel, backend: Backend, entries: &[GpuEntryCfg]) -> TokenStream {
     let src = template(k, backend.dialect());
-    let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
-    let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
-    let in_tys: Vec<TokenStream> = k.inputs.iter().map(|b| ty(b.ty)).collect();
-    let out_tys: Vec<TokenStream> = k.outputs.iter().map(|b| ty(b.ty)).collect();
-    let in_dev: Vec<TokenStream> = k.inputs.iter().map(|b| device_ty(b.ty)).collect();
-    let out_dev: Vec<TokenStream> = k.outputs.iter().map(|b| device_ty(b.ty)).collect();
-    let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
-    let param_tys: Vec<TokenStream> = k.params.iter().map(|p| ty(p.ty)).collect();
-    let param_args: Vec<TokenStream> = k
-        .params
-        .iter()
-        .map(|p| {
-            let n = &p.name;
-            if p.ty == ScalarType::Bool {
-                quote!(u8::from(#n))
-            } else {
-                quote!(#n)
-            }
-        })
-        .collect();
-    let out_access_tys = output_access_types(k);
     let KernelTables {
         in_bytes,
         acc_bytes,
         identity,
     } = KernelTables::of(k);
-    let parts: Vec<Ident> = (0..out_access_tys.len())
-        .map(|o| format_ident!("__part{}", o))
-        .collect();
-    let part_tys: Vec<TokenStream> = out_access_tys.iter().map(|&t| device_ty(t)).collect();
-    let d_in: Vec<Ident> = in_names
-        .iter()
-        .map(|n| format_ident!("__d_{}", n))
-        .collect();
-    let d_out: Vec<Ident> = out_names
-        .iter()
-        .map(|n| format_ident!("__d_{}", n))
-        .collect();
+    let entries = entries_tokens(entries);
+    let module = format_ident!("{}", backend.name());
+    let gate = backend.gate();
+    let doc = backend.doc();
+    let uses = backend.uses();
+    let host = host_fns(k);
+    let run_dyn = run_dyn_fn(k);
+    let device = device_fns(k, backend);
+    quote! {
+        #gate {
+            #[doc = #doc]
+            pub mod #module {
+                #uses
+
+                /// The kernel source template; [`source`] completes it for
+                /// one call.
+                pub const TEMPLATE: &str = #src;
+
+                const INFO: ::mdh::__rt::gpu::KernelInfo = ::mdh::__rt::gpu::KernelInfo {
+                    template: TEMPLATE,
+                    in_bytes: &[#(#in_bytes),*],
+                    acc_bytes: &[#(#acc_bytes),*],
+                    identity: &[#(#identity),*],
+                };
+
+                fn __entries() -> ::std::vec::Vec<::mdh::__rt::gpu::GpuEntry> {
+                    #entries
+                }
+
+                /// The complete source compiled for `sizes` (on a device
+                /// without particular limits).
+                pub fn source(sizes: &super::Sizes) -> ::std::string::String {
+                    ::mdh::__rt::gpu::source(super::desc(), &INFO, &__entries(), &sizes.values())
+                }
+
+                #host
+
+                #run_dyn
+
+                #device
+            }
+        }
+    }
+}
+
+/// The names of the device buffers of host slices `names` in `run_with`.
+fn device_copies(names: &[&Ident]) -> Vec<Ident> {
+    names.iter().map(|n| format_ident!("__d_{}", n)).collect()
+}
+
+/// `run` and `run_with`: the kernel over host slices, copied to the device
+/// and the outputs back (bool buffers as bytes 0 / 1).
+fn host_fns(k: &Kernel) -> TokenStream {
+    let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
+    let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
+    let in_tys: Vec<TokenStream> = k.inputs.iter().map(|b| ty(b.ty)).collect();
+    let out_tys: Vec<TokenStream> = k.outputs.iter().map(|b| ty(b.ty)).collect();
+    let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
+    let param_tys: Vec<TokenStream> = k.params.iter().map(|p| ty(p.ty)).collect();
+    let (d_in, d_out) = (device_copies(&in_names), device_copies(&out_names));
     let upload_in = k.inputs.iter().zip(&in_names).zip(&d_in).map(|((b, n), d)| {
         if b.ty == ScalarType::Bool {
             quote!(let #d = __dev.buffer_from(&#n.iter().map(|&x| u8::from(x)).collect::<::std::vec::Vec<u8>>())?;)
@@ -288,22 +315,50 @@ pub fn gpu_module(k: &Kernel, backend: Backend, entries: &[GpuEntryCfg]) -> Toke
                 quote!(__dev.read(&#d, #n)?;)
             }
         });
-    let entries = entries_tokens(entries);
-    let module = format_ident!("{}", backend.name());
-    let gate = backend.gate();
-    let doc = backend.doc();
-    let uses = backend.uses();
-    let in_bufs: Vec<TokenStream> = in_dev.iter().map(|t| backend.buffer(t)).collect();
-    let out_bufs: Vec<TokenStream> = out_dev.iter().map(|t| backend.buffer(t)).collect();
-    let in_lens = in_names.iter().map(|b| backend.buffer_len(b));
-    let out_lens = out_names.iter().map(|b| backend.buffer_len(b));
-    let program = backend.program();
-    let args_in = in_names.iter().map(|b| backend.arg_in(&quote!(#b)));
-    let args_out = out_names.iter().map(|b| backend.arg_out(&quote!(#b)));
-    let args_part = parts.iter().map(|b| backend.arg_out(&quote!(&mut #b)));
-    let run = backend.run();
-    let kernel = backend.kernel();
-    let launch_doc = backend.launch_doc();
+    quote! {
+        /// Runs the kernel on `device` over host slices: copies in,
+        /// launches, copies the outputs back.
+        pub fn run(
+            __dev: &Device,
+            #(#in_names: &[#in_tys],)*
+            #(#out_names: &mut [#out_tys],)*
+            #(#param_names: #param_tys,)*
+            __sizes: super::Sizes,
+        ) -> ::core::result::Result<(), ::mdh::Error> {
+            run_with(__dev, ::core::option::Option::None, #(#in_names,)* #(#out_names,)* #(#param_names,)* __sizes)
+        }
+
+        /// [`run`] with a given plan instead of the configured ones
+        /// (for the tuner and tests); an invalid plan, or one the
+        /// device cannot run, is an `Err`.
+        #[doc(hidden)]
+        pub fn run_with(
+            __dev: &Device,
+            __plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,
+            #(#in_names: &[#in_tys],)*
+            #(#out_names: &mut [#out_tys],)*
+            #(#param_names: #param_tys,)*
+            __sizes: super::Sizes,
+        ) -> ::core::result::Result<(), ::mdh::Error> {
+            let __bound = super::desc().bind(
+                &__sizes.values(),
+                &[#(#in_names.len()),*],
+                &[#(#out_names.len()),*],
+            )?;
+            #(#upload_in)*
+            #(#upload_out)*
+            __launch(__dev, &__bound, __plan, #(&#d_in,)* #(&mut #d_out,)* #(#param_names,)*)?;
+            #(#download)*
+            ::core::result::Result::Ok(())
+        }
+    }
+}
+
+/// `run_dyn`: `run_with` on the reference interpreter's buffers and values.
+fn run_dyn_fn(k: &Kernel) -> TokenStream {
+    let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
+    let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
+    let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
     let name_str = k.name.to_string();
     let size_names = &k.size_params;
     let in_idx = 0..k.inputs.len();
@@ -324,156 +379,138 @@ pub fn gpu_module(k: &Kernel, backend: Backend, entries: &[GpuEntryCfg]) -> Toke
         .map(|p| format_ident!("{}", format!("{:?}", p.ty)))
         .collect();
     quote! {
-        #gate {
-            #[doc = #doc]
-            pub mod #module {
-                #uses
+        /// [`run_with`] on the reference interpreter's buffers and
+        /// values, so that generic code (tests, the tuner) can run
+        /// any kernel.
+        #[doc(hidden)]
+        pub fn run_dyn(
+            __dev: &Device,
+            __plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,
+            __inputs: &[::mdh::reference::Buffer],
+            __outputs: &mut [::mdh::reference::Buffer],
+            __params: &[::mdh::reference::Value],
+            __sizes: &[usize],
+        ) -> ::core::result::Result<(), ::mdh::Error> {
+            let __arg = |what: &str| ::mdh::Error::Argument(::std::format!(
+                "kernel `{}`: {what} does not fit the kernel", #name_str
+            ));
+            let [#(#size_names),*] = __sizes else { return ::core::result::Result::Err(__arg("the number of sizes")) };
+            let __sizes = super::Sizes { #(#size_names: *#size_names),* };
+            #(let #in_names = __inputs.get(#in_idx).and_then(|b| b.#in_as()).ok_or_else(|| __arg("an input buffer"))?;)*
+            let [#(#out_names),*] = __outputs else { return ::core::result::Result::Err(__arg("the number of outputs")) };
+            #(let #out_names = #out_names.#out_as_mut().ok_or_else(|| __arg("an output buffer"))?;)*
+            #(let #param_names = match __params.get(#param_idx) {
+                ::core::option::Option::Some(::mdh::reference::Value::#param_variants(x)) => *x,
+                _ => return ::core::result::Result::Err(__arg("a param")),
+            };)*
+            run_with(__dev, __plan, #(#in_names,)* #(#out_names,)* #(#param_names,)* __sizes)
+        }
+    }
+}
 
-                /// The kernel source template; [`source`] completes it for
-                /// one call.
-                pub const TEMPLATE: &str = #src;
-
-                const INFO: ::mdh::__rt::gpu::KernelInfo = ::mdh::__rt::gpu::KernelInfo {
-                    template: TEMPLATE,
-                    in_bytes: &[#(#in_bytes),*],
-                    acc_bytes: &[#(#acc_bytes),*],
-                    identity: &[#(#identity),*],
-                };
-
-                fn __entries() -> ::std::vec::Vec<::mdh::__rt::gpu::GpuEntry> {
-                    #entries
-                }
-
-                /// The complete source compiled for `sizes` (on a device
-                /// without particular limits).
-                pub fn source(sizes: &super::Sizes) -> ::std::string::String {
-                    ::mdh::__rt::gpu::source(super::desc(), &INFO, &__entries(), &sizes.values())
-                }
-
-                /// Runs the kernel on `device` over host slices: copies in,
-                /// launches, copies the outputs back.
-                pub fn run(
-                    __dev: &Device,
-                    #(#in_names: &[#in_tys],)*
-                    #(#out_names: &mut [#out_tys],)*
-                    #(#param_names: #param_tys,)*
-                    __sizes: super::Sizes,
-                ) -> ::core::result::Result<(), ::mdh::Error> {
-                    run_with(__dev, ::core::option::Option::None, #(#in_names,)* #(#out_names,)* #(#param_names,)* __sizes)
-                }
-
-                /// [`run`] with a given plan instead of the configured ones
-                /// (for the tuner and tests); an invalid plan, or one the
-                /// device cannot run, is an `Err`.
-                #[doc(hidden)]
-                pub fn run_with(
-                    __dev: &Device,
-                    __plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,
-                    #(#in_names: &[#in_tys],)*
-                    #(#out_names: &mut [#out_tys],)*
-                    #(#param_names: #param_tys,)*
-                    __sizes: super::Sizes,
-                ) -> ::core::result::Result<(), ::mdh::Error> {
-                    let __bound = super::desc().bind(
-                        &__sizes.values(),
-                        &[#(#in_names.len()),*],
-                        &[#(#out_names.len()),*],
-                    )?;
-                    #(#upload_in)*
-                    #(#upload_out)*
-                    __launch(__dev, &__bound, __plan, #(&#d_in,)* #(&mut #d_out,)* #(#param_names,)*)?;
-                    #(#download)*
-                    ::core::result::Result::Ok(())
-                }
-
-                /// [`run_with`] on the reference interpreter's buffers and
-                /// values, so that generic code (tests, the tuner) can run
-                /// any kernel.
-                #[doc(hidden)]
-                pub fn run_dyn(
-                    __dev: &Device,
-                    __plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,
-                    __inputs: &[::mdh::reference::Buffer],
-                    __outputs: &mut [::mdh::reference::Buffer],
-                    __params: &[::mdh::reference::Value],
-                    __sizes: &[usize],
-                ) -> ::core::result::Result<(), ::mdh::Error> {
-                    let __arg = |what: &str| ::mdh::Error::Argument(::std::format!(
-                        "kernel `{}`: {what} does not fit the kernel", #name_str
-                    ));
-                    let [#(#size_names),*] = __sizes else { return ::core::result::Result::Err(__arg("the number of sizes")) };
-                    let __sizes = super::Sizes { #(#size_names: *#size_names),* };
-                    #(let #in_names = __inputs.get(#in_idx).and_then(|b| b.#in_as()).ok_or_else(|| __arg("an input buffer"))?;)*
-                    let [#(#out_names),*] = __outputs else { return ::core::result::Result::Err(__arg("the number of outputs")) };
-                    #(let #out_names = #out_names.#out_as_mut().ok_or_else(|| __arg("an output buffer"))?;)*
-                    #(let #param_names = match __params.get(#param_idx) {
-                        ::core::option::Option::Some(::mdh::reference::Value::#param_variants(x)) => *x,
-                        _ => return ::core::result::Result::Err(__arg("a param")),
-                    };)*
-                    run_with(__dev, __plan, #(#in_names,)* #(#out_names,)* #(#param_names,)* __sizes)
-                }
-
-                /// Runs the kernel on device buffers (bool buffers hold bytes
-                /// 0 / 1).
-                #[doc = #launch_doc]
-                pub fn launch(
-                    __dev: &Device,
-                    #(#in_names: &#in_bufs,)*
-                    #(#out_names: &mut #out_bufs,)*
-                    #(#param_names: #param_tys,)*
-                    __sizes: super::Sizes,
-                ) -> ::core::result::Result<(), ::mdh::Error> {
-                    let __bound = super::desc().bind(
-                        &__sizes.values(),
-                        &[#(#in_lens),*],
-                        &[#(#out_lens),*],
-                    )?;
-                    __launch(__dev, &__bound, ::core::option::Option::None, #(#in_names,)* #(#out_names,)* #(#param_names,)*)
-                }
-
-                /// The source and launches of one call on a device named
-                /// `device` with limits `limits` (`None`: nothing to
-                /// compute); `plan` replaces the configured plans. What
-                /// [`launch`] runs, for tests and the tuner.
-                #[doc(hidden)]
-                pub fn job(
-                    bound: &::mdh::__rt::Bound,
-                    plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,
-                    device: &str,
-                    limits: ::mdh::__rt::gpu::DeviceLimits,
-                ) -> ::core::result::Result<::core::option::Option<::mdh::__rt::gpu::Job>, ::mdh::Error> {
-                    ::mdh::__rt::gpu::job(super::desc(), bound, &INFO, &__entries(), plan, device, limits)
-                }
-
-                fn __launch(
-                    __dev: &Device,
-                    __bound: &::mdh::__rt::Bound,
-                    __plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,
-                    #(#in_names: &#in_bufs,)*
-                    #(#out_names: &mut #out_bufs,)*
-                    #(#param_names: #param_tys,)*
-                ) -> ::core::result::Result<(), ::mdh::Error> {
-                    use ::mdh::__rt::gpu::GpuDevice as _;
-                    let ::core::option::Option::Some(__job) = job(__bound, __plan, __dev.name(), __dev.limits())? else {
-                        return ::core::result::Result::Ok(());
-                    };
-                    let __prog = #program;
-                    #(let mut #parts = __dev.buffer::<#part_tys>(__job.partial_len)?;)*
-                    for __l in __job.launches() {
-                        let mut __k = #kernel;
-                        if __l.inputs {
-                            #(#args_in)*
-                        }
-                        #(#args_out)*
-                        if __l.partials {
-                            #(#args_part)*
-                        }
-                        #(__k = __k.arg_scalar(#param_args);)*
-                        #run
-                    }
-                    ::core::result::Result::Ok(())
-                }
+/// `launch`, `job` and `__launch`: the kernel on device buffers of the
+/// backend's kind.
+fn device_fns(k: &Kernel, backend: Backend) -> TokenStream {
+    let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
+    let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
+    let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
+    let param_tys: Vec<TokenStream> = k.params.iter().map(|p| ty(p.ty)).collect();
+    let param_args: Vec<TokenStream> = k
+        .params
+        .iter()
+        .map(|p| {
+            let n = &p.name;
+            if p.ty == ScalarType::Bool {
+                quote!(u8::from(#n))
+            } else {
+                quote!(#n)
             }
+        })
+        .collect();
+    let out_access_tys = output_access_types(k);
+    let parts: Vec<Ident> = (0..out_access_tys.len())
+        .map(|o| format_ident!("__part{}", o))
+        .collect();
+    let part_tys: Vec<TokenStream> = out_access_tys.iter().map(|&t| device_ty(t)).collect();
+    let in_bufs: Vec<TokenStream> = k
+        .inputs
+        .iter()
+        .map(|b| backend.buffer(&device_ty(b.ty)))
+        .collect();
+    let out_bufs: Vec<TokenStream> = k
+        .outputs
+        .iter()
+        .map(|b| backend.buffer(&device_ty(b.ty)))
+        .collect();
+    let in_lens = in_names.iter().map(|b| backend.buffer_len(b));
+    let out_lens = out_names.iter().map(|b| backend.buffer_len(b));
+    let program = backend.program();
+    let args_in = in_names.iter().map(|b| backend.arg_in(&quote!(#b)));
+    let args_out = out_names.iter().map(|b| backend.arg_out(&quote!(#b)));
+    let args_part = parts.iter().map(|b| backend.arg_out(&quote!(&mut #b)));
+    let run = backend.run();
+    let kernel = backend.kernel();
+    let launch_doc = backend.launch_doc();
+    quote! {
+        /// Runs the kernel on device buffers (bool buffers hold bytes
+        /// 0 / 1).
+        #[doc = #launch_doc]
+        pub fn launch(
+            __dev: &Device,
+            #(#in_names: &#in_bufs,)*
+            #(#out_names: &mut #out_bufs,)*
+            #(#param_names: #param_tys,)*
+            __sizes: super::Sizes,
+        ) -> ::core::result::Result<(), ::mdh::Error> {
+            let __bound = super::desc().bind(
+                &__sizes.values(),
+                &[#(#in_lens),*],
+                &[#(#out_lens),*],
+            )?;
+            __launch(__dev, &__bound, ::core::option::Option::None, #(#in_names,)* #(#out_names,)* #(#param_names,)*)
+        }
+
+        /// The source and launches of one call on a device named
+        /// `device` with limits `limits` (`None`: nothing to
+        /// compute); `plan` replaces the configured plans. What
+        /// [`launch`] runs, for tests and the tuner.
+        #[doc(hidden)]
+        pub fn job(
+            bound: &::mdh::__rt::Bound,
+            plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,
+            device: &str,
+            limits: ::mdh::__rt::gpu::DeviceLimits,
+        ) -> ::core::result::Result<::core::option::Option<::mdh::__rt::gpu::Job>, ::mdh::Error> {
+            ::mdh::__rt::gpu::job(super::desc(), bound, &INFO, &__entries(), plan, device, limits)
+        }
+
+        fn __launch(
+            __dev: &Device,
+            __bound: &::mdh::__rt::Bound,
+            __plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,
+            #(#in_names: &#in_bufs,)*
+            #(#out_names: &mut #out_bufs,)*
+            #(#param_names: #param_tys,)*
+        ) -> ::core::result::Result<(), ::mdh::Error> {
+            use ::mdh::__rt::gpu::GpuDevice as _;
+            let ::core::option::Option::Some(__job) = job(__bound, __plan, __dev.name(), __dev.limits())? else {
+                return ::core::result::Result::Ok(());
+            };
+            let __prog = #program;
+            #(let mut #parts = __dev.buffer::<#part_tys>(__job.partial_len)?;)*
+            for __l in __job.launches() {
+                let mut __k = #kernel;
+                if __l.inputs {
+                    #(#args_in)*
+                }
+                #(#args_out)*
+                if __l.partials {
+                    #(#args_part)*
+                }
+                #(__k = __k.arg_scalar(#param_args);)*
+                #run
+            }
+            ::core::result::Result::Ok(())
         }
     }
 }

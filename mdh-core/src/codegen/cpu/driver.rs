@@ -1,0 +1,415 @@
+//! The `cpu` function: argument binding, the context of a call, the
+//! dispatch by instruction set and tuned sizes, and the parallel driver's
+//! closures.
+
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote};
+
+use super::names::dim_var;
+use super::{offset, Gen};
+use crate::codegen::rust_expr::ty;
+use crate::config::CpuEntry;
+use crate::desc::{Bound, KernelDesc, Linear};
+use crate::plan::CpuPlan;
+use crate::spec::{IndexFn, Kernel};
+
+/// Where each access (in the order of `accesses`) is in a [`Bound`]'s
+/// `in_linear` / `out_linear`: its buffer, and its rank among that
+/// buffer's accesses.
+pub(super) fn linear_slots(accesses: &[(usize, &IndexFn)]) -> Vec<(usize, usize)> {
+    let mut per_buffer: Vec<usize> = Vec::new();
+    accesses
+        .iter()
+        .map(|&(b, _)| {
+            if per_buffer.len() <= b {
+                per_buffer.resize(b + 1, 0);
+            }
+            per_buffer[b] += 1;
+            (b, per_buffer[b] - 1)
+        })
+        .collect()
+}
+
+/// The `cpu` function and its helpers for the plans of `entries` (at least
+/// one), dispatched at run time by device and nearest tuned sizes.
+pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
+    let g = Gen::new(k);
+    // Plans: one task body each, chosen by the nearest tuned sizes.
+    // A plan tuned for sizes also gets a body for exactly those sizes,
+    // taken when a call has them (unless they are not valid sizes). On
+    // x86-64, for AVX-512 and AVX2 only: it costs compile time, and the
+    // baseline body is a fallback for old CPUs there (elsewhere it is the
+    // only body).
+    let desc = KernelDesc::from_kernel(k);
+    let exact: Vec<Option<Bound>> = entries
+        .iter()
+        .map(|e| e.sizes.as_ref().and_then(|s| desc.bind_sizes(s).ok()))
+        .collect();
+    let compute_fns = entries.iter().enumerate().map(|(i, e)| {
+        let general = g.compute_fn(&e.plan, i, None);
+        let exact = exact[i].as_ref().map(|b| g.compute_fn(&e.plan, i, Some(b)));
+        quote!(#general #exact)
+    });
+    // The context: inputs, sizes, flattened input accesses, params.
+    let (field_names, field_tys): (Vec<_>, Vec<_>) = g.ctx_fields().into_iter().unzip();
+    let dispatch = g.isa_dispatch(&exact);
+    let entry = g.entry_fn(entries, &exact);
+    quote! {
+        #[derive(Clone, Copy)]
+        struct __Ctx<'a> {
+            #(#field_names: #field_tys,)*
+            __lifetime: ::core::marker::PhantomData<&'a ()>,
+        }
+
+        #(#compute_fns)*
+
+        #dispatch
+
+        #entry
+    }
+}
+
+/// The arms of `match __plan` that call the task body of each plan
+/// compiled for instruction set `isa` (2: AVX-512, 1: AVX2, 0: baseline),
+/// its exact body where the call has the plan's sizes.
+fn plan_calls(exact: &[Option<Bound>], isa: u8) -> TokenStream {
+    let arms = exact.iter().enumerate().map(move |(i, b)| {
+        let f = format_ident!("__compute_{}", i);
+        match b {
+            Some(_) => {
+                let fx = format_ident!("__compute_{}_exact", i);
+                let only = (isa == 0).then(|| quote!(#[cfg(not(target_arch = "x86_64"))]));
+                quote! {
+                    #only
+                    #i if __exact => #fx::<#isa>(__c, __r, __o, __direct),
+                    #i => #f::<#isa>(__c, __r, __o, __direct),
+                }
+            }
+            None => quote!(#i => #f::<#isa>(__c, __r, __o, __direct),),
+        }
+    });
+    quote!(match __plan { #(#arms)* _ => __compute_0::<#isa>(__c, __r, __o, __direct), })
+}
+
+impl<'k> Gen<'k> {
+    /// `__compute`: one task, the body of plan `__plan` compiled for the
+    /// best instruction set this CPU has.
+    fn isa_dispatch(&self, exact: &[Option<Bound>]) -> TokenStream {
+        let (d, a_ty) = (self.d, &self.a_ty);
+        let (avx512, avx2, baseline) = (
+            plan_calls(exact, 2),
+            plan_calls(exact, 1),
+            plan_calls(exact, 0),
+        );
+        quote! {
+            /// One task: the body of plan `__plan`, compiled for the best
+            /// instruction set this CPU has.
+            fn __compute(__plan: usize, __exact: bool, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool) {
+                #[cfg(target_arch = "x86_64")]
+                {
+                    #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+                    unsafe fn __avx512(__plan: usize, __exact: bool, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool) {
+                        #avx512
+                    }
+                    #[target_feature(enable = "avx2,fma")]
+                    unsafe fn __avx2(__plan: usize, __exact: bool, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool) {
+                        #avx2
+                    }
+                    match ::mdh::__rt::isa() {
+                        // SAFETY: the CPU has these features (detected at run time).
+                        ::mdh::__rt::Isa::Avx512 => return unsafe { __avx512(__plan, __exact, __c, __r, __o, __direct) },
+                        ::mdh::__rt::Isa::Avx2 => return unsafe { __avx2(__plan, __exact, __c, __r, __o, __direct) },
+                        ::mdh::__rt::Isa::Baseline => {}
+                    }
+                }
+                #baseline
+            }
+        }
+    }
+
+    /// The public `cpu` function: binds the call's arguments (cached per
+    /// sizes and lengths), picks the plan, fills the context and runs the
+    /// parallel driver.
+    fn entry_fn(&self, entries: &[CpuEntry], exact: &[Option<Bound>]) -> TokenStream {
+        let (k, d) = (self.k, self.d);
+        let name_str = k.name.to_string();
+        let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
+        let in_tys: Vec<TokenStream> = k.inputs.iter().map(|b| ty(b.ty)).collect();
+        let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
+        let out_tys: Vec<TokenStream> = k.outputs.iter().map(|b| ty(b.ty)).collect();
+        let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
+        let param_tys: Vec<TokenStream> = k.params.iter().map(|p| ty(p.ty)).collect();
+        let ns = k.size_params.len();
+        let in_slices: Vec<Ident> = (0..k.inputs.len())
+            .map(|b| format_ident!("__in{}", b))
+            .collect();
+        let out_ptrs = out_ptrs(k);
+        let ctx_init = self.ctx_init();
+        let out_setup = self.out_setup();
+        let out_fields = (0..k.output_accesses().len()).map(|o| {
+            let (b, c) = (format_ident!("__oa{}_b", o), format_ident!("__oa{}_c", o));
+            quote!(#b, #c,)
+        });
+        let out_fields = quote!(#(#out_fields)*);
+        let exact_sizes = exact.iter().map(|b| match b {
+            Some(b) => {
+                let s = &b.sizes;
+                quote!(::core::option::Option::Some([#(#s),*]))
+            }
+            None => quote!(::core::option::Option::None),
+        });
+        let tuned = entries.iter().map(|e| {
+            let dev = &e.device;
+            match &e.sizes {
+                Some(s) => quote!((#dev, ::core::option::Option::Some(&[#(#s),*][..]))),
+                None => quote!((#dev, ::core::option::Option::None)),
+            }
+        });
+        let cors = entries.iter().map(|e| {
+            let c = &e.plan.cor;
+            quote!([#(#c),*])
+        });
+        let regs = entries.iter().map(|e| {
+            let r = &e.plan.reg;
+            quote!([#(#r),*])
+        });
+        let size_idx = 0..k.size_params.len();
+        let n_key = k.size_params.len() + k.inputs.len() + k.outputs.len();
+        let doc = format!(
+            "Runs `{name_str}` on the CPU (rayon). Arguments: the inputs, the outputs (overwritten where the output view writes), the params, then the sizes. Returns an error if a slice length does not match its shape for these sizes, if a size expression overflows, or if an index function leaves its buffer."
+        );
+        let execute = self.execute();
+        quote! {
+            #[doc = #doc]
+            pub fn cpu(
+                #(#in_names: &[#in_tys],)*
+                #(#out_names: &mut [#out_tys],)*
+                #(#param_names: #param_tys,)*
+                sizes: Sizes,
+            ) -> ::core::result::Result<(), ::mdh::Error> {
+                let __sizes: [usize; #ns] = sizes.values();
+                static __CALLS: ::mdh::__rt::BindCache<#n_key> = ::mdh::__rt::BindCache::new();
+                let __call = __CALLS.get(
+                    [#(__sizes[#size_idx],)* #(#in_names.len(),)* #(#out_names.len(),)*],
+                    || ::core::result::Result::Ok(::mdh::__rt::Binding {
+                        bound: desc().bind(&__sizes, &[#(#in_names.len()),*], &[#(#out_names.len()),*])?,
+                        plan: ::mdh::__rt::nearest_plan(&[#(#tuned),*], &__sizes),
+                    }),
+                )?;
+                let (__bound, __plan): (&::mdh::__rt::Bound, usize) = (&__call.bound, __call.plan);
+                const __EXACT: &[::core::option::Option<[usize; #ns]>] = &[#(#exact_sizes),*];
+                let __exact: bool = __EXACT[__plan] == ::core::option::Option::Some(__sizes);
+                #(let #out_ptrs = ::mdh::__rt::SyncPtr::new(#out_names);)*
+                #out_setup
+                let __ctx = __Ctx {
+                    #(#in_slices: #in_names,)*
+                    __sz: __sizes,
+                    __call_id: ::mdh::cpu::next_call(),
+                    #ctx_init
+                    #(#param_names,)*
+                    #(#out_ptrs,)*
+                    #out_fields
+                    __lifetime: ::core::marker::PhantomData,
+                };
+                const __COR: &[[usize; #d]] = &[#(#cors),*];
+                const __REG: &[[usize; #d]] = &[#(#regs),*];
+                let __ext: [usize; #d] = ::core::array::from_fn(|__d| __bound.extents[__d]);
+                #execute
+            }
+        }
+    }
+
+    /// The context's fields of the flattened input accesses, from the
+    /// call's binding.
+    fn ctx_init(&self) -> TokenStream {
+        let mut ctx_init = TokenStream::new();
+        for (j, (b, a)) in linear_slots(&self.k.input_accesses())
+            .into_iter()
+            .enumerate()
+        {
+            let (base, coef) = (format_ident!("__ia{}_b", j), format_ident!("__ia{}_c", j));
+            ctx_init.extend(quote! {
+                #base: __bound.in_linear[#b][#a].base,
+                #coef: ::core::array::from_fn(|__d| __bound.in_linear[#b][#a].coefs[__d]),
+            });
+        }
+        ctx_init
+    }
+
+    /// The flattened output accesses, from the call's binding.
+    fn out_setup(&self) -> TokenStream {
+        let d = self.d;
+        let mut out_setup = TokenStream::new();
+        let slots = linear_slots(&self.k.output_accesses());
+        for (o, (b, a)) in slots.into_iter().enumerate() {
+            let (base, coef) = (format_ident!("__oa{}_b", o), format_ident!("__oa{}_c", o));
+            out_setup.extend(quote! {
+                let #base: isize = __bound.out_linear[#b][#a].base;
+                let #coef: [isize; #d] = ::core::array::from_fn(|__d| __bound.out_linear[#b][#a].coefs[__d]);
+            });
+        }
+        out_setup
+    }
+
+    /// The writes of a task's results `__vals` (one per kept point of the
+    /// region `__r`, in row-major order) through the output views.
+    fn out_writes(&self) -> TokenStream {
+        let (k, d) = (self.k, self.d);
+        let out_ptrs = out_ptrs(k);
+        let mut writes = TokenStream::new();
+        for (o, (b, f)) in k.output_accesses().into_iter().enumerate() {
+            let (base, coef) = (format_ident!("__oa{}_b", o), format_ident!("__oa{}_c", o));
+            let off = offset(f, d, &base, &coef);
+            let ptr = &out_ptrs[b];
+            let idx = syn::Index::from(o);
+            // SAFETY: `bind` checked bounds and disjointness of accesses; the
+            // output view is injective over the kept dimensions (checked at
+            // compile time) and each kept point is written by one task.
+            writes.extend(quote! { unsafe { #ptr.write(#off, __v.#idx) }; });
+        }
+        self.kept.iter().rev().fold(
+            quote! {
+                let __v = __vals[__n];
+                __n += 1;
+                #writes
+            },
+            |inner, &x| {
+                let i = dim_var(x);
+                quote!(for #i in __r[#x].0..__r[#x].1 { #inner })
+            },
+        )
+    }
+
+    /// The call of the parallel driver (the COR layer) with the three
+    /// closures: `compute` (a task), `combine` (the combine operators on
+    /// partial results) and `write` (the output views).
+    fn execute(&self) -> TokenStream {
+        let (d, a_ty) = (self.d, &self.a_ty);
+        let name_str = self.k.name.to_string();
+        let combine_parts = (0..self.n_out()).map(|o| {
+            let idx = syn::Index::from(o);
+            self.combine_values(o, &quote!(__x.#idx), &quote!(__y.#idx))
+        });
+        let identity = self.identity();
+        let kind_toks = self.kinds.iter().map(|kd| crate::codegen::dim_kind(*kd));
+        let write_body = self.out_writes();
+        quote! {
+            ::mdh::__rt::execute::<#a_ty, #d>(
+                #name_str,
+                __ext,
+                [#(#kind_toks),*],
+                __COR[__plan],
+                __REG[__plan],
+                #identity,
+                |__r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool| __compute(__plan, __exact, &__ctx, __r, __o, __direct),
+                |__x: #a_ty, __y: #a_ty| -> #a_ty { (#(#combine_parts,)*) },
+                |__r: &::mdh::__rt::Region<#d>, __vals: &[#a_ty]| {
+                    let mut __n = 0usize;
+                    #write_body
+                },
+            )
+        }
+    }
+}
+
+/// The names of the pointers to the output buffers.
+fn out_ptrs(k: &Kernel) -> Vec<Ident> {
+    (0..k.outputs.len())
+        .map(|b| format_ident!("__out{}", b))
+        .collect()
+}
+
+impl<'k> Gen<'k> {
+    /// The sizes, access offsets and coefficients of a call at the sizes a
+    /// plan was tuned for, and the task region's bounds in the dimensions
+    /// the plan does not split across cores, as constants shadowing the
+    /// run-time values: LLVM then folds the strides into address
+    /// displacements and knows the trip counts of the reduction loops (the
+    /// way oneDNN JIT-compiles a convolution for one shape).
+    pub(super) fn exact_binds(&self, plan: &CpuPlan, b: &Bound) -> TokenStream {
+        let d = self.d;
+        let sizes = self
+            .k
+            .size_params
+            .iter()
+            .zip(&b.sizes)
+            .map(|(s, v)| quote!(let #s: usize = #v;));
+        let linear = |prefix: &str, slots: Vec<(usize, usize)>, bufs: &[Vec<Linear>]| {
+            let all = slots.into_iter().enumerate().map(|(j, (buf, a))| {
+                let (base, coef) = (
+                    format_ident!("__{}{}_b", prefix, j),
+                    format_ident!("__{}{}_c", prefix, j),
+                );
+                let (v, c) = (bufs[buf][a].base, &bufs[buf][a].coefs);
+                quote!(let #base: isize = #v; let #coef: [isize; #d] = [#(#c),*];)
+            });
+            quote!(#(#all)*)
+        };
+        let ins = linear("ia", linear_slots(&self.k.input_accesses()), &b.in_linear);
+        let outs = linear("oa", linear_slots(&self.k.output_accesses()), &b.out_linear);
+        let planned = plan.cor.iter().any(|&c| c > 0);
+        let region = (0..d).map(|x| {
+            let e = b.extents[x];
+            if planned && plan.cor[x] <= 1 {
+                quote!((0usize, #e))
+            } else {
+                quote!(__r[#x])
+            }
+        });
+        quote! {
+            #(#sizes)*
+            #ins
+            #outs
+            let __exact_region: ::mdh::__rt::Region<#d> = [#(#region),*];
+            let __r: &::mdh::__rt::Region<#d> = &__exact_region;
+        }
+    }
+
+    /// The names a task body uses, bound from the context.
+    pub(super) fn ctx_binds(&self) -> TokenStream {
+        let k = self.k;
+        let fields = self.ctx_fields().into_iter().map(|(n, _)| n);
+        let sizes = k
+            .size_params
+            .iter()
+            .enumerate()
+            .map(|(i, s)| quote!(let #s: usize = __sz[#i];));
+        quote! {
+            let __Ctx { #(#fields,)* .. } = *__c;
+            #(#sizes)*
+        }
+    }
+
+    /// Fields of the context struct that carries a call's arguments, sizes
+    /// and flattened accesses into the task bodies.
+    pub(super) fn ctx_fields(&self) -> Vec<(TokenStream, TokenStream)> {
+        let k = self.k;
+        let (d, ns) = (self.d, k.size_params.len());
+        let mut f = Vec::new();
+        for (b, buf) in k.inputs.iter().enumerate() {
+            let (n, t) = (format_ident!("__in{}", b), ty(buf.ty));
+            f.push((quote!(#n), quote!(&'a [#t])));
+        }
+        f.push((quote!(__sz), quote!([usize; #ns])));
+        f.push((quote!(__call_id), quote!(u64)));
+        for j in 0..k.input_accesses().len() {
+            let (b, c) = (format_ident!("__ia{}_b", j), format_ident!("__ia{}_c", j));
+            f.push((quote!(#b), quote!(isize)));
+            f.push((quote!(#c), quote!([isize; #d])));
+        }
+        for p in &k.params {
+            let (n, t) = (&p.name, ty(p.ty));
+            f.push((quote!(#n), t));
+        }
+        for (b, buf) in k.outputs.iter().enumerate() {
+            let (n, t) = (format_ident!("__out{}", b), ty(buf.ty));
+            f.push((quote!(#n), quote!(::mdh::__rt::SyncPtr<#t>)));
+        }
+        for o in 0..k.output_accesses().len() {
+            let (b, c) = (format_ident!("__oa{}_b", o), format_ident!("__oa{}_c", o));
+            f.push((quote!(#b), quote!(isize)));
+            f.push((quote!(#c), quote!([isize; #d])));
+        }
+        f
+    }
+}

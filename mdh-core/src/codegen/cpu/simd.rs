@@ -1,0 +1,212 @@
+//! The SIMD mapping of a plan's register tiles, and the scalar function on
+//! vectors over their lanes.
+
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote};
+
+use super::Gen;
+use crate::codegen::rust_simd;
+use crate::plan::{static_coef, CpuPlan};
+use crate::spec::{BuiltinOp, ReduceOp, ScalarType};
+
+/// The SIMD mapping of one plan's full register tiles.
+pub(super) struct Simd {
+    /// The dimension whose points are the lanes.
+    pub(super) dim: usize,
+    pub(super) lanes: usize,
+    /// Vectors per register tile along `dim`.
+    pub(super) chunks: usize,
+    /// Whether `dim` is the innermost PW dimension (lanes hold partial results).
+    pub(super) reduced: bool,
+}
+
+/// `x ⊕ y` lane-wise for a built-in operator.
+pub(super) fn vcombine(op: BuiltinOp, x: &TokenStream, y: &TokenStream) -> TokenStream {
+    match op {
+        BuiltinOp::Add => quote!((#x + #y)),
+        BuiltinOp::Mul => quote!((#x * #y)),
+        BuiltinOp::Max => quote!((#x).max(#y)),
+        BuiltinOp::Min => quote!((#x).min(#y)),
+    }
+}
+
+impl<'k> Gen<'k> {
+    /// How a plan's full register tiles map onto SIMD lanes, if they do: the
+    /// kernel is pure and its operators have neutral elements, and the
+    /// register tile of the innermost PW dimension (lanes of partial results)
+    /// or of the most contiguous kept dimension is a multiple of the lanes
+    /// of one 64-byte vector of the widest element type.
+    pub(super) fn simd(&self, plan: &CpuPlan) -> Option<Simd> {
+        let sf = &self.k.scalar_fn;
+        if !rust_simd::vectorizable(&sf.body)
+            || !(0..self.n_out()).all(|o| self.ops[o].is_none() || self.has_identity(o))
+        {
+            return None;
+        }
+        let bytes = self
+            .k
+            .inputs
+            .iter()
+            .map(|b| b.ty)
+            .chain(self.out_tys.iter().copied())
+            .map(crate::plan::elem_bytes)
+            .max()
+            .unwrap_or(4);
+        let lanes = (crate::plan::VECTOR_BYTES / bytes).max(1);
+        let fits = |d: usize| plan.reg[d] >= lanes && plan.reg[d].is_multiple_of(lanes);
+        if let Some(&kr) = self.reduced.last() {
+            if fits(kr) {
+                return Some(Simd {
+                    dim: kr,
+                    lanes,
+                    chunks: plan.reg[kr] / lanes,
+                    reduced: true,
+                });
+            }
+            if plan.reg[kr] > 1 {
+                return None;
+            }
+        }
+        // The kept dimension whose register tile fits the lanes, contiguous
+        // in the most accesses (packed ones counting with their layout's
+        // last dimension), the innermost among the best.
+        let mut score = crate::plan::contiguity(self.k);
+        for (j, (_, f)) in self.k.input_accesses().into_iter().enumerate() {
+            if let Some(&last) = self.pack[j].last() {
+                for (x, sc) in score.iter_mut().enumerate() {
+                    let was = static_coef(f, x) == Some(1);
+                    *sc = *sc + usize::from(x == last) - usize::from(was);
+                }
+            }
+        }
+        let s = self
+            .kept
+            .iter()
+            .copied()
+            .filter(|&x| fits(x) && score[x] > 0)
+            .max_by_key(|&x| (score[x], x))?;
+        Some(Simd {
+            dim: s,
+            lanes,
+            chunks: plan.reg[s] / lanes,
+            reduced: false,
+        })
+    }
+
+    /// Reads of the input accesses as vectors over the lanes of dimension
+    /// `s` (whose index variable holds lane 0): contiguous loads, gathers,
+    /// or broadcasts of accesses that do not depend on `s`. `part`: only the
+    /// first `__cnt` lanes are points of the index space (an edge tile); the
+    /// others read the last of them again.
+    pub(super) fn vector_reads(&self, s: usize, n: usize, part: bool) -> TokenStream {
+        self.input_reads(|a| {
+            let (slice, off) = (&a.slice, &a.off);
+            let vt = rust_simd::vty(a.ty, n);
+            // SAFETY (all forms): `bind` checked that this access stays
+            // inside the buffer over the whole index space, and every lane
+            // read is a point of the register tile inside the index space
+            // (all lanes of a full tile, the first `__cnt` of an edge tile).
+            let lane = if part {
+                quote!(::core::cmp::min(__l, __cnt - 1))
+            } else {
+                quote!(__l)
+            };
+            let read = if !a.uses.contains(&s) {
+                quote!(<#vt>::splat(unsafe { *#slice.get_unchecked(#off) }))
+            } else if a.unit[s] && part {
+                quote!(unsafe { <#vt>::load_part::<ISA>(#slice, #off, __cnt) })
+            } else if a.unit[s] {
+                quote!(unsafe { <#vt>::load(#slice, #off) })
+            } else {
+                let stride = &a.stride[s];
+                quote!({
+                    let __o0 = #off as isize;
+                    <#vt>::from_fn(|__l| unsafe { *#slice.get_unchecked((__o0 + #lane as isize * #stride) as usize) })
+                })
+            };
+            (vt, read)
+        })
+    }
+
+    /// The scalar function's values `__v0, …` as vectors over the lanes of `s`.
+    /// `part`: as in [`Gen::vector_reads`].
+    pub(super) fn vector_point(&self, s: usize, n: usize, part: bool) -> TokenStream {
+        self.vector_point_with(s, n, part, rust_simd::expr(&self.k.scalar_fn.body, n))
+    }
+
+    /// As `vector_point`, with `body` in place of the scalar function's body.
+    pub(super) fn vector_point_with(
+        &self,
+        s: usize,
+        n: usize,
+        part: bool,
+        body: TokenStream,
+    ) -> TokenStream {
+        let k = self.k;
+        let usize_v = rust_simd::vty(ScalarType::Usize, n);
+        let sizes = k
+            .size_params
+            .iter()
+            .map(|p| quote!(let #p: #usize_v = <#usize_v>::splat(#p);));
+        let params = k.params.iter().map(|p| {
+            let (name, vt) = (&p.name, rust_simd::vty(p.ty, n));
+            quote!(let #name: #vt = <#vt>::splat(#name);)
+        });
+        let index = self.index_binds(|d, name, i| {
+            if d == s && part {
+                quote!(let #name: #usize_v = <#usize_v>::iota_part(#i, __cnt);)
+            } else if d == s {
+                quote!(let #name: #usize_v = <#usize_v>::iota(#i);)
+            } else {
+                quote!(let #name: #usize_v = <#usize_v>::splat(#i);)
+            }
+        });
+        let args = self.param_binds();
+        let vals: Vec<Ident> = (0..self.n_out())
+            .map(|o| format_ident!("__v{}", o))
+            .collect();
+        let tys: Vec<TokenStream> = self.out_tys.iter().map(|t| rust_simd::vty(*t, n)).collect();
+        let reads = self.vector_reads(s, n, part);
+        let binds = quote!(#(#sizes)* #(#params)* #(#index)* #(#args)*);
+        let (pat, pty) = if vals.len() == 1 {
+            let (v, t) = (&vals[0], &tys[0]);
+            (quote!(#v), quote!(#t))
+        } else {
+            (quote!((#(#vals,)*)), quote!((#(#tys,)*)))
+        };
+        quote! {
+            #reads
+            let #pat: #pty = { #binds #body };
+        }
+    }
+
+    /// `acc = acc ⊕ v` on vectors for every output (the operators are
+    /// built-ins: `simd` requires neutral elements), with an FMA ISA fusing a
+    /// float `a * b` summed with `+` into one `mul_add`.
+    pub(super) fn vector_accumulate(
+        &self,
+        s: usize,
+        n: usize,
+        part: bool,
+        acc: &dyn Fn(usize) -> TokenStream,
+    ) -> TokenStream {
+        let mut upd = TokenStream::new();
+        for o in 0..self.n_out() {
+            let (a, v) = (acc(o), format_ident!("__v{}", o));
+            if let Some(ReduceOp::Builtin(b, _)) = self.ops[o] {
+                let c = vcombine(*b, &quote!(#a), &quote!(#v));
+                upd.extend(quote!(#a = #c;));
+            }
+        }
+        let point = self.vector_point(s, n, part);
+        let plain = quote! { #point #upd };
+        match self.fusable_product() {
+            Some((x, y)) => {
+                let (x, y, a) = (rust_simd::expr(x, n), rust_simd::expr(y, n), acc(0));
+                let point = self.vector_point_with(s, n, part, quote!((#x).fma::<ISA>(#y, #a)));
+                quote! { if ISA > 0 { #point #a = __v0; } else { #plain } }
+            }
+            None => plain,
+        }
+    }
+}

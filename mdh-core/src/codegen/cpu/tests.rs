@@ -1,0 +1,80 @@
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use super::driver::{cpu_fn, linear_slots};
+use crate::config::CpuEntry;
+use crate::plan::CpuPlan;
+use crate::spec::Kernel;
+
+fn kernel(src: TokenStream) -> Kernel {
+    crate::compile(src).expect("valid kernel")
+}
+
+fn entry(k: &Kernel, sizes: Option<Vec<usize>>) -> CpuEntry {
+    CpuEntry {
+        plan: CpuPlan::default_for(k),
+        device: "*".into(),
+        sizes,
+    }
+}
+
+fn conv() -> Kernel {
+    kernel(quote! {
+        kernel conv {
+            inp(I: f32[2 * P + R - 2, C], F: f32[R, C]),
+            out(O: f32[P]),
+            out_view(O: |p, r, c| (p)),
+            md_hom[P, R, C](|x, w| x * w, (CC, PW(+), PW(+))),
+            inp_view(I: |p, r, c| (2 * p + r, c), F: |p, r, c| (r, c)),
+        }
+    })
+}
+
+#[test]
+fn accesses_find_their_linearization_per_buffer() {
+    let k = conv();
+    let f = k.input_accesses()[0].1;
+    let accesses = [(0, f), (1, f), (0, f), (1, f), (0, f)];
+    assert_eq!(
+        linear_slots(&accesses),
+        vec![(0, 0), (1, 0), (0, 1), (1, 1), (0, 2)]
+    );
+}
+
+#[test]
+fn streaming_plans_write_final_vectors_past_the_caches() {
+    let k = crate::config::tests::matmul();
+    let mut e = entry(&k, None);
+    let code = cpu_fn(&k, std::slice::from_ref(&e)).to_string();
+    assert!(!code.contains("StreamWriter"), "{code}");
+    assert!(!code.contains("__sw0"), "{code}");
+    e.plan.stream = true;
+    let code = cpu_fn(&k, &[e]).to_string();
+    // Streamed only where the L1 tile spans the task's PW range (the
+    // results are final), through a writer that lives for the task
+    // (its drop writes what it holds and fences).
+    let writer = quote!(let mut __sw0 = ::mdh::__rt::StreamWriter::new(__out0););
+    assert!(code.contains(&writer.to_string()), "{code}");
+    let last = quote!(let __stream: bool = __first && __t1e_2 == __r[2usize].1;);
+    assert!(code.contains(&last.to_string()), "{code}");
+    let write = quote!(if __stream {
+        __sw0.write::<ISA, 16usize>(__at, __new.0)
+    });
+    assert!(code.contains(&write.to_string()), "{code}");
+}
+
+#[test]
+fn sized_entries_get_an_exact_body_with_constant_strides() {
+    let k = conv();
+    let code = cpu_fn(&k, &[entry(&k, Some(vec![5, 3, 4])), entry(&k, None)]).to_string();
+    // Entry 0 (P 5, R 3, C 4) has an exact body, entry 1 does not.
+    assert!(code.contains("fn __compute_0_exact"), "{code}");
+    assert!(!code.contains("__compute_1_exact"), "{code}");
+    // Its image access strides: p by 2·C = 8, r by C = 4, c by 1.
+    let ia0 = quote!(let __ia0_c: [isize; 3usize] = [8isize, 4isize, 1isize];).to_string();
+    assert!(code.contains(&ia0), "{code}");
+    // Sizes the entry cannot bind (the filter's R would not fit) give
+    // no exact body.
+    let code = cpu_fn(&k, &[entry(&k, Some(vec![0, usize::MAX, 1]))]).to_string();
+    assert!(!code.contains("__compute_0_exact"), "{code}");
+}
