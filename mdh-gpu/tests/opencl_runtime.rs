@@ -2,7 +2,7 @@
 //! install pocl-opencl-icd`). Run with `cargo test -p mdh-gpu --features opencl`.
 #![cfg(feature = "opencl")]
 
-use mdh_core::Error;
+use mdh_rt::Error;
 use mdh_gpu::opencl::{Buffer, Device, Program};
 use std::process::Command;
 use std::sync::{Arc, OnceLock};

@@ -28,9 +28,13 @@
 //!
 //! Each kernel becomes a module with `Sizes`, `cpu(inputs…, outputs…,
 //! params…, Sizes) -> Result<(), Error>`, and `SPEC`, the kernel's source,
-//! which [`reference`] evaluates with the reference interpreter.
+//! which `reference` (the `reference` feature) evaluates with the reference
+//! interpreter.
+//!
+//! The runtime depends on `mdh-rt` only; the compiler (`mdh-core`) runs in the
+//! macro, and enters a user's binary only with the `reference` feature.
 
-pub use mdh_core::Error;
+pub use mdh_rt::Error;
 pub use mdh_macros::mdh;
 
 mod bind_cache;
@@ -88,9 +92,10 @@ macro_rules! __if_opencl {
     ($($t:tt)*) => {};
 }
 
-/// The reference interpreter: evaluates a kernel's high-level definition
-/// directly. It is slow and obviously correct; tests compare generated
-/// kernels with it.
+/// The reference interpreter (the `reference` feature): evaluates a kernel's
+/// high-level definition directly. It is slow and obviously correct; tests
+/// compare generated kernels with it.
+#[cfg(feature = "reference")]
 pub mod reference {
     pub use mdh_core::interp::{run, Buffer, Value};
 
@@ -108,9 +113,9 @@ pub mod __rt {
     pub use crate::gpu;
     pub use crate::simd::V;
     pub use crate::stream::StreamWriter;
-    pub use mdh_core::desc::{AccessDesc, AffineDesc, Bound, BufDesc, KernelDesc, SizeOp};
-    pub use mdh_core::gpu_plan::GpuPlan;
-    pub use mdh_core::spec::DimKind;
+    pub use mdh_rt::desc::{AccessDesc, AffineDesc, Bound, BufDesc, KernelDesc, SizeOp};
+    pub use mdh_rt::gpu_plan::GpuPlan;
+    pub use mdh_rt::DimKind;
     pub use std::borrow::Cow;
     pub use std::sync::OnceLock;
 }

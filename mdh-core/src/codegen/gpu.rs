@@ -100,12 +100,7 @@ fn words(d: Dialect) -> Words {
     }
 }
 
-/// Work-items per work-group of the second pass and of the scans.
-pub const PASS_ITEMS: usize = 64;
-
-/// Elements of a line that one work-group of the scan pass scans; longer
-/// lines are split into chunks of this many across work-groups.
-pub const SCAN_CHUNK: usize = 4 * PASS_ITEMS;
+pub use mdh_rt::gpu_plan::{PASS_ITEMS, SCAN_CHUNK};
 
 /// What the emitter needs to know about one kernel.
 struct Emit<'k> {
