@@ -314,7 +314,10 @@ pub fn defines(k: &KernelDesc, bound: &Bound, r: &Resolved) -> String {
         def(names::block(x), format!("{}L", r.block[x]));
         def(names::private(x), format!("{}L", r.private[x]));
     }
-    def(names::WG_ITEMS.into(), format!("{}L", r.threads_per_group()));
+    def(
+        names::WG_ITEMS.into(),
+        format!("{}L", r.threads_per_group()),
+    );
     def(names::BLOCKED.into(), u8::from(r.blocked).to_string());
     let kinds = &k.kinds;
     def(names::PW_GROUPS.into(), format!("{}L", r.pw_groups(kinds)));

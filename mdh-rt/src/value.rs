@@ -273,3 +273,27 @@ impl Cast for bool {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn casts_are_rust_as_casts() {
+        assert_eq!(Value::F32(-1.5).cast(ScalarType::U8), Some(Value::U8(0)));
+        assert_eq!(Value::F32(300.0).cast(ScalarType::U8), Some(Value::U8(255)));
+        assert_eq!(
+            Value::F64(f64::NAN).cast(ScalarType::I32),
+            Some(Value::I32(0))
+        );
+        assert_eq!(
+            Value::I32(-1).cast(ScalarType::U16),
+            Some(Value::U16(u16::MAX))
+        );
+        assert_eq!(
+            Value::U64(u64::MAX).cast(ScalarType::F32),
+            Some(Value::F32(u64::MAX as f32))
+        );
+        assert_eq!(Value::Bool(true).cast(ScalarType::I64), Some(Value::I64(1)));
+        assert_eq!(Value::I32(1).cast(ScalarType::Bool), None);
+    }
+}

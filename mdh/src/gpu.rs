@@ -5,7 +5,9 @@
 //! the wrappers; this module knows only sizes.
 
 use mdh_rt::desc::{Bound, BufDesc, KernelDesc};
-use mdh_rt::gpu_plan::{defines, local_elems, GpuPlan, Resolved, MAX_ITEMS, PASS_ITEMS, SCAN_CHUNK};
+use mdh_rt::gpu_plan::{
+    defines, local_elems, GpuPlan, Resolved, MAX_ITEMS, PASS_ITEMS, SCAN_CHUNK,
+};
 use mdh_rt::types::{elem_bytes, DimKind};
 use mdh_rt::value::{Buffer, Value};
 use mdh_rt::Error;

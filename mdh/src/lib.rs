@@ -34,8 +34,8 @@
 //! The runtime depends on `mdh-rt` only; the compiler (`mdh-core`) runs in the
 //! macro, and enters a user's binary only with the `reference` feature.
 
-pub use mdh_rt::Error;
 pub use mdh_macros::mdh;
+pub use mdh_rt::Error;
 
 mod bind_cache;
 pub mod cpu;
