@@ -28,8 +28,8 @@
 //!
 //! Each kernel becomes a module with `Sizes`, `cpu(inputs…, outputs…,
 //! params…, Sizes) -> Result<(), Error>`, and `SPEC`, the kernel's source,
-//! which `reference` (the `reference` feature) evaluates with the reference
-//! interpreter.
+//! which [`reference`] evaluates with the reference interpreter (the
+//! `reference` feature).
 //!
 //! The runtime depends on `mdh-rt` only; the compiler (`mdh-core`) runs in the
 //! macro, and enters a user's binary only with the `reference` feature.
@@ -94,12 +94,16 @@ macro_rules! __if_opencl {
 
 /// The reference interpreter (the `reference` feature): evaluates a kernel's
 /// high-level definition directly. It is slow and obviously correct; tests
-/// compare generated kernels with it.
-#[cfg(feature = "reference")]
+/// compare generated kernels with it. Its values and buffers (what generated
+/// `NAME::opencl::run` / `NAME::cuda::run` take) are here without the feature.
 pub mod reference {
-    pub use mdh_core::interp::{run, Buffer, Value};
+    pub use mdh_rt::value::{Buffer, Value};
+
+    #[cfg(feature = "reference")]
+    pub use mdh_core::interp::run;
 
     /// Parses and checks a kernel's source (a generated module's `SPEC`).
+    #[cfg(feature = "reference")]
     pub fn kernel(spec: &str) -> Result<mdh_core::Kernel, crate::Error> {
         mdh_core::compile_str(spec)
     }
