@@ -16,7 +16,7 @@ pub mod parse;
 pub mod plan;
 pub mod spec;
 
-pub use error::Error;
+pub use error::{Error, PlanError};
 pub use spec::Kernel;
 
 use proc_macro2::TokenStream;

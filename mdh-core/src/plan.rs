@@ -25,7 +25,9 @@
 //! of the line first, no eviction of the inputs): for outputs far larger
 //! than the caches and not read again soon.
 
-use crate::spec::{DimKind, IndexFn, Kernel, ScalarType};
+pub use mdh_rt::types::elem_bytes;
+
+use crate::spec::{DimKind, IndexFn, Kernel};
 
 /// Accumulator registers available to one register tile: 32 vector
 /// registers, a few kept free for operands (DESIGN.md §7: a tile that
@@ -90,24 +92,10 @@ pub fn static_coef(f: &IndexFn, d: usize) -> Option<i64> {
         .then(|| last.dims.get(d).copied().unwrap_or(0))
 }
 
-/// Why a config does not fit a kernel: the offending field and a sentence.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PlanError {
-    pub field: &'static str,
-    pub message: String,
-}
+pub use mdh_rt::PlanError;
 
 fn err(field: &'static str, message: String) -> PlanError {
     PlanError { field, message }
-}
-
-pub fn elem_bytes(t: ScalarType) -> usize {
-    match t {
-        ScalarType::F64 | ScalarType::I64 | ScalarType::U64 | ScalarType::Usize => 8,
-        ScalarType::F32 | ScalarType::I32 | ScalarType::U32 => 4,
-        ScalarType::I16 | ScalarType::U16 => 2,
-        _ => 1,
-    }
 }
 
 /// Lanes of one vector of the widest SIMD layer for the kernel's widest

@@ -13,7 +13,7 @@
 //! --user` (`~/.local/lib/python3.*/site-packages/nvidia/cuda_nvrtc/lib`).
 //!
 //! ```no_run
-//! # fn main() -> Result<(), mdh_core::Error> {
+//! # fn main() -> Result<(), mdh_rt::Error> {
 //! use mdh_gpu::cuda::Device;
 //! let dev = Device::first()?;
 //! let m = dev.module(r#"extern "C" __global__ void twice(float* x, int n) {
@@ -36,7 +36,7 @@ use cudarc::driver::{
     LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
 use cudarc::nvrtc::{result as nvrtc_result, sys as nvrtc_sys};
-use mdh_core::Error;
+use mdh_rt::Error;
 use std::collections::HashMap;
 use std::ffi::{c_char, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -45,7 +45,7 @@
 //! `MDH_SIM_CACHE` the folder of cached binaries (default: a folder in the
 //! system temp dir).
 
-use mdh_core::Error;
+use mdh_rt::Error;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

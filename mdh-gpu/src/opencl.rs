@@ -11,7 +11,7 @@
 //! `opencl3` try other library files first.
 //!
 //! ```no_run
-//! # fn main() -> Result<(), mdh_core::Error> {
+//! # fn main() -> Result<(), mdh_rt::Error> {
 //! use mdh_gpu::opencl::Device;
 //! let dev = Device::first()?;
 //! let prog = dev.program(
@@ -55,7 +55,7 @@
 //!   arguments by OpenCL against the declared size: a mismatch is an `Err`
 //!   from [`Launch::run`] that names the argument.
 //!
-//! [`Error::Backend`]: mdh_core::Error::Backend
+//! [`Error::Backend`]: mdh_rt::Error::Backend
 //! [`Device`]: crate::opencl::Device
 //! [`Device::read`]: crate::opencl::Device::read
 //! [`Program`]: crate::opencl::Program
@@ -66,7 +66,7 @@
 
 pub use opencl3;
 
-use mdh_core::Error;
+use mdh_rt::Error;
 use opencl3::command_queue::{
     enqueue_fill_buffer, enqueue_read_buffer, CommandQueue, CL_QUEUE_PROFILING_ENABLE,
 };

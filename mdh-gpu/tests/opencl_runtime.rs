@@ -2,8 +2,8 @@
 //! install pocl-opencl-icd`). Run with `cargo test -p mdh-gpu --features opencl`.
 #![cfg(feature = "opencl")]
 
-use mdh_core::Error;
 use mdh_gpu::opencl::{Buffer, Device, Program};
+use mdh_rt::Error;
 use std::process::Command;
 use std::sync::{Arc, OnceLock};
 

@@ -6,8 +6,8 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use mdh_core::desc::Bound;
-use mdh_core::Error;
+use mdh_rt::desc::Bound;
+use mdh_rt::Error;
 
 /// What a call needs that depends only on its sizes and buffer lengths.
 #[derive(Debug)]

@@ -13,8 +13,7 @@ use rayon::prelude::*;
 
 use crate::parallel::{each, map};
 
-use mdh_core::spec::DimKind;
-use mdh_core::Error;
+use mdh_rt::{DimKind, Error};
 
 /// A box of the index space: one half-open range per md_hom dimension.
 pub type Region<const D: usize> = [(usize, usize); D];

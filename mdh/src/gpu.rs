@@ -4,17 +4,17 @@
 //! template, and the launch geometry of its kernels. Backend types stay in
 //! the wrappers; this module knows only sizes.
 
-use mdh_core::codegen::gpu::{PASS_ITEMS, SCAN_CHUNK};
-use mdh_core::desc::{Bound, KernelDesc};
-use mdh_core::gpu_plan::{defines, local_elems, GpuPlan, Resolved};
-use mdh_core::interp::{Buffer, Value};
-use mdh_core::plan::elem_bytes;
-use mdh_core::spec::DimKind;
-use mdh_core::Error;
+use mdh_rt::desc::{Bound, BufDesc, KernelDesc};
+use mdh_rt::gpu_plan::{
+    defines, local_elems, GpuPlan, Resolved, MAX_ITEMS, PASS_ITEMS, SCAN_CHUNK,
+};
+use mdh_rt::types::{elem_bytes, DimKind};
+use mdh_rt::value::{Buffer, Value};
+use mdh_rt::Error;
 
 /// What a generated wrapper knows about its kernel besides its `desc()`.
 pub struct KernelInfo {
-    /// The source template (see `mdh_core::codegen::gpu`).
+    /// The source template (see mdh-core's `codegen::gpu`).
     pub template: &'static str,
     /// Bytes of one element of each input buffer (local-memory budget).
     pub in_bytes: &'static [usize],
@@ -356,7 +356,7 @@ pub fn fit(
 }
 
 /// The launches of the scan along dimension `d` of extent `n` on `lines`
-/// lines (see `mdh_core::codegen::gpu`): a work-group per chunk, and for
+/// lines (see mdh-core's `codegen::gpu`): a work-group per chunk, and for
 /// lines of several chunks a work-group per line (the carries) and a
 /// work-item per element after the first chunk.
 fn scan_launches(d: usize, n: usize, lines: usize) -> Vec<(String, usize)> {
@@ -405,7 +405,7 @@ pub fn job_for(desc: &KernelDesc, bound: &Bound, info: &KernelInfo, r: &Resolved
 
 /// The bound of a call with buffers of exactly the sizes' shapes.
 pub fn bind_sizes(desc: &KernelDesc, sizes: &[usize]) -> Result<Bound, Error> {
-    let lens = |bufs: &[mdh_core::desc::BufDesc]| -> Option<Vec<usize>> {
+    let lens = |bufs: &[BufDesc]| -> Option<Vec<usize>> {
         bufs.iter()
             .map(|b| {
                 b.shape.iter().try_fold(1usize, |a, c| {
@@ -434,7 +434,7 @@ pub fn source(
 ) -> String {
     let bound = bind_sizes(desc, sizes);
     let lim = DeviceLimits {
-        max_items: mdh_core::gpu_plan::MAX_ITEMS,
+        max_items: MAX_ITEMS,
         local_bytes: CUDA_STATIC_SHARED_BYTES,
     };
     match bound {

@@ -28,10 +28,14 @@
 //!
 //! Each kernel becomes a module with `Sizes`, `cpu(inputs…, outputs…,
 //! params…, Sizes) -> Result<(), Error>`, and `SPEC`, the kernel's source,
-//! which [`reference`] evaluates with the reference interpreter.
+//! which [`reference`] evaluates with the reference interpreter (the
+//! `reference` feature).
+//!
+//! The runtime depends on `mdh-rt` only; the compiler (`mdh-core`) runs in the
+//! macro, and enters a user's binary only with the `reference` feature.
 
-pub use mdh_core::Error;
 pub use mdh_macros::mdh;
+pub use mdh_rt::Error;
 
 mod bind_cache;
 pub mod cpu;
@@ -88,13 +92,18 @@ macro_rules! __if_opencl {
     ($($t:tt)*) => {};
 }
 
-/// The reference interpreter: evaluates a kernel's high-level definition
-/// directly. It is slow and obviously correct; tests compare generated
-/// kernels with it.
+/// The reference interpreter (the `reference` feature): evaluates a kernel's
+/// high-level definition directly. It is slow and obviously correct; tests
+/// compare generated kernels with it. Its values and buffers (what generated
+/// `NAME::opencl::run` / `NAME::cuda::run` take) are here without the feature.
 pub mod reference {
-    pub use mdh_core::interp::{run, Buffer, Value};
+    pub use mdh_rt::value::{Buffer, Value};
+
+    #[cfg(feature = "reference")]
+    pub use mdh_core::interp::run;
 
     /// Parses and checks a kernel's source (a generated module's `SPEC`).
+    #[cfg(feature = "reference")]
     pub fn kernel(spec: &str) -> Result<mdh_core::Kernel, crate::Error> {
         mdh_core::compile_str(spec)
     }
@@ -108,9 +117,9 @@ pub mod __rt {
     pub use crate::gpu;
     pub use crate::simd::V;
     pub use crate::stream::StreamWriter;
-    pub use mdh_core::desc::{AccessDesc, AffineDesc, Bound, BufDesc, KernelDesc, SizeOp};
-    pub use mdh_core::gpu_plan::GpuPlan;
-    pub use mdh_core::spec::DimKind;
+    pub use mdh_rt::desc::{AccessDesc, AffineDesc, Bound, BufDesc, KernelDesc, SizeOp};
+    pub use mdh_rt::gpu_plan::GpuPlan;
+    pub use mdh_rt::DimKind;
     pub use std::borrow::Cow;
     pub use std::sync::OnceLock;
 }

@@ -41,8 +41,11 @@
 use std::cell::RefCell;
 use std::fmt::Write;
 
+mod scan;
+
 use crate::codegen::c_expr::{identity, int_div_helpers, Dialect, Lowering};
 use crate::spec::{BuiltinOp, DimKind, Kernel, ReduceOp, ScalarType, Type};
+use mdh_rt::names;
 
 /// The words that differ between the dialects outside of expressions.
 struct Words {
@@ -100,12 +103,7 @@ fn words(d: Dialect) -> Words {
     }
 }
 
-/// Work-items per work-group of the second pass and of the scans.
-pub const PASS_ITEMS: usize = 64;
-
-/// Elements of a line that one work-group of the scan pass scans; longer
-/// lines are split into chunks of this many across work-groups.
-pub const SCAN_CHUNK: usize = 4 * PASS_ITEMS;
+pub use mdh_rt::gpu_plan::{PASS_ITEMS, SCAN_CHUNK};
 
 /// What the emitter needs to know about one kernel.
 struct Emit<'k> {
@@ -136,11 +134,31 @@ struct Emit<'k> {
 /// past the group's block are empty (`e{x} <= t{x}`): they compute and
 /// copy nothing but still reach the barriers.
 fn tile_loop(l: &mut Lowering, x: usize) {
+    let (block, tile) = (names::block(x), names::tile(x));
     l.line(&format!(
-        "for (long tt{x} = 0; tt{x} < B{x}; tt{x} += T{x}) {{"
+        "for (long tt{x} = 0; tt{x} < {block}; tt{x} += {tile}) {{"
     ));
     l.line(&format!("const long t{x} = blo{x} + tt{x};"));
-    l.line(&format!("const long e{x} = MDH_MIN(t{x} + T{x}, bhi{x});"));
+    l.line(&format!(
+        "const long e{x} = MDH_MIN(t{x} + {tile}, bhi{x});"
+    ));
+}
+
+/// Opens the loop over this work-item's indices of the current tile along
+/// dimension `x` (its PM tile).
+fn private_loop(l: &mut Lowering, x: usize) {
+    let private = names::private(x);
+    l.line(&format!("for (long p{x} = 0; p{x} < {private}; p{x}++) {{"));
+}
+
+/// The index along dimension `x` of a work-item's point `p{x}` of the tile:
+/// consecutive per work-item when blocked, strided by the work-items else.
+fn item_index(x: usize) -> String {
+    let (items, private) = (names::items(x), names::private(x));
+    format!(
+        "t{x} + ({} ? w{x} * {private} + p{x} : w{x} + p{x} * {items})",
+        names::BLOCKED
+    )
 }
 
 /// Whether combining output `o` needs "has a value" flags: an operator
@@ -230,7 +248,7 @@ impl<'k> Emit<'k> {
     /// and the operators.
     fn bind_names(&self, l: &mut Lowering) {
         for s in &self.k.size_params {
-            l.bind(&s.to_string(), &format!("MDH_SIZE_{s}"));
+            l.bind(&s.to_string(), &names::size(&s.to_string()));
         }
         for prm in &self.k.params {
             let v = if prm.ty == ScalarType::Bool {
@@ -243,24 +261,32 @@ impl<'k> Emit<'k> {
     }
 
     /// Decodes `id` into per-dimension coordinates `{prefix}{x}` with radix
-    /// `{radix}{x}` (last dimension fastest), for `dims`.
-    fn decode(&self, l: &mut Lowering, id: &str, prefix: &str, radix: &str, dims: &[usize]) {
+    /// `radix(x)` (last dimension fastest), for `dims`.
+    fn decode(
+        &self,
+        l: &mut Lowering,
+        id: &str,
+        prefix: &str,
+        radix: fn(usize) -> String,
+        dims: &[usize],
+    ) {
         if dims.is_empty() {
             return;
         }
         let rest = l.fresh("rest");
         l.line(&format!("long {rest} = {id};"));
         for &x in dims.iter().rev() {
-            l.line(&format!("const long {prefix}{x} = {rest} % {radix}{x};"));
-            l.line(&format!("{rest} /= {radix}{x};"));
+            let radix = radix(x);
+            l.line(&format!("const long {prefix}{x} = {rest} % {radix};"));
+            l.line(&format!("{rest} /= {radix};"));
         }
     }
 
-    /// `Σ coef · i` of a linear offset named `{pre}` at the point `i{x}`.
-    fn linear(&self, pre: &str, dims: &[usize]) -> String {
-        let mut s = format!("{pre}_BASE");
+    /// `Σ coef · i` of the linear offset of `access` at the point `i{x}`.
+    fn linear(&self, access: &str, dims: &[usize]) -> String {
+        let mut s = names::base(access);
         for &x in dims {
-            let _ = write!(s, " + {pre}_C{x} * i{x}");
+            let _ = write!(s, " + {} * i{x}", names::coef(access, x));
         }
         s
     }
@@ -289,36 +315,68 @@ impl<'k> Emit<'k> {
         let f = self.access(b, a);
         let mut local = String::from("0");
         for (c, comp) in f.components.iter().enumerate() {
-            let mut v = format!("IN{b}_{a}_O{c}");
+            let mut v = names::local_offset(b, a, c);
             for (x, &cf) in comp.dims.iter().enumerate() {
                 if cf != 0 {
                     let _ = write!(v, " + ({cf}L) * i{x}");
                 }
             }
-            let _ = write!(local, " + ({v} - lo{b}_{c}) * L{b}_S{c}");
+            let _ = write!(
+                local,
+                " + ({v} - lo{b}_{c}) * {}",
+                names::local_stride(b, c)
+            );
         }
-        let global = self.linear(&format!("IN{b}_{a}"), &self.used(b, a));
+        let global = self.linear(&names::input_access(b, a), &self.used(b, a));
         format!("MDH_LOAD{b}(({local}), ({global}))")
     }
 
+    /// `mdh_main`: the LM tiles of this work-group's block, the PM tiles of
+    /// its work-items, the combination of partial results across them.
     fn main_kernel(&self, src: &mut String) {
-        let (d, w) = (self.d, &self.w);
-        let all: Vec<usize> = (0..self.dims).collect();
+        let w = &self.w;
         let _ = writeln!(
             src,
             "{}\n{{",
-            w.head("mdh_main", "WG_ITEMS", &self.params(true, true))
+            w.head("mdh_main", names::WG_ITEMS, &self.params(true, true))
         );
-        let mut l = Lowering::new(d, 1);
+        let mut l = Lowering::new(self.d, 1);
         self.bind_names(&mut l);
+        self.main_prologue(&mut l);
+        for &x in &self.kept {
+            tile_loop(&mut l, x);
+        }
+        let q = self.accumulators(&mut l);
+        for &x in &self.pw {
+            tile_loop(&mut l, x);
+        }
+        self.local_copies(&mut l);
+        self.accumulate(&mut l, &q);
+        for _ in &self.pw {
+            l.line("}");
+        }
+        self.main_results(&mut l, &q);
+        for _ in &self.kept {
+            l.line("}");
+        }
+        self.finish(src, l);
+        src.push_str("}\n\n");
+    }
+
+    /// The ids and coordinates of this work-group and work-item, the bounds
+    /// of its block, and its local memory (tiles of cached inputs, the
+    /// reduction tree).
+    fn main_prologue(&self, l: &mut Lowering) {
+        let (d, w) = (self.d, &self.w);
+        let all: Vec<usize> = (0..self.dims).collect();
         l.line(&format!("const long gid = {};", w.group_id));
         l.line(&format!("const long lid = {};", w.local_id));
-        self.decode(&mut l, "gid", "g", "G", &all);
+        self.decode(l, "gid", "g", names::groups, &all);
         // Kept coordinates outer, PW coordinates inner: the work-items that
         // combine one result are consecutive (`lid = kl * PW_ITEMS + pwl`),
         // so they share a warp where the dialect has warps.
         let kept_then_pw: Vec<usize> = self.kept.iter().chain(&self.pw).copied().collect();
-        self.decode(&mut l, "lid", "w", "W", &kept_then_pw);
+        self.decode(l, "lid", "w", names::items, &kept_then_pw);
         if let Some(warp) = self.w.warp {
             // The lanes of this work-item's warp (the last warp of a
             // work-group may be partial).
@@ -332,18 +390,19 @@ impl<'k> Emit<'k> {
             l.line("#endif");
         }
         for &x in &all {
-            l.line(&format!("const long blo{x} = g{x} * B{x};"));
+            let (block, extent) = (names::block(x), names::extent(x));
+            l.line(&format!("const long blo{x} = g{x} * {block};"));
             l.line(&format!(
-                "const long bhi{x} = MDH_MIN(blo{x} + B{x}, N{x});"
+                "const long bhi{x} = MDH_MIN(blo{x} + {block}, {extent});"
             ));
         }
-        // Local memory: tiles of cached inputs, the reduction tree.
         for (b, buf) in self.k.inputs.iter().enumerate() {
-            l.line(&format!("#if LOCAL{b}"));
+            l.line(&format!("#if {}", names::local(b)));
             l.line(&format!(
-                "{} {} lmem{b}[L{b}_SIZE];",
+                "{} {} lmem{b}[{}];",
                 w.local,
-                d.storage_ty(buf.ty)
+                d.storage_ty(buf.ty),
+                names::local_size(b)
             ));
             for c in 0..buf.shape.len() {
                 l.line(&format!("long lo{b}_{c} = 0;"));
@@ -366,30 +425,30 @@ impl<'k> Emit<'k> {
         // of its kept work-item coordinates.
         let mut pwl = String::from("0L");
         for &x in &self.pw {
-            pwl = format!("({pwl}) * W{x} + w{x}");
+            pwl = format!("({pwl}) * {} + w{x}", names::items(x));
         }
         let mut kl = String::from("0L");
         for &x in &self.kept {
-            kl = format!("({kl}) * W{x} + w{x}");
+            kl = format!("({kl}) * {} + w{x}", names::items(x));
         }
         l.line(&format!("const long pwl = {pwl};"));
         l.line("#if PW_ITEMS > MDH_SHFL");
         l.line(&format!("const long kl = {kl};"));
         l.line("#endif");
-        let index =
-            |x: usize| format!("t{x} + (MDH_BLOCKED ? w{x} * P{x} + p{x} : w{x} + p{x} * W{x})");
-        // Kept tile loops.
-        for &x in &self.kept {
-            tile_loop(&mut l, x);
-        }
-        // Private accumulators over the kept PM tile.
+    }
+
+    /// Declares and initializes the private accumulators over the kept PM
+    /// tile (`PK` of them per output access); returns the index `q` of the
+    /// current point's accumulator.
+    fn accumulators(&self, l: &mut Lowering) -> String {
+        let d = self.d;
         let mut pk = String::from("1L");
         for &x in &self.kept {
-            pk = format!("{pk} * P{x}");
+            pk = format!("{pk} * {}", names::private(x));
         }
         let mut q = String::from("0L");
         for &x in &self.kept {
-            q = format!("({q}) * P{x} + p{x}");
+            q = format!("({q}) * {} + p{x}", names::private(x));
         }
         l.line(&format!("#define PK ({pk})"));
         for (o, &(_, _, t)) in self.outs.iter().enumerate() {
@@ -409,25 +468,27 @@ impl<'k> Emit<'k> {
             }
             l.line("}");
         }
-        // PW tile loops.
-        for &x in &self.pw {
-            tile_loop(&mut l, x);
-        }
-        self.local_copies(&mut l);
+        q
+    }
+
+    /// The points of this work-item's PM tile within the current LM tile:
+    /// the scalar function combined into the accumulators.
+    fn accumulate(&self, l: &mut Lowering, q: &str) {
+        let all: Vec<usize> = (0..self.dims).collect();
         // Private loops: PW outside, kept inside (the accumulators' index
         // is then a constant after unrolling).
         for &x in self.pw.iter().chain(&self.kept) {
-            l.line(&format!("for (long p{x} = 0; p{x} < P{x}; p{x}++) {{"));
+            private_loop(l, x);
         }
         for &x in &all {
-            l.line(&format!("const long i{x} = {};", index(x)));
+            l.line(&format!("const long i{x} = {};", item_index(x)));
         }
         let mut inside = String::from("1");
         for &x in &all {
             let _ = write!(inside, " && i{x} < e{x}");
         }
         l.line(&format!("if ({inside}) {{"));
-        let results = self.point(&mut l);
+        let results = self.point(l);
         l.line(&format!("const long q = {q};"));
         for (o, r) in results.iter().enumerate() {
             let t = self.outs[o].2;
@@ -450,18 +511,18 @@ impl<'k> Emit<'k> {
             l.line("}");
         }
         l.line("#if ANY_LOCAL");
-        l.line(w.barrier);
+        l.line(self.w.barrier);
         l.line("#endif");
-        for _ in &self.pw {
-            l.line("}");
-        }
-        // Results: the tree across PW work-items, then the output view or
-        // the partial results of this work-group.
+    }
+
+    /// Results: the tree across PW work-items, then the output view or the
+    /// partial results of this work-group.
+    fn main_results(&self, l: &mut Lowering, q: &str) {
         for &x in &self.kept {
-            l.line(&format!("for (long p{x} = 0; p{x} < P{x}; p{x}++) {{"));
+            private_loop(l, x);
         }
         for &x in &self.kept {
-            l.line(&format!("const long i{x} = {};", index(x)));
+            l.line(&format!("const long i{x} = {};", item_index(x)));
         }
         let mut valid = String::from("1");
         for &x in &self.kept {
@@ -469,7 +530,25 @@ impl<'k> Emit<'k> {
         }
         l.line(&format!("const long q = {q};"));
         l.line("#if PW_ITEMS > 1");
-        self.warp_shuffles(&mut l);
+        self.warp_shuffles(l);
+        self.tree(l);
+        l.line("#endif");
+        l.line(&format!(
+            "if (pwl == 0{}) {{",
+            valid.trim_start_matches('1')
+        ));
+        self.write_results(l);
+        l.line("}");
+        for _ in &self.kept {
+            l.line("}");
+        }
+        l.line("#undef PK");
+    }
+
+    /// The tree in local memory over the warps' results (every work-item's
+    /// where there are no warps): stride MDH_SHFL first.
+    fn tree(&self, l: &mut Lowering) {
+        let w = &self.w;
         l.line("#if PW_ITEMS > MDH_SHFL");
         for (o, _) in self.outs.iter().enumerate() {
             l.line(&format!("red{o}[kl * PW_ITEMS + pwl] = acc{o}[q];"));
@@ -478,8 +557,6 @@ impl<'k> Emit<'k> {
             }
         }
         l.line(w.barrier);
-        // The tree over the warps' results (every work-item's where there
-        // are no warps): stride MDH_SHFL first.
         l.line("for (long s = MDH_SHFL; s < PW_ITEMS; s *= 2) {");
         l.line("if (pwl % (2 * s) == 0 && pwl + s < PW_ITEMS) {");
         let me = "kl * PW_ITEMS + pwl";
@@ -503,22 +580,6 @@ impl<'k> Emit<'k> {
         }
         l.line(w.barrier);
         l.line("#endif");
-        l.line("#endif");
-        l.line(&format!(
-            "if (pwl == 0{}) {{",
-            valid.trim_start_matches('1')
-        ));
-        self.write_results(&mut l);
-        l.line("}");
-        for _ in &self.kept {
-            l.line("}");
-        }
-        l.line("#undef PK");
-        for _ in &self.kept {
-            l.line("}");
-        }
-        self.finish(src, l);
-        src.push_str("}\n\n");
     }
 
     /// The scalar function at point `i`: binds its parameters to the loaded
@@ -605,17 +666,17 @@ impl<'k> Emit<'k> {
     fn write_results(&self, l: &mut Lowering) {
         l.line("#if PW_GROUPS == 1");
         for (o, &(b, a, _)) in self.outs.iter().enumerate() {
-            let off = self.linear(&format!("OUT{b}_{a}"), &self.kept);
+            let off = self.linear(&names::output_access(b, a), &self.kept);
             l.line(&format!("out{b}[{off}] = acc{o}[q];"));
         }
         l.line("#else");
         let mut gpw = String::from("0L");
         for &x in &self.pw {
-            gpw = format!("({gpw}) * G{x} + g{x}");
+            gpw = format!("({gpw}) * {} + g{x}", names::groups(x));
         }
         let mut kept_lin = String::from("0L");
         for &x in &self.kept {
-            kept_lin = format!("({kept_lin}) * N{x} + i{x}");
+            kept_lin = format!("({kept_lin}) * {} + i{x}", names::extent(x));
         }
         for (o, _) in self.outs.iter().enumerate() {
             l.line(&format!(
@@ -636,13 +697,13 @@ impl<'k> Emit<'k> {
         for (b, buf) in self.k.inputs.iter().enumerate() {
             let f = self.access(b, 0);
             let rank = buf.shape.len();
-            l.line(&format!("#if LOCAL{b}"));
+            l.line(&format!("#if {}", names::local(b)));
             l.line(&format!("if ({nonempty}) {{"));
             // The box of the tile: per component, the least and greatest
             // value over the tile (coefficients are the same for every
             // access of the buffer; offsets differ by constants).
             for (c, comp) in f.components.iter().enumerate() {
-                let (mut lo, mut hi) = (format!("IN{b}_OMIN{c}"), format!("IN{b}_OMAX{c}"));
+                let (mut lo, mut hi) = (names::offset_min(b, c), names::offset_max(b, c));
                 for (x, &cf) in comp.dims.iter().enumerate() {
                     if cf > 0 {
                         let _ = write!(lo, " + ({cf}L) * t{x}");
@@ -666,7 +727,9 @@ impl<'k> Emit<'k> {
             for c in (0..rank).rev() {
                 l.line(&format!("const long x{c} = rest % ext{c}; rest /= ext{c};"));
                 l.line(&format!(
-                    "lidx += x{c} * L{b}_S{c}; gidx += (lo{b}_{c} + x{c}) * IN{b}_S{c};"
+                    "lidx += x{c} * {}; gidx += (lo{b}_{c} + x{c}) * {};",
+                    names::local_stride(b, c),
+                    names::input_stride(b, c)
                 ));
             }
             l.line(&format!("lmem{b}[lidx] = in{b}[gidx];"));
@@ -698,7 +761,7 @@ impl<'k> Emit<'k> {
             self.w.group_id, self.w.local_id
         ));
         l.line("if (idx < KEPT_POINTS) {");
-        self.decode(&mut l, "idx", "i", "N", &self.kept);
+        self.decode(&mut l, "idx", "i", names::extent, &self.kept);
         for (o, &(b, a, t)) in self.outs.iter().enumerate() {
             let v = l.temp("v", t, &format!("part{o}[idx]"));
             l.line("for (long g = 1; g < PW_GROUPS; g++) {");
@@ -708,167 +771,12 @@ impl<'k> Emit<'k> {
             };
             l.line(&format!("{v} = {c};"));
             l.line("}");
-            let off = self.linear(&format!("OUT{b}_{a}"), &self.kept);
+            let off = self.linear(&names::output_access(b, a), &self.kept);
             l.line(&format!("out{b}[{off}] = {v};"));
         }
         l.line("}");
         self.finish(src, l);
         src.push_str("}\n#endif\n\n");
-    }
-
-    /// The in-place inclusive scan along each PS dimension `s`, in three
-    /// kernels (lines are split into chunks of `SCAN_CHUNK` elements):
-    /// - `mdh_scan{s}`: one work-group per chunk scans it ([`Self::group_scan`]);
-    /// - `mdh_scan{s}_carry`: one work-group per line scans the last
-    ///   elements of its full chunks, which then hold their final values;
-    /// - `mdh_scan{s}_add`: every other element after the first chunk
-    ///   combines the final value of the chunk before it in front.
-    ///
-    /// The last two run only for lines longer than one chunk.
-    fn scan_kernels(&self, src: &mut String) {
-        let w = &self.w;
-        let scanned: Vec<(usize, usize, usize, ScalarType, &ReduceOp)> = self
-            .outs
-            .iter()
-            .enumerate()
-            .filter_map(|(o, &(b, a, t))| Some((o, b, a, t, self.ops[o]?)))
-            .collect();
-        for &s in self.kept.iter().filter(|&&x| self.kinds[x] == DimKind::Ps) {
-            let others: Vec<usize> = self.kept.iter().copied().filter(|&x| x != s).collect();
-            // The element `j` of output access `(b, a)` on this line.
-            let at = |b: usize, a: usize, j: &str| {
-                let base = self.linear(&format!("OUT{b}_{a}"), &self.kept);
-                format!("out{b}[({base}) + ({j}) * OUT{b}_{a}_C{s}]")
-            };
-            // Work-groups that scan `count` elements `elem({k})` of line
-            // `line` (after `setup`).
-            for (name, setup, line, count, elem) in [
-                (
-                    format!("mdh_scan{s}"),
-                    vec![
-                        format!("const long gid = {};", w.group_id),
-                        format!("const long chunks = (N{s} + SCAN_CHUNK - 1) / SCAN_CHUNK;"),
-                        "const long k0 = gid % chunks * SCAN_CHUNK;".to_string(),
-                    ],
-                    "gid / chunks".to_string(),
-                    format!("MDH_MIN(SCAN_CHUNK, N{s} - k0)"),
-                    "k0 + ({k})",
-                ),
-                (
-                    format!("mdh_scan{s}_carry"),
-                    Vec::new(),
-                    w.group_id.to_string(),
-                    format!("N{s} / SCAN_CHUNK"),
-                    "(({k}) + 1) * SCAN_CHUNK - 1",
-                ),
-            ] {
-                let _ = writeln!(
-                    src,
-                    "{}\n{{",
-                    w.head(&name, &PASS_ITEMS.to_string(), &self.params(false, false))
-                );
-                let mut l = Lowering::new(self.d, 1);
-                self.bind_names(&mut l);
-                for &(o, _, _, t, _) in &scanned {
-                    l.line(&format!(
-                        "{} {} sc{o}[{PASS_ITEMS}];",
-                        w.local,
-                        self.d.storage_ty(t)
-                    ));
-                }
-                for line in &setup {
-                    l.line(line);
-                }
-                self.decode(&mut l, &line, "i", "N", &others);
-                l.line(&format!("const long i{s} = 0;"));
-                l.line(&format!("const long count = {count};"));
-                for &(o, b, a, t, op) in &scanned {
-                    self.group_scan(&mut l, o, t, op, &|k| at(b, a, &elem.replace("{k}", k)));
-                }
-                self.finish(src, l);
-                src.push_str("}\n\n");
-            }
-            // The carries: one work-item per element after the first chunk.
-            let _ = writeln!(
-                src,
-                "{}\n{{",
-                w.head(
-                    &format!("mdh_scan{s}_add"),
-                    &PASS_ITEMS.to_string(),
-                    &self.params(false, false)
-                )
-            );
-            let mut l = Lowering::new(self.d, 1);
-            self.bind_names(&mut l);
-            l.line(&format!(
-                "const long idx = {} * {PASS_ITEMS}L + {};",
-                w.group_id, w.local_id
-            ));
-            l.line(&format!("const long rest = N{s} - SCAN_CHUNK;"));
-            l.line(&format!(
-                "if (rest > 0 && idx / rest < KEPT_POINTS / (N{s} > 0 ? N{s} : 1L)) {{"
-            ));
-            l.line("const long j = SCAN_CHUNK + idx % rest;");
-            self.decode(&mut l, "idx / rest", "i", "N", &others);
-            l.line(&format!("const long i{s} = 0;"));
-            // The last elements of full chunks are final after the carry pass.
-            l.line("if ((j + 1) % SCAN_CHUNK != 0) {");
-            for &(_, b, a, t, op) in &scanned {
-                let carry = at(b, a, "j / SCAN_CHUNK * SCAN_CHUNK - 1");
-                let c = l.combine(op, t, &carry, &at(b, a, "j"));
-                l.line(&format!("{} = {c};", at(b, a, "j")));
-            }
-            l.line("}");
-            l.line("}");
-            self.finish(src, l);
-            src.push_str("}\n\n");
-        }
-    }
-
-    /// Scans `count` elements `at(k)` (`k` in `[0, count)`) of output
-    /// access `o` in place with the work-group: in chunks of `PASS_ITEMS`,
-    /// each scanned in local memory `sc{o}` (Hillis-Steele: no neutral
-    /// element needed, operands stay in order, so non-commutative
-    /// operators work) and then combined with the carry of the chunks
-    /// before it. Every loop has the same trip count in all work-items (the
-    /// barriers); work-items past the end load the last element and write
-    /// nothing.
-    fn group_scan(
-        &self,
-        l: &mut Lowering,
-        o: usize,
-        t: ScalarType,
-        op: &ReduceOp,
-        at: &dyn Fn(&str) -> String,
-    ) {
-        let (w, p) = (&self.w, PASS_ITEMS);
-        l.line("{");
-        l.line(&format!("const long lid = {};", w.local_id));
-        let carry = l.temp("carry", t, &at("0"));
-        l.line(&format!("for (long c = 0; c < count; c += {p}) {{"));
-        l.line("const long j = c + lid;");
-        let v = l.temp("v", t, &at("MDH_MIN(j, count - 1)"));
-        l.line(&format!("for (long st = 1; st < {p}; st *= 2) {{"));
-        l.line(&format!("sc{o}[lid] = {v};"));
-        l.line(w.barrier);
-        l.line("if (lid >= st) {");
-        let c = l.combine(op, t, &format!("sc{o}[lid - st]"), &v);
-        l.line(&format!("{v} = {c};"));
-        l.line("}");
-        l.line(w.barrier);
-        l.line("}");
-        l.line("if (c > 0) {");
-        let c = l.combine(op, t, &carry, &v);
-        l.line(&format!("{v} = {c};"));
-        l.line("}");
-        l.line(&format!("if (j < count) {{ {} = {v}; }}", at("j")));
-        // The last element of the chunk carries into the next one.
-        l.line(&format!("sc{o}[lid] = {v};"));
-        l.line(w.barrier);
-        l.line(&format!("{carry} = sc{o}[{p} - 1];"));
-        l.line(w.barrier);
-        l.line("}");
-        l.line("}");
     }
 
     fn prelude(&self, src: &mut String) {
@@ -911,11 +819,12 @@ impl<'k> Emit<'k> {
         src.push_str("#ifndef MDH_BLOCKED\n#define MDH_BLOCKED 0\n#endif\n");
         let mut any = Vec::new();
         for b in 0..self.k.inputs.len() {
+            let local = names::local(b);
             let _ = writeln!(
                 src,
-                "#ifndef LOCAL{b}\n#define LOCAL{b} 0\n#endif\n#if LOCAL{b}\n#define MDH_LOAD{b}(l, g) lmem{b}[l]\n#else\n#define MDH_LOAD{b}(l, g) in{b}[g]\n#endif"
+                "#ifndef {local}\n#define {local} 0\n#endif\n#if {local}\n#define MDH_LOAD{b}(l, g) lmem{b}[l]\n#else\n#define MDH_LOAD{b}(l, g) in{b}[g]\n#endif"
             );
-            any.push(format!("LOCAL{b}"));
+            any.push(local);
         }
         if any.is_empty() {
             any.push("0".into());

@@ -1,0 +1,435 @@
+//! The low-level plan on the GPU abstract system models (the paper's
+//! Section 3 and Table 1): OpenCL (memory GM, LM, PM; cores WG, WI) and CUDA
+//! (memory DM, SM, RM; cores BLK, THR). One plan type serves both: a work-group
+//! is a CUDA block, a work-item a CUDA thread, local memory is shared memory.
+//!
+//! Per md_hom dimension `d`, a [`GpuPlan`] fixes
+//! - `groups[d]`: #PRT(WG, d), the number of work-groups; each gets one
+//!   contiguous block of `ceil(N_d / groups[d])` indices (0: chosen at run
+//!   time);
+//! - `tile[d]`: the LM tile, the indices a work-group processes per step
+//!   (its block is walked in steps of `tile[d]`);
+//! - `items[d]`: #PRT(WI, d), the work-items of a work-group; each takes
+//!   `ceil(tile[d] / items[d])` indices of a tile (the PM tile), strided
+//!   (work-item `w` takes `w, w + items, …`: coalesced) or blocked
+//!   (consecutive indices).
+//!
+//! `local[b]` copies the tiles of input `b` cooperatively into local memory
+//! (the paper's D3/S3 memory region) before they are used.
+//!
+//! Partial results of PW dimensions live in private memory, are combined
+//! across the work-items of a group (on CUDA first by warp shuffles, the
+//! WRP layer of ASM_CUDA+WRP) by a tree in local memory, and across
+//! work-groups by a second pass. Plans are fitted to a device's limits: its
+//! work-items per work-group (CUDA: at most 1024 threads per block) and its
+//! local memory (CUDA: the 48 KiB of static shared memory per block). PS
+//! dimensions are computed like CC dimensions and then scanned in place
+//! (per PS dimension: chunks of a line by work-groups, then the chunks'
+//! carries; see `codegen::gpu`).
+
+use crate::desc::{affine_offset, Bound, KernelDesc, Linear};
+use crate::names;
+use crate::types::DimKind;
+
+/// Most work-items of one work-group any plan may ask for (CUDA's limit;
+/// OpenCL devices report theirs, checked at run time).
+pub const MAX_ITEMS: usize = 1024;
+/// Work-items per work-group of the second pass and of the scans.
+pub const PASS_ITEMS: usize = 64;
+
+/// Elements of a line that one work-group of the scan pass scans; longer
+/// lines are split into chunks of this many across work-groups.
+pub const SCAN_CHUNK: usize = 4 * PASS_ITEMS;
+/// Most private accumulators per work-item (all output accesses together):
+/// more would spill out of registers.
+pub const MAX_PRIVATE_ACCUMULATORS: usize = 64;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct GpuPlan {
+    pub groups: Vec<usize>,
+    pub items: Vec<usize>,
+    pub tile: Vec<usize>,
+    /// One flag per input buffer: cache its tiles in local memory.
+    pub local: Vec<bool>,
+    /// Work-items take consecutive indices of a tile (else strided).
+    pub blocked: bool,
+}
+
+pub use crate::error::PlanError;
+
+fn err(field: &'static str, message: String) -> PlanError {
+    PlanError { field, message }
+}
+
+/// Whether input `b`'s accesses all move alike with the dimensions (differ
+/// only in constant offsets), so that one box of local memory holds the
+/// tile of all of them.
+pub fn can_cache_locally(k: &KernelDesc, b: usize) -> bool {
+    let accesses = &k.inputs[b].accesses;
+    !accesses.is_empty()
+        && accesses.iter().all(|f| {
+            f.components
+                .iter()
+                .zip(accesses[0].components.iter())
+                .all(|(x, y)| x.dims == y.dims)
+        })
+}
+
+/// The number of output accesses (one partial result each).
+pub fn output_accesses(k: &KernelDesc) -> usize {
+    k.outputs.iter().map(|b| b.accesses.len()).sum()
+}
+
+impl GpuPlan {
+    /// The documented heuristic default:
+    /// - work-items: up to 64 along the kept dimension that is contiguous in
+    ///   the output (the last kept one), then up to 4 along the kept
+    ///   dimension before it; a kernel without kept dimensions puts 256
+    ///   work-items on its innermost PW dimension (a tree reduction);
+    /// - tiles: one index per work-item along kept dimensions, 64 indices
+    ///   per work-item along PW dimensions;
+    /// - work-groups: chosen at run time (every kept tile its own group; PW
+    ///   dimensions split further only when kept groups are few);
+    /// - no local memory (on CPUs through PoCL, caches serve better).
+    pub fn default_for(k: &KernelDesc) -> GpuPlan {
+        let d = k.dims.len();
+        let kinds = &k.kinds;
+        let mut items = vec![1; d];
+        let kept: Vec<usize> = (0..d).filter(|&x| kinds[x].is_kept()).collect();
+        match kept.as_slice() {
+            [] => {
+                if let Some(pw) = (0..d).rev().find(|&x| kinds[x] == DimKind::Pw) {
+                    items[pw] = 256;
+                }
+            }
+            [.., outer, inner] => {
+                items[*inner] = 64;
+                items[*outer] = 4;
+            }
+            [inner] => items[*inner] = 64,
+        }
+        let tile = (0..d)
+            .map(|x| {
+                if kinds[x] == DimKind::Pw {
+                    items[x] * 64
+                } else {
+                    items[x]
+                }
+            })
+            .collect();
+        GpuPlan {
+            groups: vec![0; d],
+            items,
+            tile,
+            local: vec![false; k.inputs.len()],
+            blocked: false,
+        }
+    }
+
+    /// Checks a plan against the kernel and the model's constraints.
+    pub fn validate(&self, k: &KernelDesc) -> Result<(), PlanError> {
+        let d = k.dims.len();
+        for (name, v) in [
+            ("groups", &self.groups),
+            ("items", &self.items),
+            ("tile", &self.tile),
+        ] {
+            if v.len() != d {
+                return Err(err(name, format!(
+                    "`{name}` has {} entries but the kernel has {d} dimensions; give one per md_hom dimension",
+                    v.len()
+                )));
+            }
+        }
+        for (name, v) in [("items", &self.items), ("tile", &self.tile)] {
+            if let Some(x) = v.iter().position(|&t| t == 0) {
+                return Err(err(
+                    name,
+                    format!("`{name}` of dimension {x} is 0; it must be at least 1"),
+                ));
+            }
+        }
+        let threads = self
+            .items
+            .iter()
+            .try_fold(1usize, |a, &x| a.checked_mul(x))
+            .unwrap_or(usize::MAX);
+        if threads > MAX_ITEMS {
+            return Err(err(
+                "items",
+                format!(
+                    "`items` {:?} asks for {threads} work-items per work-group; at most {MAX_ITEMS} are allowed (CUDA's threads per block): make `items` smaller",
+                    self.items
+                ),
+            ));
+        }
+        let kinds = &k.kinds;
+        let private: usize = (0..d)
+            .filter(|&x| kinds[x].is_kept())
+            .map(|x| self.tile[x].div_ceil(self.items[x]))
+            .product::<usize>()
+            .saturating_mul(output_accesses(k).max(1));
+        if private > MAX_PRIVATE_ACCUMULATORS {
+            return Err(err(
+                "tile",
+                format!(
+                    "each work-item would hold {private} partial results (kept `tile` / `items`, times the output accesses); at most {MAX_PRIVATE_ACCUMULATORS} fit the registers: make `tile` smaller or `items` larger along kept dimensions"
+                ),
+            ));
+        }
+        if self.local.len() != k.inputs.len() {
+            return Err(err(
+                "local",
+                format!(
+                    "`local` has {} entries but the kernel has {} inputs; give one per input buffer",
+                    self.local.len(),
+                    k.inputs.len()
+                ),
+            ));
+        }
+        if let Some(b) = (0..k.inputs.len()).find(|&b| self.local[b] && !can_cache_locally(k, b)) {
+            return Err(err(
+                "local",
+                format!(
+                    "input `{}` cannot be cached in local memory: its index functions move differently with the dimensions; set its `local` entry to false",
+                    k.inputs[b].name
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A plan fitted to the extents of one call: every count effective, every
+/// work-group non-empty.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolved {
+    pub groups: Vec<usize>,
+    pub items: Vec<usize>,
+    pub tile: Vec<usize>,
+    /// Indices per work-group (its block) along each dimension.
+    pub block: Vec<usize>,
+    /// Indices per work-item per tile (the PM tile).
+    pub private: Vec<usize>,
+    pub local: Vec<bool>,
+    pub blocked: bool,
+}
+
+impl Resolved {
+    pub fn threads_per_group(&self) -> usize {
+        self.items.iter().product()
+    }
+
+    pub fn group_count(&self) -> usize {
+        self.groups.iter().product()
+    }
+
+    /// Work-groups that split PW dimensions (their partial results need the
+    /// second pass).
+    pub fn pw_groups(&self, kinds: &[DimKind]) -> usize {
+        (0..kinds.len())
+            .filter(|&x| kinds[x] == DimKind::Pw)
+            .map(|x| self.groups[x])
+            .product()
+    }
+}
+
+/// Work-groups the run-time choice aims for when kept dimensions alone
+/// give fewer: enough to fill a large GPU.
+const TARGET_GROUPS: usize = 256;
+
+impl GpuPlan {
+    /// The plan for `extents`: work-items and tiles clamped to the extents
+    /// (no idle work-items on small sizes), `groups` 0 resolved, and the
+    /// group counts made exact so that no work-group is empty.
+    pub fn resolve(&self, kinds: &[DimKind], extents: &[usize]) -> Resolved {
+        let d = extents.len();
+        let mut items = vec![1; d];
+        let mut tile = vec![1; d];
+        let mut block = vec![0; d];
+        let mut groups = vec![1; d];
+        for x in 0..d {
+            let n = extents[x].max(1);
+            tile[x] = self.tile[x].min(n);
+            items[x] = self.items[x].min(tile[x]);
+        }
+        let kept_groups: usize = (0..d)
+            .filter(|&x| kinds[x].is_kept())
+            .map(|x| {
+                if self.groups[x] == 0 {
+                    extents[x].max(1).div_ceil(tile[x])
+                } else {
+                    self.groups[x]
+                }
+            })
+            .product();
+        let mut pw_budget = TARGET_GROUPS.div_ceil(kept_groups.max(1));
+        for x in 0..d {
+            let n = extents[x];
+            let wanted = match (self.groups[x], kinds[x]) {
+                (0, DimKind::Pw) => {
+                    let g = n.max(1).div_ceil(tile[x]).min(pw_budget).max(1);
+                    pw_budget = pw_budget.div_ceil(g);
+                    g
+                }
+                (0, _) => n.max(1).div_ceil(tile[x]),
+                (g, _) => g.min(n.max(1)),
+            };
+            block[x] = n.div_ceil(wanted);
+            groups[x] = if n == 0 { 1 } else { n.div_ceil(block[x]) };
+        }
+        let private = (0..d).map(|x| tile[x].div_ceil(items[x])).collect();
+        Resolved {
+            groups,
+            items,
+            tile,
+            block,
+            private,
+            local: self.local.clone(),
+            blocked: self.blocked,
+        }
+    }
+}
+
+/// The C preprocessor definitions that specialize a kernel's source for one
+/// call: extents, the resolved plan, linear offsets of every access, the
+/// strides and local boxes of locally cached inputs. Prepended to the
+/// generated source; the source refers only to these names ([`names`]).
+pub fn defines(k: &KernelDesc, bound: &Bound, r: &Resolved) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let d = bound.extents.len();
+    let mut def = |name: String, v: String| {
+        let _ = writeln!(s, "#define {name} {v}");
+    };
+    for (name, v) in k.size_params.iter().zip(&bound.sizes) {
+        def(names::size(name), format!("{v}UL"));
+    }
+    for x in 0..d {
+        def(names::extent(x), format!("{}L", bound.extents[x]));
+        def(names::groups(x), format!("{}L", r.groups[x]));
+        def(names::items(x), format!("{}L", r.items[x]));
+        def(names::tile(x), format!("{}L", r.tile[x]));
+        def(names::block(x), format!("{}L", r.block[x]));
+        def(names::private(x), format!("{}L", r.private[x]));
+    }
+    def(
+        names::WG_ITEMS.into(),
+        format!("{}L", r.threads_per_group()),
+    );
+    def(names::BLOCKED.into(), u8::from(r.blocked).to_string());
+    let kinds = &k.kinds;
+    def(names::PW_GROUPS.into(), format!("{}L", r.pw_groups(kinds)));
+    let kept_points: usize = (0..d)
+        .filter(|&x| kinds[x].is_kept())
+        .map(|x| bound.extents[x])
+        .product();
+    def(names::KEPT_POINTS.into(), format!("{kept_points}L"));
+    let pw_items: usize = (0..d)
+        .filter(|&x| kinds[x] == DimKind::Pw)
+        .map(|x| r.items[x])
+        .product();
+    def(names::PW_ITEMS.into(), format!("{pw_items}L"));
+    let lin = |def: &mut dyn FnMut(String, String), access: &str, l: &Linear| {
+        def(names::base(access), format!("{}L", l.base));
+        for (x, c) in l.coefs.iter().enumerate() {
+            def(names::coef(access, x), format!("{c}L"));
+        }
+    };
+    for (b, accs) in bound.in_linear.iter().enumerate() {
+        for (a, l) in accs.iter().enumerate() {
+            lin(&mut def, &names::input_access(b, a), l);
+        }
+    }
+    for (b, accs) in bound.out_linear.iter().enumerate() {
+        for (a, l) in accs.iter().enumerate() {
+            lin(&mut def, &names::output_access(b, a), l);
+        }
+    }
+    // Locally cached inputs: row-major strides, per-access component
+    // offsets, and the box of one tile.
+    for (b, shape) in bound.in_shapes.iter().enumerate() {
+        if !r.local.get(b).copied().unwrap_or(false) {
+            continue;
+        }
+        let mut stride = 1usize;
+        for c in (0..shape.len()).rev() {
+            def(names::input_stride(b, c), format!("{stride}L"));
+            stride *= shape[c];
+        }
+        def(names::local(b), "1".into());
+        let mut local_stride = 1usize;
+        for (c, comp) in local_box(k, bound, &r.tile, b).iter().enumerate().rev() {
+            for (a, o) in comp.offsets.iter().enumerate() {
+                def(names::local_offset(b, a, c), format!("{o}L"));
+            }
+            def(names::offset_min(b, c), format!("{}L", comp.min));
+            def(names::offset_max(b, c), format!("{}L", comp.max));
+            def(names::local_extent(b, c), format!("{}L", comp.extent));
+            def(names::local_stride(b, c), format!("{local_stride}L"));
+            local_stride *= comp.extent;
+        }
+        def(names::local_size(b), format!("{local_stride}"));
+    }
+    s
+}
+
+/// One component of the box of local memory that holds a tile of an input.
+struct LocalComponent {
+    /// The constant offset of each access of the buffer in this component.
+    offsets: Vec<i128>,
+    min: i128,
+    max: i128,
+    /// The values the component takes over one tile (all accesses together).
+    extent: usize,
+}
+
+/// The box of input `b`'s elements that one tile of `tile` indices reads:
+/// per component of its index function (coefficients are the same for every
+/// access, see [`can_cache_locally`]; offsets differ by constants).
+fn local_box(k: &KernelDesc, bound: &Bound, tile: &[usize], b: usize) -> Vec<LocalComponent> {
+    let accesses = &k.inputs[b].accesses;
+    (0..bound.in_shapes[b].len())
+        .map(|c| {
+            let offsets: Vec<i128> = accesses
+                .iter()
+                .map(|a| affine_offset(&a.components[c], &bound.sizes))
+                .collect();
+            let min = offsets.iter().copied().min().unwrap_or(0);
+            let max = offsets.iter().copied().max().unwrap_or(0);
+            let extent = accesses[0].components[c]
+                .dims
+                .iter()
+                .zip(tile)
+                .map(|(&cf, &t)| cf.unsigned_abs() as usize * (t - 1))
+                .sum::<usize>()
+                + (max - min) as usize
+                + 1;
+            LocalComponent {
+                offsets,
+                min,
+                max,
+                extent,
+            }
+        })
+        .collect()
+}
+
+/// Per input buffer: the elements of local memory its tiles take under `r`
+/// (0 when it is not cached there). The definitions' `L{b}_SIZE`, and what
+/// plan fitting weighs against a device's local (shared) memory.
+pub fn local_elems(k: &KernelDesc, bound: &Bound, r: &Resolved) -> Vec<usize> {
+    (0..k.inputs.len())
+        .map(|b| {
+            if r.local.get(b).copied().unwrap_or(false) {
+                local_box(k, bound, &r.tile, b)
+                    .iter()
+                    .map(|c| c.extent)
+                    .product()
+            } else {
+                0
+            }
+        })
+        .collect()
+}

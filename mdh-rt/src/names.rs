@@ -1,0 +1,110 @@
+//! The names of the GPU source template. The emitter (mdh-core's
+//! `codegen::gpu`) writes one source per kernel over these preprocessor
+//! names; [`defines`](crate::gpu_plan::defines) gives them their values for
+//! one call. Both sides take the names from here.
+
+/// The value of size parameter `name`.
+pub fn size(name: &str) -> String {
+    format!("MDH_SIZE_{name}")
+}
+
+/// The extent of md_hom dimension `x`.
+pub fn extent(x: usize) -> String {
+    format!("N{x}")
+}
+
+/// The work-groups along dimension `x` (#PRT(WG, x)).
+pub fn groups(x: usize) -> String {
+    format!("G{x}")
+}
+
+/// The work-items of a work-group along dimension `x` (#PRT(WI, x)).
+pub fn items(x: usize) -> String {
+    format!("W{x}")
+}
+
+/// The indices of one local-memory tile along dimension `x`.
+pub fn tile(x: usize) -> String {
+    format!("T{x}")
+}
+
+/// The indices of one work-group's block along dimension `x`.
+pub fn block(x: usize) -> String {
+    format!("B{x}")
+}
+
+/// The indices of one work-item per tile along dimension `x` (the PM tile).
+pub fn private(x: usize) -> String {
+    format!("P{x}")
+}
+
+/// Work-items per work-group.
+pub const WG_ITEMS: &str = "WG_ITEMS";
+/// 1 when work-items take consecutive indices of a tile, 0 when strided.
+pub const BLOCKED: &str = "MDH_BLOCKED";
+/// Work-groups that split PW dimensions (more than 1: a second pass).
+pub const PW_GROUPS: &str = "PW_GROUPS";
+/// Points of the kept (CC and PS) dimensions.
+pub const KEPT_POINTS: &str = "KEPT_POINTS";
+/// Work-items of a work-group along PW dimensions.
+pub const PW_ITEMS: &str = "PW_ITEMS";
+
+/// The prefix of the linear offset of access `a` of input `b`: see [`base`], [`coef`].
+pub fn input_access(b: usize, a: usize) -> String {
+    format!("IN{b}_{a}")
+}
+
+/// The prefix of the linear offset of access `a` of output `b`.
+pub fn output_access(b: usize, a: usize) -> String {
+    format!("OUT{b}_{a}")
+}
+
+/// The constant part of the linear offset of access `access` (a prefix).
+pub fn base(access: &str) -> String {
+    format!("{access}_BASE")
+}
+
+/// The coefficient of index `x` in the linear offset of access `access`.
+pub fn coef(access: &str, x: usize) -> String {
+    format!("{access}_C{x}")
+}
+
+/// 1 when input `b`'s tiles are cached in local memory.
+pub fn local(b: usize) -> String {
+    format!("LOCAL{b}")
+}
+
+/// The row-major stride of component `c` of locally cached input `b`.
+pub fn input_stride(b: usize, c: usize) -> String {
+    format!("IN{b}_S{c}")
+}
+
+/// The constant offset of access `a` of locally cached input `b` in component `c`.
+pub fn local_offset(b: usize, a: usize, c: usize) -> String {
+    format!("IN{b}_{a}_O{c}")
+}
+
+/// The least of the offsets [`local_offset`] of input `b` in component `c`.
+pub fn offset_min(b: usize, c: usize) -> String {
+    format!("IN{b}_OMIN{c}")
+}
+
+/// The greatest of the offsets [`local_offset`] of input `b` in component `c`.
+pub fn offset_max(b: usize, c: usize) -> String {
+    format!("IN{b}_OMAX{c}")
+}
+
+/// The extent of component `c` of input `b`'s box in local memory.
+pub fn local_extent(b: usize, c: usize) -> String {
+    format!("L{b}_E{c}")
+}
+
+/// The stride of component `c` of input `b`'s box in local memory.
+pub fn local_stride(b: usize, c: usize) -> String {
+    format!("L{b}_S{c}")
+}
+
+/// The elements of input `b`'s box in local memory.
+pub fn local_size(b: usize) -> String {
+    format!("L{b}_SIZE")
+}
