@@ -73,7 +73,10 @@ mod tests {
         };
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 2, "{text}");
-        assert!(lines.iter().any(|l| l.contains("duplicate `out` clause")), "{text}");
+        assert!(
+            lines.iter().any(|l| l.contains("duplicate `out` clause")),
+            "{text}"
+        );
         assert!(lines.iter().any(|l| l.contains("f33")), "{text}");
     }
 }

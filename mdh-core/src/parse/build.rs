@@ -18,72 +18,14 @@ use syn::{ExprClosure, Ident, Pat};
 
 pub(super) fn build(raw: RawKernel, source: String) -> syn::Result<Kernel> {
     let mut errs = Diagnostics::default();
-    let mut slots: [Option<RawClause>; 6] = Default::default();
-    for c in raw.clauses {
-        let i = c.kind.index();
-        match slots.get_mut(i) {
-            Some(slot @ None) => *slot = Some(c),
-            _ => errs.push(syn::Error::new(
-                c.name.span(),
-                format!(
-                    "duplicate `{}` clause; each clause may appear only once, so merge the two",
-                    c.kind.name()
-                ),
-            )),
-        }
-    }
-    let [inp, out, params, out_view, md_hom, inp_view] = slots;
     let name = raw.name;
-    for (slot, kind, example) in [
-        (&out, ClauseKind::Out, "out(w: f32[I])"),
-        (&out_view, ClauseKind::OutView, "out_view(w: |i, k| (i))"),
-        (
-            &md_hom,
-            ClauseKind::MdHom,
-            "md_hom[I, K](|m, x| m * x, (CC, PW(+)))",
-        ),
-    ] {
-        if slot.is_none() {
-            errs.push(syn::Error::new(
-                name.span(),
-                format!(
-                    "kernel `{name}` has no `{}` clause; add one, e.g. `{example}`",
-                    kind.name()
-                ),
-            ));
-        }
-    }
+    let [inp, out, params, out_view, md_hom, inp_view] =
+        clause_slots(raw.clauses, &name, &mut errs);
 
     // Buffers, params and md_hom sizes.
-    let mut bufs = |c: Option<RawClause>| -> Vec<BufferDecl> {
-        let mut v = Vec::new();
-        if let Some(RawClause {
-            body: RawBody::Bufs(list),
-            ..
-        }) = c
-        {
-            for b in list {
-                if let Some(d) = errs.take(buffer_decl(b)) {
-                    v.push(d);
-                }
-            }
-        }
-        v
-    };
-    let inputs = bufs(inp);
-    let outputs = bufs(out);
-    let mut param_decls = Vec::new();
-    if let Some(RawClause {
-        body: RawBody::Params(list),
-        ..
-    }) = params
-    {
-        for p in list {
-            if let Some(d) = errs.take(param_decl(p)) {
-                param_decls.push(d);
-            }
-        }
-    }
+    let inputs = buffer_list(inp, &mut errs);
+    let outputs = buffer_list(out, &mut errs);
+    let param_decls = param_list(params, &mut errs);
     let mut md = None;
     let mut md_hom_span = name.span();
     let mut dims = Vec::new();
@@ -117,33 +59,14 @@ pub(super) fn build(raw: RawKernel, source: String) -> syn::Result<Kernel> {
 
     // Views (only when the size parameters are known, to avoid follow-up errors).
     let param_names: Vec<Ident> = param_decls.iter().map(|p| p.name.clone()).collect();
-    let mut views = |c: Option<RawClause>| -> Vec<View> {
-        let mut v = Vec::new();
-        if !sizes_ok {
-            return v;
-        }
-        if let Some(RawClause {
-            body: RawBody::Views(list),
-            ..
-        }) = c
-        {
-            for rv in list {
-                let mut accesses = Vec::new();
-                for f in &rv.fns {
-                    if let Some(a) = errs.take(index_fn(f, &size_params, &param_names)) {
-                        accesses.push(a);
-                    }
-                }
-                v.push(View {
-                    buffer: rv.buffer,
-                    accesses,
-                });
-            }
-        }
-        v
+    let (inp_view, out_view) = if sizes_ok {
+        (
+            view_list(inp_view, &size_params, &param_names, &mut errs),
+            view_list(out_view, &size_params, &param_names, &mut errs),
+        )
+    } else {
+        (Vec::new(), Vec::new())
     };
-    let inp_view = views(inp_view);
-    let out_view = views(out_view);
 
     // Scalar function and operators.
     let mut scalar_fn = None;
@@ -183,6 +106,110 @@ pub(super) fn build(raw: RawKernel, source: String) -> syn::Result<Kernel> {
         out_view,
         source,
     })
+}
+
+/// The clauses in the order of [`ClauseKind::index`]; duplicates and missing
+/// required clauses are reported.
+fn clause_slots(
+    clauses: Vec<RawClause>,
+    name: &Ident,
+    errs: &mut Diagnostics,
+) -> [Option<RawClause>; 6] {
+    let mut slots: [Option<RawClause>; 6] = Default::default();
+    for c in clauses {
+        let i = c.kind.index();
+        match slots.get_mut(i) {
+            Some(slot @ None) => *slot = Some(c),
+            _ => errs.push(syn::Error::new(
+                c.name.span(),
+                format!(
+                    "duplicate `{}` clause; each clause may appear only once, so merge the two",
+                    c.kind.name()
+                ),
+            )),
+        }
+    }
+    let [_, out, _, out_view, md_hom, _] = &slots;
+    for (slot, kind, example) in [
+        (out, ClauseKind::Out, "out(w: f32[I])"),
+        (out_view, ClauseKind::OutView, "out_view(w: |i, k| (i))"),
+        (
+            md_hom,
+            ClauseKind::MdHom,
+            "md_hom[I, K](|m, x| m * x, (CC, PW(+)))",
+        ),
+    ] {
+        if slot.is_none() {
+            errs.push(syn::Error::new(
+                name.span(),
+                format!(
+                    "kernel `{name}` has no `{}` clause; add one, e.g. `{example}`",
+                    kind.name()
+                ),
+            ));
+        }
+    }
+    slots
+}
+
+fn buffer_list(c: Option<RawClause>, errs: &mut Diagnostics) -> Vec<BufferDecl> {
+    let mut v = Vec::new();
+    if let Some(RawClause {
+        body: RawBody::Bufs(list),
+        ..
+    }) = c
+    {
+        for b in list {
+            if let Some(d) = errs.take(buffer_decl(b)) {
+                v.push(d);
+            }
+        }
+    }
+    v
+}
+
+fn param_list(c: Option<RawClause>, errs: &mut Diagnostics) -> Vec<ParamDecl> {
+    let mut v = Vec::new();
+    if let Some(RawClause {
+        body: RawBody::Params(list),
+        ..
+    }) = c
+    {
+        for p in list {
+            if let Some(d) = errs.take(param_decl(p)) {
+                v.push(d);
+            }
+        }
+    }
+    v
+}
+
+fn view_list(
+    c: Option<RawClause>,
+    size_params: &[Ident],
+    param_names: &[Ident],
+    errs: &mut Diagnostics,
+) -> Vec<View> {
+    let mut v = Vec::new();
+    if let Some(RawClause {
+        body: RawBody::Views(list),
+        ..
+    }) = c
+    {
+        for rv in list {
+            let mut accesses = Vec::new();
+            for f in &rv.fns {
+                if let Some(a) = errs.take(index_fn(f, size_params, param_names)) {
+                    accesses.push(a);
+                }
+            }
+            v.push(View {
+                buffer: rv.buffer,
+                accesses,
+            });
+        }
+    }
+    v
 }
 
 fn buffer_decl(b: RawBuf) -> syn::Result<BufferDecl> {

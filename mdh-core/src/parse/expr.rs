@@ -175,163 +175,44 @@ fn assign_target(e: &syn::Expr) -> syn::Result<Ident> {
 /// Converts a scalar-function expression (also used for operator closures).
 pub(super) fn expr(e: &syn::Expr) -> syn::Result<Expr> {
     use syn::Expr as E;
-    let range = SpanRange::of(e);
-    let mk = |k: ExprKind| Ok(Expr::with_range(k, range));
-    match e {
-        E::Lit(l) => {
-            no_attrs(&l.attrs)?;
-            match &l.lit {
-                syn::Lit::Int(i) => int_lit(i),
-                syn::Lit::Float(f) => float_lit(f),
-                syn::Lit::Bool(b) => mk(ExprKind::Lit(Lit::Bool(b.value))),
-                syn::Lit::Str(_) | syn::Lit::ByteStr(_) | syn::Lit::CStr(_) => {
-                    Err(unsupported(e, "string literals"))
-                }
-                syn::Lit::Char(_) | syn::Lit::Byte(_) => Err(unsupported(e, "character literals")),
-                _ => Err(unsupported(e, "this kind of literal")),
-            }
-        }
-        E::Path(p) => {
-            no_attrs(&p.attrs)?;
-            match single_ident(e) {
-                Some(id) => mk(ExprKind::Var(id.clone())),
-                None => Err(unsupported(
-                    e,
-                    &format!(
-                        "the path `{}` (only plain names are allowed; write constants as literals)",
-                        tokens_text(e)
-                    ),
-                )),
-            }
-        }
+    let kind = match e {
+        E::Lit(l) => return lit(e, l),
         E::Paren(p) => {
             no_attrs(&p.attrs)?;
-            expr(&p.expr)
+            return expr(&p.expr);
         }
         E::Group(g) => {
             no_attrs(&g.attrs)?;
-            expr(&g.expr)
+            return expr(&g.expr);
         }
-        E::Unary(u) => {
-            no_attrs(&u.attrs)?;
-            let op = match u.op {
-                syn::UnOp::Neg(_) => UnOp::Neg,
-                syn::UnOp::Not(_) => UnOp::Not,
-                syn::UnOp::Deref(_) => return Err(unsupported(e, "dereferencing with `*`")),
-                _ => return Err(unsupported(e, "this unary operator")),
-            };
-            mk(ExprKind::Unary(op, Box::new(expr(&u.expr)?)))
-        }
-        E::Binary(b) => {
-            no_attrs(&b.attrs)?;
-            match bin_op(&b.op) {
-                Some((op, false)) => mk(ExprKind::Binary(
-                    op,
-                    Box::new(expr(&b.left)?),
-                    Box::new(expr(&b.right)?),
-                )),
-                Some((op, true)) => {
-                    let target = assign_target(&b.left)?;
-                    mk(ExprKind::Assign(
-                        target,
-                        Some(op),
-                        Box::new(expr(&b.right)?),
-                    ))
-                }
-                None => Err(unsupported(
-                    e,
-                    &format!(
-                        "the operator `{}` (bitwise operators and shifts)",
-                        tokens_text(&b.op)
-                    ),
-                )),
-            }
-        }
+        E::Path(p) => path(e, p)?,
+        E::Unary(u) => unary(e, u)?,
+        E::Binary(b) => binary(e, b)?,
         E::Assign(a) => {
             no_attrs(&a.attrs)?;
             let target = assign_target(&a.left)?;
-            mk(ExprKind::Assign(target, None, Box::new(expr(&a.right)?)))
+            ExprKind::Assign(target, None, Box::new(expr(&a.right)?))
         }
         E::Cast(c) => {
             no_attrs(&c.attrs)?;
             let Some(ty) = scalar_type_of(&c.ty) else {
                 return Err(bad_type(&c.ty, "the target of `as`"));
             };
-            mk(ExprKind::Cast(Box::new(expr(&c.expr)?), ty))
+            ExprKind::Cast(Box::new(expr(&c.expr)?), ty)
         }
         E::Tuple(t) => {
             no_attrs(&t.attrs)?;
-            let elems = t.elems.iter().map(expr).collect::<syn::Result<Vec<_>>>()?;
-            mk(ExprKind::Tuple(elems))
+            ExprKind::Tuple(t.elems.iter().map(expr).collect::<syn::Result<Vec<_>>>()?)
         }
         E::Block(b) => {
             no_attrs(&b.attrs)?;
             if let Some(l) = &b.label {
                 return Err(unsupported(l, "labeled blocks"));
             }
-            mk(ExprKind::Block(block(&b.block)?))
+            ExprKind::Block(block(&b.block)?)
         }
-        E::If(i) => {
-            no_attrs(&i.attrs)?;
-            if let E::Let(l) = unparen(&i.cond) {
-                return Err(unsupported(l, "`if let`"));
-            }
-            let cond = expr(&i.cond)?;
-            let then = block(&i.then_branch)?;
-            let els = match &i.else_branch {
-                Some((_, e)) => Some(Box::new(expr(e)?)),
-                None => None,
-            };
-            mk(ExprKind::If(Box::new(cond), then, els))
-        }
-        E::ForLoop(f) => {
-            no_attrs(&f.attrs)?;
-            if let Some(l) = &f.label {
-                return Err(unsupported(l, "loop labels"));
-            }
-            let var = match &*f.pat {
-                Pat::Wild(w) if w.attrs.is_empty() => None,
-                Pat::Ident(p)
-                    if p.attrs.is_empty()
-                        && p.by_ref.is_none()
-                        && p.mutability.is_none()
-                        && p.subpat.is_none() =>
-                {
-                    Some(p.ident.clone())
-                }
-                other => {
-                    return Err(unsupported(
-                        other,
-                        "this loop pattern (the loop variable must be `_` or a plain name)",
-                    ))
-                }
-            };
-            let range = match unparen(&f.expr) {
-                E::Range(r) if r.attrs.is_empty() => r,
-                other => {
-                    return Err(unsupported(
-                        other,
-                        "iterating over something other than a range (write `for i in lo..hi`)",
-                    ))
-                }
-            };
-            if let syn::RangeLimits::Closed(t) = range.limits {
-                return Err(unsupported(
-                    t,
-                    "inclusive ranges `..=` (write `lo..hi + 1` instead)",
-                ));
-            }
-            let (Some(lo), Some(hi)) = (&range.start, &range.end) else {
-                return Err(unsupported(
-                    range,
-                    "ranges without both ends (write `for i in lo..hi`)",
-                ));
-            };
-            let lo = expr(lo)?;
-            let hi = expr(hi)?;
-            let body = block(&f.body)?;
-            mk(ExprKind::For(var, Box::new(lo), Box::new(hi), body))
-        }
+        E::If(i) => if_else(i)?,
+        E::ForLoop(f) => for_loop(f)?,
         E::Break(b) => {
             no_attrs(&b.attrs)?;
             if let Some(l) = &b.label {
@@ -340,68 +221,206 @@ pub(super) fn expr(e: &syn::Expr) -> syn::Result<Expr> {
             if let Some(v) = &b.expr {
                 return Err(unsupported(v, "`break` with a value"));
             }
-            mk(ExprKind::Break)
+            ExprKind::Break
         }
-        E::MethodCall(m) => {
-            no_attrs(&m.attrs)?;
-            if let Some(t) = &m.turbofish {
-                return Err(unsupported(t, "turbofish `::<...>` on method calls"));
-            }
-            let name = m.method.to_string();
-            let Some(method) = Method::from_name(&name) else {
-                return Err(unsupported(&m.method, &format!("the method `{name}`")));
-            };
-            if m.args.len() != method.arity() {
-                let example = match method.arity() {
-                    0 => format!("x.{name}()"),
-                    1 => format!("x.{name}(y)"),
-                    _ => format!("x.{name}(y, z)"),
-                };
-                return Err(err(
-                    e,
-                    format!(
-                        "method `{name}` takes {} argument{} but {} {} given; call it as `{example}`",
-                        method.arity(),
-                        if method.arity() == 1 { "" } else { "s" },
-                        m.args.len(),
-                        if m.args.len() == 1 { "was" } else { "were" },
-                    ),
-                ));
-            }
-            let recv = expr(&m.receiver)?;
-            let args = m.args.iter().map(expr).collect::<syn::Result<Vec<_>>>()?;
-            mk(ExprKind::MethodCall(Box::new(recv), method, args))
+        E::MethodCall(m) => method_call(e, m)?,
+        _ => return Err(rejected(e)),
+    };
+    Ok(Expr::with_range(kind, SpanRange::of(e)))
+}
+
+fn lit(e: &syn::Expr, l: &syn::ExprLit) -> syn::Result<Expr> {
+    no_attrs(&l.attrs)?;
+    match &l.lit {
+        syn::Lit::Int(i) => int_lit(i),
+        syn::Lit::Float(f) => float_lit(f),
+        syn::Lit::Bool(b) => Ok(Expr::with_range(
+            ExprKind::Lit(Lit::Bool(b.value)),
+            SpanRange::of(e),
+        )),
+        syn::Lit::Str(_) | syn::Lit::ByteStr(_) | syn::Lit::CStr(_) => {
+            Err(unsupported(e, "string literals"))
         }
-        E::Call(c) if matches!(unparen(&c.func), E::Closure(_)) => Err(unsupported(
+        syn::Lit::Char(_) | syn::Lit::Byte(_) => Err(unsupported(e, "character literals")),
+        _ => Err(unsupported(e, "this kind of literal")),
+    }
+}
+
+fn path(e: &syn::Expr, p: &syn::ExprPath) -> syn::Result<ExprKind> {
+    no_attrs(&p.attrs)?;
+    match single_ident(e) {
+        Some(id) => Ok(ExprKind::Var(id.clone())),
+        None => Err(unsupported(
+            e,
+            &format!(
+                "the path `{}` (only plain names are allowed; write constants as literals)",
+                tokens_text(e)
+            ),
+        )),
+    }
+}
+
+fn unary(e: &syn::Expr, u: &syn::ExprUnary) -> syn::Result<ExprKind> {
+    no_attrs(&u.attrs)?;
+    let op = match u.op {
+        syn::UnOp::Neg(_) => UnOp::Neg,
+        syn::UnOp::Not(_) => UnOp::Not,
+        syn::UnOp::Deref(_) => return Err(unsupported(e, "dereferencing with `*`")),
+        _ => return Err(unsupported(e, "this unary operator")),
+    };
+    Ok(ExprKind::Unary(op, Box::new(expr(&u.expr)?)))
+}
+
+/// A binary operator, or a compound assignment such as `acc += x`.
+fn binary(e: &syn::Expr, b: &syn::ExprBinary) -> syn::Result<ExprKind> {
+    no_attrs(&b.attrs)?;
+    match bin_op(&b.op) {
+        Some((op, false)) => Ok(ExprKind::Binary(
+            op,
+            Box::new(expr(&b.left)?),
+            Box::new(expr(&b.right)?),
+        )),
+        Some((op, true)) => {
+            let target = assign_target(&b.left)?;
+            Ok(ExprKind::Assign(
+                target,
+                Some(op),
+                Box::new(expr(&b.right)?),
+            ))
+        }
+        None => Err(unsupported(
+            e,
+            &format!(
+                "the operator `{}` (bitwise operators and shifts)",
+                tokens_text(&b.op)
+            ),
+        )),
+    }
+}
+
+fn if_else(i: &syn::ExprIf) -> syn::Result<ExprKind> {
+    no_attrs(&i.attrs)?;
+    if let syn::Expr::Let(l) = unparen(&i.cond) {
+        return Err(unsupported(l, "`if let`"));
+    }
+    let cond = expr(&i.cond)?;
+    let then = block(&i.then_branch)?;
+    let els = match &i.else_branch {
+        Some((_, e)) => Some(Box::new(expr(e)?)),
+        None => None,
+    };
+    Ok(ExprKind::If(Box::new(cond), then, els))
+}
+
+/// `for v in lo..hi { ... }`: the only loop, over a half-open range.
+fn for_loop(f: &syn::ExprForLoop) -> syn::Result<ExprKind> {
+    no_attrs(&f.attrs)?;
+    if let Some(l) = &f.label {
+        return Err(unsupported(l, "loop labels"));
+    }
+    let var = match &*f.pat {
+        Pat::Wild(w) if w.attrs.is_empty() => None,
+        Pat::Ident(p)
+            if p.attrs.is_empty()
+                && p.by_ref.is_none()
+                && p.mutability.is_none()
+                && p.subpat.is_none() =>
+        {
+            Some(p.ident.clone())
+        }
+        other => {
+            return Err(unsupported(
+                other,
+                "this loop pattern (the loop variable must be `_` or a plain name)",
+            ))
+        }
+    };
+    let range = match unparen(&f.expr) {
+        syn::Expr::Range(r) if r.attrs.is_empty() => r,
+        other => {
+            return Err(unsupported(
+                other,
+                "iterating over something other than a range (write `for i in lo..hi`)",
+            ))
+        }
+    };
+    if let syn::RangeLimits::Closed(t) = range.limits {
+        return Err(unsupported(
+            t,
+            "inclusive ranges `..=` (write `lo..hi + 1` instead)",
+        ));
+    }
+    let (Some(lo), Some(hi)) = (&range.start, &range.end) else {
+        return Err(unsupported(
+            range,
+            "ranges without both ends (write `for i in lo..hi`)",
+        ));
+    };
+    let lo = expr(lo)?;
+    let hi = expr(hi)?;
+    let body = block(&f.body)?;
+    Ok(ExprKind::For(var, Box::new(lo), Box::new(hi), body))
+}
+
+fn method_call(e: &syn::Expr, m: &syn::ExprMethodCall) -> syn::Result<ExprKind> {
+    no_attrs(&m.attrs)?;
+    if let Some(t) = &m.turbofish {
+        return Err(unsupported(t, "turbofish `::<...>` on method calls"));
+    }
+    let name = m.method.to_string();
+    let Some(method) = Method::from_name(&name) else {
+        return Err(unsupported(&m.method, &format!("the method `{name}`")));
+    };
+    if m.args.len() != method.arity() {
+        let example = match method.arity() {
+            0 => format!("x.{name}()"),
+            1 => format!("x.{name}(y)"),
+            _ => format!("x.{name}(y, z)"),
+        };
+        return Err(err(
+            e,
+            format!(
+                "method `{name}` takes {} argument{} but {} {} given; call it as `{example}`",
+                method.arity(),
+                if method.arity() == 1 { "" } else { "s" },
+                m.args.len(),
+                if m.args.len() == 1 { "was" } else { "were" },
+            ),
+        ));
+    }
+    let recv = expr(&m.receiver)?;
+    let args = m.args.iter().map(expr).collect::<syn::Result<Vec<_>>>()?;
+    Ok(ExprKind::MethodCall(Box::new(recv), method, args))
+}
+
+/// The error for Rust syntax the scalar function does not support.
+fn rejected(e: &syn::Expr) -> syn::Error {
+    use syn::Expr as E;
+    match e {
+        E::Call(c) if matches!(unparen(&c.func), E::Closure(_)) => unsupported(
             e,
             "closures (calling a closure written in place; compute the value with `let` instead)",
-        )),
-        E::Call(_) => Err(unsupported(e, "function calls")),
-        E::Macro(_) => Err(unsupported(e, "macros")),
-        E::Index(_) => Err(unsupported(e, "indexing with `[...]`")),
-        E::Field(_) => Err(unsupported(e, "field access")),
-        E::Reference(_) => Err(unsupported(e, "references")),
-        E::Closure(_) => Err(unsupported(e, "closures")),
-        E::While(_) => Err(unsupported(
-            e,
-            "`while` loops (use `for _ in lo..hi` with `break`)",
-        )),
-        E::Loop(_) => Err(unsupported(
-            e,
-            "`loop` (use `for _ in lo..hi` with `break`)",
-        )),
-        E::Return(_) => Err(unsupported(e, "`return`")),
-        E::Continue(_) => Err(unsupported(e, "`continue`")),
-        E::Match(_) => Err(unsupported(e, "`match` (use `if`/`else`)")),
-        E::Try(_) => Err(unsupported(e, "the `?` operator")),
-        E::Array(_) | E::Repeat(_) => Err(unsupported(e, "arrays")),
-        E::Struct(_) => Err(unsupported(e, "struct literals")),
-        E::Range(_) => Err(unsupported(e, "ranges outside `for` loops")),
-        E::Let(_) => Err(unsupported(e, "`let` in expression position")),
-        E::Unsafe(_) => Err(unsupported(e, "`unsafe` blocks")),
-        E::Async(_) | E::Await(_) => Err(unsupported(e, "`async`/`.await`")),
-        E::Const(_) => Err(unsupported(e, "`const` blocks")),
-        _ => Err(unsupported(e, &format!("`{}`", tokens_text(e)))),
+        ),
+        E::Call(_) => unsupported(e, "function calls"),
+        E::Macro(_) => unsupported(e, "macros"),
+        E::Index(_) => unsupported(e, "indexing with `[...]`"),
+        E::Field(_) => unsupported(e, "field access"),
+        E::Reference(_) => unsupported(e, "references"),
+        E::Closure(_) => unsupported(e, "closures"),
+        E::While(_) => unsupported(e, "`while` loops (use `for _ in lo..hi` with `break`)"),
+        E::Loop(_) => unsupported(e, "`loop` (use `for _ in lo..hi` with `break`)"),
+        E::Return(_) => unsupported(e, "`return`"),
+        E::Continue(_) => unsupported(e, "`continue`"),
+        E::Match(_) => unsupported(e, "`match` (use `if`/`else`)"),
+        E::Try(_) => unsupported(e, "the `?` operator"),
+        E::Array(_) | E::Repeat(_) => unsupported(e, "arrays"),
+        E::Struct(_) => unsupported(e, "struct literals"),
+        E::Range(_) => unsupported(e, "ranges outside `for` loops"),
+        E::Let(_) => unsupported(e, "`let` in expression position"),
+        E::Unsafe(_) => unsupported(e, "`unsafe` blocks"),
+        E::Async(_) | E::Await(_) => unsupported(e, "`async`/`.await`"),
+        E::Const(_) => unsupported(e, "`const` blocks"),
+        _ => unsupported(e, &format!("`{}`", tokens_text(e))),
     }
 }
 
