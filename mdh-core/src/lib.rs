@@ -9,6 +9,7 @@ pub mod check;
 pub mod codegen;
 pub mod config;
 pub mod desc;
+mod diagnostics;
 pub mod error;
 pub mod gpu_plan;
 pub mod interp;
@@ -29,12 +30,16 @@ pub fn compile(tokens: TokenStream) -> syn::Result<Kernel> {
 }
 
 /// Parses and checks a kernel from source text, e.g. a generated module's
-/// `SPEC` constant. Errors are rendered as text.
+/// `SPEC` constant. Errors are rendered as text, one line per error (a
+/// `syn::Error`'s `to_string` would keep only the first).
 pub fn compile_str(source: &str) -> Result<Kernel, Error> {
     let tokens: TokenStream = source
         .parse()
         .map_err(|e| Error::Spec(format!("cannot tokenize kernel source: {e}")))?;
-    compile(tokens).map_err(|e| Error::Spec(e.to_string()))
+    compile(tokens).map_err(|errors| {
+        let lines: Vec<String> = errors.into_iter().map(|e| e.to_string()).collect();
+        Error::Spec(lines.join("\n"))
+    })
 }
 
 /// The whole expansion of `mdh! { ... }`: a module with the kernel's API, or
@@ -51,5 +56,27 @@ pub fn expand(tokens: TokenStream) -> TokenStream {
     match config::plans(&kernel, manifest_dir.as_deref()) {
         Ok((entries, path)) => codegen::module(&kernel, &entries, path.as_deref()),
         Err(e) => syn::Error::new(kernel.name.span(), e.to_string()).to_compile_error(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Error;
+
+    #[test]
+    fn compile_str_keeps_every_error() {
+        // Two independent mistakes: an unknown element type and a clause given twice.
+        let source = "kernel k { inp(v: f33[I]), out(w: f32[I]), out(w: f32[I]), \
+                      inp_view(v: |i| (i)), out_view(w: |i| (i)), md_hom[I](|x| x, (CC)) }";
+        let Err(Error::Spec(text)) = crate::compile_str(source) else {
+            panic!("expected a spec error");
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(
+            lines.iter().any(|l| l.contains("duplicate `out` clause")),
+            "{text}"
+        );
+        assert!(lines.iter().any(|l| l.contains("f33")), "{text}");
     }
 }
