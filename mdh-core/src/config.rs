@@ -54,10 +54,10 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_saphyr::{Location, Spanned};
 
+use crate::analysis::Checked;
 use crate::desc::KernelDesc;
 use crate::gpu_plan::GpuPlan;
 use crate::plan::CpuPlan;
-use crate::spec::Kernel;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -279,7 +279,7 @@ fn yaml_list(v: &[usize]) -> String {
 /// under `cpu` or `gpu` with every field), then `provenance` (a flow
 /// mapping of the given keys and already rendered YAML values) unless empty.
 fn entry_yaml(
-    k: &Kernel,
+    k: &Checked,
     backend: &str,
     device: &str,
     sizes: Option<&[usize]>,
@@ -314,7 +314,7 @@ fn entry_yaml(
 
 /// The YAML list item of one CPU entry (see [`entry_yaml`]).
 pub fn cpu_entry_yaml(
-    k: &Kernel,
+    k: &Checked,
     device: &str,
     sizes: Option<&[usize]>,
     plan: &CpuPlan,
@@ -337,7 +337,7 @@ pub fn cpu_entry_yaml(
 /// The YAML list item of one GPU entry of `backend` (`opencl` or `cuda`;
 /// see [`entry_yaml`]).
 pub fn gpu_entry_yaml(
-    k: &Kernel,
+    k: &Checked,
     backend: &str,
     device: &str,
     sizes: Option<&[usize]>,
@@ -361,7 +361,7 @@ pub fn gpu_entry_yaml(
 /// `None`. Other entries and all comments are kept as they are (the text is
 /// edited, not re-serialized).
 pub fn merge_entry(
-    k: &Kernel,
+    k: &Checked,
     path: &Path,
     text: Option<&str>,
     backend: &str,
@@ -437,7 +437,7 @@ pub struct Entries {
 
 /// Parses a config file's text and returns its entries for `k`, each
 /// checked against the kernel.
-pub fn entries(k: &Kernel, path: &Path, text: &str) -> Result<Entries, ConfigError> {
+pub fn entries(k: &Checked, path: &Path, text: &str) -> Result<Entries, ConfigError> {
     let file: ConfigFile = serde_saphyr::from_str(text).map_err(|e| {
         // serde-saphyr's first line reads "error: line L column C: message".
         let msg = e.to_string();
@@ -515,7 +515,7 @@ pub fn entries(k: &Kernel, path: &Path, text: &str) -> Result<Entries, ConfigErr
 /// The CPU plan of an entry: the default with the fields the file sets,
 /// checked against the kernel.
 fn cpu_plan(
-    k: &Kernel,
+    k: &Checked,
     path: &Path,
     c: Option<&Spanned<CpuConfig>>,
 ) -> Result<CpuPlan, ConfigError> {
@@ -560,7 +560,7 @@ fn cpu_plan(
 /// checked against the kernel and the model's constraints (at most 1024
 /// work-items per work-group, registers for the private partial results).
 fn gpu_plan(
-    k: &Kernel,
+    k: &Checked,
     path: &Path,
     g: Option<&Spanned<GpuConfig>>,
 ) -> Result<GpuPlan, ConfigError> {
@@ -577,7 +577,7 @@ fn gpu_plan(
 }
 
 fn size_values(
-    k: &Kernel,
+    k: &Checked,
     path: &Path,
     s: &Spanned<BTreeMap<String, usize>>,
 ) -> Result<Vec<usize>, ConfigError> {
@@ -612,7 +612,7 @@ fn size_values(
 /// sizes makes it unreachable (the dispatch takes the first such entry
 /// before it). Returns the file read (for rebuild tracking).
 pub fn plans(
-    k: &Kernel,
+    k: &Checked,
     manifest_dir: Option<&Path>,
 ) -> Result<(Entries, Option<PathBuf>), ConfigError> {
     let name = k.name.to_string();
@@ -645,7 +645,7 @@ pub(crate) mod tests {
     use super::*;
 
     /// A matrix product (also for other modules' tests).
-    pub(crate) fn matmul() -> Kernel {
+    pub(crate) fn matmul() -> crate::Checked {
         crate::compile(quote::quote! {
             kernel matmul {
                 inp(A: f32[I, K], B: f32[K, J]),

@@ -1,11 +1,12 @@
 //! The run-time description of a parsed kernel (see [`mdh_rt::desc`]): the
-//! compiler's side, which turns a [`Kernel`]'s size expressions and views into
+//! compiler's side, which turns a [`Checked`] kernel's size expressions and views into
 //! a [`KernelDesc`].
 
 use std::borrow::Cow;
 
 pub use mdh_rt::desc::*;
 
+use crate::analysis::Checked;
 use crate::spec::{Kernel, SizeExpr};
 
 fn size_code(e: &SizeExpr, k: &Kernel, out: &mut Vec<SizeOp>) {
@@ -33,7 +34,7 @@ fn code_of(e: &SizeExpr, k: &Kernel) -> SizeCode {
     Cow::Owned(v)
 }
 
-impl Describe for Kernel {
+impl Describe for Checked {
     fn describe(&self) -> KernelDesc {
         let k = self;
         let bufs =
@@ -74,7 +75,7 @@ impl Describe for Kernel {
                     .collect(),
             ),
             dims: Cow::Owned(k.dims.iter().map(|d| code_of(&d.size, k)).collect()),
-            kinds: Cow::Owned(k.dim_kinds()),
+            kinds: Cow::Owned(k.analysis().kinds.clone()),
             inputs: Cow::Owned(bufs(&k.inputs, &k.inp_view)),
             outputs: Cow::Owned(bufs(&k.outputs, &k.out_view)),
         }

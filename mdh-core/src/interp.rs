@@ -30,11 +30,12 @@ use mdh_rt::value::Cast;
 pub use mdh_rt::value::{Buffer, Value};
 use mdh_rt::{any_type, floats, numeric, numeric_typed, on1, on2};
 
+use crate::analysis::Checked;
 use crate::desc::{Bound, KernelDesc, Linear};
 use crate::error::Error;
 use crate::spec::{
-    BinOp, Block, BufferDecl, BuiltinOp, DimKind, Expr, ExprKind, IndexFn, Kernel, Lit, Method,
-    ReduceOp, ScalarType, Stmt, Type, UnOp,
+    BinOp, Block, BufferDecl, BuiltinOp, DimKind, Expr, ExprKind, IndexFn, Lit, Method, ReduceOp,
+    ScalarType, Stmt, Type, UnOp,
 };
 
 // ----------------------------------------------------------------------------
@@ -544,7 +545,7 @@ fn next_point(p: &mut [usize], limit: impl Fn(usize) -> Option<usize>) -> bool {
 }
 
 fn check_buffers(
-    kernel: &Kernel,
+    kernel: &Checked,
     what: &str,
     decls: &[BufferDecl],
     bufs: &[Buffer],
@@ -574,7 +575,7 @@ fn check_buffers(
 }
 
 fn check_arguments(
-    kernel: &Kernel,
+    kernel: &Checked,
     sizes: &[usize],
     inputs: &[Buffer],
     outputs: &[Buffer],
@@ -619,7 +620,7 @@ fn check_arguments(
 /// declaration order. Outputs are overwritten where the out_view writes;
 /// other elements are left as they are.
 pub fn run(
-    kernel: &Kernel,
+    kernel: &Checked,
     sizes: &[usize],
     inputs: &[Buffer],
     outputs: &mut [Buffer],
@@ -633,14 +634,14 @@ pub fn run(
 }
 
 fn evaluate<'k>(
-    kernel: &'k Kernel,
+    kernel: &'k Checked,
     bound: &Bound,
     inputs: &[Buffer],
     outputs: &mut [Buffer],
     params: &[Value],
 ) -> Result<(), Error> {
     let d = kernel.dims.len();
-    let kinds = kernel.dim_kinds();
+    let kinds = &kernel.analysis().kinds;
     let ext = &bound.extents;
     let f = &kernel.scalar_fn;
     let ins = access_slots(&kernel.input_accesses(), &bound.in_linear);
@@ -654,13 +655,11 @@ fn evaluate<'k>(
         ));
     }
     // Nothing to write when a kept dimension is empty.
-    if (0..d).any(|i| kinds[i].is_kept() && ext[i] == 0) {
+    if kernel.analysis().kept.iter().any(|&i| ext[i] == 0) {
         return Ok(());
     }
     // ⊕_k: the operator of output k (the same in every PW/PS dimension).
-    let ops: Vec<Option<&ReduceOp>> = (0..outs.len())
-        .map(|k| kernel.ops.iter().find_map(|o| o.op_for(k)))
-        .collect();
+    let ops: Vec<Option<&ReduceOp>> = (0..outs.len()).map(|k| kernel.op(k)).collect();
     // A PW dimension of extent 0: every reduction is empty.
     let empty_dim = (0..d).find(|&i| ext[i] == 0);
 
@@ -704,7 +703,7 @@ fn evaluate<'k>(
         let mut acc: Vec<Option<Value>> = vec![None; outs.len()];
         if empty_dim.is_none() {
             // The first point of the reduction set: c's CC coordinates, 0 elsewhere.
-            for ((pi, &ci), &kind) in p.iter_mut().zip(&c).zip(&kinds) {
+            for ((pi, &ci), &kind) in p.iter_mut().zip(&c).zip(kinds) {
                 *pi = if kind == DimKind::Cc { ci } else { 0 };
             }
             loop {

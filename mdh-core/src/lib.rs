@@ -1,10 +1,12 @@
 //! `mdh-core`: the mdh compiler as a library.
 //!
-//! Data flows one way: tokens → [`spec::Kernel`] ([`parse`]) → checked kernel
-//! ([`check`]) → code ([`codegen`]). The proc macro (`mdh-macros`) and the tuner
+//! Data flows one way: tokens → [`spec::Kernel`] ([`parse`]) → [`Checked`]
+//! kernel with its [`analysis`] ([`check`]) → plans ([`plan`], [`config`]) →
+//! code ([`codegen`]). The proc macro (`mdh-macros`) and the tuner
 //! call the same functions. [`interp`] evaluates a kernel's high-level
 //! definition directly and is the oracle of every test.
 
+pub mod analysis;
 pub mod check;
 pub mod codegen;
 pub mod config;
@@ -17,22 +19,21 @@ pub mod parse;
 pub mod plan;
 pub mod spec;
 
+pub use analysis::Checked;
 pub use error::{Error, PlanError};
 pub use spec::Kernel;
 
 use proc_macro2::TokenStream;
 
 /// Parses and checks a kernel from its tokens (what `mdh!` receives).
-pub fn compile(tokens: TokenStream) -> syn::Result<Kernel> {
-    let mut kernel = parse::parse_kernel(tokens)?;
-    check::check(&mut kernel)?;
-    Ok(kernel)
+pub fn compile(tokens: TokenStream) -> syn::Result<Checked> {
+    check::check(parse::parse_kernel(tokens)?)
 }
 
 /// Parses and checks a kernel from source text, e.g. a generated module's
 /// `SPEC` constant. Errors are rendered as text, one line per error (a
 /// `syn::Error`'s `to_string` would keep only the first).
-pub fn compile_str(source: &str) -> Result<Kernel, Error> {
+pub fn compile_str(source: &str) -> Result<Checked, Error> {
     let tokens: TokenStream = source
         .parse()
         .map_err(|e| Error::Spec(format!("cannot tokenize kernel source: {e}")))?;

@@ -27,7 +27,8 @@
 
 pub use mdh_rt::types::elem_bytes;
 
-use crate::spec::{DimKind, IndexFn, Kernel};
+use crate::analysis::Checked;
+use crate::spec::DimKind;
 
 /// Accumulator registers available to one register tile: 32 vector
 /// registers, a few kept free for operands (DESIGN.md §7: a tile that
@@ -70,28 +71,6 @@ pub struct CpuPlan {
     pub stream: bool,
 }
 
-/// The dimensions an access depends on (a non-zero coefficient in some
-/// component), in increasing order.
-pub fn used_dims(f: &IndexFn, dims: usize) -> Vec<usize> {
-    (0..dims)
-        .filter(|&d| {
-            f.components
-                .iter()
-                .any(|c| c.dims.get(d).copied().unwrap_or(0) != 0)
-        })
-        .collect()
-}
-
-/// The coefficient of dimension `d` in the row-major offset of an access
-/// when it is known at compile time: `d` appears only in the last
-/// component (whose stride is 1).
-pub fn static_coef(f: &IndexFn, d: usize) -> Option<i64> {
-    let (last, rest) = f.components.split_last()?;
-    rest.iter()
-        .all(|c| c.dims.get(d).copied().unwrap_or(0) == 0)
-        .then(|| last.dims.get(d).copied().unwrap_or(0))
-}
-
 pub use mdh_rt::PlanError;
 
 fn err(field: &'static str, message: String) -> PlanError {
@@ -100,11 +79,12 @@ fn err(field: &'static str, message: String) -> PlanError {
 
 /// Lanes of one vector of the widest SIMD layer for the kernel's widest
 /// output type.
-pub fn simd_lanes(k: &Kernel) -> usize {
+pub fn simd_lanes(k: &Checked) -> usize {
     let bytes = k
-        .output_accesses()
+        .analysis()
+        .outputs
         .iter()
-        .map(|(b, _)| elem_bytes(k.outputs[*b].ty))
+        .map(|a| elem_bytes(a.ty))
         .max()
         .unwrap_or(4);
     (VECTOR_BYTES / bytes).max(1)
@@ -112,7 +92,7 @@ pub fn simd_lanes(k: &Kernel) -> usize {
 
 /// The dimension whose consecutive indices are consecutive in memory for
 /// the most accesses: the natural SIMD dimension.
-pub fn contiguous_dim(k: &Kernel) -> Option<usize> {
+pub fn contiguous_dim(k: &Checked) -> Option<usize> {
     let score = contiguity(k);
     // Prefer the innermost among the best (row-major: the last dimension).
     (0..score.len())
@@ -128,44 +108,33 @@ pub fn contiguous_dim(k: &Kernel) -> Option<usize> {
 /// innermost such dimension. A convolution's channels may be contiguous in
 /// more accesses, but they are few (3 in ResNet-50's first layer): SIMD
 /// lanes over them would leave most lanes idle.
-pub fn contraction_dim(k: &Kernel) -> Option<usize> {
-    let d = k.dims.len();
-    let kinds = k.dim_kinds();
-    let kept: Vec<usize> = (0..d).filter(|&x| kinds[x].is_kept()).collect();
-    let reuse = k.input_accesses().iter().all(|(_, f)| {
-        let used = used_dims(f, d);
-        kept.iter().any(|x| !used.contains(x))
-    });
+pub fn contraction_dim(k: &Checked) -> Option<usize> {
+    let a = k.analysis();
+    let (kinds, kept) = (&a.kinds, &a.kept);
+    let reuse = a
+        .inputs
+        .iter()
+        .all(|i| kept.iter().any(|x| !i.uses.contains(x)));
     if !kinds.contains(&DimKind::Pw) || !reuse {
         return None;
     }
-    kept.into_iter().rev().find(|&x| {
-        kinds[x] == DimKind::Cc
-            && k.output_accesses()
-                .iter()
-                .all(|(_, f)| static_coef(f, x) == Some(1))
+    kept.iter().rev().copied().find(|&x| {
+        kinds[x] == DimKind::Cc && a.outputs.iter().all(|o| o.static_coefs[x] == Some(1))
     })
 }
 
 /// Per dimension: how many accesses (inputs and outputs) have consecutive
 /// elements at consecutive indices of it.
-pub fn contiguity(k: &Kernel) -> Vec<usize> {
-    let d = k.dims.len();
-    let mut score = vec![0usize; d];
-    let accesses = k.input_accesses().into_iter().chain(k.output_accesses());
-    for (_, f) in accesses {
-        if let Some(last) = f.components.last() {
-            for (dd, s) in score.iter_mut().enumerate() {
-                let only_last = f.components[..f.components.len() - 1]
-                    .iter()
-                    .all(|c| c.dims.get(dd).copied().unwrap_or(0) == 0);
-                if only_last && last.dims.get(dd).copied() == Some(1) {
-                    *s += 1;
-                }
-            }
-        }
-    }
-    score
+pub fn contiguity(k: &Checked) -> Vec<usize> {
+    let a = k.analysis();
+    (0..a.kinds.len())
+        .map(|x| {
+            let accesses = a.inputs.iter().chain(&a.outputs);
+            accesses
+                .filter(|acc| acc.static_coefs[x] == Some(1))
+                .count()
+        })
+        .collect()
 }
 
 impl CpuPlan {
@@ -191,14 +160,14 @@ impl CpuPlan {
     ///   is packed with the SIMD dimension innermost, its other dimensions
     ///   in dimension order; in a contraction, every access that depends
     ///   on the SIMD dimension is.
-    pub fn default_for(k: &Kernel) -> CpuPlan {
-        let d = k.dims.len();
-        let kinds = k.dim_kinds();
+    pub fn default_for(k: &Checked) -> CpuPlan {
+        let a = k.analysis();
+        let (d, kinds) = (a.kinds.len(), &a.kinds);
         let lanes = simd_lanes(k);
         let mut reg = vec![1; d];
         let innermost_pw = (0..d).rev().find(|&x| kinds[x] == DimKind::Pw);
         let simd = contraction_dim(k).or_else(|| contiguous_dim(k));
-        let budget = VECTOR_REGISTERS_FOR_ACCUMULATORS * lanes / k.output_accesses().len().max(1);
+        let budget = VECTOR_REGISTERS_FOR_ACCUMULATORS * lanes / a.outputs.len().max(1);
         // A contraction: a kept SIMD dimension, another kept dimension
         // outward (the register tile's rows) and a PW dimension.
         let contraction = simd.filter(|&s| kinds[s] == DimKind::Cc).and_then(|s| {
@@ -230,8 +199,8 @@ impl CpuPlan {
             })
             .collect();
         let mut l2: Vec<usize> = l1.iter().map(|&t| t * 4).collect();
-        let mut order: Vec<usize> = (0..d).filter(|&x| kinds[x].is_kept()).collect();
-        order.extend((0..d).filter(|&x| !kinds[x].is_kept()));
+        let mut order = a.kept.clone();
+        order.extend(&a.reduced);
         // A contraction: GotoBLAS-style blocking. Register tiles of 6 rows
         // × 4 vectors (24 accumulators); the SIMD dimension's L1 tile is one
         // register tile wide and its loops go outermost, so that the packed
@@ -266,23 +235,23 @@ impl CpuPlan {
                 l1[x] = if x == s { run.max(reg[x]) } else { reg[x] };
                 l2[x] = l1[x];
             }
-            for x in (0..d).filter(|&x| kinds[x].is_kept()) {
+            for &x in &a.kept {
                 l1[x] = reg[x];
                 l2[x] = 16 * reg[x];
             }
         }
-        let pack = k
-            .input_accesses()
+        let pack = a
+            .inputs
             .iter()
-            .map(|(_, f)| match simd {
+            .map(|i| match simd {
                 Some(s)
                     if kinds[s] == DimKind::Cc
                         && reg[s] > 1
-                        && used_dims(f, d).contains(&s)
-                        && (contraction.is_some() || static_coef(f, s) != Some(1)) =>
+                        && i.uses.contains(&s)
+                        && (contraction.is_some() || i.static_coefs[s] != Some(1)) =>
                 {
                     let mut layout: Vec<usize> =
-                        used_dims(f, d).into_iter().filter(|&x| x != s).collect();
+                        i.uses.iter().copied().filter(|&x| x != s).collect();
                     layout.push(s);
                     layout
                 }
@@ -301,9 +270,9 @@ impl CpuPlan {
     }
 
     /// Checks a plan against the kernel and the CPU model.
-    pub fn validate(&self, k: &Kernel) -> Result<(), PlanError> {
+    pub fn validate(&self, k: &Checked) -> Result<(), PlanError> {
         let d = k.dims.len();
-        let kinds = k.dim_kinds();
+        let kinds = &k.analysis().kinds;
         let lists: [(&'static str, &Vec<usize>); 4] = [
             ("cor", &self.cor),
             ("l2", &self.l2),
@@ -354,7 +323,7 @@ impl CpuPlan {
                 ),
             ));
         }
-        let accesses = k.input_accesses();
+        let accesses = &k.analysis().inputs;
         if self.pack.len() != accesses.len() {
             return Err(err(
                 "pack",
@@ -365,16 +334,16 @@ impl CpuPlan {
                 ),
             ));
         }
-        for (j, ((b, f), layout)) in accesses.iter().zip(&self.pack).enumerate() {
-            let used = used_dims(f, d);
+        for (j, (access, layout)) in accesses.iter().zip(&self.pack).enumerate() {
+            let used = &access.uses;
             let mut sorted = layout.clone();
             sorted.sort_unstable();
-            if !layout.is_empty() && sorted != used {
+            if !layout.is_empty() && sorted != *used {
                 return Err(err(
                     "pack",
                     format!(
                         "`pack[{j}]` ({}) is {layout:?} but must list each dimension its index function uses exactly once, in the order of the packed layout (last: contiguous): a permutation of {used:?}, or [] to read it in place",
-                        k.inputs[*b].name
+                        k.inputs[access.buffer].name
                     ),
                 ));
             }
@@ -404,7 +373,7 @@ impl CpuPlan {
 mod tests {
     use super::*;
 
-    fn kernel(src: proc_macro2::TokenStream) -> Kernel {
+    fn kernel(src: proc_macro2::TokenStream) -> crate::Checked {
         crate::compile(src).expect("valid kernel")
     }
 

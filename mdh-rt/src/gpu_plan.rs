@@ -96,7 +96,7 @@ impl GpuPlan {
         let d = k.dims.len();
         let kinds = &k.kinds;
         let mut items = vec![1; d];
-        let kept: Vec<usize> = (0..d).filter(|&x| kinds[x].is_kept()).collect();
+        let kept = DimKind::kept(kinds);
         match kept.as_slice() {
             [] => {
                 if let Some(pw) = (0..d).rev().find(|&x| kinds[x] == DimKind::Pw) {
@@ -164,11 +164,8 @@ impl GpuPlan {
                 ),
             ));
         }
-        let kinds = &k.kinds;
-        let private: usize = (0..d)
-            .filter(|&x| kinds[x].is_kept())
-            .map(|x| self.tile[x].div_ceil(self.items[x]))
-            .product::<usize>()
+        let private = self
+            .private_points(&k.kinds)
             .saturating_mul(output_accesses(k).max(1));
         if private > MAX_PRIVATE_ACCUMULATORS {
             return Err(err(
@@ -240,6 +237,15 @@ impl Resolved {
 const TARGET_GROUPS: usize = 256;
 
 impl GpuPlan {
+    /// The points of a work-item's tile along the kept dimensions (one
+    /// partial result each per output access).
+    pub fn private_points(&self, kinds: &[DimKind]) -> usize {
+        DimKind::kept(kinds)
+            .into_iter()
+            .map(|x| self.tile[x].div_ceil(self.items[x]))
+            .product()
+    }
+
     /// The plan for `extents`: work-items and tiles clamped to the extents
     /// (no idle work-items on small sizes), `groups` 0 resolved, and the
     /// group counts made exact so that no work-group is empty.
@@ -254,8 +260,8 @@ impl GpuPlan {
             tile[x] = self.tile[x].min(n);
             items[x] = self.items[x].min(tile[x]);
         }
-        let kept_groups: usize = (0..d)
-            .filter(|&x| kinds[x].is_kept())
+        let kept_groups: usize = DimKind::kept(kinds)
+            .into_iter()
             .map(|x| {
                 if self.groups[x] == 0 {
                     extents[x].max(1).div_ceil(tile[x])
@@ -321,8 +327,8 @@ pub fn defines(k: &KernelDesc, bound: &Bound, r: &Resolved) -> String {
     def(names::BLOCKED.into(), u8::from(r.blocked).to_string());
     let kinds = &k.kinds;
     def(names::PW_GROUPS.into(), format!("{}L", r.pw_groups(kinds)));
-    let kept_points: usize = (0..d)
-        .filter(|&x| kinds[x].is_kept())
+    let kept_points: usize = DimKind::kept(kinds)
+        .into_iter()
         .map(|x| bound.extents[x])
         .product();
     def(names::KEPT_POINTS.into(), format!("{kept_points}L"));

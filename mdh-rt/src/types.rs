@@ -104,6 +104,16 @@ impl DimKind {
     pub fn is_kept(self) -> bool {
         self != DimKind::Pw
     }
+
+    /// The kept dimensions (CC and PS) among `kinds`, in increasing order.
+    pub fn kept(kinds: &[DimKind]) -> Vec<usize> {
+        (0..kinds.len()).filter(|&x| kinds[x].is_kept()).collect()
+    }
+
+    /// The reduced (PW) dimensions among `kinds`, in increasing order.
+    pub fn reduced(kinds: &[DimKind]) -> Vec<usize> {
+        (0..kinds.len()).filter(|&x| !kinds[x].is_kept()).collect()
+    }
 }
 
 /// Bytes of one element of type `t` (a `bool` is stored as one byte).

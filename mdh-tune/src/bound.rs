@@ -28,7 +28,8 @@ use mdh::gpu::DeviceCompute;
 use mdh_core::gpu_plan::GpuPlan;
 use mdh_core::plan::elem_bytes;
 use mdh_core::plan::{simd_lanes, CpuPlan};
-use mdh_core::spec::{DimKind, Kernel};
+use mdh_core::spec::DimKind;
+use mdh_core::Checked;
 
 /// Cycles per second: above any sustained all-core clock.
 const CLOCK_HZ: f64 = 6.0e9;
@@ -43,7 +44,7 @@ pub struct Machine {
 /// Seconds the plan needs at least for a kernel with `extents` whose
 /// inputs have `input_bytes` bytes in all.
 pub fn lower_bound(
-    k: &Kernel,
+    k: &Checked,
     plan: &CpuPlan,
     extents: &[usize],
     input_bytes: f64,
@@ -120,7 +121,7 @@ impl Gpu {
 /// `extents` whose inputs have `input_bytes` bytes in all (the passes after
 /// `mdh_main` only add to it and are not counted).
 pub fn gpu_lower_bound(
-    k: &Kernel,
+    k: &Checked,
     kinds: &[DimKind],
     plan: &GpuPlan,
     extents: &[usize],

@@ -9,7 +9,7 @@ use std::time::Instant;
 use mdh_core::config::cpu_entry_yaml;
 use mdh_core::desc::KernelDesc;
 use mdh_core::plan::{elem_bytes, CpuPlan};
-use mdh_core::Kernel;
+use mdh_core::Checked;
 
 use crate::log::Status;
 use crate::space::{CpuSpace, Space};
@@ -20,7 +20,7 @@ use crate::{bound, reference, scratch, source};
 /// this CPU, if an entry of it does (`None`: the default plan runs, as
 /// when no entry is for `*` or this CPU).
 fn configured_cpu_plan(
-    k: &Kernel,
+    k: &Checked,
     out_dir: &Path,
     sizes: &[usize],
 ) -> Result<Option<CpuPlan>, String> {

@@ -18,7 +18,7 @@ use mdh_core::config::gpu_entry_yaml;
 use mdh_core::desc::{Bound, KernelDesc};
 use mdh_core::gpu_plan::GpuPlan;
 use mdh_core::plan::elem_bytes;
-use mdh_core::Kernel;
+use mdh_core::Checked;
 
 use crate::gpu_space::GpuSpace;
 use crate::log::Status;
@@ -35,7 +35,7 @@ const MAX_RUNS: usize = 100;
 
 /// The `KernelInfo` the generated wrappers hold as constants, for a kernel
 /// known at run time (leaked: one kernel per tuner process).
-pub fn kernel_info(k: &Kernel, dialect: Dialect) -> &'static KernelInfo {
+pub fn kernel_info(k: &Checked, dialect: Dialect) -> &'static KernelInfo {
     let t = KernelTables::of(k);
     Box::leak(Box::new(KernelInfo {
         template: Box::leak(template(k, dialect).into_boxed_str()),
@@ -119,7 +119,7 @@ impl Outcome {
 impl<'a, D: RawDevice> Bench<'a, D> {
     /// The bench of `k` at `sizes` on `dev`: deterministic data, and the
     /// reference interpreter's results where it is fast enough.
-    fn new(dev: &'a D, k: &Kernel, sizes: &[usize], dialect: Dialect) -> Result<Self, String> {
+    fn new(dev: &'a D, k: &Checked, sizes: &[usize], dialect: Dialect) -> Result<Self, String> {
         let desc: &'static KernelDesc = Box::leak(Box::new(KernelDesc::from_kernel(k)));
         let info = kernel_info(k, dialect);
         let bound = bind_sizes(desc, sizes).map_err(|e| format!("--size: {e}"))?;
@@ -147,7 +147,7 @@ impl<'a, D: RawDevice> Bench<'a, D> {
 
     /// Why the reference interpreter is no reference at these sizes, if it
     /// is not (see [`crate::reference`]).
-    fn unchecked_because(&self, k: &Kernel) -> Option<String> {
+    fn unchecked_because(&self, k: &Checked) -> Option<String> {
         crate::reference::interpreter_unfit(k, self.desc, &self.bound.extents)
     }
 
@@ -255,7 +255,7 @@ fn fitted_default(
 /// fitted default (`None`: the default runs).
 #[allow(clippy::too_many_arguments)]
 fn configured_gpu_plan(
-    k: &Kernel,
+    k: &Checked,
     out_dir: &Path,
     backend: &str,
     desc: &KernelDesc,

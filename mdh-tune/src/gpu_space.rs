@@ -202,10 +202,7 @@ impl Space for GpuSpace {
             let plan = self.decode(&p);
             let threads: usize = plan.items.iter().product();
             let kinds = &self.desc.kinds;
-            let private: usize = (0..kinds.len())
-                .filter(|&x| kinds[x].is_kept())
-                .map(|x| plan.tile[x].div_ceil(plan.items[x]))
-                .product();
+            let private = plan.private_points(kinds);
             let items = |q: &Param| matches!(q, Param::Items(..));
             let kept_tiles = |q: &Param| matches!(q, Param::Tile(x, _) if kinds[*x].is_kept());
             let tiles = |q: &Param| matches!(q, Param::Tile(..));
@@ -257,7 +254,7 @@ mod tests {
     use super::*;
     use crate::gpu::kernel_info;
 
-    fn space(k: &mdh_core::Kernel, sizes: &[usize], lim: DeviceLimits) -> GpuSpace {
+    fn space(k: &mdh_core::Checked, sizes: &[usize], lim: DeviceLimits) -> GpuSpace {
         let desc: &'static KernelDesc = Box::leak(Box::new(KernelDesc::from_kernel(k)));
         let info = kernel_info(k, mdh_core::codegen::c_expr::Dialect::Cuda);
         let bound = mdh::gpu::bind_sizes(desc, sizes).unwrap();

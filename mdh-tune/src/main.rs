@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
-use mdh_core::Kernel;
+use mdh_core::Checked;
 
 use tuning::{Budget, Options, Target};
 
@@ -132,7 +132,7 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// `I=1024,K=4096` in the kernel's size-parameter order.
-fn parse_sizes(k: &Kernel, s: Option<&str>) -> Result<Vec<usize>, String> {
+fn parse_sizes(k: &Checked, s: Option<&str>) -> Result<Vec<usize>, String> {
     let names: Vec<String> = k.size_params.iter().map(|p| p.to_string()).collect();
     let example = names
         .iter()

@@ -3,7 +3,7 @@
 
 use mdh_core::desc::KernelDesc;
 use mdh_core::spec::DimKind;
-use mdh_core::Kernel;
+use mdh_core::Checked;
 
 /// Points of the md_hom index space up to which the reference interpreter
 /// checks candidates; beyond, it would take minutes, and candidates are
@@ -21,7 +21,7 @@ const REFERENCE_FLOAT_TERMS: f64 = (1u64 << 14) as f64;
 /// it sums all points along PW dimensions and, along a PS dimension, all
 /// points up to the output's, so a scan of `n` costs it `n²/2` points (the
 /// examples' scan of 2^24 would take days) and sums up to `n` terms.
-pub fn interpreter_unfit(k: &Kernel, desc: &KernelDesc, extents: &[usize]) -> Option<String> {
+pub fn interpreter_unfit(k: &Checked, desc: &KernelDesc, extents: &[usize]) -> Option<String> {
     let kinds = &desc.kinds;
     let points: f64 = (0..extents.len())
         .map(|x| {

@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 use proc_macro2::{TokenStream, TokenTree};
 use syn::visit::Visit;
 
-use mdh_core::Kernel;
+use mdh_core::Checked;
 
 /// One `mdh!` invocation: the file it is in, its tokens and the kernel.
 pub struct Found {
     pub file: PathBuf,
     pub tokens: TokenStream,
-    pub kernel: Kernel,
+    pub kernel: Checked,
 }
 
 struct Invocations(Vec<TokenStream>);

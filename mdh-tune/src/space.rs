@@ -22,10 +22,9 @@
 //! - results: streamed past the caches or not.
 
 use mdh_core::desc::KernelDesc;
-use mdh_core::plan::{
-    simd_lanes, used_dims, CpuPlan, MAX_REGISTER_TILE, VECTOR_REGISTERS_FOR_ACCUMULATORS,
-};
-use mdh_core::spec::{DimKind, Kernel};
+use mdh_core::plan::{simd_lanes, CpuPlan, MAX_REGISTER_TILE, VECTOR_REGISTERS_FOR_ACCUMULATORS};
+use mdh_core::spec::DimKind;
+use mdh_core::Checked;
 
 use crate::search::{Point, Rng};
 
@@ -230,7 +229,7 @@ fn permutation_index(order: &[usize]) -> Option<usize> {
 
 impl CpuSpace {
     /// The space of `k` at the sizes `sizes` (size-parameter order).
-    pub fn new(k: &Kernel, sizes: &[usize]) -> Result<CpuSpace, String> {
+    pub fn new(k: &Checked, sizes: &[usize]) -> Result<CpuSpace, String> {
         let desc = KernelDesc::from_kernel(k);
         let extents = desc
             .dims
@@ -263,10 +262,10 @@ impl CpuSpace {
             params.push(Param::L2(x, L2_FACTORS.to_vec()));
         }
         params.push(Param::Order(d));
-        for (_, f) in k.input_accesses() {
-            let used = used_dims(f, d);
+        for access in &k.analysis().inputs {
+            let used = &access.uses;
             let mut layouts = vec![Vec::new()];
-            for &inner in &used {
+            for &inner in used {
                 let mut l: Vec<usize> = used.iter().copied().filter(|&u| u != inner).collect();
                 l.push(inner);
                 layouts.push(l);
@@ -274,7 +273,7 @@ impl CpuSpace {
             params.push(Param::Pack(layouts));
         }
         params.push(Param::Stream(vec![false, true]));
-        let outputs = k.output_accesses().len().max(1);
+        let outputs = k.analysis().outputs.len().max(1);
         Ok(CpuSpace {
             params,
             extents,
@@ -525,12 +524,12 @@ impl Space for CpuSpace {
 pub(crate) mod tests {
     use super::*;
 
-    fn kernel(src: proc_macro2::TokenStream) -> Kernel {
+    fn kernel(src: proc_macro2::TokenStream) -> Checked {
         mdh_core::compile(src).expect("valid kernel")
     }
 
     /// The test kernels of this crate.
-    pub(crate) fn matvec() -> Kernel {
+    pub(crate) fn matvec() -> Checked {
         kernel(quote::quote! {
             kernel matvec {
                 inp(M: f32[I, K], v: f32[K]),
@@ -542,7 +541,7 @@ pub(crate) mod tests {
         })
     }
 
-    pub(crate) fn matmul() -> Kernel {
+    pub(crate) fn matmul() -> Checked {
         kernel(quote::quote! {
             kernel matmul {
                 inp(A: f32[I, K], B: f32[K, J]),
@@ -555,7 +554,7 @@ pub(crate) mod tests {
     }
 
     /// The examples' kernel `name`, as the tuner finds it.
-    pub(crate) fn example(name: &str) -> Kernel {
+    pub(crate) fn example(name: &str) -> Checked {
         let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
         crate::source::find(&examples, Some(name))
             .expect("an example kernel")
@@ -563,7 +562,7 @@ pub(crate) mod tests {
     }
 
     /// The examples' 7-dimensional contraction.
-    pub(crate) fn ccsdt() -> Kernel {
+    pub(crate) fn ccsdt() -> Checked {
         example("ccsdt")
     }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use mdh_core::config::{merge_entry, yaml_string, Entries};
-use mdh_core::Kernel;
+use mdh_core::Checked;
 
 use crate::log::{Candidate, Log, Record, Start, Status};
 use crate::plot;
@@ -495,7 +495,7 @@ fn write_entry(target: &Target, path: &Path, entry: &str) -> Result<(), String> 
 
 /// What one tuning run is for.
 pub struct Target<'a> {
-    pub k: &'a Kernel,
+    pub k: &'a Checked,
     pub sizes: &'a [usize],
     /// `cpu`, `opencl` or `cuda`: the config's backend name.
     pub backend: &'static str,
@@ -512,7 +512,12 @@ pub struct Target<'a> {
 impl<'a> Target<'a> {
     /// The run of `k` at `sizes` for `backend`, its entry going into
     /// `out_dir`; the driver names the device.
-    pub fn new(k: &'a Kernel, sizes: &'a [usize], backend: &'static str, out_dir: PathBuf) -> Self {
+    pub fn new(
+        k: &'a Checked,
+        sizes: &'a [usize],
+        backend: &'static str,
+        out_dir: PathBuf,
+    ) -> Self {
         let named = || k.size_params.iter().zip(sizes);
         Target {
             k,
@@ -567,7 +572,7 @@ const CONFIGURED: &str = "config";
 
 /// The entries of the kernel's config file in `out_dir` (the file the
 /// result is merged into), if it exists.
-pub fn configured_entries(k: &Kernel, out_dir: &Path) -> Result<Option<Entries>, String> {
+pub fn configured_entries(k: &Checked, out_dir: &Path) -> Result<Option<Entries>, String> {
     let path = out_dir.join(format!("{}.yaml", k.name));
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
@@ -676,7 +681,7 @@ pub(crate) mod tests {
         }
 
         /// Writes `<kernel>.yaml` with these entries (list items).
-        pub(crate) fn config(&self, k: &Kernel, entries: &[String]) {
+        pub(crate) fn config(&self, k: &Checked, entries: &[String]) {
             let text = format!("kernel: {}\nentries:\n{}", k.name, entries.concat());
             std::fs::write(self.0.join(format!("{}.yaml", k.name)), text).unwrap();
         }

@@ -18,7 +18,7 @@ use mdh_core::config::{entries, gpu_entry_yaml};
 use mdh_core::desc::KernelDesc;
 use mdh_core::gpu_plan::GpuPlan;
 
-fn matvec() -> mdh_core::Kernel {
+fn matvec() -> mdh_core::Checked {
     mdh_core::compile(quote::quote! {
         kernel matvec {
             inp(M: f32[I, K], v: f32[K]),

@@ -512,8 +512,7 @@ where
         compute(&full, &mut Vec::new(), true);
         return Ok(());
     }
-    let kept: Vec<usize> = (0..D).filter(|&d| kinds[d].is_kept()).collect();
-    let reduced: Vec<usize> = (0..D).filter(|&d| !kinds[d].is_kept()).collect();
+    let (kept, reduced) = (DimKind::kept(&kinds), DimKind::reduced(&kinds));
     let threads = rayon::current_num_threads().max(1);
     let target = if small { 1 } else { threads * TASKS_PER_THREAD };
     let kept_parts = if planned {

@@ -378,10 +378,7 @@ fn scan_launches(d: usize, n: usize, lines: usize) -> Vec<(String, usize)> {
 pub fn job_for(desc: &KernelDesc, bound: &Bound, info: &KernelInfo, r: &Resolved) -> Job {
     let kinds = &desc.kinds;
     let ext = &bound.extents;
-    let kept_points: usize = (0..ext.len())
-        .filter(|&x| kinds[x].is_kept())
-        .map(|x| ext[x])
-        .product();
+    let kept_points: usize = DimKind::kept(kinds).into_iter().map(|x| ext[x]).product();
     let pw_groups = r.pw_groups(kinds);
     let source = format!("{}\n{}", defines(desc, bound, r), info.template);
     Job {

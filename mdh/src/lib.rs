@@ -104,7 +104,7 @@ pub mod reference {
 
     /// Parses and checks a kernel's source (a generated module's `SPEC`).
     #[cfg(feature = "reference")]
-    pub fn kernel(spec: &str) -> Result<mdh_core::Kernel, crate::Error> {
+    pub fn kernel(spec: &str) -> Result<mdh_core::Checked, crate::Error> {
         mdh_core::compile_str(spec)
     }
 }

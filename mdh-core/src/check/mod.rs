@@ -55,6 +55,7 @@
 //! operator `|a, b| e` takes and returns the element type of the output(s)
 //! it combines. After a successful check, every [`Expr::ty`] is `Some`.
 
+use crate::analysis::Checked;
 use crate::diagnostics::Diagnostics;
 use crate::spec::Kernel;
 use infer::{apply_types, infer_types};
@@ -73,22 +74,24 @@ mod views;
 #[cfg(test)]
 mod tests;
 
-/// Checks a parsed kernel and fills the types of all scalar-function and
-/// operator expressions. See the module documentation for the list of checks.
-pub fn check(kernel: &mut Kernel) -> syn::Result<()> {
+/// Checks a parsed kernel, fills the types of all scalar-function and
+/// operator expressions and derives its [`Analysis`](crate::analysis::Analysis).
+/// See the module documentation for the list of checks.
+pub fn check(mut kernel: Kernel) -> syn::Result<Checked> {
+    let k = &kernel;
     let mut errs = Diagnostics::default();
-    check_names(kernel, &mut errs);
-    let ops_ok = check_op_count(kernel, &mut errs);
-    let views = check_views(kernel, &mut errs);
-    check_scalar_fn_shape(kernel, views, &mut errs);
-    check_combine_ops(kernel, ops_ok, views, &mut errs);
+    check_names(k, &mut errs);
+    let ops_ok = check_op_count(k, &mut errs);
+    let views = check_views(k, &mut errs);
+    check_scalar_fn_shape(k, views, &mut errs);
+    check_combine_ops(k, ops_ok, views, &mut errs);
     if ops_ok {
-        check_output_index_fns(kernel, &mut errs);
+        check_output_index_fns(k, &mut errs);
     }
-    let typed = infer_types(kernel, views, &mut errs);
+    let typed = infer_types(k, views, &mut errs);
     errs.finish()?;
     if let Some(typed) = typed {
-        apply_types(kernel, typed);
+        apply_types(&mut kernel, typed);
     }
-    Ok(())
+    Ok(Checked::new(kernel))
 }

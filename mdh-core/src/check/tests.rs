@@ -1,4 +1,4 @@
-use crate::spec::{Block, CombineOp, Expr, ExprKind, Kernel, ReduceOp, ScalarType, Stmt, Type};
+use crate::spec::{Block, CombineOp, Expr, ExprKind, ReduceOp, ScalarType, Stmt, Type};
 use quote::quote;
 
 fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
@@ -50,7 +50,7 @@ fn walk_block(b: &Block, f: &mut dyn FnMut(&Expr)) {
 }
 
 /// All expression trees of a kernel (scalar fn, then operator closures).
-fn trees(k: &Kernel) -> Vec<&Expr> {
+fn trees(k: &crate::Checked) -> Vec<&Expr> {
     let mut v = vec![&k.scalar_fn.body];
     for op in &k.ops {
         if let CombineOp::Pw(ops, _) | CombineOp::Ps(ops, _) = op {
@@ -64,7 +64,7 @@ fn trees(k: &Kernel) -> Vec<&Expr> {
     v
 }
 
-fn ok(tokens: proc_macro2::TokenStream) -> Kernel {
+fn ok(tokens: proc_macro2::TokenStream) -> crate::Checked {
     let k = match crate::compile(tokens) {
         Ok(k) => k,
         Err(e) => panic!("unexpected error: {}", msgs(e)),

@@ -10,13 +10,14 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
+use crate::analysis::Checked;
 use crate::codegen::c_expr::Dialect;
-use crate::codegen::gpu::{has_identity, template};
+use crate::codegen::gpu::template;
 use crate::codegen::rust_expr::ty;
 use crate::config::GpuEntryCfg;
 use crate::gpu_plan::GpuPlan;
 use crate::plan::elem_bytes;
-use crate::spec::{Kernel, ScalarType};
+use crate::spec::ScalarType;
 
 /// A GPU back end of the generated module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -184,14 +185,6 @@ fn entries_tokens(entries: &[GpuEntryCfg]) -> TokenStream {
     quote!(::std::vec![#(#items),*])
 }
 
-/// The element type of each output access (one partial result each).
-fn output_access_types(k: &Kernel) -> Vec<ScalarType> {
-    k.output_accesses()
-        .iter()
-        .map(|(b, _)| k.outputs[*b].ty)
-        .collect()
-}
-
 /// What `mdh::gpu::KernelInfo` holds besides the template: computed here
 /// once for the generated wrappers (as constants) and for the tuner (which
 /// builds a `KernelInfo` at run time).
@@ -206,19 +199,19 @@ pub struct KernelTables {
 }
 
 impl KernelTables {
-    pub fn of(k: &Kernel) -> KernelTables {
-        let out = output_access_types(k);
+    pub fn of(k: &Checked) -> KernelTables {
+        let out = k.analysis().output_types();
         KernelTables {
             in_bytes: k.inputs.iter().map(|b| elem_bytes(b.ty)).collect(),
             acc_bytes: out.iter().map(|&t| elem_bytes(t)).collect(),
-            identity: (0..out.len()).map(|o| has_identity(k, o)).collect(),
+            identity: (0..out.len()).map(|o| k.has_identity(o)).collect(),
         }
     }
 }
 
 /// `pub mod opencl { … }` or `pub mod cuda { … }`, kept or dropped by the
 /// facade's feature of that name.
-pub fn gpu_module(k: &Kernel, backend: Backend, entries: &[GpuEntryCfg]) -> TokenStream {
+pub fn gpu_module(k: &Checked, backend: Backend, entries: &[GpuEntryCfg]) -> TokenStream {
     let src = template(k, backend.dialect());
     let KernelTables {
         in_bytes,
@@ -277,7 +270,7 @@ fn device_copies(names: &[&Ident]) -> Vec<Ident> {
 
 /// `run` and `run_with`: the kernel over host slices, copied to the device
 /// and the outputs back (bool buffers as bytes 0 / 1).
-fn host_fns(k: &Kernel) -> TokenStream {
+fn host_fns(k: &Checked) -> TokenStream {
     let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
     let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
     let in_tys: Vec<TokenStream> = k.inputs.iter().map(|b| ty(b.ty)).collect();
@@ -355,7 +348,7 @@ fn host_fns(k: &Kernel) -> TokenStream {
 }
 
 /// `run_dyn`: `run_with` on the reference interpreter's buffers and values.
-fn run_dyn_fn(k: &Kernel) -> TokenStream {
+fn run_dyn_fn(k: &Checked) -> TokenStream {
     let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
     let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
     let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
@@ -410,7 +403,7 @@ fn run_dyn_fn(k: &Kernel) -> TokenStream {
 
 /// `launch`, `job` and `__launch`: the kernel on device buffers of the
 /// backend's kind.
-fn device_fns(k: &Kernel, backend: Backend) -> TokenStream {
+fn device_fns(k: &Checked, backend: Backend) -> TokenStream {
     let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
     let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
     let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
@@ -427,7 +420,7 @@ fn device_fns(k: &Kernel, backend: Backend) -> TokenStream {
             }
         })
         .collect();
-    let out_access_tys = output_access_types(k);
+    let out_access_tys = k.analysis().output_types();
     let parts: Vec<Ident> = (0..out_access_tys.len())
         .map(|o| format_ident!("__part{}", o))
         .collect();

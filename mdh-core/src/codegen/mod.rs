@@ -12,13 +12,14 @@ use quote::quote;
 
 use std::path::Path;
 
+use crate::analysis::Checked;
 use crate::config::Entries;
 use crate::desc::{AffineDesc, BufDesc, KernelDesc, SizeOp};
-use crate::spec::{DimKind, Kernel};
+use crate::spec::DimKind;
 
 /// The module `NAME` with `Sizes`, `SPEC`, `desc()` and the back ends, for
 /// the plans `entries` read from the config file at `config` (if any).
-pub fn module(k: &Kernel, entries: &Entries, config: Option<&Path>) -> TokenStream {
+pub fn module(k: &Checked, entries: &Entries, config: Option<&Path>) -> TokenStream {
     let name = &k.name;
     let vis = &k.vis;
     let attrs = &k.attrs;

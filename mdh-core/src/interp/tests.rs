@@ -2,12 +2,12 @@ use super::*;
 use proc_macro2::TokenStream;
 use quote::quote;
 
-fn kernel(ts: TokenStream) -> Kernel {
+fn kernel(ts: TokenStream) -> crate::Checked {
     crate::compile(ts).unwrap_or_else(|e| panic!("the kernel does not compile: {e}"))
 }
 
 /// Size values by name, in the kernel's size-parameter order.
-fn sizes(k: &Kernel, named: &[(&str, usize)]) -> Vec<usize> {
+fn sizes(k: &crate::Checked, named: &[(&str, usize)]) -> Vec<usize> {
     k.size_params
         .iter()
         .map(|s| {
@@ -22,7 +22,7 @@ fn sizes(k: &Kernel, named: &[(&str, usize)]) -> Vec<usize> {
 
 /// Runs `k` and returns its outputs.
 fn exec(
-    k: &Kernel,
+    k: &crate::Checked,
     named: &[(&str, usize)],
     inputs: &[Buffer],
     mut outputs: Vec<Buffer>,
@@ -52,7 +52,7 @@ fn floats(n: usize, seed: u64) -> Vec<f32> {
 }
 
 /// Also the other modules' tests' matvec.
-pub(crate) fn matvec() -> Kernel {
+pub(crate) fn matvec() -> crate::Checked {
     kernel(quote! {
         kernel matvec {
             inp(M: f32[I, K], v: f32[K]),
@@ -118,7 +118,7 @@ fn interp_matmul_primes() {
     assert_eq!(out[0].as_f64().unwrap(), &c[..]);
 }
 
-fn dot() -> Kernel {
+fn dot() -> crate::Checked {
     kernel(quote! {
         kernel dot {
             inp(A: f32[K], B: f32[K]),
@@ -174,7 +174,7 @@ fn interp_jacobi1d() {
     assert_eq!(out[0].as_f32().unwrap(), &w[..]);
 }
 
-fn reduce2() -> Kernel {
+fn reduce2() -> crate::Checked {
     kernel(quote! {
         kernel reduce2 {
             inp(a: i32[N]),

@@ -5,7 +5,8 @@
 
 use mdh::reference::{Buffer, Value};
 use mdh_core::desc::KernelDesc;
-use mdh_core::spec::{DimKind, Kernel, ScalarType};
+use mdh_core::spec::{DimKind, ScalarType};
+use mdh_core::Checked;
 
 /// A deterministic input buffer: floats uniform in [0, 1) (reductions of
 /// one sign, see the tolerance), integers in 0..8, booleans by coin.
@@ -39,7 +40,7 @@ pub fn param(t: ScalarType) -> Value {
 
 /// The inputs (deterministic) and the initial outputs of the sizes: floats
 /// start as NaN, so that an element the kernel forgets to write differs.
-pub fn data(k: &Kernel, desc: &KernelDesc, sizes: &[usize]) -> (Vec<Buffer>, Vec<Buffer>) {
+pub fn data(k: &Checked, desc: &KernelDesc, sizes: &[usize]) -> (Vec<Buffer>, Vec<Buffer>) {
     let len = |shape: &[mdh_core::desc::SizeCode]| -> usize {
         shape
             .iter()

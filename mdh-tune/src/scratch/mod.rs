@@ -21,7 +21,8 @@ pub mod check;
 
 use mdh_core::config::{cpu_entry_yaml, merge_entry};
 use mdh_core::plan::CpuPlan;
-use mdh_core::spec::{Kernel, ScalarType};
+use mdh_core::spec::ScalarType;
+use mdh_core::Checked;
 
 /// Where the tuned crate's `mdh` comes from, and where it builds.
 pub struct Workspace {
@@ -118,7 +119,7 @@ pub struct Scratch {
     dir: PathBuf,
     target_dir: PathBuf,
     package: String,
-    kernel: Kernel,
+    kernel: Checked,
     tokens: TokenStream,
     sizes: Vec<usize>,
     /// Candidates are checked against the default plan's result (a copy
@@ -144,7 +145,7 @@ impl Scratch {
     /// Creates (or reuses) the scratch crate of `kernel` under `ws`.
     pub fn new(
         ws: &Workspace,
-        kernel: &Kernel,
+        kernel: &Checked,
         tokens: &TokenStream,
         sizes: &[usize],
     ) -> Result<Scratch, String> {

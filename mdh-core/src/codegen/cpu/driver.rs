@@ -7,11 +7,12 @@ use quote::{format_ident, quote};
 
 use super::names::dim_var;
 use super::{offset, Gen};
+use crate::analysis::Checked;
 use crate::codegen::rust_expr::ty;
 use crate::config::CpuEntry;
 use crate::desc::{Bound, KernelDesc, Linear};
 use crate::plan::CpuPlan;
-use crate::spec::{IndexFn, Kernel};
+use crate::spec::IndexFn;
 
 /// Where each access (in the order of `accesses`) is in a [`Bound`]'s
 /// `in_linear` / `out_linear`: its buffer, and its rank among that
@@ -32,7 +33,7 @@ pub(super) fn linear_slots(accesses: &[(usize, &IndexFn)]) -> Vec<(usize, usize)
 
 /// The `cpu` function and its helpers for the plans of `entries` (at least
 /// one), dispatched at run time by device and nearest tuned sizes.
-pub fn cpu_fn(k: &Kernel, entries: &[CpuEntry]) -> TokenStream {
+pub fn cpu_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
     let g = Gen::new(k);
     // Plans: one task body each, chosen by the nearest tuned sizes.
     // A plan tuned for sizes also gets a body for exactly those sizes,
@@ -254,13 +255,13 @@ impl<'k> Gen<'k> {
     /// The writes of a task's results `__vals` (one per kept point of the
     /// region `__r`, in row-major order) through the output views.
     fn out_writes(&self) -> TokenStream {
-        let (k, d) = (self.k, self.d);
+        let k = self.k;
         let out_ptrs = out_ptrs(k);
         let mut writes = TokenStream::new();
-        for (o, (b, f)) in k.output_accesses().into_iter().enumerate() {
+        for (o, a) in k.analysis().outputs.iter().enumerate() {
             let (base, coef) = (format_ident!("__oa{}_b", o), format_ident!("__oa{}_c", o));
-            let off = offset(f, d, &base, &coef);
-            let ptr = &out_ptrs[b];
+            let off = offset(a, &base, &coef);
+            let ptr = &out_ptrs[a.buffer];
             let idx = syn::Index::from(o);
             // SAFETY: `bind` checked bounds and disjointness of accesses; the
             // output view is injective over the kept dimensions (checked at
@@ -313,7 +314,7 @@ impl<'k> Gen<'k> {
 }
 
 /// The names of the pointers to the output buffers.
-fn out_ptrs(k: &Kernel) -> Vec<Ident> {
+fn out_ptrs(k: &Checked) -> Vec<Ident> {
     (0..k.outputs.len())
         .map(|b| format_ident!("__out{}", b))
         .collect()

@@ -15,9 +15,9 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
+use crate::analysis::{Access, Checked};
 use crate::codegen::rust_expr::{self, ty};
-use crate::plan::{static_coef, used_dims};
-use crate::spec::{DimKind, IndexFn, Kernel, ReduceOp, ScalarType};
+use crate::spec::{DimKind, ReduceOp, ScalarType};
 use names::dim_var;
 
 mod driver;
@@ -33,10 +33,10 @@ mod vector_tile;
 pub use driver::cpu_fn;
 
 /// `(base + Σ coef[d] · i_d) as usize` for the dimensions the access uses.
-fn offset(f: &IndexFn, dims: usize, base: &Ident, coef: &Ident) -> TokenStream {
-    let terms = used_dims(f, dims).into_iter().map(|d| {
+fn offset(a: &Access, base: &Ident, coef: &Ident) -> TokenStream {
+    let terms = a.uses.iter().map(|&d| {
         let i = dim_var(d);
-        match static_coef(f, d) {
+        match a.static_coefs[d] {
             Some(c) => {
                 let c = c as isize;
                 quote!(+ #c * #i as isize)
@@ -47,17 +47,11 @@ fn offset(f: &IndexFn, dims: usize, base: &Ident, coef: &Ident) -> TokenStream {
     quote!((#base #(#terms)*) as usize)
 }
 
-/// The operator of output access `k` (the same in every reduced dimension,
-/// by the checker's Lemma 1 check), if any dimension is PW or PS.
-fn reduce_op(k: &Kernel, access: usize) -> Option<&ReduceOp> {
-    k.ops.iter().find_map(|op| op.op_for(access))
-}
-
 /// What the generator needs to know about one kernel (and, inside the task
 /// body of a plan, the plan's packed input layouts).
 #[derive(Clone)]
 struct Gen<'k> {
-    k: &'k Kernel,
+    k: &'k Checked,
     d: usize,
     kinds: Vec<DimKind>,
     kept: Vec<usize>,
@@ -71,26 +65,20 @@ struct Gen<'k> {
 }
 
 impl<'k> Gen<'k> {
-    fn new(k: &'k Kernel) -> Self {
-        let d = k.dims.len();
-        let kinds = k.dim_kinds();
-        let out_tys: Vec<ScalarType> = k
-            .output_accesses()
-            .iter()
-            .map(|(b, _)| k.outputs[*b].ty)
-            .collect();
-        let ops = (0..out_tys.len()).map(|o| reduce_op(k, o)).collect();
+    fn new(k: &'k Checked) -> Self {
+        let a = k.analysis();
+        let out_tys = a.output_types();
         let tys: Vec<TokenStream> = out_tys.iter().map(|t| ty(*t)).collect();
         Gen {
             k,
-            d,
-            kept: (0..d).filter(|&i| kinds[i].is_kept()).collect(),
-            reduced: (0..d).filter(|&i| !kinds[i].is_kept()).collect(),
-            kinds,
+            d: a.kinds.len(),
+            kinds: a.kinds.clone(),
+            kept: a.kept.clone(),
+            reduced: a.reduced.clone(),
+            ops: (0..out_tys.len()).map(|o| k.op(o)).collect(),
             out_tys,
-            ops,
             a_ty: quote!((#(#tys,)*)),
-            pack: vec![Vec::new(); k.input_accesses().len()],
+            pack: vec![Vec::new(); a.inputs.len()],
         }
     }
 
@@ -104,6 +92,8 @@ impl<'k> Gen<'k> {
         self.out_tys.len()
     }
 
+    /// Whether output `o`'s partial results start at the operator's
+    /// identity (a built-in operator) rather than as `None` (a closure).
     fn has_identity(&self, o: usize) -> bool {
         matches!(self.ops[o], Some(ReduceOp::Builtin(..)))
     }

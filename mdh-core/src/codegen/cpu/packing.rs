@@ -41,13 +41,13 @@ impl<'k> Gen<'k> {
     pub(super) fn packing(&self) -> (TokenStream, TokenStream, TokenStream) {
         let (mut setup, mut refill, mut park) =
             (TokenStream::new(), TokenStream::new(), TokenStream::new());
-        for (j, (b, f)) in self.k.input_accesses().into_iter().enumerate() {
+        for (j, a) in self.k.analysis().inputs.iter().enumerate() {
             let layout = &self.pack[j];
             let m = layout.len();
             if m == 0 {
                 continue;
             }
-            let t = ty(self.k.inputs[b].ty);
+            let t = ty(a.ty);
             let (slot, tile, st, pk) = (
                 format_ident!("__PKSLOT{}", j),
                 format_ident!("__pkt{}", j),
@@ -78,12 +78,11 @@ impl<'k> Gen<'k> {
             };
             let (dst_off, _) = self.packed_offset(j);
             let src_off = offset(
-                f,
-                self.d,
+                a,
                 &format_ident!("__ia{}_b", j),
                 &format_ident!("__ia{}_c", j),
             );
-            let src = format_ident!("__in{}", b);
+            let src = format_ident!("__in{}", a.buffer);
             // SAFETY: the position is inside the buffer of `__len` elements
             // laid out above, and `bind` checked that the access stays inside
             // its input over the whole index space, which holds the tile.

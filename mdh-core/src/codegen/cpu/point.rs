@@ -7,7 +7,6 @@ use quote::{format_ident, quote};
 use super::names::dim_var;
 use super::{offset, Gen};
 use crate::codegen::rust_expr::{self, ty};
-use crate::plan::{static_coef, used_dims};
 use crate::spec::{BinOp, BuiltinOp, Expr, ExprKind, ReduceOp, ScalarType, Type};
 
 /// One input access as the read emitters see it: in place or packed.
@@ -45,20 +44,21 @@ impl<'k> Gen<'k> {
     /// The input accesses (one per scalar-function parameter), in place or
     /// packed as the plan says.
     pub(super) fn accesses(&self) -> Vec<InputAccess> {
-        let accesses = self.k.input_accesses().into_iter().enumerate();
+        let facts = &self.k.analysis().inputs;
+        let accesses = self.k.input_accesses().into_iter().zip(facts).enumerate();
         accesses
-            .map(|(j, (b, f))| {
+            .map(|(j, ((b, _), a))| {
                 let (base, coef) = (format_ident!("__ia{}_b", j), format_ident!("__ia{}_c", j));
                 let layout = &self.pack[j];
                 match layout.split_last() {
                     // In place: the access's own offset and strides.
                     None => InputAccess {
-                        uses: used_dims(f, self.d),
+                        uses: a.uses.clone(),
                         slice: format_ident!("__in{}", b),
-                        ty: self.k.inputs[b].ty,
-                        off: offset(f, self.d, &base, &coef),
+                        ty: a.ty,
+                        off: offset(a, &base, &coef),
                         stride: (0..self.d)
-                            .map(|x| match static_coef(f, x) {
+                            .map(|x| match a.static_coefs[x] {
                                 Some(c) => {
                                     let c = c as isize;
                                     quote!(#c)
@@ -66,7 +66,7 @@ impl<'k> Gen<'k> {
                                 None => quote!(#coef[#x]),
                             })
                             .collect(),
-                        unit: (0..self.d).map(|x| static_coef(f, x) == Some(1)).collect(),
+                        unit: a.static_coefs.iter().map(|&c| c == Some(1)).collect(),
                     },
                     // Packed: the position in the tile's buffer, whose last
                     // layout dimension is contiguous.
@@ -75,7 +75,7 @@ impl<'k> Gen<'k> {
                         InputAccess {
                             uses: layout.clone(),
                             slice: format_ident!("__pk{}", j),
-                            ty: self.k.inputs[b].ty,
+                            ty: a.ty,
                             off,
                             stride,
                             unit: (0..self.d).map(|x| x == last).collect(),

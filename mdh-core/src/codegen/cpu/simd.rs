@@ -6,7 +6,7 @@ use quote::{format_ident, quote};
 
 use super::Gen;
 use crate::codegen::rust_simd;
-use crate::plan::{static_coef, CpuPlan};
+use crate::plan::CpuPlan;
 use crate::spec::{BuiltinOp, ReduceOp, ScalarType};
 
 /// The SIMD mapping of one plan's full register tiles.
@@ -71,10 +71,10 @@ impl<'k> Gen<'k> {
         // in the most accesses (packed ones counting with their layout's
         // last dimension), the innermost among the best.
         let mut score = crate::plan::contiguity(self.k);
-        for (j, (_, f)) in self.k.input_accesses().into_iter().enumerate() {
+        for (j, a) in self.k.analysis().inputs.iter().enumerate() {
             if let Some(&last) = self.pack[j].last() {
                 for (x, sc) in score.iter_mut().enumerate() {
-                    let was = static_coef(f, x) == Some(1);
+                    let was = a.static_coefs[x] == Some(1);
                     *sc = *sc + usize::from(x == last) - usize::from(was);
                 }
             }

@@ -51,9 +51,9 @@ impl<'k> Gen<'k> {
     /// The pointer to the buffer of output access `o` and the access's
     /// offset at the current point.
     pub(super) fn out_at(&self, o: usize) -> (Ident, TokenStream) {
-        let (b, f) = self.k.output_accesses()[o];
+        let a = &self.k.analysis().outputs[o];
         let (base, coef) = (format_ident!("__oa{}_b", o), format_ident!("__oa{}_c", o));
-        (format_ident!("__out{}", b), offset(f, self.d, &base, &coef))
+        (format_ident!("__out{}", a.buffer), offset(a, &base, &coef))
     }
 
     /// `let __pidx = …;`: the position of the current kept point in the

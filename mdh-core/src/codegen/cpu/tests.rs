@@ -4,13 +4,12 @@ use quote::quote;
 use super::driver::{cpu_fn, linear_slots};
 use crate::config::CpuEntry;
 use crate::plan::CpuPlan;
-use crate::spec::Kernel;
 
-fn kernel(src: TokenStream) -> Kernel {
+fn kernel(src: TokenStream) -> crate::Checked {
     crate::compile(src).expect("valid kernel")
 }
 
-fn entry(k: &Kernel, sizes: Option<Vec<usize>>) -> CpuEntry {
+fn entry(k: &crate::Checked, sizes: Option<Vec<usize>>) -> CpuEntry {
     CpuEntry {
         plan: CpuPlan::default_for(k),
         device: "*".into(),
@@ -18,7 +17,7 @@ fn entry(k: &Kernel, sizes: Option<Vec<usize>>) -> CpuEntry {
     }
 }
 
-fn conv() -> Kernel {
+fn conv() -> crate::Checked {
     kernel(quote! {
         kernel conv {
             inp(I: f32[2 * P + R - 2, C], F: f32[R, C]),

@@ -12,7 +12,7 @@ use super::tiles::l1_loops;
 use super::Gen;
 use crate::codegen::rust_expr::{self, ty};
 use crate::codegen::rust_simd;
-use crate::plan::{static_coef, CpuPlan};
+use crate::plan::CpuPlan;
 use crate::spec::{BuiltinOp, ReduceOp};
 
 /// A coordinate combination: a value per kept dimension enumerated at
@@ -220,9 +220,10 @@ impl<'g, 'k> VectorTile<'g, 'k> {
             })
             .collect();
         let contiguous =
-            g.k.output_accesses()
+            g.k.analysis()
+                .outputs
                 .iter()
-                .all(|(_, f)| static_coef(f, s) == Some(1));
+                .all(|a| a.static_coefs[s] == Some(1));
         if g.direct() && contiguous {
             // Whole vectors: the lanes are consecutive elements.
             let vals: Vec<TokenStream> = (0..g.n_out())
@@ -488,7 +489,7 @@ impl<'g, 'k> VectorTile<'g, 'k> {
 
     /// Whether the single output is contiguous along the SIMD dimension.
     fn contiguous_out(&self) -> bool {
-        static_coef(self.g.k.output_accesses()[0].1, self.simd.dim) == Some(1)
+        self.g.k.analysis().outputs[0].static_coefs[self.simd.dim] == Some(1)
     }
 
     /// The store of an edge tile's vector `__new` written directly, where

@@ -43,8 +43,9 @@ use std::fmt::Write;
 
 mod scan;
 
+use crate::analysis::Checked;
 use crate::codegen::c_expr::{identity, int_div_helpers, Dialect, Lowering};
-use crate::spec::{BuiltinOp, DimKind, Kernel, ReduceOp, ScalarType, Type};
+use crate::spec::{DimKind, ReduceOp, ScalarType, Type};
 use mdh_rt::names;
 
 /// The words that differ between the dialects outside of expressions.
@@ -107,7 +108,7 @@ pub use mdh_rt::gpu_plan::{PASS_ITEMS, SCAN_CHUNK};
 
 /// What the emitter needs to know about one kernel.
 struct Emit<'k> {
-    k: &'k Kernel,
+    k: &'k Checked,
     d: Dialect,
     w: Words,
     dims: usize,
@@ -161,16 +162,10 @@ fn item_index(x: usize) -> String {
     )
 }
 
-/// Whether combining output `o` needs "has a value" flags: an operator
-/// without a neutral element, whose partial results may be empty.
-fn needs_flags(op: Option<&ReduceOp>) -> bool {
-    matches!(op, Some(ReduceOp::Closure(_)))
-}
-
 impl<'k> Emit<'k> {
-    fn new(k: &'k Kernel, d: Dialect) -> Self {
+    fn new(k: &'k Checked, d: Dialect) -> Self {
         let dims = k.dims.len();
-        let kinds = k.dim_kinds();
+        let kinds = k.analysis().kinds.clone();
         let per_buffer = |accs: Vec<(usize, &crate::spec::IndexFn)>| -> Vec<(usize, usize)> {
             let mut seen = std::collections::HashMap::new();
             accs.into_iter()
@@ -186,20 +181,18 @@ impl<'k> Emit<'k> {
             .into_iter()
             .map(|(b, a)| (b, a, k.outputs[b].ty))
             .collect();
-        let n_out = k.output_accesses().len();
+        let n_out = k.analysis().outputs.len();
         Emit {
             k,
             d,
             w: words(d),
             dims,
-            kept: (0..dims).filter(|&x| kinds[x].is_kept()).collect(),
+            kept: k.analysis().kept.clone(),
             pw: (0..dims).filter(|&x| kinds[x] == DimKind::Pw).collect(),
             kinds,
             outs,
             ins,
-            ops: (0..n_out)
-                .map(|o| k.ops.iter().find_map(|op| op.op_for(o)))
-                .collect(),
+            ops: (0..n_out).map(|o| k.op(o)).collect(),
             int_divs: RefCell::new(Vec::new()),
         }
     }
@@ -416,7 +409,7 @@ impl<'k> Emit<'k> {
                 w.local,
                 d.storage_ty(t)
             ));
-            if needs_flags(self.ops[o]) {
+            if !self.k.has_identity(o) {
                 l.line(&format!("{} uchar redf{o}[WG_ITEMS];", w.local));
             }
         }
@@ -457,13 +450,13 @@ impl<'k> Emit<'k> {
                 _ => crate::codegen::c_expr::int_lit(d, 0, t),
             };
             l.line(&format!("{} acc{o}[PK];", d.ty(t)));
-            if needs_flags(self.ops[o]) {
+            if !self.k.has_identity(o) {
                 l.line(&format!("bool has{o}[PK];"));
             }
             l.line(&format!(
                 "for (long q = 0; q < PK; q++) {{ acc{o}[q] = {init};"
             ));
-            if needs_flags(self.ops[o]) {
+            if !self.k.has_identity(o) {
                 l.line(&format!("    has{o}[q] = false;"));
             }
             l.line("}");
@@ -496,7 +489,7 @@ impl<'k> Emit<'k> {
                 None => l.line(&format!("acc{o}[q] = {r};")),
                 Some(op) => {
                     let c = l.combine(op, t, &format!("acc{o}[q]"), r);
-                    if needs_flags(Some(op)) {
+                    if !self.k.has_identity(o) {
                         l.line(&format!(
                             "acc{o}[q] = has{o}[q] ? {c} : {r}; has{o}[q] = true;"
                         ));
@@ -552,7 +545,7 @@ impl<'k> Emit<'k> {
         l.line("#if PW_ITEMS > MDH_SHFL");
         for (o, _) in self.outs.iter().enumerate() {
             l.line(&format!("red{o}[kl * PW_ITEMS + pwl] = acc{o}[q];"));
-            if needs_flags(self.ops[o]) {
+            if !self.k.has_identity(o) {
                 l.line(&format!("redf{o}[kl * PW_ITEMS + pwl] = has{o}[q];"));
             }
         }
@@ -564,7 +557,7 @@ impl<'k> Emit<'k> {
             let Some(op) = self.ops[o] else { continue };
             let other = format!("red{o}[{me} + s]");
             let c = l.combine(op, t, &format!("red{o}[{me}]"), &other);
-            if needs_flags(Some(op)) {
+            if !self.k.has_identity(o) {
                 l.line(&format!(
                     "if (redf{o}[{me} + s]) {{ red{o}[{me}] = redf{o}[{me}] ? {c} : {other}; redf{o}[{me}] = 1; }}"
                 ));
@@ -628,7 +621,7 @@ impl<'k> Emit<'k> {
             let acc = format!("acc{o}[q]");
             let other = l.temp("other", t, &self.shuffle_down(t, &acc));
             let c = l.combine(op, t, &acc, &other);
-            if needs_flags(Some(op)) {
+            if !self.k.has_identity(o) {
                 let has = format!("has{o}[q]");
                 let other_has = l.temp(
                     "other_has",
@@ -833,21 +826,9 @@ impl<'k> Emit<'k> {
     }
 }
 
-/// Whether output access `o`'s operator has a neutral element (so an empty
-/// PW dimension yields it instead of an error).
-pub fn has_identity(k: &Kernel, o: usize) -> bool {
-    matches!(
-        k.ops.iter().find_map(|op| op.op_for(o)),
-        None | Some(ReduceOp::Builtin(
-            BuiltinOp::Add | BuiltinOp::Mul | BuiltinOp::Max | BuiltinOp::Min,
-            _
-        ))
-    )
-}
-
 /// The source template of kernel `k` in dialect `d` (see the module docs);
 /// [`crate::gpu_plan::defines`] completes it for one call.
-pub fn template(k: &Kernel, d: Dialect) -> String {
+pub fn template(k: &Checked, d: Dialect) -> String {
     let e = Emit::new(k, d);
     let mut kernels = String::new();
     e.main_kernel(&mut kernels);

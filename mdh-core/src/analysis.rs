@@ -1,0 +1,205 @@
+//! The checked kernel and its analysis: the facts about a kernel that plans,
+//! code generators, the interpreter and the tuner read, derived once by
+//! [`check`](crate::check::check) instead of again in each consumer.
+//!
+//! A [`Checked`] can only be made by the checker, so holding one means the
+//! kernel passed every check of DESIGN.md §2: every expression is typed, one
+//! combine operator per dimension, Lemma 1 holds (all PW and PS dimensions
+//! of an output access use the same operator ⊕).
+
+use std::ops::Deref;
+
+use crate::spec::{DimKind, IndexFn, Kernel, ReduceOp, ScalarType};
+
+/// A kernel that passed the checker, with its [`Analysis`]. Derefs to the
+/// [`Kernel`] for what the source says (names, views, scalar function).
+#[derive(Clone, Debug)]
+pub struct Checked {
+    kernel: Kernel,
+    analysis: Analysis,
+}
+
+/// What the checker derived about a kernel (see the module documentation).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Analysis {
+    /// Per md_hom dimension: CC, PW or PS.
+    pub kinds: Vec<DimKind>,
+    /// The dimensions kept in the output (CC and PS), in increasing order.
+    pub kept: Vec<usize>,
+    /// The dimensions reduced by a PW operator, in increasing order.
+    pub reduced: Vec<usize>,
+    /// The input accesses, in scalar-function parameter order.
+    pub inputs: Vec<Access>,
+    /// The output accesses, in scalar-function result order.
+    pub outputs: Vec<Access>,
+    /// The first PW or PS dimension: its combine operator gives each output
+    /// access's ⊕ (by Lemma 1 every other one gives the same). `None` when
+    /// every dimension is CC.
+    op_dim: Option<usize>,
+}
+
+/// One access `buffer[f(i…)]` of an `inp_view` or `out_view`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Access {
+    /// Index of the buffer among the inputs (or among the outputs).
+    pub buffer: usize,
+    /// The buffer's element type.
+    pub ty: ScalarType,
+    /// The dimensions the index function depends on, in increasing order.
+    pub uses: Vec<usize>,
+    /// Per md_hom dimension: its coefficient in the row-major offset when
+    /// known at compile time (see [`static_coef`]).
+    pub static_coefs: Vec<Option<i64>>,
+}
+
+impl Checked {
+    /// Wraps a kernel the checker accepted (only the checker calls this).
+    pub(crate) fn new(kernel: Kernel) -> Checked {
+        let analysis = Analysis::of(&kernel);
+        Checked { kernel, analysis }
+    }
+
+    pub fn analysis(&self) -> &Analysis {
+        &self.analysis
+    }
+
+    pub fn kernel(&self) -> &Kernel {
+        &self.kernel
+    }
+
+    /// The combine operator ⊕ of output access `o`, if any dimension is PW or PS.
+    pub fn op(&self, o: usize) -> Option<&ReduceOp> {
+        let d = self.analysis.op_dim?;
+        self.kernel.ops[d].op_for(o)
+    }
+
+    /// Whether output access `o` has a neutral element: a built-in
+    /// operator's, or none needed (no dimension combines it). A
+    /// user-defined operator has none, so an empty PW dimension is an error.
+    pub fn has_identity(&self, o: usize) -> bool {
+        !matches!(self.op(o), Some(ReduceOp::Closure(_)))
+    }
+}
+
+impl Deref for Checked {
+    type Target = Kernel;
+
+    fn deref(&self) -> &Kernel {
+        &self.kernel
+    }
+}
+
+impl Analysis {
+    fn of(k: &Kernel) -> Analysis {
+        let kinds = k.dim_kinds();
+        let d = kinds.len();
+        let access = |bufs: &[crate::spec::BufferDecl], (b, f): (usize, &IndexFn)| Access {
+            buffer: b,
+            ty: bufs[b].ty,
+            uses: used_dims(f, d),
+            static_coefs: (0..d).map(|x| static_coef(f, x)).collect(),
+        };
+        Analysis {
+            kept: DimKind::kept(&kinds),
+            reduced: DimKind::reduced(&kinds),
+            inputs: k
+                .input_accesses()
+                .into_iter()
+                .map(|a| access(&k.inputs, a))
+                .collect(),
+            outputs: k
+                .output_accesses()
+                .into_iter()
+                .map(|a| access(&k.outputs, a))
+                .collect(),
+            op_dim: kinds.iter().position(|&x| x != DimKind::Cc),
+            kinds,
+        }
+    }
+
+    /// The element type of each output access (one partial result each).
+    pub fn output_types(&self) -> Vec<ScalarType> {
+        self.outputs.iter().map(|a| a.ty).collect()
+    }
+}
+
+/// The dimensions an access depends on (a non-zero coefficient in some
+/// component), in increasing order.
+pub fn used_dims(f: &IndexFn, dims: usize) -> Vec<usize> {
+    (0..dims)
+        .filter(|&d| {
+            f.components
+                .iter()
+                .any(|c| c.dims.get(d).copied().unwrap_or(0) != 0)
+        })
+        .collect()
+}
+
+/// The coefficient of dimension `d` in the row-major offset of an access
+/// when it is known at compile time: `d` appears only in the last
+/// component (whose stride is 1).
+pub fn static_coef(f: &IndexFn, d: usize) -> Option<i64> {
+    let (last, rest) = f.components.split_last()?;
+    rest.iter()
+        .all(|c| c.dims.get(d).copied().unwrap_or(0) == 0)
+        .then(|| last.dims.get(d).copied().unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::{BuiltinOp, DimKind, ReduceOp};
+
+    fn compile(src: &str) -> super::Checked {
+        crate::compile_str(src).expect("test kernel compiles")
+    }
+
+    #[test]
+    fn matvec_facts() {
+        let k = compile(
+            "kernel matvec { inp(M: f32[I, K], v: f32[K]), out(w: f32[I]), \
+             out_view(w: |i, k| (i)), md_hom[I, K](|m, x| m * x, (CC, PW(+))), \
+             inp_view(M: |i, k| (i, k), v: |i, k| (k)) }",
+        );
+        let a = k.analysis();
+        assert_eq!(a.kinds, [DimKind::Cc, DimKind::Pw]);
+        assert_eq!(
+            (a.kept.as_slice(), a.reduced.as_slice()),
+            (&[0][..], &[1][..])
+        );
+        assert_eq!(a.inputs[0].uses, [0, 1]);
+        assert_eq!(a.inputs[1].uses, [1]);
+        // M[i, k]: k's stride is 1, i's is the run-time row length.
+        assert_eq!(a.inputs[0].static_coefs, [None, Some(1)]);
+        assert_eq!(a.outputs[0].uses, [0]);
+        assert!(matches!(
+            k.op(0),
+            Some(ReduceOp::Builtin(BuiltinOp::Add, _))
+        ));
+        assert!(k.has_identity(0));
+    }
+
+    #[test]
+    fn operators_per_output_and_identity() {
+        // Two outputs with their own operators; a user-defined one has no identity.
+        let k = compile(
+            "kernel two { inp(x: f32[N]), out(s: f32[], m: f32[]), \
+             out_view(s: |n| (), m: |n| ()), \
+             md_hom[N](|a| (a, a), (PW(+, |p, q| if p > q { p } else { q }))), \
+             inp_view(x: |n| (n)) }",
+        );
+        assert!(matches!(
+            k.op(0),
+            Some(ReduceOp::Builtin(BuiltinOp::Add, _))
+        ));
+        assert!(matches!(k.op(1), Some(ReduceOp::Closure(_))));
+        assert!(k.has_identity(0));
+        assert!(!k.has_identity(1));
+        // Only CC dimensions: no operator, nothing to be neutral for.
+        let map = compile(
+            "kernel map { inp(x: f32[N]), out(y: f32[N]), out_view(y: |n| (n)), \
+             md_hom[N](|a| a, (CC)), inp_view(x: |n| (n)) }",
+        );
+        assert!(map.op(0).is_none() && map.has_identity(0));
+        assert!(map.analysis().reduced.is_empty());
+    }
+}
