@@ -565,12 +565,19 @@ impl Expr {
         }
     }
 
-    /// The checked scalar type (panics if unchecked or not scalar; only called
-    /// on checked specs by the back ends).
+    /// The scalar type the checker gave this expression, if it is a scalar.
     pub fn scalar_ty(&self) -> Option<ScalarType> {
         match &self.ty {
             Some(Type::Scalar(t)) => Some(*t),
             _ => None,
         }
+    }
+
+    /// The scalar type of an expression of a [`Checked`](crate::Checked)
+    /// kernel, for the code generators. The checker types every node; an
+    /// untyped one is a bug in mdh, and `i32` keeps the output compilable so
+    /// that the bug shows as a failing test rather than a panic in the macro.
+    pub fn checked_ty(&self) -> ScalarType {
+        self.scalar_ty().unwrap_or(ScalarType::I32)
     }
 }

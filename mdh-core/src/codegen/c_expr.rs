@@ -182,12 +182,6 @@ pub fn identity(d: Dialect, op: BuiltinOp, t: ScalarType) -> String {
     }
 }
 
-fn checked_ty(e: &Expr) -> ScalarType {
-    // The checker fills every node; an unchecked node is a bug in mdh, and
-    // i32 keeps the output compilable so the bug shows as a test failure.
-    e.scalar_ty().unwrap_or(ScalarType::I32)
-}
-
 /// Whether lowering `e` needs statements (it is not a pure C expression).
 fn needs_stmts(e: &Expr) -> bool {
     match &e.kind {
@@ -282,11 +276,11 @@ impl Lowering {
         let d = self.d;
         match &e.kind {
             ExprKind::Lit(Lit::Bool(b)) => b.to_string(),
-            ExprKind::Lit(Lit::Int(v, _)) => int_lit(d, *v, checked_ty(e)),
-            ExprKind::Lit(Lit::Float(v, _)) => float_lit(d, *v, checked_ty(e)),
+            ExprKind::Lit(Lit::Int(v, _)) => int_lit(d, *v, e.checked_ty()),
+            ExprKind::Lit(Lit::Float(v, _)) => float_lit(d, *v, e.checked_ty()),
             ExprKind::Var(id) => self.lookup(&id.to_string()),
             ExprKind::Unary(op, a) => {
-                let t = checked_ty(a);
+                let t = a.checked_ty();
                 let a = self.value(a);
                 self.unary(*op, t, &a)
             }
@@ -307,18 +301,18 @@ impl Lowering {
                 t
             }
             ExprKind::Binary(op, a, b) => {
-                let t = checked_ty(a);
+                let t = a.checked_ty();
                 let a = self.value(a);
                 let b = self.value(b);
                 self.binary(*op, t, &a, &b)
             }
             ExprKind::Cast(a, to) => {
-                let from = checked_ty(a);
+                let from = a.checked_ty();
                 let a = self.value(a);
                 d.cast(&a, from, *to)
             }
             ExprKind::MethodCall(recv, m, args) => {
-                let t = checked_ty(recv);
+                let t = recv.checked_ty();
                 let r = self.value(recv);
                 let args: Vec<String> = args.iter().map(|a| self.value(a)).collect();
                 self.method(*m, t, &r, &args)
@@ -426,12 +420,12 @@ impl Lowering {
                 let val = self.value(v);
                 let rhs = match op {
                     None => val,
-                    Some(op) => self.binary(*op, checked_ty(v), &x, &val),
+                    Some(op) => self.binary(*op, v.checked_ty(), &x, &val),
                 };
                 self.line(&format!("{x} = {rhs};"));
             }
             ExprKind::For(var, lo, hi, body) => {
-                let t = checked_ty(lo);
+                let t = lo.checked_ty();
                 let lo = self.value(lo);
                 let hi = self.value(hi);
                 let end = self.temp("end", t, &hi);

@@ -14,12 +14,6 @@ pub fn ty(t: ScalarType) -> TokenStream {
     quote!(#id)
 }
 
-fn checked_ty(e: &Expr) -> ScalarType {
-    // The checker fills every node; an unchecked node is a bug in mdh, and
-    // i32 keeps the output compilable so the bug shows as a test failure.
-    e.scalar_ty().unwrap_or(ScalarType::I32)
-}
-
 /// A literal of type `t` with value `v` (integers that do not fit `t` wrap,
 /// like `v as t`).
 pub fn int_lit(v: u128, t: ScalarType) -> TokenStream {
@@ -131,15 +125,15 @@ fn binary(op: BinOp, t: ScalarType, a: &TokenStream, b: &TokenStream) -> TokenSt
 pub fn expr(e: &Expr) -> TokenStream {
     match &e.kind {
         ExprKind::Lit(Lit::Bool(b)) => quote!(#b),
-        ExprKind::Lit(Lit::Int(v, _)) => int_lit(*v, checked_ty(e)),
-        ExprKind::Lit(Lit::Float(v, _)) => float_lit(*v, checked_ty(e)),
+        ExprKind::Lit(Lit::Int(v, _)) => int_lit(*v, e.checked_ty()),
+        ExprKind::Lit(Lit::Float(v, _)) => float_lit(*v, e.checked_ty()),
         ExprKind::Var(id) => quote!(#id),
         ExprKind::Unary(UnOp::Not, a) => {
             let a = expr(a);
             quote!((!#a))
         }
         ExprKind::Unary(UnOp::Neg, a) => {
-            let t = checked_ty(a);
+            let t = a.checked_ty();
             let a = expr(a);
             if t.is_int() {
                 quote!((#a).wrapping_neg())
@@ -149,7 +143,7 @@ pub fn expr(e: &Expr) -> TokenStream {
         }
         ExprKind::Binary(op, a, b) => {
             // Operand type decides the arithmetic (comparisons return bool).
-            let t = checked_ty(a);
+            let t = a.checked_ty();
             binary(*op, t, &expr(a), &expr(b))
         }
         ExprKind::Cast(a, t) => {
@@ -158,7 +152,7 @@ pub fn expr(e: &Expr) -> TokenStream {
             quote!(((#a) as #t))
         }
         ExprKind::MethodCall(recv, m, args) => {
-            let t = checked_ty(recv);
+            let t = recv.checked_ty();
             let r = expr(recv);
             let args: Vec<TokenStream> = args.iter().map(expr).collect();
             match m {
@@ -193,7 +187,7 @@ pub fn expr(e: &Expr) -> TokenStream {
             quote!(#id = #v)
         }
         ExprKind::Assign(id, Some(op), v) => {
-            let t = checked_ty(v);
+            let t = v.checked_ty();
             let rhs = binary(*op, t, &quote!(#id), &expr(v));
             quote!(#id = #rhs)
         }
