@@ -643,20 +643,7 @@ pub fn plans(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-
-    /// A matrix product (also for other modules' tests).
-    pub(crate) fn matmul() -> crate::Checked {
-        crate::compile(quote::quote! {
-            kernel matmul {
-                inp(A: f32[I, K], B: f32[K, J]),
-                out(C: f32[I, J]),
-                out_view(C: |i, j, k| (i, j)),
-                md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))),
-                inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
-            }
-        })
-        .expect("valid kernel")
-    }
+    use crate::fixtures::matmul;
 
     fn read(text: &str) -> Result<Entries, ConfigError> {
         entries(&matmul(), Path::new("configs/matmul.yaml"), text)

@@ -13,6 +13,8 @@ pub mod config;
 pub mod desc;
 mod diagnostics;
 pub mod error;
+#[doc(hidden)]
+pub mod fixtures;
 pub mod gpu_plan;
 pub mod interp;
 pub mod parse;

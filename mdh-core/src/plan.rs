@@ -372,6 +372,7 @@ impl CpuPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures;
 
     fn kernel(src: proc_macro2::TokenStream) -> crate::Checked {
         crate::compile(src).expect("valid kernel")
@@ -379,15 +380,7 @@ mod tests {
 
     #[test]
     fn packing_layouts_are_validated() {
-        let k = kernel(quote::quote! {
-            kernel matmul {
-                inp(A: f32[I, K], B: f32[K, J]),
-                out(C: f32[I, J]),
-                out_view(C: |i, j, k| (i, j)),
-                md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))),
-                inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
-            }
-        });
+        let k = crate::fixtures::matmul();
         let mut p = CpuPlan::default_for(&k);
         // A contraction: B, which depends on the SIMD dimension j, is packed
         // (k, j).
@@ -433,7 +426,7 @@ mod tests {
         assert_eq!(p.validate(&k), Ok(()));
         // matvec's matrix is used once per point: a reduction along its
         // contiguous rows, not a contraction.
-        let mv = crate::interp::tests::matvec();
+        let mv = crate::fixtures::matvec();
         assert_eq!(contraction_dim(&mv), None);
     }
 
@@ -442,18 +435,7 @@ mod tests {
         // B is strided along the SIMD dimension `f` (the output's
         // contiguous one): packed with `f` innermost; A does not depend on
         // `f`: read in place.
-        let k = kernel(quote::quote! {
-            kernel ccsdt {
-                inp(A: f32[NG, ND, NA, NB], B: f32[NE, NF, NG, NC]),
-                out(C: f32[NA, NB, NC, ND, NE, NF]),
-                out_view(C: |a, b, c, d, e, f, g| (a, b, c, d, e, f)),
-                md_hom[NA, NB, NC, ND, NE, NF, NG](|x, y| x * y, (CC, CC, CC, CC, CC, CC, PW(+))),
-                inp_view(
-                    A: |a, b, c, d, e, f, g| (g, d, a, b),
-                    B: |a, b, c, d, e, f, g| (e, f, g, c),
-                ),
-            }
-        });
+        let k = fixtures::compiled(&fixtures::example("ccsdt"));
         let p = CpuPlan::default_for(&k);
         assert_eq!(p.pack, vec![vec![], vec![2, 4, 6, 5]]);
         assert_eq!(p.validate(&k), Ok(()));

@@ -157,7 +157,7 @@ mod tests {
 
     #[test]
     fn one_task_is_bounded_by_one_core() {
-        let k = crate::space::tests::matvec();
+        let k = mdh_core::fixtures::matvec();
         let m = Machine { threads: 4 };
         let mut p = CpuPlan::default_for(&k);
         let ext = [1024, 1024];
@@ -186,7 +186,7 @@ mod tests {
 
     #[test]
     fn one_work_item_is_bounded_far_above_the_whole_device() {
-        let k = crate::space::tests::matvec();
+        let k = mdh_core::fixtures::matvec();
         let kinds = [DimKind::Cc, DimKind::Pw];
         // An H100 as CUDA reports it: 132 SMs at 1.98 GHz.
         let h100 = Gpu::of(DeviceCompute {
@@ -229,7 +229,7 @@ mod tests {
 
     #[test]
     fn more_groups_than_units_do_not_lower_the_bound() {
-        let k = crate::space::tests::matvec();
+        let k = mdh_core::fixtures::matvec();
         let kinds = [DimKind::Cc, DimKind::Pw];
         let two = Gpu {
             compute_units: 2,

@@ -179,7 +179,7 @@ mod tests {
 
     #[test]
     fn the_configured_cpu_plan_is_the_one_the_macro_dispatches_to() {
-        let k = crate::space::tests::matvec();
+        let k = mdh_core::fixtures::matvec();
         let dir = TempDir::new("configured-cpu");
         assert_eq!(configured_cpu_plan(&k, &dir.0, &[64, 64]), Ok(None));
         let mut tuned = CpuPlan::default_for(&k);

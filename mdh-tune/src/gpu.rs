@@ -400,7 +400,7 @@ mod tests {
 
     #[test]
     fn the_configured_plan_is_the_entry_the_wrappers_choose() {
-        let k = crate::space::tests::matvec();
+        let k = mdh_core::fixtures::matvec();
         let desc: &'static KernelDesc = Box::leak(Box::new(KernelDesc::from_kernel(&k)));
         let info = kernel_info(&k, Dialect::Cuda);
         let lim = DeviceLimits {
@@ -477,7 +477,7 @@ mod tests {
         let Some((_one_at_a_time, dev)) = opencl_or_skip() else {
             return;
         };
-        let k = crate::space::tests::matvec();
+        let k = mdh_core::fixtures::matvec();
         let mut bench = Bench::new(&dev, &k, &[64, 64], Dialect::OpenCl).unwrap();
         let plan = fitted_default(
             bench.desc,
@@ -512,7 +512,7 @@ mod tests {
         let Some((_one_at_a_time, dev)) = opencl_or_skip() else {
             return;
         };
-        let k = crate::space::tests::matvec();
+        let k = mdh_core::fixtures::matvec();
         let sizes = [256, 256];
         let mut bench = Bench::new(&dev, &k, &sizes, Dialect::OpenCl).unwrap();
         let machine = crate::bound::Gpu::of(dev.compute());

@@ -263,7 +263,7 @@ mod tests {
 
     #[test]
     fn every_sampled_or_repaired_point_fits_the_device() {
-        let k = crate::space::tests::matmul();
+        let k = mdh_core::fixtures::matmul();
         // CUDA's limits, and a small device.
         for lim in [
             DeviceLimits {
@@ -299,7 +299,7 @@ mod tests {
 
     #[test]
     fn points_encode_back() {
-        let k = crate::space::tests::matmul();
+        let k = mdh_core::fixtures::matmul();
         let lim = DeviceLimits {
             max_items: 1024,
             local_bytes: mdh::gpu::CUDA_STATIC_SHARED_BYTES,

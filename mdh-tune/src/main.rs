@@ -262,7 +262,7 @@ mod tests {
         assert!(parse_duration("5 parsecs")
             .unwrap_err()
             .contains("unknown unit"));
-        let k = crate::space::tests::matvec();
+        let k = mdh_core::fixtures::matvec();
         assert_eq!(parse_sizes(&k, Some("K=8,I=4")).unwrap(), vec![4, 8]);
         assert!(parse_sizes(&k, Some("I=4"))
             .unwrap_err()

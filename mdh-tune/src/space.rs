@@ -524,34 +524,7 @@ impl Space for CpuSpace {
 pub(crate) mod tests {
     use super::*;
 
-    fn kernel(src: proc_macro2::TokenStream) -> Checked {
-        mdh_core::compile(src).expect("valid kernel")
-    }
-
-    /// The test kernels of this crate.
-    pub(crate) fn matvec() -> Checked {
-        kernel(quote::quote! {
-            kernel matvec {
-                inp(M: f32[I, K], v: f32[K]),
-                out(w: f32[I]),
-                out_view(w: |i, k| (i)),
-                md_hom[I, K](|m, x| m * x, (CC, PW(+))),
-                inp_view(M: |i, k| (i, k), v: |i, k| (k)),
-            }
-        })
-    }
-
-    pub(crate) fn matmul() -> Checked {
-        kernel(quote::quote! {
-            kernel matmul {
-                inp(A: f32[I, K], B: f32[K, J]),
-                out(C: f32[I, J]),
-                out_view(C: |i, j, k| (i, j)),
-                md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))),
-                inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
-            }
-        })
-    }
+    use mdh_core::fixtures::{matmul, matvec};
 
     /// The examples' kernel `name`, as the tuner finds it.
     pub(crate) fn example(name: &str) -> Checked {

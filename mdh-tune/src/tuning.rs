@@ -695,7 +695,7 @@ pub(crate) mod tests {
 
     #[test]
     fn skip_tuned_skips_an_entry_for_this_device_at_these_sizes() {
-        let k = crate::space::tests::matvec();
+        let k = mdh_core::fixtures::matvec();
         let dir = TempDir::new("skip-tuned");
         let plan = CpuPlan::default_for(&k);
         dir.config(

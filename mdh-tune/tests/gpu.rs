@@ -18,18 +18,7 @@ use mdh_core::config::{entries, gpu_entry_yaml};
 use mdh_core::desc::KernelDesc;
 use mdh_core::gpu_plan::GpuPlan;
 
-fn matvec() -> mdh_core::Checked {
-    mdh_core::compile(quote::quote! {
-        kernel matvec {
-            inp(M: f32[I, K], v: f32[K]),
-            out(w: f32[I]),
-            out_view(w: |i, k| (i)),
-            md_hom[I, K](|m, x| m * x, (CC, PW(+))),
-            inp_view(M: |i, k| (i, k), v: |i, k| (k)),
-        }
-    })
-    .expect("valid kernel")
-}
+use mdh_core::fixtures::matvec;
 
 /// The log file a run names on stderr.
 fn log_path(stderr: &str) -> PathBuf {

@@ -1,3 +1,4 @@
+use crate::fixtures;
 use crate::spec::{Block, CombineOp, Expr, ExprKind, ReduceOp, ScalarType, Stmt, Type};
 use quote::quote;
 
@@ -163,15 +164,7 @@ fn matvec_ok() {
 
 #[test]
 fn matmul_ok() {
-    let k = ok(quote! {
-        pub kernel matmul {
-            inp(A: f64[I, K], B: f64[K, J]),
-            out(C: f64[I, J]),
-            out_view(C: |i, j, k| (i, j)),
-            md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))),
-            inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
-        }
-    });
+    let k = ok(fixtures::tokens(&fixtures::in_f64(fixtures::MATMUL)));
     assert_eq!(k.scalar_fn.body.ty, Some(Type::Scalar(ScalarType::F64)));
 }
 

@@ -1,4 +1,5 @@
 use super::*;
+use crate::fixtures;
 use proc_macro2::TokenStream;
 use quote::quote;
 
@@ -51,22 +52,9 @@ fn floats(n: usize, seed: u64) -> Vec<f32> {
     ints(n, seed).into_iter().map(|x| x as f32 * 0.37).collect()
 }
 
-/// Also the other modules' tests' matvec.
-pub(crate) fn matvec() -> crate::Checked {
-    kernel(quote! {
-        kernel matvec {
-            inp(M: f32[I, K], v: f32[K]),
-            out(w: f32[I]),
-            out_view(w: |i, k| (i)),
-            md_hom[I, K](|m, x| m * x, (CC, PW(+))),
-            inp_view(M: |i, k| (i, k), v: |i, k| (k)),
-        }
-    })
-}
-
 #[test]
 fn interp_matvec() {
-    let k = matvec();
+    let k = fixtures::matvec();
     for (ni, nk) in [(1, 1), (13, 17), (4, 1), (1, 9)] {
         let (m, v) = (floats(ni * nk, 1), floats(nk, 2));
         let out = exec(
@@ -88,15 +76,7 @@ fn interp_matvec() {
 
 #[test]
 fn interp_matmul_primes() {
-    let k = kernel(quote! {
-        kernel matmul {
-            inp(A: f64[I, K], B: f64[K, J]),
-            out(C: f64[I, J]),
-            out_view(C: |i, j, k| (i, j)),
-            md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))),
-            inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
-        }
-    });
+    let k = fixtures::compiled(&fixtures::in_f64(fixtures::MATMUL));
     let (ni, nj, nk) = (7, 11, 13);
     let a: Vec<f64> = floats(ni * nk, 3).into_iter().map(f64::from).collect();
     let b: Vec<f64> = floats(nk * nj, 4).into_iter().map(f64::from).collect();
@@ -152,15 +132,7 @@ fn interp_dot() {
 
 #[test]
 fn interp_jacobi1d() {
-    let k = kernel(quote! {
-        kernel jacobi1d {
-            inp(v: f32[N + 2]),
-            out(w: f32[N]),
-            out_view(w: |i| (i)),
-            md_hom[N](|a, b, c| (a + b + c) / 3.0, (CC)),
-            inp_view(v: [|i| (i), |i| (i + 1), |i| (i + 2)]),
-        }
-    });
+    let k = fixtures::compiled(fixtures::JACOBI1D);
     let n = 29;
     let v = floats(n + 2, 7);
     let out = exec(
@@ -438,7 +410,7 @@ fn interp_empty_reductions() {
     assert_eq!(out[0].as_i32().unwrap(), &[0]);
     assert_eq!(out[1].as_i32().unwrap(), &[i32::MIN]);
     // An empty kept dimension writes nothing (and refuses nothing).
-    let k = matvec();
+    let k = fixtures::matvec();
     let out = exec(
         &k,
         &[("I", 0), ("K", 3)],
@@ -488,7 +460,7 @@ fn interp_empty_reductions() {
 
 #[test]
 fn interp_bad_arguments() {
-    let k = matvec();
+    let k = fixtures::matvec();
     let s = sizes(&k, &[("I", 3), ("K", 4)]);
     let good_in = || vec![Buffer::from(vec![0f32; 12]), Buffer::from(vec![0f32; 4])];
     // Wrong length.

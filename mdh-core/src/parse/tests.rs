@@ -80,17 +80,13 @@ fn roundtrip(ts: TokenStream) {
     assert_eq!(k.source, again.source);
 }
 
+/// The shared matvec, public and documented.
 fn matvec() -> TokenStream {
-    quote! {
-        /// Matrix-vector multiplication: w = M · v
-        pub kernel matvec {
-            inp(M: f32[I, K], v: f32[K]),
-            out(w: f32[I]),
-            out_view(w: |i, k| (i)),
-            md_hom[I, K](|m, x| m * x, (CC, PW(+))),
-            inp_view(M: |i, k| (i, k), v: |i, k| (k)),
-        }
-    }
+    let source = format!(
+        "/// Matrix-vector multiplication: w = M · v\npub {}",
+        crate::fixtures::MATVEC.trim_start()
+    );
+    crate::fixtures::tokens(&source)
 }
 
 #[test]
@@ -167,15 +163,9 @@ fn parse_clauses_any_order_and_vis() {
 
 #[test]
 fn parse_jacobi1d() {
-    let k = parse(quote! {
-        kernel jacobi1d {
-            inp(v: f64[N + 2]),
-            out(w: f64[N]),
-            out_view(w: |i| (i)),
-            md_hom[N](|a, b, c| (a + b + c) / 3.0, (CC)),
-            inp_view(v: [|i| (i), |i| (i + 1), |i| (i + 2),]),
-        }
-    });
+    // With a trailing comma in the access list.
+    let source = crate::fixtures::JACOBI1D.replace("(i + 2)]", "(i + 2),]");
+    let k = parse(crate::fixtures::tokens(&source));
     assert_eq!(names(&k.size_params), ["N"]);
     let v = &k.inp_view[0];
     assert_eq!(v.accesses.len(), 3);

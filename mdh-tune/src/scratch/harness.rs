@@ -50,12 +50,18 @@ impl LineAligned {
 // block was allocated with; a larger alignment is always valid.
 unsafe impl std::alloc::GlobalAlloc for LineAligned {
     unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        // SAFETY: the caller's contract for `GlobalAlloc`, with the layout
+        // `layout` gives for `l` (see the impl).
         unsafe { std::alloc::System.alloc(Self::layout(l)) }
     }
     unsafe fn alloc_zeroed(&self, l: std::alloc::Layout) -> *mut u8 {
+        // SAFETY: the caller's contract for `GlobalAlloc`, with the layout
+        // `layout` gives for `l` (see the impl).
         unsafe { std::alloc::System.alloc_zeroed(Self::layout(l)) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
+        // SAFETY: the caller's contract for `GlobalAlloc`, with the layout
+        // `layout` gives for `l` (see the impl).
         unsafe { std::alloc::System.dealloc(p, Self::layout(l)) }
     }
     // `realloc`: the default (allocate, copy, free) goes through `alloc`

@@ -42,7 +42,7 @@ fn accesses_find_their_linearization_per_buffer() {
 
 #[test]
 fn streaming_plans_write_final_vectors_past_the_caches() {
-    let k = crate::config::tests::matmul();
+    let k = crate::fixtures::matmul();
     let mut e = entry(&k, None);
     let code = cpu_fn(&k, std::slice::from_ref(&e)).to_string();
     assert!(!code.contains("StreamWriter"), "{code}");

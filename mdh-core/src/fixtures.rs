@@ -1,0 +1,82 @@
+//! The test kernels that several test modules share (this crate's and the
+//! tuner's), each written once. Not part of the API: test support only.
+
+use crate::Checked;
+
+/// Matrix-vector multiplication: w = M · v.
+pub const MATVEC: &str = "
+    kernel matvec {
+        inp(M: f32[I, K], v: f32[K]),
+        out(w: f32[I]),
+        out_view(w: |i, k| (i)),
+        md_hom[I, K](|m, x| m * x, (CC, PW(+))),
+        inp_view(M: |i, k| (i, k), v: |i, k| (k)),
+    }";
+
+/// Matrix multiplication: C = A · B.
+pub const MATMUL: &str = "
+    kernel matmul {
+        inp(A: f32[I, K], B: f32[K, J]),
+        out(C: f32[I, J]),
+        out_view(C: |i, j, k| (i, j)),
+        md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))),
+        inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
+    }";
+
+/// A 1-D Jacobi stencil: three neighbouring accesses of one buffer.
+pub const JACOBI1D: &str = "
+    kernel jacobi1d {
+        inp(v: f32[N + 2]),
+        out(w: f32[N]),
+        out_view(w: |i| (i)),
+        md_hom[N](|a, b, c| (a + b + c) / 3.0, (CC)),
+        inp_view(v: [|i| (i), |i| (i + 1), |i| (i + 2)]),
+    }";
+
+/// [`MATVEC`], compiled.
+pub fn matvec() -> Checked {
+    compiled(MATVEC)
+}
+
+/// [`MATMUL`], compiled.
+pub fn matmul() -> Checked {
+    compiled(MATMUL)
+}
+
+/// The source of the example kernel `name` (in `examples/src/lib.rs`), for
+/// the tests that want an example family as its users see it.
+pub fn example(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/src/lib.rs");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let start = text
+        .find(&format!("kernel {name} {{"))
+        .unwrap_or_else(|| panic!("no kernel `{name}` in {}", path.display()));
+    let mut depth = 0;
+    for (i, c) in text[start..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 1 => return text[start..=start + i].to_string(),
+            '}' => depth -= 1,
+            _ => {}
+        }
+    }
+    panic!("kernel `{name}` in {} is not closed", path.display())
+}
+
+/// `source` with its `f32` element types made `f64`.
+pub fn in_f64(source: &str) -> String {
+    source.replace("f32", "f64")
+}
+
+/// The tokens of `source` (for the functions that take what `mdh!` receives).
+pub fn tokens(source: &str) -> proc_macro2::TokenStream {
+    source
+        .parse()
+        .unwrap_or_else(|e| panic!("the test kernel does not tokenize: {e}"))
+}
+
+/// `source`, parsed and checked.
+pub fn compiled(source: &str) -> Checked {
+    crate::compile_str(source).unwrap_or_else(|e| panic!("the test kernel does not compile: {e}"))
+}
