@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Tunes the CPU plan of every example with mdh-tune (release build): each
-# binary of examples/src/bin/ times one kernel of examples/src/lib.rs at the
+# binary of examples/src/bin/ times one kernel of examples/kernels/src/ at the
 # sizes below (those it uses without --quick); the tuned entries are merged
 # into configs/<kernel>.yaml (other entries are kept).
 #
@@ -80,7 +80,7 @@ for name in "${names[@]}"; do
     echo "== [$i/$n] $name at $sizes, budget $budget ($(date +%H:%M:%S))"
     stdout=$(mktemp)
     began=$(date +%s)
-    if "$tuner" --manifest-path examples/Cargo.toml --kernel "$name" --backend cpu \
+    if "$tuner" --manifest-path examples/kernels/Cargo.toml --kernel "$name" --backend cpu \
         --size "$sizes" --budget "$budget" --out "$out" "${skip[@]}" | tee "$stdout"; then
         speedup=$(sed -n 's/^speedup over default: //p' "$stdout")
         if grep -q 'skipped (--skip-tuned)' "$stdout"; then

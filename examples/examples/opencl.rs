@@ -10,7 +10,7 @@
 //! Without an OpenCL device (no ICD such as PoCL installed) it says so and
 //! exits successfully.
 
-use mdh_examples::matvec;
+include!("../kernels/src/matvec.rs");
 
 fn main() -> Result<(), mdh::Error> {
     let device = match mdh::opencl::Device::first() {

@@ -29,7 +29,7 @@ use mdh::Error;
 use mdh_core::codegen::c_expr::Dialect;
 use mdh_core::desc::{Bound, KernelDesc};
 use mdh_core::gpu_plan::{GpuPlan, MAX_ITEMS};
-use mdh_examples::*;
+use mdh_example_kernels::*;
 use mdh_gpu::cuda::nvrtc_compile;
 use mdh_gpu::cuda_sim::{cpu_sim_available, run_launches_on_cpu, SimArg, SimLaunch};
 

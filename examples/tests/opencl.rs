@@ -13,7 +13,7 @@
 mod gpu;
 
 use mdh::opencl::Device;
-use mdh_examples::*;
+use mdh_example_kernels::*;
 
 fn device() -> Option<&'static Device> {
     gpu::opencl_device()

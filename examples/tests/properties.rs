@@ -8,7 +8,7 @@
 
 use mdh::Error;
 use mdh_examples::check::{self, len, sum_rtol, Buffer, Rng, Value, RTOL};
-use mdh_examples::*;
+use mdh_example_kernels::*;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 

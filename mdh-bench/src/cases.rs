@@ -6,7 +6,7 @@ use rayon::prelude::*;
 
 use crate::harness::{imp, Case, Impl, Output};
 use crate::{blas, cuda, dnnl, kernels, opencl};
-use mdh_examples::{ccsdt, dot, jacobi3d, matmul, matvec, prl};
+use mdh_example_kernels::{ccsdt, dot, jacobi3d, matmul, matvec, prl};
 
 /// Tolerance of float results against mdh: sums of up to 2^24 products of
 /// values in [0, 1) in f32, in different orders (blocking, vector lanes,

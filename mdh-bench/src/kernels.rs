@@ -1,4 +1,4 @@
-//! The mdh kernels of the benchmark that `mdh-examples` does not define with
+//! The mdh kernels of the benchmark that `mdh-example-kernels` does not define with
 //! the benchmark's exact shapes.
 
 use mdh::mdh;
@@ -8,7 +8,7 @@ mdh! {
     /// 2, NHWC input of extent `2P + R - 1` (= 230 for P = 112, R = 7, i.e.
     /// 224 plus the padding 3 on each side), KRSC filter, NPQK output:
     /// `O[n, p, q, k] = Σ_{r, s, c} I[n, 2p + r, 2q + s, c] · F[k, r, s, c]`.
-    /// The same computation as `mdh_examples::mcc`, whose input is exactly
+    /// The same computation as `mdh_example_kernels::mcc`, whose input is exactly
     /// the `2P + R - 2` rows and columns that are read; the last input row
     /// and column are not read. Named `mcc` so that both share a config.
     pub kernel mcc {

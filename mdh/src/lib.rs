@@ -39,6 +39,7 @@ pub use mdh_rt::Error;
 
 mod bind_cache;
 pub mod cpu;
+mod debug_build;
 pub mod gpu;
 mod parallel;
 pub mod simd;
@@ -114,6 +115,7 @@ pub mod reference {
 pub mod __rt {
     pub use crate::bind_cache::{BindCache, Binding};
     pub use crate::cpu::{cpu_name, execute, isa, nearest_plan, IntDiv, Isa, Region, SyncPtr};
+    pub use crate::debug_build::note_debug_build;
     pub use crate::gpu;
     pub use crate::simd::V;
     pub use crate::stream::StreamWriter;

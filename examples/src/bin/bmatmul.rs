@@ -1,6 +1,6 @@
 //! Batched matrix multiplication, the paper's size (16, 10, 500, 64)
 //! (batch, I, J, K); a size argument sets the batch count (`--quick`: 2).
-use mdh_examples::bmatmul;
+include!("../../kernels/src/bmatmul.rs");
 use mdh_examples::check::{self, Args, Buffer, Res, Rng};
 
 fn main() -> std::process::ExitCode {

@@ -1,6 +1,6 @@
 //! CCSD(T) contraction `abcdef-gdab-efgc` (TCCG), all extents 16 by default
 //! (a size argument sets them all; `--quick`: 8).
-use mdh_examples::ccsdt;
+include!("../../kernels/src/ccsdt.rs");
 use mdh_examples::check::{self, Args, Buffer, Res, Rng};
 
 fn main() -> std::process::ExitCode {

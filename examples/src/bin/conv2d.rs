@@ -1,7 +1,7 @@
 //! 2-D convolution with a 5×5 filter; the paper's sizes are 224² and 4096²
 //! outputs, default 4096² (`--quick`: 64²; a size argument sets P = Q).
 use mdh_examples::check::{self, Args, Buffer, Res, Rng};
-use mdh_examples::conv2d;
+include!("../../kernels/src/conv2d.rs");
 
 fn main() -> std::process::ExitCode {
     check::main("conv2d", |args: &Args| -> Res {

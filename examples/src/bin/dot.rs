@@ -1,6 +1,6 @@
 //! Dot product, the paper's size 2^24 (`--quick`: 2^16).
 use mdh_examples::check::{self, Args, Buffer, Res, Rng};
-use mdh_examples::dot;
+include!("../../kernels/src/dot.rs");
 
 fn run(n: usize, rng: &mut Rng) -> Res<(Vec<f32>, Vec<f32>, f32)> {
     let (x, y) = (rng.f32s(n), rng.f32s(n));

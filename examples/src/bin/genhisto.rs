@@ -1,7 +1,7 @@
 //! Generalized histogram (sum of squares per key, with a user-defined
 //! combine operator) of 2^20 elements into 256 bins (`--quick`: 2^14).
 use mdh_examples::check::{self, Args, Buffer, Res, Rng};
-use mdh_examples::genhisto;
+include!("../../kernels/src/genhisto.rs");
 
 fn main() -> std::process::ExitCode {
     check::main("genhisto", |args: &Args| -> Res {

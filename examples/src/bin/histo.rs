@@ -2,7 +2,7 @@
 //! sets the element count). The MDH formulation evaluates every
 //! (element, bin) pair.
 use mdh_examples::check::{self, Args, Buffer, Res, Rng};
-use mdh_examples::histo;
+include!("../../kernels/src/histo.rs");
 
 fn main() -> std::process::ExitCode {
     check::main("histo", |args: &Args| -> Res {

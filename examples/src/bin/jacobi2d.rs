@@ -1,6 +1,6 @@
 //! 5-point Jacobi stencil, 4096² (`--quick`: 128²; a size argument sets N = M).
 use mdh_examples::check::{self, Args, Buffer, Res, Rng};
-use mdh_examples::jacobi2d;
+include!("../../kernels/src/jacobi2d.rs");
 
 fn main() -> std::process::ExitCode {
     check::main("jacobi2d", |args: &Args| -> Res {

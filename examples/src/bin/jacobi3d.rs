@@ -1,7 +1,7 @@
 //! 7-point Jacobi stencil, the paper's 256³ (`--quick`: 32³; a size argument
 //! sets N = M = L, e.g. 512).
 use mdh_examples::check::{self, Args, Buffer, Res, Rng};
-use mdh_examples::jacobi3d;
+include!("../../kernels/src/jacobi3d.rs");
 
 fn main() -> std::process::ExitCode {
     check::main("jacobi3d", |args: &Args| -> Res {

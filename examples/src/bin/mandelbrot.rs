@@ -1,7 +1,7 @@
 //! Mandelbrot set, 2048×2048 pixels, at most 256 iterations (`--quick`:
 //! 128²; a size argument sets H = W).
 use mdh_examples::check::{self, Args, Buffer, Res, Value};
-use mdh_examples::mandelbrot;
+include!("../../kernels/src/mandelbrot.rs");
 
 const MAX_ITER: u32 = 256;
 

@@ -1,6 +1,6 @@
 //! Map (SAXPY with a run-time `alpha`), N = 2^24 (`--quick`: 2^16).
 use mdh_examples::check::{self, Args, Buffer, Res, Rng, Value};
-use mdh_examples::map;
+include!("../../kernels/src/map.rs");
 
 const ALPHA: f32 = 1.5;
 

@@ -1,6 +1,6 @@
 //! Matrix multiplication, the paper's size 1024³ (`--quick`: 64³).
 use mdh_examples::check::{self, Args, Buffer, Res, Rng};
-use mdh_examples::matmul;
+include!("../../kernels/src/matmul.rs");
 
 fn main() -> std::process::ExitCode {
     check::main("matmul", |args: &Args| -> Res {

@@ -1,7 +1,7 @@
 //! Transposed matrix multiplication `C[j, i] = Σ_k A[k, i] · B[j, k]`,
 //! the paper's size 1024³ (`--quick`: 64³).
 use mdh_examples::check::{self, Args, Buffer, Res, Rng};
-use mdh_examples::matmul_t;
+include!("../../kernels/src/matmul_t.rs");
 
 fn main() -> std::process::ExitCode {
     check::main("matmul_t", |args: &Args| -> Res {

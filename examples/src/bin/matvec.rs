@@ -1,6 +1,6 @@
 //! Matrix-vector multiplication, the paper's size 4096² (`--quick`: 256²).
 use mdh_examples::check::{self, Args, Buffer, Res, Rng};
-use mdh_examples::matvec;
+include!("../../kernels/src/matvec.rs");
 
 fn main() -> std::process::ExitCode {
     check::main("matvec", |args: &Args| -> Res {

@@ -1,6 +1,6 @@
 //! Prefix sums of row sums (MBBS), 4096² (`--quick`: 256²).
 use mdh_examples::check::{self, Args, Buffer, Res, Rng};
-use mdh_examples::mbbs;
+include!("../../kernels/src/mbbs.rs");
 
 fn main() -> std::process::ExitCode {
     check::main("mbbs", |args: &Args| -> Res {

@@ -3,7 +3,7 @@
 //! which a stride-2 7×7 convolution reads 229×229). A size argument sets N
 //! (the paper also uses 16); `--quick` uses P = Q = 16.
 use mdh_examples::check::{self, Args, Buffer, Res, Rng};
-use mdh_examples::mcc;
+include!("../../kernels/src/mcc.rs");
 
 fn in_len(s: &mcc::Sizes) -> usize {
     s.N * (2 * s.P + s.R - 2) * (2 * s.Q + s.S - 2) * s.C

@@ -2,7 +2,7 @@
 //! N = 1, 3×3 filters, C = 8, K = 16, P = Q = 32 by default (a size
 //! argument sets P = Q; `--quick`: 8).
 use mdh_examples::check::{self, Args, Buffer, Res, Rng};
-use mdh_examples::mcc_capsule;
+include!("../../kernels/src/mcc_capsule.rs");
 
 type S = mcc_capsule::Sizes;
 

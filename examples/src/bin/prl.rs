@@ -1,7 +1,7 @@
 //! Probabilistic record linkage of 2^15 records against 2^15 records (the
 //! paper's smallest size; `--quick`: 2^10; a size argument sets both counts).
 use mdh_examples::check::{self, Args, Buffer, Res, Rng};
-use mdh_examples::{prl, prl_codec};
+include!("../../kernels/src/prl.rs");
 
 struct Records {
     first: Vec<i32>,

@@ -1,6 +1,6 @@
 //! Sum reduction, N = 2^24 (`--quick`: 2^16).
 use mdh_examples::check::{self, Args, Buffer, Res, Rng};
-use mdh_examples::reduce;
+include!("../../kernels/src/reduce.rs");
 
 fn main() -> std::process::ExitCode {
     check::main("reduce", |args: &Args| -> Res {

@@ -1,6 +1,6 @@
 //! Two reductions in one pass (sum and max), N = 2^24 (`--quick`: 2^16).
 use mdh_examples::check::{self, Args, Buffer, Res, Rng};
-use mdh_examples::reduce2;
+include!("../../kernels/src/reduce2.rs");
 
 fn main() -> std::process::ExitCode {
     check::main("reduce2", |args: &Args| -> Res {

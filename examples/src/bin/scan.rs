@@ -1,6 +1,6 @@
 //! Inclusive prefix sum, N = 2^24 (`--quick`: 2^16).
 use mdh_examples::check::{self, Args, Buffer, Res, Rng};
-use mdh_examples::scan;
+include!("../../kernels/src/scan.rs");
 
 fn main() -> std::process::ExitCode {
     check::main("scan", |args: &Args| -> Res {

@@ -397,11 +397,11 @@ pub fn long_scans<'a>(
     mbbs: &mut RunDyn<'a>,
 ) {
     for (spec, sizes) in [
-        (mdh_examples::scan::SPEC, vec![1000]),
-        (mdh_examples::scan::SPEC, vec![1024]),
-        (mdh_examples::mbbs::SPEC, vec![300, 7]),
+        (mdh_example_kernels::scan::SPEC, vec![1000]),
+        (mdh_example_kernels::scan::SPEC, vec![1024]),
+        (mdh_example_kernels::mbbs::SPEC, vec![300, 7]),
     ] {
-        let run = if spec == mdh_examples::scan::SPEC {
+        let run = if spec == mdh_example_kernels::scan::SPEC {
             &mut *scan
         } else {
             &mut *mbbs

@@ -188,6 +188,10 @@ impl<'k> Gen<'k> {
                 #(#param_names: #param_tys,)*
                 sizes: Sizes,
             ) -> ::core::result::Result<(), ::mdh::Error> {
+                // `cfg!` and `env!` are the crate's that compiles the kernel: the user's.
+                if ::core::cfg!(debug_assertions) {
+                    ::mdh::__rt::note_debug_build(#name_str, ::core::env!("CARGO_PKG_NAME"));
+                }
                 let __sizes: [usize; #ns] = sizes.values();
                 static __CALLS: ::mdh::__rt::BindCache<#n_key> = ::mdh::__rt::BindCache::new();
                 let __call = __CALLS.get(
