@@ -60,6 +60,8 @@ export MDH_REQUIRE_NVRTC=1
 export MDH_REQUIRE_OPENCL=1
 
 cargo test --workspace --no-fail-fast
+# The example binaries (each holds its own kernel; `cargo test` skips them).
+cargo check -p mdh-examples --bins
 # The AVX2 and baseline task bodies of every example family (this machine
 # may run AVX-512 ones otherwise; MDH_ISA caps the instruction set).
 for isa in avx2 baseline; do

@@ -43,10 +43,11 @@ pub fn matmul() -> Checked {
     compiled(MATMUL)
 }
 
-/// The source of the example kernel `name` (in `examples/src/lib.rs`), for
+/// The source of the example kernel `name` (in `examples/kernels/src/NAME.rs`), for
 /// the tests that want an example family as its users see it.
 pub fn example(name: &str) -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/src/lib.rs");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../examples/kernels/src/{name}.rs"));
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let start = text
