@@ -46,7 +46,7 @@ mod scan;
 use crate::analysis::Checked;
 use crate::codegen::c_expr::{identity, int_div_helpers, Dialect, Lowering};
 use crate::spec::{DimKind, ReduceOp, ScalarType, Type};
-use mdh_rt::names;
+use mdh_rt::names::{self, BLOCKED, KEPT_POINTS, PW_GROUPS, PW_ITEMS, WG_ITEMS};
 
 /// The words that differ between the dialects outside of expressions.
 struct Words {
@@ -158,7 +158,7 @@ fn item_index(x: usize) -> String {
     let (items, private) = (names::items(x), names::private(x));
     format!(
         "t{x} + ({} ? w{x} * {private} + p{x} : w{x} + p{x} * {items})",
-        names::BLOCKED
+        BLOCKED
     )
 }
 
@@ -331,7 +331,7 @@ impl<'k> Emit<'k> {
         let _ = writeln!(
             src,
             "{}\n{{",
-            w.head("mdh_main", names::WG_ITEMS, &self.params(true, true))
+            w.head("mdh_main", WG_ITEMS, &self.params(true, true))
         );
         let mut l = Lowering::new(self.d, 1);
         self.bind_names(&mut l);
@@ -373,9 +373,9 @@ impl<'k> Emit<'k> {
         if let Some(warp) = self.w.warp {
             // The lanes of this work-item's warp (the last warp of a
             // work-group may be partial).
-            l.line("#if PW_ITEMS > 1 && MDH_SHFL > 1");
+            l.line(&format!("#if {PW_ITEMS} > 1 && MDH_SHFL > 1"));
             l.line(&format!(
-                "const long mdh_lanes = MDH_MIN(WG_ITEMS - (lid - lid % {warp}), {warp}L);"
+                "const long mdh_lanes = MDH_MIN({WG_ITEMS} - (lid - lid % {warp}), {warp}L);"
             ));
             l.line(&format!(
                 "const unsigned mdh_mask = mdh_lanes == {warp} ? 0xffffffffu : (1u << mdh_lanes) - 1u;"
@@ -402,15 +402,15 @@ impl<'k> Emit<'k> {
             }
             l.line("#endif");
         }
-        l.line("#if PW_ITEMS > MDH_SHFL");
+        l.line(&format!("#if {PW_ITEMS} > MDH_SHFL"));
         for (o, &(_, _, t)) in self.outs.iter().enumerate() {
             l.line(&format!(
-                "{} {} red{o}[WG_ITEMS];",
+                "{} {} red{o}[{WG_ITEMS}];",
                 w.local,
                 d.storage_ty(t)
             ));
             if !self.k.has_identity(o) {
-                l.line(&format!("{} uchar redf{o}[WG_ITEMS];", w.local));
+                l.line(&format!("{} uchar redf{o}[{WG_ITEMS}];", w.local));
             }
         }
         l.line("#endif");
@@ -425,7 +425,7 @@ impl<'k> Emit<'k> {
             kl = format!("({kl}) * {} + w{x}", names::items(x));
         }
         l.line(&format!("const long pwl = {pwl};"));
-        l.line("#if PW_ITEMS > MDH_SHFL");
+        l.line(&format!("#if {PW_ITEMS} > MDH_SHFL"));
         l.line(&format!("const long kl = {kl};"));
         l.line("#endif");
     }
@@ -522,7 +522,7 @@ impl<'k> Emit<'k> {
             let _ = write!(valid, " && i{x} < e{x}");
         }
         l.line(&format!("const long q = {q};"));
-        l.line("#if PW_ITEMS > 1");
+        l.line(&format!("#if {PW_ITEMS} > 1"));
         self.warp_shuffles(l);
         self.tree(l);
         l.line("#endif");
@@ -542,17 +542,21 @@ impl<'k> Emit<'k> {
     /// where there are no warps): stride MDH_SHFL first.
     fn tree(&self, l: &mut Lowering) {
         let w = &self.w;
-        l.line("#if PW_ITEMS > MDH_SHFL");
+        l.line(&format!("#if {PW_ITEMS} > MDH_SHFL"));
         for (o, _) in self.outs.iter().enumerate() {
-            l.line(&format!("red{o}[kl * PW_ITEMS + pwl] = acc{o}[q];"));
+            l.line(&format!("red{o}[kl * {PW_ITEMS} + pwl] = acc{o}[q];"));
             if !self.k.has_identity(o) {
-                l.line(&format!("redf{o}[kl * PW_ITEMS + pwl] = has{o}[q];"));
+                l.line(&format!("redf{o}[kl * {PW_ITEMS} + pwl] = has{o}[q];"));
             }
         }
         l.line(w.barrier);
-        l.line("for (long s = MDH_SHFL; s < PW_ITEMS; s *= 2) {");
-        l.line("if (pwl % (2 * s) == 0 && pwl + s < PW_ITEMS) {");
-        let me = "kl * PW_ITEMS + pwl";
+        l.line(&format!(
+            "for (long s = MDH_SHFL; s < {PW_ITEMS}; s *= 2) {{"
+        ));
+        l.line(&format!(
+            "if (pwl % (2 * s) == 0 && pwl + s < {PW_ITEMS}) {{"
+        ));
+        let me = format!("kl * {PW_ITEMS} + pwl");
         for (o, &(_, _, t)) in self.outs.iter().enumerate() {
             let Some(op) = self.ops[o] else { continue };
             let other = format!("red{o}[{me} + s]");
@@ -657,7 +661,7 @@ impl<'k> Emit<'k> {
 
     /// Writes `acc{o}[q]` of every output access at kept point `i`.
     fn write_results(&self, l: &mut Lowering) {
-        l.line("#if PW_GROUPS == 1");
+        l.line(&format!("#if {PW_GROUPS} == 1"));
         for (o, &(b, a, _)) in self.outs.iter().enumerate() {
             let off = self.linear(&names::output_access(b, a), &self.kept);
             l.line(&format!("out{b}[{off}] = acc{o}[q];"));
@@ -673,7 +677,7 @@ impl<'k> Emit<'k> {
         }
         for (o, _) in self.outs.iter().enumerate() {
             l.line(&format!(
-                "part{o}[({gpw}) * KEPT_POINTS + ({kept_lin})] = acc{o}[q];"
+                "part{o}[({gpw}) * {KEPT_POINTS} + ({kept_lin})] = acc{o}[q];"
             ));
         }
         l.line("#endif");
@@ -714,7 +718,7 @@ impl<'k> Emit<'k> {
                 .collect::<Vec<_>>()
                 .join(" * ");
             l.line(&format!(
-                "for (long e = lid; e < {total}; e += WG_ITEMS) {{"
+                "for (long e = lid; e < {total}; e += {WG_ITEMS}) {{"
             ));
             l.line("long rest = e, lidx = 0, gidx = 0;");
             for c in (0..rank).rev() {
@@ -740,7 +744,7 @@ impl<'k> Emit<'k> {
     fn combine_kernel(&self, src: &mut String) {
         let _ = writeln!(
             src,
-            "#if PW_GROUPS > 1\n{}\n{{",
+            "#if {PW_GROUPS} > 1\n{}\n{{",
             self.w.head(
                 "mdh_combine",
                 &PASS_ITEMS.to_string(),
@@ -753,13 +757,13 @@ impl<'k> Emit<'k> {
             "const long idx = {} * {PASS_ITEMS}L + {};",
             self.w.group_id, self.w.local_id
         ));
-        l.line("if (idx < KEPT_POINTS) {");
+        l.line(&format!("if (idx < {KEPT_POINTS}) {{"));
         self.decode(&mut l, "idx", "i", names::extent, &self.kept);
         for (o, &(b, a, t)) in self.outs.iter().enumerate() {
             let v = l.temp("v", t, &format!("part{o}[idx]"));
-            l.line("for (long g = 1; g < PW_GROUPS; g++) {");
+            l.line(&format!("for (long g = 1; g < {PW_GROUPS}; g++) {{"));
             let c = match self.ops[o] {
-                Some(op) => l.combine(op, t, &v, &format!("part{o}[g * KEPT_POINTS + idx]")),
+                Some(op) => l.combine(op, t, &v, &format!("part{o}[g * {KEPT_POINTS} + idx]")),
                 None => v.clone(),
             };
             l.line(&format!("{v} = {c};"));
@@ -800,7 +804,7 @@ impl<'k> Emit<'k> {
                 while k > 1 {
                     let _ = writeln!(
                         src,
-                        "#{}if PW_ITEMS % {k} == 0\n#define MDH_SHFL {k}",
+                        "#{}if {PW_ITEMS} % {k} == 0\n#define MDH_SHFL {k}",
                         if k == warp { "" } else { "el" }
                     );
                     k /= 2;
@@ -809,7 +813,7 @@ impl<'k> Emit<'k> {
             }
             None => src.push_str("#define MDH_SHFL 1\n"),
         }
-        src.push_str("#ifndef MDH_BLOCKED\n#define MDH_BLOCKED 0\n#endif\n");
+        src.push_str(&format!("#ifndef {BLOCKED}\n#define {BLOCKED} 0\n#endif\n"));
         let mut any = Vec::new();
         for b in 0..self.k.inputs.len() {
             let local = names::local(b);

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use mdh_rt::names;
+use mdh_rt::names::{self, KEPT_POINTS};
 
 use super::{Emit, PASS_ITEMS};
 use crate::codegen::c_expr::Lowering;
@@ -103,7 +103,7 @@ impl Emit<'_> {
             ));
             l.line(&format!("const long rest = {n} - SCAN_CHUNK;"));
             l.line(&format!(
-                "if (rest > 0 && idx / rest < KEPT_POINTS / ({n} > 0 ? {n} : 1L)) {{"
+                "if (rest > 0 && idx / rest < {KEPT_POINTS} / ({n} > 0 ? {n} : 1L)) {{"
             ));
             l.line("const long j = SCAN_CHUNK + idx % rest;");
             self.decode(&mut l, "idx / rest", "i", names::extent, &others);
