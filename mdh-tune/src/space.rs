@@ -528,7 +528,7 @@ pub(crate) mod tests {
 
     /// The examples' kernel `name`, as the tuner finds it.
     pub(crate) fn example(name: &str) -> Checked {
-        let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+        let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/kernels");
         crate::source::find(&examples, Some(name))
             .expect("an example kernel")
             .kernel

@@ -7,7 +7,7 @@ use std::process::Command;
 /// Runs `mdh-tune` on the examples' matvec for `backend` at `size`, writing
 /// into `out`; returns stdout and stderr (and fails the test if it fails).
 pub fn tune(backend: &str, size: &str, out: &Path, extra: &[&str]) -> (String, String) {
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/Cargo.toml");
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/kernels/Cargo.toml");
     let o = Command::new(env!("CARGO_BIN_EXE_mdh-tune"))
         .arg("--manifest-path")
         .arg(&examples)
