@@ -7,8 +7,8 @@
 //! tolerances are those of `mdh_examples::check` (documented there).
 
 use mdh::Error;
-use mdh_examples::check::{self, len, sum_rtol, Buffer, Rng, Value, RTOL};
 use mdh_example_kernels::*;
+use mdh_examples::check::{self, len, sum_rtol, Buffer, Rng, Value, RTOL};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
