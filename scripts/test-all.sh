@@ -7,9 +7,12 @@ cd "$(dirname "$0")/.."
 # System libraries: OpenBLAS and oneDNN are the baselines that mdh-bench
 # links (its tests check that every baseline agrees with mdh). PoCL (with the
 # ocl-icd loader, libOpenCL.so.1) runs the OpenCL kernels on the CPU; mdh
-# loads OpenCL at run time, so no -dev package is needed to build.
+# loads OpenCL at run time, so no -dev package is needed to build. OpenMPI
+# runs the node layer (mdh's `mpi` feature; the `mpi` crate's bindings need
+# libclang at build time).
 need=()
-for pkg in libopenblas-dev libdnnl-dev ocl-icd-libopencl1 pocl-opencl-icd; do
+for pkg in libopenblas-dev libdnnl-dev ocl-icd-libopencl1 pocl-opencl-icd \
+    libopenmpi-dev openmpi-bin libclang1-14 libclang-common-14-dev; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -73,3 +76,15 @@ cargo test -p mdh-gpu --features cuda --no-fail-fast
 # The OpenCL runtime on PoCL (builds, launches, no-ICD errors);
 # MDH_REQUIRE_OPENCL makes its device tests fail instead of skipping.
 cargo test -p mdh-gpu --features opencl --no-fail-fast
+
+# The node layer (NOD) over MPI: every example family under 1 to 4 ranks on
+# this machine (oversubscribed, loopback and shared memory only; as root
+# too). mpirun fails when any rank exits with a failure.
+cargo test -p mdh --features mpi --lib mpi --no-fail-fast
+cargo build -p mdh-examples --features mpi --bin mpi_families
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,vader \
+    OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_plm=isolated
+for np in 1 2 3 4; do
+  mpirun -np $np target/debug/mpi_families 3 $((23 + np))
+done

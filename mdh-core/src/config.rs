@@ -8,6 +8,7 @@
 //!     device: "*"                       # a CPU model name, or "*" for any
 //!     sizes: { I: 1024, J: 1024, K: 1024 }   # what it was tuned for (optional)
 //!     cpu:                              # the plan (see `plan::CpuPlan`);
+//!       nod: [2, 1, 1]                  # MPI ranks (`NAME::mpi`, optional)
 //!       cor: [0, 0, 1]                  # every field is optional and
 //!       l2: [192, 1024, 256]            # defaults to the heuristic plan
 //!       l1: [48, 256, 256]
@@ -88,6 +89,8 @@ pub struct Entry {
 #[serde(deny_unknown_fields)]
 pub struct CpuConfig {
     #[serde(default)]
+    pub nod: Option<Spanned<Vec<usize>>>,
+    #[serde(default)]
     pub cor: Option<Spanned<Vec<usize>>>,
     #[serde(default)]
     pub l2: Option<Spanned<Vec<usize>>>,
@@ -106,12 +109,19 @@ pub struct CpuConfig {
 }
 
 /// The list fields of a CPU plan in YAML, in the order of [`CpuConfig::fields`].
-pub const CPU_LIST_FIELDS: [&str; 5] = ["cor", "l2", "l1", "reg", "order"];
+pub const CPU_LIST_FIELDS: [&str; 6] = ["nod", "cor", "l2", "l1", "reg", "order"];
 
 impl CpuConfig {
-    fn fields(&self) -> [(&'static str, &Option<Spanned<Vec<usize>>>); 5] {
-        let values = [&self.cor, &self.l2, &self.l1, &self.reg, &self.order];
-        [0, 1, 2, 3, 4].map(|i| (CPU_LIST_FIELDS[i], values[i]))
+    fn fields(&self) -> [(&'static str, &Option<Spanned<Vec<usize>>>); 6] {
+        let values = [
+            &self.nod,
+            &self.cor,
+            &self.l2,
+            &self.l1,
+            &self.reg,
+            &self.order,
+        ];
+        [0, 1, 2, 3, 4, 5].map(|i| (CPU_LIST_FIELDS[i], values[i]))
     }
 }
 
@@ -320,10 +330,19 @@ pub fn cpu_entry_yaml(
     plan: &CpuPlan,
     provenance: &[(&str, String)],
 ) -> String {
-    let lists = [&plan.cor, &plan.l2, &plan.l1, &plan.reg, &plan.order];
+    let lists = [
+        &plan.nod,
+        &plan.cor,
+        &plan.l2,
+        &plan.l1,
+        &plan.reg,
+        &plan.order,
+    ];
     let mut cpu: Vec<String> = CPU_LIST_FIELDS
         .iter()
         .zip(lists)
+        // An unset NOD layer (all 0) is the default: left out.
+        .filter(|(n, v)| **n != "nod" || v.iter().any(|&p| p > 0))
         .map(|(n, v)| format!("{n}: {}", yaml_list(v)))
         .collect();
     let pack: Vec<String> = plan.pack.iter().map(|l| yaml_list(l)).collect();
@@ -523,6 +542,7 @@ fn cpu_plan(
     let Some(c) = c else { return Ok(plan) };
     let v = &c.value;
     let dsts = [
+        &mut plan.nod,
         &mut plan.cor,
         &mut plan.l2,
         &mut plan.l1,
@@ -672,6 +692,7 @@ pub(crate) mod tests {
 
     fn tuned() -> CpuPlan {
         CpuPlan {
+            nod: vec![2, 1, 1],
             cor: vec![2, 0, 1],
             l2: vec![96, 512, 128],
             l1: vec![48, 64, 128],
@@ -831,6 +852,20 @@ pub(crate) mod tests {
         assert!(e.0.contains("lacks `K`"), "{e}");
         let e = cpu("kernel: matmul\nentries:\n  - backend: cpu\n    colour: red\n").unwrap_err();
         assert!(e.0.contains("unknown field `colour`"), "{e}");
+        let e = cpu("kernel: matmul\nentries:\n  - backend: cpu\n    cpu:\n      nod: [2, 0, 1]\n")
+            .unwrap_err();
+        assert!(e.0.starts_with("configs/matmul.yaml:5:12:"), "{e}");
+        assert!(e.0.contains("`nod` [2, 0, 1] mixes 0"), "{e}");
+    }
+
+    #[test]
+    fn an_unset_nod_layer_is_left_out_of_written_entries() {
+        let k = matmul();
+        let plan = CpuPlan::default_for(&k);
+        assert_eq!(plan.nod, vec![0, 0, 0]);
+        let entry = cpu_entry_yaml(&k, "*", None, &plan, &[]);
+        assert!(!entry.contains("nod"), "{entry}");
+        assert!(cpu_entry_yaml(&k, "*", None, &tuned(), &[]).contains("nod: [2, 1, 1]"));
     }
 
     #[test]

@@ -44,6 +44,11 @@ pub const MAX_REGISTER_TILE: usize = 512;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct CpuPlan {
+    /// #PRT(NOD, d): parts of each dimension on the ranks of an MPI
+    /// communicator (`NAME::mpi`, the facade's `mpi` feature), taken by
+    /// calls on as many ranks as their product; all 0: chosen at run time
+    /// from the sizes and the number of ranks.
+    pub nod: Vec<usize>,
     /// #PRT(COR, d): parts of each dimension run as separate rayon tasks
     /// (0: chosen at run time from the number of threads).
     pub cor: Vec<usize>,
@@ -259,6 +264,7 @@ impl CpuPlan {
             })
             .collect();
         CpuPlan {
+            nod: vec![0; d],
             cor: vec![0; d],
             l2,
             l1,
@@ -273,7 +279,8 @@ impl CpuPlan {
     pub fn validate(&self, k: &Checked) -> Result<(), PlanError> {
         let d = k.dims.len();
         let kinds = &k.analysis().kinds;
-        let lists: [(&'static str, &Vec<usize>); 4] = [
+        let lists: [(&'static str, &Vec<usize>); 5] = [
+            ("nod", &self.nod),
             ("cor", &self.cor),
             ("l2", &self.l2),
             ("l1", &self.l1),
@@ -287,7 +294,16 @@ impl CpuPlan {
                 )));
             }
         }
-        for (name, v) in lists.into_iter().skip(1) {
+        if self.nod.contains(&0) && self.nod.iter().any(|&p| p > 0) {
+            return Err(err(
+                "nod",
+                format!(
+                    "`nod` {:?} mixes 0 (chosen at run time) with set parts; give every dimension's parts (their product is the number of ranks), or all 0",
+                    self.nod
+                ),
+            ));
+        }
+        for (name, v) in lists.into_iter().skip(2) {
             if let Some(x) = v.iter().position(|&t| t == 0) {
                 return Err(err(
                     name,

@@ -156,6 +156,7 @@ mod tests {
             technique: Some("random".into()),
             point: Some(vec![1, 2]),
             plan: CpuPlan {
+                nod: vec![0],
                 cor: vec![0],
                 l2: vec![4],
                 l1: vec![2],

@@ -308,6 +308,7 @@ impl Space for CpuSpace {
     fn decode(&self, p: &Point) -> CpuPlan {
         let d = self.extents.len();
         let mut plan = CpuPlan {
+            nod: vec![0; d],
             cor: vec![0; d],
             l2: vec![1; d],
             l1: vec![1; d],

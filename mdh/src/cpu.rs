@@ -421,7 +421,8 @@ fn parts_for(ext: &[usize], align: &[usize], dims: &[usize], mut target: usize) 
     parts
 }
 
-/// All regions of the grid that `parts` cuts out of `full` along `dims`.
+/// All regions of the grid that `parts` cuts out of `full` (whose
+/// extents are `ext`) along `dims`.
 fn grid<const D: usize>(
     full: Region<D>,
     ext: &[usize],
@@ -437,9 +438,9 @@ fn grid<const D: usize>(
         regions = regions
             .into_iter()
             .flat_map(|r| {
-                cs.iter().map(move |&c| {
+                cs.iter().map(move |&(lo, hi)| {
                     let mut r = r;
-                    r[d] = c;
+                    r[d] = (full[d].0 + lo, full[d].0 + hi);
                     r
                 })
             })
@@ -455,7 +456,9 @@ fn count_kept<const D: usize>(r: &Region<D>, kinds: &[DimKind; D]) -> usize {
         .product()
 }
 
-/// Runs a kernel over the index space `ext` whose dimensions have `kinds`.
+/// Runs a kernel over the box `full` of its index space (all of it, or
+/// the part a node computes, see `mdh::mpi`) whose dimensions have
+/// `kinds`. Scans (PS) run inside the box.
 ///
 /// `cor` is the plan's number of parts per dimension on the COR layer
 /// (rayon tasks); all zeros lets the driver choose from the thread count.
@@ -473,7 +476,7 @@ fn count_kept<const D: usize>(r: &Region<D>, kinds: &[DimKind; D]) -> usize {
 #[allow(clippy::too_many_arguments)]
 pub fn execute<A, const D: usize>(
     kernel: &str,
-    ext: [usize; D],
+    full: Region<D>,
     kinds: [DimKind; D],
     cor: [usize; D],
     align: [usize; D],
@@ -485,7 +488,7 @@ pub fn execute<A, const D: usize>(
 where
     A: Copy + Send + Sync,
 {
-    let full: Region<D> = std::array::from_fn(|d| (0, ext[d]));
+    let ext: [usize; D] = std::array::from_fn(|d| full[d].1 - full[d].0);
     let total = |kept: bool| -> usize {
         (0..D)
             .filter(|&d| kinds[d].is_kept() == kept)
@@ -604,7 +607,7 @@ where
         let ptr = SyncPtr::new(spare);
         kept_regions.par_iter().for_each(|kr| {
             let vals = kept_region_values(kr);
-            for_each_kept_offset(kr, &kept, &kept_ext, |n, off| {
+            for_each_kept_offset(kr, &full, &kept, &kept_ext, |n, off| {
                 // SAFETY: kept regions partition the kept box, so every
                 // offset is written exactly once and is < kept_total.
                 unsafe { ptr.write(off, std::mem::MaybeUninit::new(vals[n])) }
@@ -621,16 +624,18 @@ where
     let dense = &dense;
     kept_regions.par_iter().for_each(|kr| {
         let mut vals = Vec::with_capacity(count_kept(kr, &kinds));
-        for_each_kept_offset(kr, &kept, &kept_ext, |_, off| vals.push(dense[off]));
+        for_each_kept_offset(kr, &full, &kept, &kept_ext, |_, off| vals.push(dense[off]));
         write(kr, &vals);
     });
     Ok(())
 }
 
 /// Calls `f(n, offset)` for the n-th kept point of `r` (row-major over the kept
-/// dimensions) and its offset in the dense row-major array over `kept_ext`.
+/// dimensions) and its offset in the dense row-major array over `kept_ext`
+/// (the kept extents of the box `full`, which holds `r`).
 fn for_each_kept_offset<const D: usize>(
     r: &Region<D>,
+    full: &Region<D>,
     kept: &[usize],
     kept_ext: &[usize],
     mut f: impl FnMut(usize, usize),
@@ -639,7 +644,9 @@ fn for_each_kept_offset<const D: usize>(
     let mut idx: Vec<usize> = kept.iter().map(|&d| r[d].0).collect();
     let count: usize = kept.iter().map(|&d| r[d].1 - r[d].0).product();
     for n in 0..count {
-        let off = idx.iter().zip(kept_ext).fold(0, |o, (&i, &e)| o * e + i);
+        let off = (idx.iter().zip(kept))
+            .zip(kept_ext)
+            .fold(0, |o, ((&i, &d), &e)| o * e + i - full[d].0);
         f(n, off);
         // Odometer step over the region's kept ranges.
         for a in (0..k).rev() {
@@ -836,7 +843,7 @@ mod tests {
         };
         execute::<u64, 1>(
             "t",
-            [n],
+            [(0, n)],
             kinds,
             [0],
             [3],
@@ -859,6 +866,34 @@ mod tests {
         )
         .unwrap();
         out.into_inner().unwrap()
+    }
+
+    #[test]
+    fn a_box_of_the_space_runs_alone_and_scans_inside_itself() {
+        // The box 3..9 of a PS dimension over 12 points: its prefix sums
+        // start at the box (a node's part, see `mdh::mpi`).
+        let out = std::sync::Mutex::new(vec![0u64; 12]);
+        execute::<u64, 1>(
+            "t",
+            [(3, 9)],
+            [DimKind::Ps],
+            [2],
+            [1],
+            Some(0),
+            |r, o, _| o.extend((r[0].0..r[0].1).map(|i| i as u64)),
+            |a, b| a + b,
+            |r, vals| {
+                let mut out = out.lock().unwrap();
+                for (i, v) in (r[0].0..r[0].1).zip(vals) {
+                    out[i] = *v;
+                }
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            out.into_inner().unwrap(),
+            [0, 0, 0, 3, 7, 12, 18, 25, 33, 0, 0, 0]
+        );
     }
 
     #[test]

@@ -45,6 +45,9 @@ mod parallel;
 pub mod simd;
 mod stream;
 
+#[cfg(feature = "mpi")]
+pub mod mpi;
+
 /// OpenCL devices and buffers (the `opencl` feature): what generated
 /// `NAME::opencl::{run, launch}` take.
 #[cfg(feature = "opencl")]
@@ -93,6 +96,22 @@ macro_rules! __if_opencl {
     ($($t:tt)*) => {};
 }
 
+/// Keeps its input when the facade's `mpi` feature is on (see
+/// [`__if_opencl!`]).
+#[cfg(feature = "mpi")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_mpi {
+    ($($t:tt)*) => { $($t)* };
+}
+
+#[cfg(not(feature = "mpi"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_mpi {
+    ($($t:tt)*) => {};
+}
+
 /// The reference interpreter (the `reference` feature): evaluates a kernel's
 /// high-level definition directly. It is slow and obviously correct; tests
 /// compare generated kernels with it. Its values and buffers (what generated
@@ -117,6 +136,8 @@ pub mod __rt {
     pub use crate::cpu::{cpu_name, execute, isa, nearest_plan, IntDiv, Isa, Region, SyncPtr};
     pub use crate::debug_build::note_debug_build;
     pub use crate::gpu;
+    #[cfg(feature = "mpi")]
+    pub use crate::mpi;
     pub use crate::simd::V;
     pub use crate::stream::StreamWriter;
     pub use mdh_rt::desc::{AccessDesc, AffineDesc, Bound, BufDesc, KernelDesc, SizeOp};

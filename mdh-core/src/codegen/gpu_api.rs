@@ -352,6 +352,34 @@ fn run_dyn_fn(k: &Checked) -> TokenStream {
     let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
     let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
     let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
+    let dyn_args = dyn_args(k);
+    quote! {
+        /// [`run_with`] on the reference interpreter's buffers and
+        /// values, so that generic code (tests, the tuner) can run
+        /// any kernel.
+        #[doc(hidden)]
+        pub fn run_dyn(
+            __dev: &Device,
+            __plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,
+            __inputs: &[::mdh::reference::Buffer],
+            __outputs: &mut [::mdh::reference::Buffer],
+            __params: &[::mdh::reference::Value],
+            __sizes: &[usize],
+        ) -> ::core::result::Result<(), ::mdh::Error> {
+            #dyn_args
+            run_with(__dev, __plan, #(#in_names,)* #(#out_names,)* #(#param_names,)* __sizes)
+        }
+    }
+}
+
+/// The typed arguments of a `run_dyn` (`__inputs`, `__outputs`, `__params`
+/// and `__sizes`: the reference interpreter's buffers and values) bound to
+/// the kernel's names, `__sizes` to `super::Sizes`; a mismatch returns an
+/// `Err`. Shared by the GPU and MPI modules.
+pub(crate) fn dyn_args(k: &Checked) -> TokenStream {
+    let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
+    let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
+    let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
     let name_str = k.name.to_string();
     let size_names = &k.size_params;
     let in_idx = 0..k.inputs.len();
@@ -372,32 +400,18 @@ fn run_dyn_fn(k: &Checked) -> TokenStream {
         .map(|p| format_ident!("{}", format!("{:?}", p.ty)))
         .collect();
     quote! {
-        /// [`run_with`] on the reference interpreter's buffers and
-        /// values, so that generic code (tests, the tuner) can run
-        /// any kernel.
-        #[doc(hidden)]
-        pub fn run_dyn(
-            __dev: &Device,
-            __plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,
-            __inputs: &[::mdh::reference::Buffer],
-            __outputs: &mut [::mdh::reference::Buffer],
-            __params: &[::mdh::reference::Value],
-            __sizes: &[usize],
-        ) -> ::core::result::Result<(), ::mdh::Error> {
-            let __arg = |what: &str| ::mdh::Error::Argument(::std::format!(
-                "kernel `{}`: {what} does not fit the kernel", #name_str
-            ));
-            let [#(#size_names),*] = __sizes else { return ::core::result::Result::Err(__arg("the number of sizes")) };
-            let __sizes = super::Sizes { #(#size_names: *#size_names),* };
-            #(let #in_names = __inputs.get(#in_idx).and_then(|b| b.#in_as()).ok_or_else(|| __arg("an input buffer"))?;)*
-            let [#(#out_names),*] = __outputs else { return ::core::result::Result::Err(__arg("the number of outputs")) };
-            #(let #out_names = #out_names.#out_as_mut().ok_or_else(|| __arg("an output buffer"))?;)*
-            #(let #param_names = match __params.get(#param_idx) {
-                ::core::option::Option::Some(::mdh::reference::Value::#param_variants(x)) => *x,
-                _ => return ::core::result::Result::Err(__arg("a param")),
-            };)*
-            run_with(__dev, __plan, #(#in_names,)* #(#out_names,)* #(#param_names,)* __sizes)
-        }
+        let __arg = |what: &str| ::mdh::Error::Argument(::std::format!(
+            "kernel `{}`: {what} does not fit the kernel", #name_str
+        ));
+        let [#(#size_names),*] = __sizes else { return ::core::result::Result::Err(__arg("the number of sizes")) };
+        let __sizes = super::Sizes { #(#size_names: *#size_names),* };
+        #(let #in_names = __inputs.get(#in_idx).and_then(|b| b.#in_as()).ok_or_else(|| __arg("an input buffer"))?;)*
+        let [#(#out_names),*] = __outputs else { return ::core::result::Result::Err(__arg("the number of outputs")) };
+        #(let #out_names = #out_names.#out_as_mut().ok_or_else(|| __arg("an output buffer"))?;)*
+        #(let #param_names = match __params.get(#param_idx) {
+            ::core::option::Option::Some(::mdh::reference::Value::#param_variants(x)) => *x,
+            _ => return ::core::result::Result::Err(__arg("a param")),
+        };)*
     }
 }
 

@@ -4,6 +4,7 @@ pub mod c_expr;
 pub mod cpu;
 pub mod gpu;
 pub mod gpu_api;
+pub mod mpi;
 pub mod rust_expr;
 pub mod rust_simd;
 
@@ -31,6 +32,7 @@ pub fn module(k: &Checked, entries: &Entries, config: Option<&Path>) -> TokenStr
     let cpu = cpu::cpu_fn(k, &entries.cpu);
     let opencl = gpu_api::gpu_module(k, gpu_api::Backend::OpenCl, &entries.opencl);
     let cuda = gpu_api::gpu_module(k, gpu_api::Backend::Cuda, &entries.cuda);
+    let mpi = mpi::mpi_module(k, &entries.cpu);
     // Rebuild when the config file or the variables that locate it change.
     let tracked_file = config.and_then(|p| p.to_str()).map(|p| {
         quote!(
@@ -79,6 +81,8 @@ pub fn module(k: &Checked, entries: &Entries, config: Option<&Path>) -> TokenStr
             #opencl
 
             #cuda
+
+            #mpi
         }
     }
 }

@@ -70,6 +70,12 @@ pub fn cpu_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
     }
 }
 
+/// `__cpu_in`: the `cpu` kernel over a box of the index space on a call
+/// already bound, for the node layer (see [`Gen::cpu_in`]).
+pub fn cpu_in_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
+    Gen::new(k).cpu_in(entries)
+}
+
 /// The arms of `match __plan` that call the task body of each plan
 /// compiled for instruction set `isa` (2: AVX-512, 1: AVX2, 0: baseline),
 /// its exact body where the call has the plan's sizes.
@@ -132,7 +138,7 @@ impl<'k> Gen<'k> {
     /// sizes and lengths), picks the plan, fills the context and runs the
     /// parallel driver.
     fn entry_fn(&self, entries: &[CpuEntry], exact: &[Option<Bound>]) -> TokenStream {
-        let (k, d) = (self.k, self.d);
+        let k = self.k;
         let name_str = k.name.to_string();
         let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
         let in_tys: Vec<TokenStream> = k.inputs.iter().map(|b| ty(b.ty)).collect();
@@ -141,17 +147,6 @@ impl<'k> Gen<'k> {
         let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
         let param_tys: Vec<TokenStream> = k.params.iter().map(|p| ty(p.ty)).collect();
         let ns = k.size_params.len();
-        let in_slices: Vec<Ident> = (0..k.inputs.len())
-            .map(|b| format_ident!("__in{}", b))
-            .collect();
-        let out_ptrs = out_ptrs(k);
-        let ctx_init = self.ctx_init();
-        let out_setup = self.out_setup();
-        let out_fields = (0..k.output_accesses().len()).map(|o| {
-            let (b, c) = (format_ident!("__oa{}_b", o), format_ident!("__oa{}_c", o));
-            quote!(#b, #c,)
-        });
-        let out_fields = quote!(#(#out_fields)*);
         let exact_sizes = exact.iter().map(|b| match b {
             Some(b) => {
                 let s = &b.sizes;
@@ -159,27 +154,16 @@ impl<'k> Gen<'k> {
             }
             None => quote!(::core::option::Option::None),
         });
-        let tuned = entries.iter().map(|e| {
-            let dev = &e.device;
-            match &e.sizes {
-                Some(s) => quote!((#dev, ::core::option::Option::Some(&[#(#s),*][..]))),
-                None => quote!((#dev, ::core::option::Option::None)),
-            }
-        });
-        let cors = entries.iter().map(|e| {
-            let c = &e.plan.cor;
-            quote!([#(#c),*])
-        });
-        let regs = entries.iter().map(|e| {
-            let r = &e.plan.reg;
-            quote!([#(#r),*])
-        });
+        let plan_choice = plan_choice(entries);
         let size_idx = 0..k.size_params.len();
         let n_key = k.size_params.len() + k.inputs.len() + k.outputs.len();
         let doc = format!(
             "Runs `{name_str}` on the CPU (rayon). Arguments: the inputs, the outputs (overwritten where the output view writes), the params, then the sizes. Returns an error if a slice length does not match its shape for these sizes, if a size expression overflows, or if an index function leaves its buffer."
         );
-        let execute = self.execute();
+        let run = self.run_bound(
+            entries,
+            quote!(::core::array::from_fn(|__d| (0, __bound.extents[__d]))),
+        );
         quote! {
             #[doc = #doc]
             pub fn cpu(
@@ -198,29 +182,100 @@ impl<'k> Gen<'k> {
                     [#(__sizes[#size_idx],)* #(#in_names.len(),)* #(#out_names.len(),)*],
                     || ::core::result::Result::Ok(::mdh::__rt::Binding {
                         bound: desc().bind(&__sizes, &[#(#in_names.len()),*], &[#(#out_names.len()),*])?,
-                        plan: ::mdh::__rt::nearest_plan(&[#(#tuned),*], &__sizes),
+                        plan: #plan_choice,
                     }),
                 )?;
                 let (__bound, __plan): (&::mdh::__rt::Bound, usize) = (&__call.bound, __call.plan);
                 const __EXACT: &[::core::option::Option<[usize; #ns]>] = &[#(#exact_sizes),*];
                 let __exact: bool = __EXACT[__plan] == ::core::option::Option::Some(__sizes);
-                #(let #out_ptrs = ::mdh::__rt::SyncPtr::new(#out_names);)*
-                #out_setup
-                let __ctx = __Ctx {
-                    #(#in_slices: #in_names,)*
-                    __sz: __sizes,
-                    __call_id: ::mdh::cpu::next_call(),
-                    #ctx_init
-                    #(#param_names,)*
-                    #(#out_ptrs,)*
-                    #out_fields
-                    __lifetime: ::core::marker::PhantomData,
-                };
-                const __COR: &[[usize; #d]] = &[#(#cors),*];
-                const __REG: &[[usize; #d]] = &[#(#regs),*];
-                let __ext: [usize; #d] = ::core::array::from_fn(|__d| __bound.extents[__d]);
-                #execute
+                #run
             }
+        }
+    }
+
+    /// `__cpu_in`: [`Self::entry_fn`]'s kernel over a box of the index space
+    /// on a call already bound, for the node layer (a kernel's `mpi` module,
+    /// whose `use super::*` reaches it and the task bodies).
+    fn cpu_in(&self, entries: &[CpuEntry]) -> TokenStream {
+        let (k, d) = (self.k, self.d);
+        let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
+        let in_tys: Vec<TokenStream> = k.inputs.iter().map(|b| ty(b.ty)).collect();
+        let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
+        let out_tys: Vec<TokenStream> = k.outputs.iter().map(|b| ty(b.ty)).collect();
+        let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
+        let param_tys: Vec<TokenStream> = k.params.iter().map(|p| ty(p.ty)).collect();
+        let ns = k.size_params.len();
+        let plan_choice = plan_choice(entries);
+        let run = self.run_bound(entries, quote!(__region));
+        quote! {
+            /// `cpu` over the box `__region` of the index space, for a call
+            /// bound to `__bound` (the plans of `cpu`, never an exact body:
+            /// those assume the whole space).
+            ///
+            /// # Safety
+            /// `__bound` is valid for these slices: their lengths, and every
+            /// access over `__region` inside its slice (`mdh::__rt::mpi::Job`).
+            #[doc(hidden)]
+            pub unsafe fn __cpu_in(
+                __bound: &::mdh::__rt::Bound,
+                __region: ::mdh::__rt::Region<#d>,
+                #(#in_names: &[#in_tys],)*
+                #(#out_names: &mut [#out_tys],)*
+                #(#param_names: #param_tys,)*
+                sizes: Sizes,
+            ) -> ::core::result::Result<(), ::mdh::Error> {
+                let __sizes: [usize; #ns] = sizes.values();
+                let __plan: usize = #plan_choice;
+                let __exact = false;
+                #run
+            }
+        }
+    }
+
+    /// The run of a bound call (`__bound`, `__plan`, `__exact` and
+    /// `__sizes` in scope): the context, then the parallel driver over the
+    /// box `space` of the index space.
+    fn run_bound(&self, entries: &[CpuEntry], space: TokenStream) -> TokenStream {
+        let (k, d) = (self.k, self.d);
+        let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
+        let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
+        let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
+        let in_slices: Vec<Ident> = (0..k.inputs.len())
+            .map(|b| format_ident!("__in{}", b))
+            .collect();
+        let out_ptrs = out_ptrs(k);
+        let ctx_init = self.ctx_init();
+        let out_setup = self.out_setup();
+        let out_fields = (0..k.output_accesses().len()).map(|o| {
+            let (b, c) = (format_ident!("__oa{}_b", o), format_ident!("__oa{}_c", o));
+            quote!(#b, #c,)
+        });
+        let cors = entries.iter().map(|e| {
+            let c = &e.plan.cor;
+            quote!([#(#c),*])
+        });
+        let regs = entries.iter().map(|e| {
+            let r = &e.plan.reg;
+            quote!([#(#r),*])
+        });
+        let execute = self.execute();
+        quote! {
+            #(let #out_ptrs = ::mdh::__rt::SyncPtr::new(#out_names);)*
+            #out_setup
+            let __ctx = __Ctx {
+                #(#in_slices: #in_names,)*
+                __sz: __sizes,
+                __call_id: ::mdh::cpu::next_call(),
+                #ctx_init
+                #(#param_names,)*
+                #(#out_ptrs,)*
+                #(#out_fields)*
+                __lifetime: ::core::marker::PhantomData,
+            };
+            const __COR: &[[usize; #d]] = &[#(#cors),*];
+            const __REG: &[[usize; #d]] = &[#(#regs),*];
+            let __space: ::mdh::__rt::Region<#d> = #space;
+            #execute
         }
     }
 
@@ -301,7 +356,7 @@ impl<'k> Gen<'k> {
         quote! {
             ::mdh::__rt::execute::<#a_ty, #d>(
                 #name_str,
-                __ext,
+                __space,
                 [#(#kind_toks),*],
                 __COR[__plan],
                 __REG[__plan],
@@ -315,6 +370,19 @@ impl<'k> Gen<'k> {
             )
         }
     }
+}
+
+/// The plan a call takes: the entry for this CPU and the nearest tuned
+/// sizes (`__sizes` in scope).
+pub(crate) fn plan_choice(entries: &[CpuEntry]) -> TokenStream {
+    let tuned = entries.iter().map(|e| {
+        let dev = &e.device;
+        match &e.sizes {
+            Some(s) => quote!((#dev, ::core::option::Option::Some(&[#(#s),*][..]))),
+            None => quote!((#dev, ::core::option::Option::None)),
+        }
+    });
+    quote!(::mdh::__rt::nearest_plan(&[#(#tuned),*], &__sizes))
 }
 
 /// The names of the pointers to the output buffers.

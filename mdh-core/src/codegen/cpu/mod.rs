@@ -30,7 +30,8 @@ mod store;
 mod tiles;
 mod vector_tile;
 
-pub use driver::cpu_fn;
+pub(crate) use driver::plan_choice;
+pub use driver::{cpu_fn, cpu_in_fn};
 
 /// `(base + Σ coef[d] · i_d) as usize` for the dimensions the access uses.
 fn offset(a: &Access, base: &Ident, coef: &Ident) -> TokenStream {

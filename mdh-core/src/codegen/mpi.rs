@@ -1,0 +1,195 @@
+//! The `mpi` module of a kernel (the facade's `mpi` feature): the node
+//! layer (NOD) over MPI. Each rank runs the CPU kernel (`__cpu_in`) on its
+//! box of the index space; the runtime (`mdh::__rt::mpi`) agrees on the
+//! arguments and re-composes the parts with one collective per combine
+//! operator, whose MPI operations are generated here.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+use crate::analysis::Checked;
+use crate::codegen::cpu::{cpu_in_fn, plan_choice};
+use crate::codegen::gpu_api::dyn_args;
+use crate::codegen::rust_expr::{self, ty};
+use crate::config::CpuEntry;
+use crate::spec::{BuiltinOp, DimKind, ReduceOp, ScalarType};
+
+/// The MPI operation of output access `o`: a `Combine` type for its
+/// operator and the `Op` value built from it.
+fn access_op(k: &Checked, o: usize, t: ScalarType) -> (TokenStream, TokenStream) {
+    let name = format_ident!("__Combine{}", o);
+    let tt = ty(t);
+    let (body, builtin, commutative) = match k.op(o) {
+        Some(op) => {
+            let builtin = match op {
+                ReduceOp::Builtin(b, _) if t != ScalarType::Bool => {
+                    let v = match b {
+                        BuiltinOp::Add => quote!(Sum),
+                        BuiltinOp::Mul => quote!(Product),
+                        BuiltinOp::Max => quote!(Max),
+                        BuiltinOp::Min => quote!(Min),
+                    };
+                    quote!(::core::option::Option::Some(::mdh::__rt::mpi::Builtin::#v))
+                }
+                _ => quote!(::core::option::Option::None),
+            };
+            // The operator comes from the first PW or PS dimension; a PS
+            // one only promises associativity to MPI.
+            let kinds = &k.analysis().kinds;
+            let pw = kinds.iter().find(|&&x| x != DimKind::Cc) == Some(&DimKind::Pw);
+            (
+                rust_expr::combine(op, t, &quote!(__x), &quote!(__y)),
+                builtin,
+                pw,
+            )
+        }
+        // CC only: parts are never combined.
+        None => (quote!(__y), quote!(::core::option::Option::None), true),
+    };
+    let def = quote! {
+        struct #name;
+        impl ::mdh::__rt::mpi::Combine<#tt> for #name {
+            #[inline]
+            fn combine(__x: #tt, __y: #tt) -> #tt { #body }
+        }
+    };
+    let op = quote!(::mdh::__rt::mpi::Op::new::<#name>(#builtin, #commutative));
+    (def, op)
+}
+
+/// The gated module `mpi` with `run`, `run_with`, `run_dyn`, `plan` and
+/// `plan_with`, over the CPU kernel of the plans `entries` on a box.
+pub fn mpi_module(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
+    let cpu_in = cpu_in_fn(k, entries);
+    let d = k.dims.len();
+    let in_names: Vec<_> = k.inputs.iter().map(|b| &b.name).collect();
+    let in_tys: Vec<_> = k.inputs.iter().map(|b| ty(b.ty)).collect();
+    let out_names: Vec<_> = k.outputs.iter().map(|b| &b.name).collect();
+    let out_tys: Vec<_> = k.outputs.iter().map(|b| ty(b.ty)).collect();
+    let param_names: Vec<_> = k.params.iter().map(|p| &p.name).collect();
+    let param_tys: Vec<_> = k.params.iter().map(|p| ty(p.ty)).collect();
+    let mut defs = TokenStream::new();
+    let mut ops: Vec<Vec<TokenStream>> = vec![Vec::new(); k.outputs.len()];
+    for (o, a) in k.analysis().outputs.iter().enumerate() {
+        let (def, op) = access_op(k, o, a.ty);
+        defs.extend(def);
+        ops[a.buffer].push(op);
+    }
+    let outs = out_names.iter().zip(&ops).map(
+        |(name, ops)| quote!(&mut ::mdh::__rt::mpi::Output::new(#name, ::std::vec![#(#ops),*])),
+    );
+    let args = quote! {
+        #(#in_names: &[#in_tys],)*
+        #(#out_names: &mut [#out_tys],)*
+        #(#param_names: #param_tys,)*
+        sizes: Sizes,
+    };
+    let dyn_args = dyn_args(k);
+    let ns = k.size_params.len();
+    let plan_choice = plan_choice(entries);
+    let nods = entries.iter().map(|e| {
+        let n = &e.plan.nod;
+        quote!([#(#n),*])
+    });
+    let doc = format!(
+        "The kernel `{}` on the ranks of an MPI communicator (the facade's `mpi` feature): the node layer (NOD) of the MDH abstract system model.",
+        k.name
+    );
+    quote! {
+        ::mdh::__if_mpi! {
+            #[doc = #doc]
+            pub mod mpi {
+                use super::*;
+                use ::mdh::mpi::{Communicator, Inputs, Placement, Plan};
+
+                #cpu_in
+
+                #defs
+
+                /// The `nod` of the CPU entry a call with `__sizes` takes, if
+                /// it is set for `__ranks` ranks.
+                fn __configured_nod(__ranks: usize, __sizes: [usize; #ns]) -> ::core::option::Option<&'static [usize]> {
+                    const __NOD: &[[usize; #d]] = &[#(#nods),*];
+                    ::mdh::__rt::mpi::configured_nod(&__NOD[#plan_choice], __ranks)
+                }
+
+                /// The NOD plan of a call on this rank of `__comm`: the
+                /// parts per dimension of the config entry for these sizes
+                /// and this many ranks, else the default for these sizes.
+                pub fn plan<C: Communicator>(__comm: &C, sizes: Sizes) -> ::core::result::Result<Plan, ::mdh::Error> {
+                    let __nod = __configured_nod(__comm.size() as usize, sizes.values());
+                    ::mdh::__rt::mpi::plan(__comm, desc(), __nod, &sizes.values())
+                }
+
+                /// The NOD plan with `nod` parts per md_hom dimension (their
+                /// product is the number of ranks).
+                pub fn plan_with<C: Communicator>(__comm: &C, nod: &[usize], sizes: Sizes) -> ::core::result::Result<Plan, ::mdh::Error> {
+                    ::mdh::__rt::mpi::plan(__comm, desc(), ::core::option::Option::Some(nod), &sizes.values())
+                }
+
+                /// Runs the kernel on every rank of `__comm`: the `cpu`
+                /// signature, every rank passing the whole inputs and
+                /// receiving the whole outputs. Call it on every rank with
+                /// the same sizes; an argument that does not fit on any
+                /// rank is an `Err` on every rank.
+                pub fn run<C: Communicator>(__comm: &C, #args) -> ::core::result::Result<(), ::mdh::Error> {
+                    run_with(__comm, ::core::option::Option::None, Inputs::Replicated, Placement::All, #(#in_names,)* #(#out_names,)* #(#param_names,)* sizes)
+                }
+
+                /// [`run`] with a plan (`None`: [`plan`]'s), inputs
+                /// replicated or distributed (each rank passes the parts
+                /// [`Plan::input_part`] names) and the results where
+                /// `__placement` says.
+                #[allow(clippy::too_many_arguments)]
+                pub fn run_with<C: Communicator>(
+                    __comm: &C,
+                    __plan: ::core::option::Option<&Plan>,
+                    __inputs: Inputs,
+                    __placement: Placement,
+                    #args
+                ) -> ::core::result::Result<(), ::mdh::Error> {
+                    let __job = ::mdh::__rt::mpi::Job::new(
+                        __comm,
+                        desc(),
+                        __plan.map(|__p| &__p.nod[..]).or_else(|| __configured_nod(__comm.size() as usize, sizes.values())),
+                        __inputs,
+                        __placement,
+                        &sizes.values(),
+                        &[#(#in_names.len()),*],
+                        &[#(#out_names.len()),*],
+                    )?;
+                    let __done = match __job.region::<#d>() {
+                        // SAFETY: the job checked these slices' lengths
+                        // against its bound, whose accesses over this
+                        // rank's box stay inside them.
+                        ::core::option::Option::Some(__r) => unsafe {
+                            __cpu_in(__job.bound(), __r, #(#in_names,)* #(#out_names,)* #(#param_names,)* sizes)
+                        },
+                        ::core::option::Option::None => ::core::result::Result::Ok(()),
+                    };
+                    __job.agree(__done)?;
+                    __job.recompose(&mut [#(#outs),*])
+                }
+
+                /// [`run_with`] on the reference interpreter's buffers and
+                /// values, so that generic code (tests, the tuner) can run
+                /// any kernel.
+                #[doc(hidden)]
+                #[allow(clippy::too_many_arguments)]
+                pub fn run_dyn<C: Communicator>(
+                    __comm: &C,
+                    __plan: ::core::option::Option<&Plan>,
+                    __in_mode: Inputs,
+                    __placement: Placement,
+                    __inputs: &[::mdh::reference::Buffer],
+                    __outputs: &mut [::mdh::reference::Buffer],
+                    __params: &[::mdh::reference::Value],
+                    __sizes: &[usize],
+                ) -> ::core::result::Result<(), ::mdh::Error> {
+                    #dyn_args
+                    run_with(__comm, __plan, __in_mode, __placement, #(#in_names,)* #(#out_names,)* #(#param_names,)* __sizes)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,274 @@
+//! One NOD call: its arguments checked and agreed on by every rank, the
+//! rank's box, and the collectives that re-compose the parts.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use mpi::collective::SystemOperation;
+use mpi::topology::{Color, Communicator, SimpleCommunicator};
+use mpi::traits::CommunicatorCollectives;
+
+use super::ops::{OutBuf, Points};
+use super::plan::{len, rebase, Plan};
+use super::{Inputs, Placement};
+use crate::cpu::Region;
+use mdh_rt::desc::{Bound, KernelDesc};
+use mdh_rt::DimKind;
+use mdh_rt::Error;
+
+pub(crate) static BYTES_SENT: AtomicU64 = AtomicU64::new(0);
+
+/// Counts the bytes of a send buffer of `n` elements of `T`.
+pub(crate) fn count_sent<T>(n: usize) {
+    let bytes = (n * std::mem::size_of::<T>()) as u64;
+    BYTES_SENT.fetch_add(bytes, Ordering::Relaxed);
+}
+
+/// A NOD call on this rank (what a generated `NAME::mpi::run_with` drives).
+pub struct Job<'a, C: Communicator> {
+    comm: &'a C,
+    kernel: String,
+    plan: Plan,
+    placement: Placement,
+    bound: Bound,
+}
+
+impl<'a, C: Communicator> Job<'a, C> {
+    /// Checks this rank's arguments (`sizes`, the buffers' lengths, the
+    /// parts `nod` per dimension or the default) and agrees with every rank
+    /// of `comm` that all are valid and the same: an `Err` on every rank
+    /// otherwise, before any data moves.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        comm: &'a C,
+        desc: &KernelDesc,
+        nod: Option<&[usize]>,
+        inputs: Inputs,
+        placement: Placement,
+        sizes: &[usize],
+        in_lens: &[usize],
+        out_lens: &[usize],
+    ) -> Result<Self, Error> {
+        let (ranks, rank) = (comm.size() as usize, comm.rank() as usize);
+        let local = prepare(
+            desc, nod, inputs, placement, sizes, in_lens, out_lens, ranks, rank,
+        );
+        // What every rank must pass alike.
+        let nod_hash = nod.map_or(0, |n| {
+            n.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| {
+                (h ^ x as u64).wrapping_mul(0x100_0000_01b3)
+            })
+        });
+        let mut fingerprint: Vec<u64> = sizes.iter().map(|&s| s as u64).collect();
+        fingerprint.extend([nod_hash, inputs as u64, placement as u64]);
+        let (plan, bound) = agree(comm, &desc.name, local, &fingerprint)?;
+        Ok(Job {
+            comm,
+            kernel: desc.name.to_string(),
+            plan,
+            placement,
+            bound,
+        })
+    }
+
+    /// The plan of this call on this rank.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// What this rank's kernel indexes its buffers with (accesses rebased
+    /// onto the parts of distributed buffers).
+    pub fn bound(&self) -> &Bound {
+        &self.bound
+    }
+
+    /// This rank's box of the index space, `None` if it idles.
+    pub fn region<const D: usize>(&self) -> Option<Region<D>> {
+        let r = self.plan.region()?;
+        Some(std::array::from_fn(|d| r[d]))
+    }
+
+    /// Agrees on every rank's result of its part: `Err` everywhere if any
+    /// rank failed.
+    pub fn agree(&self, done: Result<(), Error>) -> Result<(), Error> {
+        agree(self.comm, &self.kernel, done, &[])
+    }
+
+    /// Re-composes the ranks' parts of `outs` (one per output buffer, in
+    /// declaration order): PW dimensions by all-reduce, PS dimensions by an
+    /// exclusive scan and a fix-up, then the placement's gather.
+    pub fn recompose(&self, outs: &mut [&mut dyn OutBuf]) -> Result<(), Error> {
+        let world = self.comm.duplicate();
+        let plan = &self.plan;
+        let kinds = plan.kinds();
+        let dims = kinds.len();
+        let kept: Vec<usize> = (0..dims).filter(|&d| kinds[d].is_kept()).collect();
+        let region = plan.region();
+        let rank = world.rank() as usize;
+        let points = |region: &[(usize, usize)], b: usize, a: usize| Points {
+            lin: &self.bound.out_linear[b][a],
+            region: region.to_vec(),
+            dims: &kept,
+        };
+        let accesses = |b: usize| 0..self.bound.out_linear[b].len();
+
+        // PW: the ranks that share a kept part combine their partial results.
+        if (0..dims).any(|d| !kinds[d].is_kept() && plan.nod[d] > 1) {
+            let group = split(&world, plan.group(rank, &kept));
+            if let (Some(group), Some(region)) = (group, &region) {
+                for (b, out) in outs.iter_mut().enumerate() {
+                    for a in accesses(b) {
+                        out.all_reduce(&group, a, &points(region, b, a));
+                    }
+                }
+            }
+        }
+
+        // PS: along each split scanned dimension, innermost first (the
+        // nesting order of the md_hom formula), the parts left of a rank's
+        // combine onto it.
+        for &d in kept.iter().rev() {
+            if kinds[d] != DimKind::Ps || plan.nod[d] <= 1 {
+                continue;
+            }
+            let others: Vec<usize> = (0..dims).filter(|&x| x != d).collect();
+            let line = split(&world, plan.group(rank, &others));
+            if let (Some(line), Some(region)) = (line, &region) {
+                for (b, out) in outs.iter_mut().enumerate() {
+                    for a in accesses(b) {
+                        let mut totals = region.clone();
+                        totals[d] = (region[d].1 - 1, region[d].1);
+                        let inner: usize = kept
+                            .iter()
+                            .filter(|&&x| x > d)
+                            .map(|&x| region[x].1 - region[x].0)
+                            .product();
+                        let all = points(region, b, a);
+                        let last = points(&totals, b, a);
+                        out.scan(&line, a, &all, &last, inner, region[d].1 - region[d].0);
+                    }
+                }
+            }
+        }
+
+        let root = match self.placement {
+            Placement::Distributed => return Ok(()),
+            Placement::All => None,
+            Placement::Root => Some(0),
+        };
+        let regions: Vec<Option<Vec<(usize, usize)>>> = (0..plan.ranks)
+            .map(|q| plan.region_of(q).filter(|_| plan.sends_results(q)))
+            .collect();
+        for (b, out) in outs.iter_mut().enumerate() {
+            let per_rank = |r: &Option<Vec<(usize, usize)>>| -> Vec<Points> {
+                r.iter()
+                    .flat_map(|r| accesses(b).map(move |a| (r, a)))
+                    .map(|(r, a)| points(r, b, a))
+                    .collect()
+            };
+            let send = per_rank(&regions[rank]);
+            let recv: Vec<Vec<Points>> = regions.iter().map(per_rank).collect();
+            out.gather(&world, root, &send, &recv)
+                .map_err(|e| Error::Argument(format!("kernel `{}`: {e}", self.kernel)))?;
+        }
+        Ok(())
+    }
+}
+
+/// The sub-communicator of the ranks with the same `group` (`None`: this
+/// rank takes no part). Collective over `comm`.
+fn split(comm: &SimpleCommunicator, group: Option<usize>) -> Option<SimpleCommunicator> {
+    let color = match group {
+        Some(g) => Color::with_value(g as i32),
+        None => Color::undefined(),
+    };
+    comm.split_by_color(color)
+}
+
+/// `local` if every rank of `comm` has an `Ok` and the same `fingerprint`,
+/// else an `Err` on every rank: its own error, or one naming the first
+/// rank that failed.
+fn agree<C: Communicator, T>(
+    comm: &C,
+    kernel: &str,
+    local: Result<T, Error>,
+    fingerprint: &[u64],
+) -> Result<T, Error> {
+    let mut send = vec![if local.is_ok() {
+        u64::MAX
+    } else {
+        comm.rank() as u64
+    }];
+    send.extend(fingerprint);
+    send.extend(fingerprint.iter().map(|v| !v));
+    let mut recv = vec![0u64; send.len()];
+    comm.all_reduce_into(&send[..], &mut recv[..], SystemOperation::min());
+    let n = fingerprint.len();
+    let local = local?;
+    if (0..n).any(|i| recv[1 + i] != !recv[1 + n + i]) {
+        return Err(Error::Argument(format!(
+            "kernel `{kernel}`: the ranks passed different sizes, nod plans, input or result placements; pass the same on every rank"
+        )));
+    }
+    if recv[0] != u64::MAX {
+        return Err(Error::Argument(format!(
+            "kernel `{kernel}`: rank {} of {} failed (its own error says why), so no rank's results are valid",
+            recv[0],
+            comm.size()
+        )));
+    }
+    Ok(local)
+}
+
+/// This rank's plan and bound call, or why its arguments do not fit.
+#[allow(clippy::too_many_arguments)]
+fn prepare(
+    desc: &KernelDesc,
+    nod: Option<&[usize]>,
+    inputs: Inputs,
+    placement: Placement,
+    sizes: &[usize],
+    in_lens: &[usize],
+    out_lens: &[usize],
+    ranks: usize,
+    rank: usize,
+) -> Result<(Plan, Bound), Error> {
+    let full = desc.bind_sizes(sizes)?;
+    let plan = Plan::new(desc, &full, nod, ranks, rank)?;
+    let mut bound = full.clone();
+    let dims = full.extents.len();
+    let check = |buf: &str, expected: usize, actual: usize| {
+        if expected == actual {
+            Ok(())
+        } else {
+            Err(Error::BufferLength {
+                kernel: desc.name.to_string(),
+                buffer: buf.to_string(),
+                expected,
+                actual,
+            })
+        }
+    };
+    for (b, buf) in desc.inputs.iter().enumerate() {
+        let actual = in_lens.get(b).copied().unwrap_or(0);
+        if inputs == Inputs::Distributed {
+            let part = plan.input_part(b);
+            check(&buf.name, len(part), actual)?;
+            bound.in_linear[b] = rebase(&desc.name, buf, part, sizes, dims)?;
+            bound.in_shapes[b] = part.iter().map(|&(lo, hi)| hi - lo).collect();
+        } else {
+            check(&buf.name, full.in_shapes[b].iter().product(), actual)?;
+        }
+    }
+    for (b, buf) in desc.outputs.iter().enumerate() {
+        let actual = out_lens.get(b).copied().unwrap_or(0);
+        if placement == Placement::Distributed {
+            let part = plan.output_part(b);
+            check(&buf.name, len(part), actual)?;
+            bound.out_linear[b] = rebase(&desc.name, buf, part, sizes, dims)?;
+            bound.out_shapes[b] = part.iter().map(|&(lo, hi)| hi - lo).collect();
+        } else {
+            check(&buf.name, full.out_shapes[b].iter().product(), actual)?;
+        }
+    }
+    Ok((plan, bound))
+}
