@@ -62,13 +62,23 @@ export MDH_REQUIRE_NVRTC=1
 # when no OpenCL device is found.
 export MDH_REQUIRE_OPENCL=1
 
-cargo test --workspace --no-fail-fast
+# MPI (the node layer's tests) on this machine only: loopback and shared
+# memory, no ssh, more ranks than cores, and as root too.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,vader \
+    OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_plm=isolated
+# Every workspace run below with the same features, so that the example
+# kernels (the longest build) compile once: `mpi` adds their node layer
+# (tests/mpi_families.rs, one rank here; `mdh-bench --mpi`).
+features=(--features mdh-example-kernels/mpi,mdh-bench/mpi)
+
+cargo test --workspace "${features[@]}" --no-fail-fast
 # The example binaries (each holds its own kernel; `cargo test` skips them).
 cargo check -p mdh-examples --bins
 # The AVX2 and baseline task bodies of every example family (this machine
 # may run AVX-512 ones otherwise; MDH_ISA caps the instruction set).
 for isa in avx2 baseline; do
-  MDH_ISA=$isa cargo test --workspace --test plans --test properties --no-fail-fast
+  MDH_ISA=$isa cargo test --workspace "${features[@]}" --test plans --test properties --no-fail-fast
 done
 # The CUDA runtime (NVRTC, CPU execution of CUDA C, no-GPU errors; on a GPU
 # machine also the device runs).
@@ -78,13 +88,15 @@ cargo test -p mdh-gpu --features cuda --no-fail-fast
 cargo test -p mdh-gpu --features opencl --no-fail-fast
 
 # The node layer (NOD) over MPI: every example family under 1 to 4 ranks on
-# this machine (oversubscribed, loopback and shared memory only; as root
-# too). mpirun fails when any rank exits with a failure.
-cargo test -p mdh --features mpi --lib mpi --no-fail-fast
-cargo build -p mdh-examples --features mpi --bin mpi_families
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,vader \
-    OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_plm=isolated
+# this machine (the test binary the workspace run built; mpirun fails when
+# any rank exits with a failure).
+mpi_families=$(cargo test --workspace "${features[@]}" --test mpi_families --no-run \
+    --message-format=json | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "mpi_families" and m.get("executable"):
+        print(m["executable"])')
 for np in 1 2 3 4; do
-  mpirun -np $np target/debug/mpi_families 3 $((23 + np))
+  mpirun -np $np "$mpi_families" 3 $((23 + np))
 done

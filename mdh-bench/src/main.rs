@@ -5,6 +5,7 @@
 //!
 //! ```text
 //! cargo run --release -p mdh-bench -- [--quick] [--csv FILE] [--png FILE] [--case SUBSTRING[,SUBSTRING...]]
+//! cargo run --release -p mdh-bench --features mpi -- --mpi [--quick]   # the node layer, see `mpi`
 //! ```
 //!
 //! For each case every implementation is warmed up and then timed; the
@@ -27,6 +28,8 @@ mod cuda;
 mod dnnl;
 mod harness;
 mod kernels;
+#[cfg(feature = "mpi")]
+mod mpi;
 mod opencl;
 
 use std::fmt::Write as _;
@@ -39,13 +42,15 @@ use harness::Plan;
 
 struct Args {
     quick: bool,
+    /// The node layer over MPI instead of the single-machine cases.
+    mpi: bool,
     csv: PathBuf,
     png: PathBuf,
     case: Option<String>,
 }
 
 const USAGE: &str =
-    "usage: mdh-bench [--quick] [--csv FILE] [--png FILE] [--case SUBSTRING[,SUBSTRING...]]";
+    "usage: mdh-bench [--quick] [--csv FILE] [--png FILE] [--case SUBSTRING[,SUBSTRING...]]\n       mdh-bench --mpi [--quick]   (built with --features mpi)";
 
 fn parse_args() -> Result<Args, String> {
     // Default: <workspace>/target/mdh-bench/.
@@ -56,6 +61,7 @@ fn parse_args() -> Result<Args, String> {
         .join("target/mdh-bench");
     let mut args = Args {
         quick: false,
+        mpi: false,
         csv: out_dir.join("results.csv"),
         png: out_dir.join("speedups.png"),
         case: None,
@@ -68,6 +74,7 @@ fn parse_args() -> Result<Args, String> {
         };
         match a.as_str() {
             "--quick" => args.quick = true,
+            "--mpi" => args.mpi = true,
             "--csv" => args.csv = value("--csv")?.into(),
             "--png" => args.png = value("--png")?.into(),
             "--case" => args.case = Some(value("--case")?),
@@ -122,6 +129,15 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.mpi {
+        #[cfg(feature = "mpi")]
+        return mpi::run(args.quick);
+        #[cfg(not(feature = "mpi"))]
+        {
+            eprintln!("mdh-bench --mpi: this build has no MPI; build it with `--features mpi` (needs an MPI library, e.g. Debian's libopenmpi-dev, and libclang)");
+            return ExitCode::from(2);
+        }
+    }
     let plan = if args.quick {
         Plan {
             budget: Duration::from_millis(1000),

@@ -2,6 +2,7 @@
 //! without the compiler (no syn, quote or serde): the run-time [`Error`], the
 //! kernel description and its binding to one call's sizes ([`desc`]), GPU
 //! plans and the names of the GPU source template ([`gpu_plan`], [`names`]),
+//! the NOD layer's parts ([`nod`]),
 //! element types ([`types`]), and values and host buffers ([`value`]).
 //!
 //! `mdh-core` (the compiler) re-exports all of it under its old paths.
@@ -10,6 +11,7 @@ pub mod desc;
 pub mod error;
 pub mod gpu_plan;
 pub mod names;
+pub mod nod;
 pub mod types;
 pub mod value;
 

@@ -19,7 +19,7 @@ use crate::{bound, reference, scratch, source};
 /// The CPU plan that the config in `out_dir` dispatches to at `sizes` on
 /// this CPU, if an entry of it does (`None`: the default plan runs, as
 /// when no entry is for `*` or this CPU).
-fn configured_cpu_plan(
+pub(crate) fn configured_cpu_plan(
     k: &Checked,
     out_dir: &Path,
     sizes: &[usize],
@@ -107,12 +107,12 @@ pub fn tune(
         "building the scratch crate's dependencies in {} (once; not counted in the budget)",
         ws.target_dir.join("mdh-tune").display()
     );
-    scratch.build(&[])?;
+    scratch.build(&scratch::Batch::Plans(&[]))?;
 
     t.search(default, configured, opts.batch, |t, batch| {
         let began = Instant::now();
         let plans: Vec<CpuPlan> = batch.iter().map(|p| p.plan.clone()).collect();
-        match scratch.build(&plans) {
+        match scratch.build(&scratch::Batch::Plans(&plans)) {
             Err(e) => {
                 if batch[0].technique.is_none() {
                     return Err(e);
@@ -130,7 +130,7 @@ pub fn tune(
                 // not repeated.
                 let slow = t.best.as_ref().map_or(f64::INFINITY, |b| 3.0 * b.1);
                 let mut measured = vec![false; batch.len()];
-                scratch.run(&binary, slow, &reference, |m| {
+                scratch.run(&binary, None, slow, &reference, |m| {
                     let i: usize = m.kernel.trim_start_matches('c').parse().map_err(|_| {
                         format!("the harness reported an unknown kernel `{}`", m.kernel)
                     })?;

@@ -6,6 +6,7 @@
 //! mdh-tune --manifest-path CRATE/Cargo.toml --kernel NAME --backend cpu|opencl|cuda \
 //!          --size I=1024,K=4096 [--device NAME_OR_INDEX] [--budget 5m | --evaluations N] \
 //!          [--out configs/] [--resume]
+//! mdh-tune ... --backend cpu --ranks N    # the node layer (`nod`) under mpirun
 //! ```
 //!
 //! The search space is the paper's Table 1 parameters of the backend's ASM
@@ -25,6 +26,7 @@ mod cpu;
 mod gpu;
 mod gpu_space;
 mod log;
+mod nod;
 mod plot;
 mod reference;
 mod scratch;
@@ -97,6 +99,11 @@ struct Args {
     /// backend, this device (or `*`) and exactly these sizes.
     #[arg(long)]
     skip_tuned: bool,
+    /// Tune the node layer (`nod`, the `mpi` feature) for this many MPI
+    /// ranks instead of the CPU plan: every split is run under `mpirun -np
+    /// RANKS` (which must be on PATH) with the CPU plan that runs today.
+    #[arg(long)]
+    ranks: Option<usize>,
 }
 
 fn main() -> ExitCode {
@@ -202,13 +209,17 @@ fn run(args: Args) -> Result<(), String> {
         };
         Ok(target.join("mdh-tune").join(k.name.to_string()))
     };
-    match args.backend {
-        Backend::Cpu => cpu::tune(&opts, &manifest, &found, &mut target),
-        Backend::Opencl => {
+    match (args.backend, args.ranks) {
+        (Backend::Cpu, Some(ranks)) => nod::tune(&manifest, &found, &mut target, ranks),
+        (Backend::Cpu, None) => cpu::tune(&opts, &manifest, &found, &mut target),
+        (_, Some(_)) => {
+            Err("--ranks tunes the node layer of CPU kernels; use it with --backend cpu".into())
+        }
+        (Backend::Opencl, None) => {
             let dev = gpu::open_opencl(args.device.as_deref())?;
             gpu::tune(&opts, &found, &mut target, &dev, &work()?)
         }
-        Backend::Cuda => {
+        (Backend::Cuda, None) => {
             let dev = gpu::open_cuda(args.device.as_deref())?;
             gpu::tune(&opts, &found, &mut target, &dev, &work()?)
         }

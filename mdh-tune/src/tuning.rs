@@ -472,7 +472,7 @@ fn already_running<P>(
 
 /// Merges `entry` into the config file at `path` (created if missing),
 /// keeping its other entries and comments.
-fn write_entry(target: &Target, path: &Path, entry: &str) -> Result<(), String> {
+pub(crate) fn write_entry(target: &Target, path: &Path, entry: &str) -> Result<(), String> {
     let old = match std::fs::read_to_string(path) {
         Ok(s) => Some(s),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -625,7 +625,7 @@ pub fn skip_tuned(opts: &Options, target: &Target) -> Result<bool, String> {
 }
 
 /// Today's date (UTC) as `YYYY-MM-DD`.
-fn utc_date() -> String {
+pub(crate) fn utc_date() -> String {
     let days = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() / 86_400) as i64;

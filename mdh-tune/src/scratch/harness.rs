@@ -78,7 +78,7 @@ fn arg(name: &str) -> Option<String> {
         .and_then(|i| args.get(i + 1).cloned())
 }
 
-fn fail(msg: String) -> ! {
+pub fn fail(msg: String) -> ! {
     eprintln!("mdh-tune harness: {msg}");
     std::process::exit(2)
 }
@@ -221,4 +221,82 @@ pub fn measure(
             times.len()
         ),
     );
+}
+
+/// [`setup`] on every rank of `comm`: rank 0 first (it computes and saves
+/// the reference outputs if no earlier batch did), then the others (they
+/// read them), so that no two ranks write the file.
+#[cfg(feature = "mpi")]
+pub fn setup_ranks<C: mdh::mpi::Communicator>(comm: &C, setup: impl Fn() -> Case) -> Case {
+    use mdh::mpi::CommunicatorCollectives as _;
+    let first = (comm.rank() == 0).then(&setup);
+    comm.barrier();
+    first.unwrap_or_else(setup)
+}
+
+/// Checks and times one NOD candidate on every rank of `comm` (every rank
+/// calls it: the runs are collective). A fixed number of runs, each timed
+/// by its slowest rank; rank 0 reports the median and the bytes the
+/// busiest rank sent per call.
+#[cfg(feature = "mpi")]
+pub fn measure_ranks<C: mdh::mpi::Communicator>(
+    case: &Case,
+    name: &str,
+    comm: &C,
+    mut run: impl FnMut(&mut [Buffer]) -> Result<(), mdh::Error>,
+) {
+    use mdh::mpi::CommunicatorCollectives as _;
+    let root = comm.rank() == 0;
+    let mut outs = case.init.clone();
+    let t = Instant::now();
+    // The ranks agree on a call's verdict: all see `Ok` or all an `Err`.
+    if let Err(e) = run(&mut outs) {
+        if root {
+            report(
+                name,
+                &format!(
+                    "\"status\": \"failed\", \"error\": {}",
+                    yaml_string(&e.to_string())
+                ),
+            );
+        }
+        return;
+    }
+    let first = mdh::mpi::slowest(comm, t.elapsed().as_secs_f64());
+    // Every rank holds all results (`Placement::All`): any mismatch fails
+    // the candidate on every rank.
+    let mismatch = check::mismatch(&outs, &case.want, case.rtol);
+    if mdh::mpi::slowest(comm, if mismatch.is_some() { 1.0 } else { 0.0 }) > 0.0 {
+        if root {
+            let m = mismatch.unwrap_or_else(|| "another rank's results differ".into());
+            report(
+                name,
+                &format!("\"status\": \"wrong\", \"error\": {}", yaml_string(&m)),
+            );
+        }
+        return;
+    }
+    let runs = if first > case.slow_s { 1 } else { 5 };
+    let sent = mdh::mpi::bytes_sent();
+    let mut times: Vec<f64> = (0..runs)
+        .map(|_| {
+            comm.barrier();
+            let t = Instant::now();
+            let _ = run(&mut outs);
+            mdh::mpi::slowest(comm, t.elapsed().as_secs_f64())
+        })
+        .collect();
+    let bytes = (mdh::mpi::bytes_sent() - sent) as f64 / runs as f64;
+    let busiest = mdh::mpi::slowest(comm, bytes);
+    times.sort_by(f64::total_cmp);
+    if root {
+        report(
+            name,
+            &format!(
+                "\"status\": \"ok\", \"time_s\": {:e}, \"runs\": {runs}, \"bytes_sent\": {}",
+                times[times.len() / 2],
+                busiest as u64
+            ),
+        );
+    }
 }

@@ -2,7 +2,9 @@
 //! into the kernel (constant trip counts), so each batch of candidates is
 //! one build: a renamed copy of the kernel per candidate (`c0`, `c1`, …),
 //! each with its own `configs/cN.yaml`, and a `main` that checks and times
-//! them all in one process (see `harness.rs`).
+//! them all in one process (see `harness.rs`). A NOD batch (`--ranks`) is
+//! one copy of the kernel with the CPU plan that runs today, run under
+//! `mpirun` once per candidate `nod` (the `mpi` feature of the crate).
 //!
 //! The crate lives in `<target dir>/mdh-tune/<kernel>/` and builds into
 //! `<target dir>/mdh-tune/target`, shared by all kernels: the dependencies
@@ -113,6 +115,21 @@ pub struct Measured {
     pub time_s: Option<f64>,
     #[serde(default)]
     pub error: Option<String>,
+    /// NOD runs: the bytes the busiest rank sent in one call.
+    #[serde(default)]
+    pub bytes_sent: Option<u64>,
+}
+
+/// What one build of the scratch crate measures.
+pub enum Batch<'a> {
+    /// Candidate `cN` runs `plans[N]` on this machine.
+    Plans(&'a [CpuPlan]),
+    /// The kernel with `plan`, candidate `nN` on the ranks of MPI's world
+    /// with `nods[N]` parts per dimension (run under `mpirun`).
+    Nods {
+        plan: &'a CpuPlan,
+        nods: &'a [Vec<usize>],
+    },
 }
 
 pub struct Scratch {
@@ -158,7 +175,7 @@ impl Scratch {
         std::fs::create_dir_all(dir.join("src")).map_err(io)?;
         std::fs::create_dir_all(dir.join("configs")).map_err(io)?;
         let manifest = format!(
-            "# Written by mdh-tune: one build per batch of candidates.\n[package]\nname = \"{package}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\n{}\n[workspace]\n\n[profile.release]\ndebug = false\n",
+            "# Written by mdh-tune: one build per batch of candidates.\n[package]\nname = \"{package}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[features]\n# NOD batches (`mdh-tune --ranks`): the node layer over MPI.\nmpi = [\"mdh/mpi\"]\n\n[dependencies]\n{}\n[workspace]\n\n[profile.release]\ndebug = false\n",
             ws.deps
         );
         std::fs::write(dir.join("Cargo.toml"), manifest).map_err(io)?;
@@ -192,8 +209,8 @@ impl Scratch {
         &self.dir
     }
 
-    /// Writes the crate for `plans` (candidate `cN` runs `plans[N]`).
-    fn write(&self, plans: &[CpuPlan]) -> Result<(), String> {
+    /// Writes the crate for `batch`.
+    fn write(&self, batch: &Batch) -> Result<(), String> {
         let k = &self.kernel;
         let io = |e: std::io::Error| {
             format!(
@@ -210,8 +227,13 @@ impl Scratch {
         let (lits, values): (Vec<_>, Vec<_>) = k.params.iter().map(|p| param_value(p.ty)).unzip();
         let sizes = &self.sizes;
         let size_names = &k.size_params;
-        // Kernel `m`'s CPU run on the inputs `ins` and the outputs `__outs`.
-        let call = |m: &proc_macro2::Ident, ins: TokenStream| {
+        // A run of kernel `m` by `entry` (its `cpu`, or its `mpi::run_with`
+        // after the arguments `lead`) on the inputs `ins` and the outputs
+        // `__outs`.
+        let call = |m: &proc_macro2::Ident,
+                    entry: TokenStream,
+                    lead: TokenStream,
+                    ins: TokenStream| {
             let ins = k.inputs.iter().enumerate().map(|(b, d)| {
                 let f = format_ident!("as_{}", d.ty.name());
                 quote!(#ins[#b].#f().unwrap())
@@ -222,57 +244,101 @@ impl Scratch {
             });
             quote! {
                 let mut __o = __outs.iter_mut();
-                #m::cpu(#(#ins,)* #(#outs,)* #(#lits,)* #m::Sizes { #(#size_names: #sizes),* })
+                #m::#entry(#lead #(#ins,)* #(#outs,)* #(#lits,)* #m::Sizes { #(#size_names: #sizes),* })
             }
         };
-        for (i, plan) in plans.iter().enumerate() {
-            let name = format!("c{i}");
+        // Copy `name` of the kernel, compiled with `plan` only.
+        let mut copy = |name: &str, plan: &CpuPlan| -> Result<proc_macro2::Ident, String> {
             let path = configs.join(format!("{name}.yaml"));
-            let renamed = mdh_core::compile(crate::source::renamed(&self.tokens, &name))
+            let renamed = mdh_core::compile(crate::source::renamed(&self.tokens, name))
                 .map_err(|e| format!("the renamed kernel does not compile: {e}"))?;
             // For any device and sizes: the only plan compiled in.
             let entry = cpu_entry_yaml(&renamed, "*", None, plan, &[]);
             let text =
                 merge_entry(&renamed, &path, None, "cpu", "*", sizes, &entry).map_err(|e| e.0)?;
             std::fs::write(&path, text).map_err(io)?;
-            let toks = crate::source::renamed(&self.tokens, &name);
-            let m = format_ident!("{}", name);
+            let toks = crate::source::renamed(&self.tokens, name);
             kernels.extend(quote!(mdh::mdh! { #toks }));
-            let run = call(&m, quote!(case.inputs));
-            calls.extend(quote! {
-                harness::measure(&case, #name, |__outs: &mut [mdh::reference::Buffer]| { #run });
-            });
+            Ok(format_ident!("{}", name))
+        };
+        let mpi = matches!(batch, Batch::Nods { .. });
+        match batch {
+            Batch::Plans(plans) => {
+                for (i, plan) in plans.iter().enumerate() {
+                    let name = format!("c{i}");
+                    let run = call(
+                        &copy(&name, plan)?,
+                        quote!(cpu),
+                        quote!(),
+                        quote!(case.inputs),
+                    );
+                    calls.extend(quote! {
+                        harness::measure(&case, #name, |__outs: &mut [mdh::reference::Buffer]| { #run });
+                    });
+                }
+            }
+            Batch::Nods { plan, nods } => {
+                let m = copy("c0", plan)?;
+                let lead = quote! {
+                    &__world, Some(&__plan), mdh::mpi::Inputs::Replicated, mdh::mpi::Placement::All,
+                };
+                let run = call(&m, quote!(mpi::run_with), lead, quote!(case.inputs));
+                for (i, nod) in nods.iter().enumerate() {
+                    let name = format!("n{i}");
+                    calls.extend(quote! {
+                        let __plan = #m::mpi::plan_with(&__world, &[#(#nod),*], #m::Sizes { #(#size_names: #sizes),* })
+                            .unwrap_or_else(|e| harness::fail(format!("nod {:?}: {e}", [#(#nod),*])));
+                        harness::measure_ranks(&case, #name, &__world, |__outs: &mut [mdh::reference::Buffer]| { #run });
+                    });
+                }
+            }
         }
         // The reference: the interpreter's, or the default plan's (`cref`
         // has no config, so the macro compiles the default plan).
         let by_default = if self.by_default {
             let toks = crate::source::renamed(&self.tokens, "cref");
             kernels.extend(quote!(mdh::mdh! { #toks }));
-            let run = call(&format_ident!("cref"), quote!(__ins));
+            let run = call(&format_ident!("cref"), quote!(cpu), quote!(), quote!(__ins));
             quote!(::core::option::Option::Some(|__ins: &[mdh::reference::Buffer], __outs: &mut [mdh::reference::Buffer]| { #run }))
         } else {
             quote!(::core::option::Option::None)
         };
         let spec = &k.source;
+        let setup = quote!(harness::setup(#spec, &[#(#sizes),*], &[#(#values),*], #by_default));
+        let body = if mpi {
+            quote! {
+                let __universe = mdh::mpi::initialize().unwrap_or_else(|| harness::fail("MPI is already initialized".into()));
+                let __world = __universe.world();
+                let case = harness::setup_ranks(&__world, || #setup);
+                #calls
+            }
+        } else {
+            quote! {
+                let case = #setup;
+                #calls
+            }
+        };
         let main = quote! {
             //! Written by mdh-tune for one batch of candidates; overwritten.
             mod check;
             mod harness;
             #kernels
             fn main() {
-                let case = harness::setup(#spec, &[#(#sizes),*], &[#(#values),*], #by_default);
-                #calls
+                #body
             }
         };
         std::fs::write(self.dir.join("src/main.rs"), main.to_string()).map_err(io)
     }
 
-    /// Builds the crate for `plans` (release, the configs of this crate
-    /// only). Returns the binary.
-    pub fn build(&self, plans: &[CpuPlan]) -> Result<PathBuf, String> {
-        self.write(plans)?;
+    /// Builds the crate for `batch` (release, the configs of this crate
+    /// only; NOD batches with the `mpi` feature). Returns the binary.
+    pub fn build(&self, batch: &Batch) -> Result<PathBuf, String> {
+        self.write(batch)?;
+        let mpi = matches!(batch, Batch::Nods { .. }).then_some(["--features", "mpi"]);
         let out = Command::new(cargo())
-            .args(["build", "--release", "--quiet", "--manifest-path"])
+            .args(["build", "--release", "--quiet"])
+            .args(mpi.iter().flatten())
+            .arg("--manifest-path")
             .arg(self.dir.join("Cargo.toml"))
             .env("CARGO_TARGET_DIR", &self.target_dir)
             .env(mdh_core::config::DIR_ENV_VAR, self.dir.join("configs"))
@@ -291,17 +357,27 @@ impl Scratch {
         Ok(self.target_dir.join("release").join(&self.package))
     }
 
-    /// Runs a built batch; calls `each` with every result as it arrives.
-    /// `slow_s`: a candidate slower than this in its checked run is timed
-    /// once. The reference outputs are cached in `reference`.
+    /// Runs a built batch (a NOD batch under `mpirun -np ranks`); calls
+    /// `each` with every result as it arrives. `slow_s`: a candidate slower
+    /// than this in its checked run is timed once. The reference outputs
+    /// are cached in `reference`.
     pub fn run(
         &self,
         binary: &Path,
+        ranks: Option<usize>,
         slow_s: f64,
         reference: &Path,
         mut each: impl FnMut(Measured) -> Result<(), String>,
     ) -> Result<(), String> {
-        let mut child = Command::new(binary)
+        let mut cmd = match ranks {
+            Some(n) => {
+                let mut c = Command::new("mpirun");
+                c.arg("-np").arg(n.to_string()).arg(binary);
+                c
+            }
+            None => Command::new(binary),
+        };
+        let mut child = cmd
             .arg("--slow")
             .arg(slow_s.to_string())
             .arg("--reference")
@@ -309,7 +385,10 @@ impl Scratch {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("cannot run {}: {e}", binary.display()))?;
+            .map_err(|e| match ranks {
+                Some(_) => format!("cannot run mpirun: {e}; install MPI (e.g. Debian's openmpi-bin) and put mpirun on PATH"),
+                None => format!("cannot run {}: {e}", binary.display()),
+            })?;
         let stdout = child.stdout.take().expect("piped");
         for line in std::io::BufReader::new(stdout).lines() {
             let line = line.map_err(|e| format!("reading the measurements: {e}"))?;
@@ -355,7 +434,7 @@ mod tests {
         other.reg = vec![4];
         other.l1 = vec![64];
         let plans = [CpuPlan::default_for(&k), other];
-        s.write(&plans).unwrap();
+        s.write(&Batch::Plans(&plans)).unwrap();
         let main = std::fs::read_to_string(s.dir().join("src/main.rs")).unwrap();
         syn::parse_file(&main).unwrap();
         assert!(
@@ -375,7 +454,7 @@ mod tests {
             assert_eq!(&e[0].plan, plan);
         }
         // A smaller batch leaves no stale configs behind.
-        s.write(&plans[..1]).unwrap();
+        s.write(&Batch::Plans(&plans[..1])).unwrap();
         assert!(!s.dir().join("configs/c1.yaml").exists());
         std::fs::remove_dir_all(&tmp).unwrap();
     }

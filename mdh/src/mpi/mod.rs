@@ -37,8 +37,9 @@ pub use plan::Plan;
 #[doc(hidden)]
 pub use {
     job::Job,
+    mdh_rt::nod::configured_nod,
     ops::{Builtin, Combine, Op, OutBuf, Output},
-    plan::{configured_nod, plan},
+    plan::plan,
 };
 
 /// Initializes MPI (once per process) and returns its universe, whose

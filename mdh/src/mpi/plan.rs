@@ -2,6 +2,7 @@
 //! which part of each buffer it reads or holds.
 
 use mdh_rt::desc::{affine_offset, AccessDesc, Bound, BufDesc, KernelDesc, Linear};
+use mdh_rt::nod::default_nod;
 use mdh_rt::DimKind;
 use mdh_rt::Error;
 
@@ -29,30 +30,6 @@ fn chunks(extent: usize, parts: usize) -> Ranges {
     (0..parts)
         .map(|j| (extent * j / parts, extent * (j + 1) / parts))
         .collect()
-}
-
-/// The default parts per dimension for `ranks`: kept dimensions first, then
-/// reductions (as the CPU's COR layer splits), each the largest divisor of
-/// the ranks still to place that its extent can feed; ranks no dimension
-/// can feed go to the first one (and idle).
-pub fn default_nod(extents: &[usize], kinds: &[DimKind], ranks: usize) -> Vec<usize> {
-    let mut nod = vec![1; extents.len()];
-    let order = (0..extents.len())
-        .filter(|&d| kinds[d].is_kept())
-        .chain((0..extents.len()).filter(|&d| !kinds[d].is_kept()));
-    let mut left = ranks.max(1);
-    for d in order {
-        let f = (1..=left.min(extents[d].max(1)))
-            .rev()
-            .find(|f| left % f == 0)
-            .unwrap_or(1);
-        nod[d] = f;
-        left /= f;
-    }
-    if let Some(first) = nod.first_mut() {
-        *first *= left;
-    }
-    nod
 }
 
 impl Plan {
@@ -153,11 +130,6 @@ impl Plan {
     pub(crate) fn kinds(&self) -> &[DimKind] {
         &self.kinds
     }
-}
-
-/// A config entry's `nod` (all 0: unset) if its parts fit `ranks`.
-pub fn configured_nod(nod: &'static [usize], ranks: usize) -> Option<&'static [usize]> {
-    (nod.iter().all(|&p| p > 0) && nod.iter().product::<usize>() == ranks).then_some(nod)
 }
 
 /// The NOD plan of a call with `sizes` on this rank of `comm`: `nod` parts
@@ -264,24 +236,6 @@ pub(crate) fn rebase(
 mod tests {
     use super::*;
     use DimKind::*;
-
-    #[test]
-    fn default_parts_split_kept_dimensions_first_and_multiply_to_the_ranks() {
-        assert_eq!(default_nod(&[100, 100], &[Cc, Pw], 4), vec![4, 1]);
-        assert_eq!(default_nod(&[3, 100], &[Cc, Pw], 4), vec![2, 2]);
-        assert_eq!(default_nod(&[100, 3], &[Pw, Cc], 6), vec![2, 3]);
-        assert_eq!(default_nod(&[1, 1], &[Cc, Pw], 3), vec![3, 1]);
-        assert_eq!(default_nod(&[0], &[Pw], 2), vec![2]);
-    }
-
-    #[test]
-    fn a_configured_nod_is_taken_only_for_its_number_of_ranks() {
-        static NOD: [usize; 2] = [2, 3];
-        static UNSET: [usize; 2] = [0, 0];
-        assert_eq!(configured_nod(&NOD, 6), Some(&NOD[..]));
-        assert_eq!(configured_nod(&NOD, 4), None);
-        assert_eq!(configured_nod(&UNSET, 1), None);
-    }
 
     #[test]
     fn chunks_cover_the_extent_with_non_empty_ranges() {

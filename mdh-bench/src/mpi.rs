@@ -1,17 +1,24 @@
-//! Times matmul 2048³ and jacobi3d 512³ on the node layer (NOD): run it
-//! under `mpirun -np N`. Per case and data contract (replicated inputs with
-//! results on every rank, and distributed inputs with distributed results):
-//! the slowest rank's median time and the bytes each rank sent in the
-//! collectives. `mpi_bench [SCALE]` divides the sizes by SCALE (a quick run).
+//! `mdh-bench --mpi`: the node layer (NOD) over MPI. Runs matmul 2048³ and
+//! jacobi3d 512³ (`--quick`: a quarter of each extent) under `mpirun -np 1`
+//! and `-np 2`, with replicated inputs and results on every rank, and with
+//! distributed inputs and results. Per case: the slowest rank's median time
+//! and the bytes each rank sent in the collectives. Needs the `mpi` feature
+//! (`cargo run --release -p mdh-bench --features mpi -- --mpi`) and
+//! `mpirun` on PATH (as root, and with more ranks than cores, set
+//! `OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+//! OMPI_MCA_rmaps_base_oversubscribe=1`).
 
+use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 use mdh::__rt::mpi::plan;
 use mdh::__rt::KernelDesc;
 use mdh::mpi::{Communicator, CommunicatorCollectives, Inputs, Placement, SimpleCommunicator};
 use mdh::reference::Buffer;
-include!("../../kernels/src/matmul.rs");
-include!("../../kernels/src/jacobi3d.rs");
+use mdh_example_kernels::{jacobi3d, matmul};
+
+/// Set in the processes `run` starts under `mpirun`.
+const ON_RANKS: &str = "MDH_BENCH_ON_RANKS";
 
 type RunDyn = fn(
     &SimpleCommunicator,
@@ -24,13 +31,49 @@ type RunDyn = fn(
     &[usize],
 ) -> Result<(), mdh::Error>;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// `--mpi`: this program again under `mpirun -np 1` and `-np 2`, or, in
+/// those processes, the cases.
+pub fn run(quick: bool) -> ExitCode {
+    if std::env::var_os(ON_RANKS).is_some() {
+        return match on_ranks(quick) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("mdh-bench --mpi: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let Ok(me) = std::env::current_exe() else {
+        eprintln!("mdh-bench --mpi: cannot find this program's path to start it under mpirun");
+        return ExitCode::FAILURE;
+    };
+    for ranks in [1, 2] {
+        println!("== mpirun -np {ranks}");
+        let mut cmd = Command::new("mpirun");
+        cmd.args(["-np", &ranks.to_string()]).arg(&me).arg("--mpi");
+        if quick {
+            cmd.arg("--quick");
+        }
+        match cmd.env(ON_RANKS, "1").status() {
+            Ok(s) if s.success() => {}
+            Ok(s) => {
+                eprintln!("mdh-bench --mpi: mpirun -np {ranks} failed ({s})");
+                return ExitCode::FAILURE;
+            }
+            Err(e) => {
+                eprintln!("mdh-bench --mpi: cannot run mpirun: {e}; install MPI (e.g. Debian's openmpi-bin) and put mpirun on PATH");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// The cases on this rank of MPI's world (every rank runs this).
+fn on_ranks(quick: bool) -> Result<(), Box<dyn std::error::Error>> {
     let universe = mdh::mpi::initialize().ok_or("MPI is already initialized")?;
     let world = universe.world();
-    let scale: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(1);
+    let scale = if quick { 4 } else { 1 };
     let (n, m) = (2048 / scale, 512 / scale);
     let cases: [(&str, &KernelDesc, RunDyn, Vec<usize>, f64); 2] = [
         (
@@ -101,14 +144,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             times.sort_by(f64::total_cmp);
             let t = times[times.len() / 2];
+            // Each rank's bytes; the time is the slowest rank's.
             println!(
-                "{name} {sizes:?} ranks {} nod {:?} {inputs:?}/{placement:?}: rank {} {:.1} ms, {:.1} GFLOP/s, sent {} bytes",
+                "{name} {sizes:?} ranks {} nod {:?} {inputs:?}/{placement:?}: {:.1} ms, {:.1} GFLOP/s, rank {} sent {:.1} MiB",
                 world.size(),
                 plan.nod,
-                world.rank(),
                 t * 1e3,
                 flops / t / 1e9,
-                sent
+                world.rank(),
+                sent as f64 / (1u64 << 20) as f64
             );
         }
     }
