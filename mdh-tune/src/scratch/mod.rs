@@ -66,7 +66,8 @@ impl Workspace {
         }
         let m: Metadata = serde_json::from_slice(&out.stdout)
             .map_err(|e| format!("cannot read `cargo metadata`'s answer: {e}"))?;
-        let dep = |name: &str| -> Result<String, String> {
+        // `features`: a TOML list to enable, or "".
+        let dep = |name: &str, features: &str| -> Result<String, String> {
             let p = m.packages.iter().find(|p| p.name == name).ok_or_else(|| {
                 format!(
                     "{} does not depend on `{name}`; the crate to tune must use mdh",
@@ -76,7 +77,7 @@ impl Workspace {
             Ok(match &p.source {
                 // A path dependency: the same sources.
                 None => format!(
-                    "{name} = {{ path = {} }}\n",
+                    "{name} = {{ path = {}{features} }}\n",
                     toml_string(
                         &p.manifest_path
                             .parent()
@@ -85,12 +86,13 @@ impl Workspace {
                             .to_string()
                     )
                 ),
-                Some(_) => format!("{name} = \"={}\"\n", p.version),
+                Some(_) => format!("{name} = {{ version = \"={}\"{features} }}\n", p.version),
             })
         };
         let lock = m.workspace_root.join("Cargo.lock");
         Ok(Workspace {
-            deps: dep("mdh")? + &dep("mdh-core")?,
+            // `reference`: the harness checks candidates with the interpreter.
+            deps: dep("mdh", ", features = [\"reference\"]")? + &dep("mdh-core", "")?,
             target_dir: m.target_directory,
             lock_file: lock.is_file().then_some(lock),
         })
@@ -457,5 +459,15 @@ mod tests {
         s.write(&Batch::Plans(&plans[..1])).unwrap();
         assert!(!s.dir().join("configs/c1.yaml").exists());
         std::fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    /// The harness checks candidates with the interpreter: the scratch
+    /// crate's `mdh` needs its `reference` feature.
+    #[test]
+    fn the_scratch_crate_gets_the_interpreter() {
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/kernels/Cargo.toml");
+        let ws = Workspace::of(&manifest).unwrap();
+        let mdh = ws.deps.lines().find(|l| l.starts_with("mdh = ")).unwrap();
+        assert!(mdh.contains("features = [\"reference\"]"), "{}", ws.deps);
     }
 }
