@@ -26,7 +26,7 @@ use crate::cpu::{cpu_name, isa};
 #[derive(Clone, Debug, PartialEq)]
 pub struct Host {
     /// The CPU's model name (`/proc/cpuinfo`), "" where unknown.
-    pub model: &'static str,
+    pub model: String,
     pub machine: Machine,
 }
 
@@ -42,7 +42,7 @@ pub fn host() -> &'static Host {
     HOST.get_or_init(|| {
         let [l1d, l2, l3] = caches(Path::new(SYSFS_CACHES));
         Host {
-            model: cpu_name(),
+            model: cpu_name().to_string(),
             machine: Machine {
                 isa: isa(),
                 // As rayon sizes its pool when this fails.
@@ -316,7 +316,7 @@ mod tests {
 
     fn zen3() -> Host {
         Host {
-            model: "AMD EPYC",
+            model: "AMD EPYC".into(),
             machine: machine(Isa::Avx2, 2, 512),
         }
     }

@@ -19,7 +19,7 @@ use serde::Deserialize;
 
 pub mod check;
 
-use mdh_core::config::{cpu_entry_yaml, merge_entry};
+use mdh_core::config::{cpu_entry_yaml, merge_entry, EntryKey};
 use mdh_core::plan::CpuPlan;
 use mdh_core::spec::ScalarType;
 use mdh_core::Checked;
@@ -113,6 +113,19 @@ pub struct Measured {
     pub time_s: Option<f64>,
     #[serde(default)]
     pub error: Option<String>,
+    /// Each sample of an interleaved run (see [`Scratch::run`]).
+    #[serde(default)]
+    pub samples: Vec<f64>,
+}
+
+/// How a batch is timed (see `harness.rs`).
+#[derive(Clone, Copy, Debug)]
+pub enum Timing {
+    /// Each candidate alone; one slower than `slow_s` in its checked run
+    /// is not repeated.
+    OneByOne { slow_s: f64 },
+    /// The candidates in turns, one sample each per round.
+    Interleaved { rounds: usize },
 }
 
 pub struct Scratch {
@@ -231,16 +244,21 @@ impl Scratch {
             let renamed = mdh_core::compile(crate::source::renamed(&self.tokens, &name))
                 .map_err(|e| format!("the renamed kernel does not compile: {e}"))?;
             // For any device and sizes: the only plan compiled in.
-            let entry = cpu_entry_yaml(&renamed, "*", None, plan, &[]);
-            let text =
-                merge_entry(&renamed, &path, None, "cpu", "*", sizes, &entry).map_err(|e| e.0)?;
+            let entry = cpu_entry_yaml(&renamed, "*", None, None, plan, &[]);
+            let key = EntryKey {
+                backend: "cpu",
+                device: "*",
+                machine: None,
+                sizes,
+            };
+            let text = merge_entry(&renamed, &path, None, key, &entry).map_err(|e| e.0)?;
             std::fs::write(&path, text).map_err(io)?;
             let toks = crate::source::renamed(&self.tokens, &name);
             let m = format_ident!("{}", name);
             kernels.extend(quote!(mdh::mdh! { #toks }));
             let run = call(&m, quote!(case.inputs));
             calls.extend(quote! {
-                harness::measure(&case, #name, |__outs: &mut [mdh::reference::Buffer]| { #run });
+                (#name, ::std::boxed::Box::new(|__outs: &mut [mdh::reference::Buffer]| { #run }) as harness::Run<'_>),
             });
         }
         // The reference: the interpreter's, or the default plan's (`cref`
@@ -261,7 +279,7 @@ impl Scratch {
             #kernels
             fn main() {
                 let case = harness::setup(#spec, &[#(#sizes),*], &[#(#values),*], #by_default);
-                #calls
+                harness::measure_all(&case, &mut [#calls]);
             }
         };
         std::fs::write(self.dir.join("src/main.rs"), main.to_string()).map_err(io)
@@ -292,18 +310,23 @@ impl Scratch {
     }
 
     /// Runs a built batch; calls `each` with every result as it arrives.
-    /// `slow_s`: a candidate slower than this in its checked run is timed
-    /// once. The reference outputs are cached in `reference`.
+    /// `how`: a candidate slower than this in its checked run is timed
+    /// once, or the candidates take turns for this many rounds. The
+    /// reference outputs are cached in `reference`.
     pub fn run(
         &self,
         binary: &Path,
-        slow_s: f64,
+        how: Timing,
         reference: &Path,
         mut each: impl FnMut(Measured) -> Result<(), String>,
     ) -> Result<(), String> {
+        let (flag, value) = match how {
+            Timing::OneByOne { slow_s } => ("--slow", slow_s.to_string()),
+            Timing::Interleaved { rounds } => ("--interleave", rounds.to_string()),
+        };
         let mut child = Command::new(binary)
-            .arg("--slow")
-            .arg(slow_s.to_string())
+            .arg(flag)
+            .arg(value)
             .arg("--reference")
             .arg(reference)
             .stdout(Stdio::piped())

@@ -13,6 +13,7 @@ use crate::config::CpuEntry;
 use crate::desc::{Bound, KernelDesc, Linear};
 use crate::plan::CpuPlan;
 use crate::spec::IndexFn;
+use mdh_rt::machine::Machine;
 
 /// Where each access (in the order of `accesses`) is in a [`Bound`]'s
 /// `in_linear` / `out_linear`: its buffer, and its rank among that
@@ -32,7 +33,8 @@ pub(super) fn linear_slots(accesses: &[(usize, &IndexFn)]) -> Vec<(usize, usize)
 }
 
 /// The `cpu` function and its helpers for the plans of `entries` (at least
-/// one), dispatched at run time by device and nearest tuned sizes.
+/// one), dispatched at run time by machine and nearest tuned sizes
+/// (`mdh::machine`).
 pub fn cpu_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
     let g = Gen::new(k);
     // Plans: one task body each, chosen by the nearest tuned sizes.
@@ -159,12 +161,12 @@ impl<'k> Gen<'k> {
             }
             None => quote!(::core::option::Option::None),
         });
-        let tuned = entries.iter().map(|e| {
-            let dev = &e.device;
-            match &e.sizes {
-                Some(s) => quote!((#dev, ::core::option::Option::Some(&[#(#s),*][..]))),
-                None => quote!((#dev, ::core::option::Option::None)),
-            }
+        // The entries as static data; the ranking is the runtime's, once.
+        let plan_entries = entries.iter().map(|e| {
+            let (dev, line) = (&e.device, e.line);
+            let machine = option(e.machine.as_ref().map(machine_tokens));
+            let sizes = option(e.sizes.as_ref().map(|s| quote!(&[#(#s),*])));
+            quote!(::mdh::__rt::PlanEntry { device: #dev, machine: #machine, sizes: #sizes, line: #line })
         });
         let cors = entries.iter().map(|e| {
             let c = &e.plan.cor;
@@ -194,11 +196,12 @@ impl<'k> Gen<'k> {
                 }
                 let __sizes: [usize; #ns] = sizes.values();
                 static __CALLS: ::mdh::__rt::BindCache<#n_key> = ::mdh::__rt::BindCache::new();
+                static __ENTRIES: &[::mdh::__rt::PlanEntry<'static>] = &[#(#plan_entries),*];
                 let __call = __CALLS.get(
                     [#(__sizes[#size_idx],)* #(#in_names.len(),)* #(#out_names.len(),)*],
                     || ::core::result::Result::Ok(::mdh::__rt::Binding {
                         bound: desc().bind(&__sizes, &[#(#in_names.len()),*], &[#(#out_names.len()),*])?,
-                        plan: ::mdh::__rt::nearest_plan(&[#(#tuned),*], &__sizes),
+                        plan: ::mdh::__rt::choose_plan(#name_str, __ENTRIES, &__sizes),
                     }),
                 )?;
                 let (__bound, __plan): (&::mdh::__rt::Bound, usize) = (&__call.bound, __call.plan);
@@ -314,6 +317,24 @@ impl<'k> Gen<'k> {
                 },
             )
         }
+    }
+}
+
+/// `Some(value)` or `None` in generated code.
+fn option(value: Option<TokenStream>) -> TokenStream {
+    match value {
+        Some(v) => quote!(::core::option::Option::Some(#v)),
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+/// A machine description as a constant of generated code.
+fn machine_tokens(m: &Machine) -> TokenStream {
+    let isa = format_ident!("{}", format!("{:?}", m.isa));
+    let cores = m.cores;
+    let [l1d, l2, l3] = m.caches().map(|c| option(c.map(|b| quote!(#b))));
+    quote! {
+        ::mdh::__rt::Machine { isa: ::mdh::__rt::Isa::#isa, cores: #cores, l1d: #l1d, l2: #l2, l3: #l3 }
     }
 }
 

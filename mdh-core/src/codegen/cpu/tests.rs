@@ -13,7 +13,9 @@ fn entry(k: &crate::Checked, sizes: Option<Vec<usize>>) -> CpuEntry {
     CpuEntry {
         plan: CpuPlan::default_for(k),
         device: "*".into(),
+        machine: None,
         sizes,
+        line: 1,
     }
 }
 
