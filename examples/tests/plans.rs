@@ -432,7 +432,7 @@ fn run_family(f: &Family, cases: usize, case: impl Fn(&[usize], &mut Rng) -> Res
             .fold(17, |h, b| h.wrapping_mul(31) ^ b as u64),
     );
     let mut run = |v: &[usize], g: &mut Rng, failures: &mut Vec<String>| {
-        let plan = mdh::__rt::choose_plan(f.name, &tuned, v);
+        let plan = mdh::__rt::choose_plan(f.name, f.names, &tuned, v);
         hits[plan] += 1;
         if let Err(e) = case(v, g) {
             let sizes: Vec<String> = f
@@ -452,7 +452,7 @@ fn run_family(f: &Family, cases: usize, case: impl Fn(&[usize], &mut Rng) -> Res
     };
     for (i, (s, _)) in entries.iter().enumerate() {
         assert_eq!(
-            mdh::__rt::choose_plan(f.name, &tuned, s),
+            mdh::__rt::choose_plan(f.name, f.names, &tuned, s),
             i,
             "{}: pinned sizes {s:?} must select entry {i}",
             f.name

@@ -33,8 +33,11 @@ fn configured_cpu_plan(
     let entries = with_default(k, configured_entries(k, out_dir)?.unwrap_or_default());
     let list: Vec<PlanEntry<'_>> = entries.cpu.iter().map(plan_entry).collect();
     let choice = rank(&list, sizes, host, ignore_device_entries);
+    let names: Vec<String> = k.size_params.iter().map(|p| p.to_string()).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let why = explain(
         &k.name.to_string(),
+        &names,
         &list,
         sizes,
         host,
@@ -293,7 +296,7 @@ mod tests {
         assert_eq!(plan(true), Ok(Some(tuned.clone())));
         let (_, why) = configured_cpu_plan(&k, &dir.0, &[64, 64], &host, false).unwrap();
         assert!(
-            why.starts_with("matvec at 64x64: cpu entry 3 (config line ")
+            why.starts_with("matvec at I=64, K=64: cpu entry 3 (config line ")
                 && why.contains("nearest machine of class avx2"),
             "{why}"
         );

@@ -198,17 +198,25 @@ pub fn rank(
 }
 
 /// Why `choice` (of [`rank`] over `entries` at `sizes` on `host`) was
-/// taken, in one line for kernel `kernel`, as `MDH_EXPLAIN=1` and
-/// `mdh-tune` print it.
+/// taken, in one line for kernel `kernel` (its size parameters called
+/// `size_names`), as `MDH_EXPLAIN=1` and `mdh-tune` print it.
 pub fn explain(
     kernel: &str,
+    size_names: &[&str],
     entries: &[PlanEntry<'_>],
     sizes: &[usize],
     host: &Host,
     ignore_device_entries: bool,
     choice: Option<Choice>,
 ) -> String {
-    let x = |s: &[usize]| s.iter().map(usize::to_string).collect::<Vec<_>>().join("x");
+    let x = |s: &[usize]| {
+        size_names
+            .iter()
+            .zip(s)
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let here = format!("this machine: {}", host.machine.describe());
     let Some(Choice { index, fit }) = choice else {
         return format!(
@@ -279,10 +287,16 @@ fn explaining() -> bool {
 }
 
 /// The plan kernel `kernel` runs at `sizes` (an index into `entries`, its
-/// entries as generated code lists them). With `MDH_EXPLAIN=1`, says why
+/// entries as generated code lists them; `size_names`: its size
+/// parameters, for the explanation). With `MDH_EXPLAIN=1`, says why
 /// on stderr the first time the kernel takes each entry (the user asked,
 /// so no logger is needed to see it).
-pub fn choose_plan(kernel: &str, entries: &[PlanEntry<'_>], sizes: &[usize]) -> usize {
+pub fn choose_plan(
+    kernel: &str,
+    size_names: &[&str],
+    entries: &[PlanEntry<'_>],
+    sizes: &[usize],
+) -> usize {
     let (host, ignore) = (host(), ignore_device_entries());
     let choice = rank(entries, sizes, host, ignore);
     let index = choice.map_or(0, |c| c.index);
@@ -293,7 +307,7 @@ pub fn choose_plan(kernel: &str, entries: &[PlanEntry<'_>], sizes: &[usize]) -> 
             said.push((kernel.to_string(), index));
             eprintln!(
                 "mdh: {}",
-                explain(kernel, entries, sizes, host, ignore, choice)
+                explain(kernel, size_names, entries, sizes, host, ignore, choice)
             );
         }
     }
@@ -401,7 +415,7 @@ mod tests {
         assert!(matches!(same_name.fit(&zen3()), Some(Fit::SameClass(_))));
         // An unknown model matches no name.
         let unknown = Host {
-            model: "",
+            model: String::new(),
             ..zen3()
         };
         assert_eq!(entry("", None, None).fit(&unknown), None);
@@ -453,6 +467,7 @@ mod tests {
         let say = |ignore| {
             explain(
                 "matmul",
+                &["I", "J"],
                 &list,
                 &[1000, 1000],
                 &host,
@@ -461,20 +476,20 @@ mod tests {
             )
         };
         let s = say(false);
-        assert!(s.starts_with("matmul at 1000x1000: cpu entry 1 (config line 12; device \"Intel(R) Xeon(R) Processor\", tuned on avx2, 2 cores, L1d 32K, L2 2M, L3 32M)"), "{s}");
+        assert!(s.starts_with("matmul at I=1000, J=1000: cpu entry 1 (config line 12; device \"Intel(R) Xeon(R) Processor\", tuned on avx2, 2 cores, L1d 32K, L2 2M, L3 32M)"), "{s}");
         assert!(
             s.contains("the nearest machine of class avx2")
                 && s.contains("this machine: avx2, 2 cores, L1d 32K, L2 512K"),
             "{s}"
         );
-        assert!(s.ends_with("sizes nearest 1024x1024"), "{s}");
+        assert!(s.ends_with("sizes nearest I=1024, J=1024"), "{s}");
         let s = say(true);
         assert!(
             s.contains("the heuristic default plan; for any machine (MDH_IGNORE_DEVICE_ENTRIES"),
             "{s}"
         );
         assert!(s.ends_with("for any sizes"), "{s}");
-        let s = explain("k", &list, &[1], &host, false, None);
+        let s = explain("k", &["N"], &list, &[1], &host, false, None);
         assert!(s.contains("no entry may run here"), "{s}");
     }
 

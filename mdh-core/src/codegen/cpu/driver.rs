@@ -201,7 +201,7 @@ impl<'k> Gen<'k> {
                     [#(__sizes[#size_idx],)* #(#in_names.len(),)* #(#out_names.len(),)*],
                     || ::core::result::Result::Ok(::mdh::__rt::Binding {
                         bound: desc().bind(&__sizes, &[#(#in_names.len()),*], &[#(#out_names.len()),*])?,
-                        plan: ::mdh::__rt::choose_plan(#name_str, __ENTRIES, &__sizes),
+                        plan: ::mdh::__rt::choose_plan(#name_str, &Sizes::NAMES, __ENTRIES, &__sizes),
                     }),
                 )?;
                 let (__bound, __plan): (&::mdh::__rt::Bound, usize) = (&__call.bound, __call.plan);

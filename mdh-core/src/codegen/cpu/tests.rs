@@ -120,6 +120,7 @@ fn entries_are_listed_as_static_data_for_the_runtime_ranking() {
         ];
     };
     assert!(code.contains(&listed.to_string()), "{code}");
-    let chosen = quote!(plan: ::mdh::__rt::choose_plan("conv", __ENTRIES, &__sizes),);
+    let chosen =
+        quote!(plan: ::mdh::__rt::choose_plan("conv", &Sizes::NAMES, __ENTRIES, &__sizes),);
     assert!(code.contains(&chosen.to_string()), "{code}");
 }
