@@ -137,7 +137,7 @@ pub fn parse_size(text: &str) -> Option<u64> {
 /// `32M`, or bytes.
 pub fn format_size(bytes: u64) -> String {
     for (unit, suffix) in [(1u64 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")] {
-        if bytes >= unit && bytes % unit == 0 {
+        if bytes >= unit && bytes.is_multiple_of(unit) {
             return format!("{}{suffix}", bytes / unit);
         }
     }
