@@ -724,7 +724,10 @@ pub fn skip_tuned(opts: &Options, target: &Target) -> Result<bool, String> {
             };
             entries.cpu.iter().any(|e| {
                 e.sizes.as_deref() == Some(target.sizes)
-                    && matches!(plan_entry(e).fit(&host), Some(Fit::Exact | Fit::Any))
+                    && matches!(
+                        plan_entry(e).fit(&host),
+                        Some(Fit::Exact | Fit::Model | Fit::Any)
+                    )
             })
         }
         backend => {

@@ -106,9 +106,12 @@ pub struct PlanEntry<'a> {
 /// How an entry fits the host: the rank of [`rank`], best first.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Fit {
-    /// Tuned on this machine: its description is this one's, or it has
-    /// none and its device is this CPU's model.
+    /// Tuned on this machine: its description is this one's.
     Exact,
+    /// Without a description, for this CPU's model name: as exact, but
+    /// after an [`Fit::Exact`] entry of sizes as near (a re-tuning on this
+    /// machine, written beside an old entry of the model name, wins).
+    Model,
     /// Tuned on another machine of this instruction set, this far
     /// ([`Machine::distance`]).
     SameClass(f64),
@@ -117,11 +120,14 @@ pub enum Fit {
 }
 
 impl Fit {
-    fn rank(self) -> (u8, f64) {
+    /// The rank, the machine's distance within it, and the tie-break after
+    /// the sizes' distance.
+    fn rank(self) -> (u8, f64, u8) {
         match self {
-            Fit::Exact => (0, 0.0),
-            Fit::SameClass(d) => (1, d),
-            Fit::Any => (2, 0.0),
+            Fit::Exact => (0, 0.0, 0),
+            Fit::Model => (0, 0.0, 1),
+            Fit::SameClass(d) => (1, d, 0),
+            Fit::Any => (2, 0.0, 0),
         }
     }
 }
@@ -137,7 +143,7 @@ impl PlanEntry<'_> {
             Some(m) if *m == host.machine => Some(Fit::Exact),
             Some(m) => Some(Fit::SameClass(m.distance(&host.machine))),
             None if self.device == "*" => Some(Fit::Any),
-            None if !host.model.is_empty() && self.device == host.model => Some(Fit::Exact),
+            None if !host.model.is_empty() && self.device == host.model => Some(Fit::Model),
             None => None,
         }
     }
@@ -181,20 +187,17 @@ pub fn rank(
             if ignore_device_entries && fit != Fit::Any {
                 return None;
             }
-            let (rank, far) = fit.rank();
-            Some((
-                rank,
-                far,
-                size_distance(e.sizes, sizes),
-                Choice { index, fit },
-            ))
+            let (rank, far, tie) = fit.rank();
+            let near = size_distance(e.sizes, sizes);
+            Some(((rank, far, near, tie), Choice { index, fit }))
         })
-        .min_by(|a, b| {
+        .min_by(|(a, _), (b, _)| {
             (a.0.cmp(&b.0))
                 .then(a.1.total_cmp(&b.1))
                 .then(a.2.total_cmp(&b.2))
+                .then(a.3.cmp(&b.3))
         })
-        .map(|(.., c)| c)
+        .map(|(_, c)| c)
 }
 
 /// Why `choice` (of [`rank`] over `entries` at `sizes` on `host`) was
@@ -239,8 +242,8 @@ pub fn explain(
         )
     };
     let why = match fit {
-        Fit::Exact if e.machine.is_some() => format!("tuned on this machine ({here})"),
-        Fit::Exact => format!("tuned on this CPU model, {:?} ({here})", host.model),
+        Fit::Exact => format!("tuned on this machine ({here})"),
+        Fit::Model => format!("tuned on this CPU model, {:?} ({here})", host.model),
         Fit::SameClass(d) => format!(
             "the nearest machine of class {} (distance {d:.2}; {here})",
             host.machine.isa.name()
@@ -398,9 +401,17 @@ mod tests {
         let any = entry("*", None, Some(AT));
         assert_eq!(
             rank(&[any, by_name], AT, &zen3(), false).unwrap().fit,
-            Fit::Exact
+            Fit::Model
         );
         assert_eq!(chosen(&[any, by_name], AT, false), Some(1));
+        // Beside an entry described as this machine at the same sizes (a
+        // re-tuning written next to an old entry): the described one.
+        let here = entry("AMD EPYC", Some(machine(Isa::Avx2, 2, 512)), Some(FAR));
+        assert_eq!(chosen(&[by_name, here], AT, false), Some(1));
+        assert_eq!(chosen(&[here, by_name], AT, false), Some(0));
+        // Both exact: the nearer sizes first.
+        let here_far = entry("AMD EPYC", Some(machine(Isa::Avx2, 2, 512)), Some(&[1, 1]));
+        assert_eq!(chosen(&[here_far, by_name], AT, false), Some(1));
         // Another model without a description: not for this machine.
         assert_eq!(
             chosen(
