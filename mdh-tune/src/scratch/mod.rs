@@ -64,7 +64,9 @@ impl Workspace {
         }
         let m: Metadata = serde_json::from_slice(&out.stdout)
             .map_err(|e| format!("cannot read `cargo metadata`'s answer: {e}"))?;
-        let dep = |name: &str| -> Result<String, String> {
+        // `features`: what the harness needs beyond what the tuned crate
+        // enables (it may use `mdh` without the interpreter).
+        let dep = |name: &str, features: &str| -> Result<String, String> {
             let p = m.packages.iter().find(|p| p.name == name).ok_or_else(|| {
                 format!(
                     "{} does not depend on `{name}`; the crate to tune must use mdh",
@@ -74,7 +76,7 @@ impl Workspace {
             Ok(match &p.source {
                 // A path dependency: the same sources.
                 None => format!(
-                    "{name} = {{ path = {} }}\n",
+                    "{name} = {{ path = {}, features = [{features}] }}\n",
                     toml_string(
                         &p.manifest_path
                             .parent()
@@ -83,12 +85,15 @@ impl Workspace {
                             .to_string()
                     )
                 ),
-                Some(_) => format!("{name} = \"={}\"\n", p.version),
+                Some(_) => format!(
+                    "{name} = {{ version = \"={}\", features = [{features}] }}\n",
+                    p.version
+                ),
             })
         };
         let lock = m.workspace_root.join("Cargo.lock");
         Ok(Workspace {
-            deps: dep("mdh")? + &dep("mdh-core")?,
+            deps: dep("mdh", "\"reference\"")? + &dep("mdh-core", "")?,
             target_dir: m.target_directory,
             lock_file: lock.is_file().then_some(lock),
         })
