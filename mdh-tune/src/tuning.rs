@@ -537,6 +537,11 @@ pub fn verdict(winner: &[f64], today: &[f64]) -> Verdict {
     let ([w1, w, w3], [t1, t, _]) = (quartiles(winner), quartiles(today));
     let speedup = t / w;
     let gain = 100.0 * (1.0 - w / t);
+    let change = if gain >= 0.0 {
+        format!("{gain:.1} % faster")
+    } else {
+        format!("{:.1} % slower", -gain)
+    };
     let timed = format!(
         "re-timed in turns over {} rounds, the best plan takes {} (median), the plan that runs today {}",
         winner.len().min(today.len()),
@@ -547,7 +552,7 @@ pub fn verdict(winner: &[f64], today: &[f64]) -> Verdict {
         (
             false,
             format!(
-                "{timed}: {gain:.1} % faster, not the {:.0} % an entry must gain",
+                "{timed}: {change}, not the {:.0} % faster an entry must be",
                 100.0 * MIN_GAIN
             ),
         )
@@ -898,6 +903,7 @@ pub(crate) mod tests {
         // Slower when re-timed (the search's time was a lucky one).
         let v = verdict(&around(1.1, 0.01), &around(1.0, 0.01));
         assert!(!v.write && v.speedup < 1.0, "{v:?}");
+        assert!(v.why.contains("10.0 % slower"), "{}", v.why);
         // One outlier of today's does not decide.
         let mut today = around(1.0, 0.01);
         today[3] = 0.5;
