@@ -85,6 +85,8 @@ for name in "${names[@]}"; do
         speedup=$(sed -n 's/^speedup over default: //p' "$stdout")
         if grep -q 'skipped (--skip-tuned)' "$stdout"; then
             result="skipped: already tuned"
+        elif grep -q 'beyond the noise: config unchanged' "$stdout"; then
+            result="unchanged (re-timed in turns, the best plan found does not beat the plan that runs now beyond the noise), speedup over default $speedup"
         elif grep -q 'config unchanged' "$stdout"; then
             result="unchanged (the plan that runs now is the best found), speedup over default $speedup"
         else

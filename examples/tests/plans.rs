@@ -8,7 +8,7 @@
 //! nearest pinned sizes, so each test:
 //!
 //! 1. calls the kernel with exactly each pinned size vector, which must select
-//!    that entry (checked with the driver's own `nearest_plan`), so every
+//!    that entry (checked with the driver's own `choose_plan`), so every
 //!    plan runs at least once, in its body for exactly its sizes (constant
 //!    sizes and strides, see `Gen::exact_binds` in mdh-core);
 //! 2. calls it with random sizes (mostly 1, primes, the pinned sizes and
@@ -411,10 +411,18 @@ macro_rules! sizes {
 /// Collects all failures, then panics listing them.
 fn run_family(f: &Family, cases: usize, case: impl Fn(&[usize], &mut Rng) -> Result<(), String>) {
     let entries = f.entries();
-    let tuned: Vec<(&str, Option<&[usize]>)> = entries
+    // As the kernel lists them: its entries (for any machine), the default
+    // plan last (line 0).
+    let entry = |sizes, line| mdh::__rt::PlanEntry {
+        device: "*",
+        machine: None,
+        sizes,
+        line,
+    };
+    let tuned: Vec<mdh::__rt::PlanEntry> = entries
         .iter()
-        .map(|(s, _)| ("*", Some(&s[..])))
-        .chain(std::iter::once(("*", None)))
+        .map(|(s, _)| entry(Some(&s[..]), 1))
+        .chain(std::iter::once(entry(None, 0)))
         .collect();
     let mut failures = Vec::new();
     let mut hits = vec![0usize; entries.len()];
@@ -424,7 +432,7 @@ fn run_family(f: &Family, cases: usize, case: impl Fn(&[usize], &mut Rng) -> Res
             .fold(17, |h, b| h.wrapping_mul(31) ^ b as u64),
     );
     let mut run = |v: &[usize], g: &mut Rng, failures: &mut Vec<String>| {
-        let plan = mdh::__rt::nearest_plan(&tuned, v);
+        let plan = mdh::__rt::choose_plan(f.name, f.names, &tuned, v);
         hits[plan] += 1;
         if let Err(e) = case(v, g) {
             let sizes: Vec<String> = f
@@ -444,7 +452,7 @@ fn run_family(f: &Family, cases: usize, case: impl Fn(&[usize], &mut Rng) -> Res
     };
     for (i, (s, _)) in entries.iter().enumerate() {
         assert_eq!(
-            mdh::__rt::nearest_plan(&tuned, s),
+            mdh::__rt::choose_plan(f.name, f.names, &tuned, s),
             i,
             "{}: pinned sizes {s:?} must select entry {i}",
             f.name

@@ -6,6 +6,8 @@
 //! entries:
 //!   - backend: cpu
 //!     device: "*"                       # a CPU model name, or "*" for any
+//!     machine: { isa: avx2, cores: 2, l1d: 32K, l2: 512K, l3: 32M }
+//!                                       # the machine it was tuned on (optional)
 //!     sizes: { I: 1024, J: 1024, K: 1024 }   # what it was tuned for (optional)
 //!     cpu:                              # the plan (see `plan::CpuPlan`);
 //!       nod: [2, 1, 1]                  # MPI ranks (`NAME::mpi`, optional)
@@ -40,11 +42,19 @@
 //!    (`CARGO_MANIFEST_DIR`), then in each ancestor up to the workspace root
 //!    (the first directory whose `Cargo.toml` has a `[workspace]` table).
 //!
+//! `machine:` describes the CPU an entry was tuned on (what `mdh-tune`
+//! writes): `isa` (`avx512`, `avx2` or `baseline`) and `cores` are
+//! required, the cache sizes `l1d`, `l2`, `l3` optional, in bytes or with a
+//! `K`, `M` or `G` suffix. An entry with it is matched by it, not by its
+//! `device:` (which then only records the model name).
+//!
 //! Without a file (or without a CPU entry) the heuristic default plan of
 //! [`CpuPlan::default_for`] is used. Several CPU entries are all compiled
-//! in and dispatched at run time: entries whose device matches the CPU,
-//! nearest tuned sizes first; the default plan is the fallback (left out
-//! when an entry without device and sizes makes it unreachable).
+//! in and dispatched at run time (`mdh::machine`): an entry tuned on this
+//! machine, then on the nearest machine of its instruction set, then one
+//! for any machine (`device: "*"` without `machine:`), nearest tuned sizes
+//! first within each; the default plan is the fallback (left out when an
+//! entry for any machine and any sizes makes it unreachable).
 //! GPU entries are compiled into `NAME::opencl` / `NAME::cuda` and chosen per
 //! call alike (device name, then nearest sizes, among the entries that fit
 //! the device's limits), else [`GpuPlan::default_for`] fitted to the device.
@@ -52,6 +62,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use mdh_rt::machine::{format_size, parse_size, Isa, Machine, CACHE_FIELDS};
 use serde::Deserialize;
 use serde_saphyr::{Location, Spanned};
 
@@ -75,6 +86,8 @@ pub struct Entry {
     #[serde(default)]
     pub device: Option<String>,
     #[serde(default)]
+    pub machine: Option<Spanned<MachineConfig>>,
+    #[serde(default)]
     pub sizes: Option<Spanned<BTreeMap<String, usize>>>,
     #[serde(default)]
     pub cpu: Option<Spanned<CpuConfig>>,
@@ -82,6 +95,28 @@ pub struct Entry {
     pub gpu: Option<Spanned<GpuConfig>>,
     #[serde(default)]
     pub provenance: Option<serde::de::IgnoredAny>,
+}
+
+/// A machine description as written in YAML (see the module docs).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineConfig {
+    pub isa: Spanned<String>,
+    pub cores: Spanned<usize>,
+    #[serde(default)]
+    pub l1d: Option<Spanned<SizeText>>,
+    #[serde(default)]
+    pub l2: Option<Spanned<SizeText>>,
+    #[serde(default)]
+    pub l3: Option<Spanned<SizeText>>,
+}
+
+/// A cache size in YAML: bytes, or a string with a unit (`512K`).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum SizeText {
+    Bytes(u64),
+    Text(String),
 }
 
 /// The CPU plan as written in YAML; missing fields come from the default.
@@ -183,13 +218,17 @@ pub struct GpuEntryCfg {
     pub sizes: Option<Vec<usize>>,
 }
 
-/// One CPU plan of a kernel, with the device pattern and the sizes it was
-/// tuned for (`None`: the default plan).
+/// One CPU plan of a kernel, with the device pattern, the machine and the
+/// sizes it was tuned for (`None`: the default plan).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuEntry {
     pub plan: CpuPlan,
     pub device: String,
+    pub machine: Option<Machine>,
     pub sizes: Option<Vec<usize>>,
+    /// Its line in the file (0: the default plan the macro adds), for
+    /// `MDH_EXPLAIN`'s messages.
+    pub line: u32,
 }
 
 /// A config error, already located: `path:line:column: message`.
@@ -292,10 +331,14 @@ fn entry_yaml(
     k: &Checked,
     backend: &str,
     device: &str,
+    machine: Option<&Machine>,
     sizes: Option<&[usize]>,
     plan: (&str, Vec<String>),
     provenance: &[(&str, String)],
 ) -> String {
+    let machine = machine.map_or(String::new(), |m| {
+        format!("    machine: {}\n", machine_yaml(m))
+    });
     let sizes = sizes.map_or(String::new(), |sizes| {
         let s: Vec<String> = k
             .size_params
@@ -315,17 +358,34 @@ fn entry_yaml(
         format!("    provenance: {{ {} }}\n", prov.join(", "))
     };
     format!(
-        "  - backend: {backend}\n    device: {}\n{sizes}    {}: {{ {} }}\n{prov}",
+        "  - backend: {backend}\n    device: {}\n{machine}{sizes}    {}: {{ {} }}\n{prov}",
         yaml_string(device),
         plan.0,
         plan.1.join(", "),
     )
 }
 
+/// A machine description as a YAML flow mapping (as `machine:` and the
+/// tuner's provenance write it): `{ isa: avx2, cores: 2, l1d: 32K, … }`,
+/// without the cache sizes that are not known.
+pub fn machine_yaml(m: &Machine) -> String {
+    let mut fields = vec![
+        format!("isa: {}", m.isa.name()),
+        format!("cores: {}", m.cores),
+    ];
+    for (name, size) in CACHE_FIELDS.iter().zip(m.caches()) {
+        if let Some(s) = size {
+            fields.push(format!("{name}: {}", format_size(s)));
+        }
+    }
+    format!("{{ {} }}", fields.join(", "))
+}
+
 /// The YAML list item of one CPU entry (see [`entry_yaml`]).
 pub fn cpu_entry_yaml(
     k: &Checked,
     device: &str,
+    machine: Option<&Machine>,
     sizes: Option<&[usize]>,
     plan: &CpuPlan,
     provenance: &[(&str, String)],
@@ -350,7 +410,7 @@ pub fn cpu_entry_yaml(
     if plan.stream {
         cpu.push("stream: true".into());
     }
-    entry_yaml(k, "cpu", device, sizes, ("cpu", cpu), provenance)
+    entry_yaml(k, "cpu", device, machine, sizes, ("cpu", cpu), provenance)
 }
 
 /// The YAML list item of one GPU entry of `backend` (`opencl` or `cuda`;
@@ -371,21 +431,30 @@ pub fn gpu_entry_yaml(
         format!("local: [{}]", local.join(", ")),
         format!("blocked: {}", plan.blocked),
     ];
-    entry_yaml(k, backend, device, sizes, ("gpu", gpu), provenance)
+    entry_yaml(k, backend, device, None, sizes, ("gpu", gpu), provenance)
+}
+
+/// What the tuner writes an entry for: another result for the same key
+/// replaces it. The machine is part of it: a result from another machine
+/// of the same model name is a new entry beside the old one.
+#[derive(Clone, Copy, Debug)]
+pub struct EntryKey<'a> {
+    pub backend: &'a str,
+    pub device: &'a str,
+    pub machine: Option<&'a Machine>,
+    pub sizes: &'a [usize],
 }
 
 /// A config file's text with `entry` (a list item from [`cpu_entry_yaml`]
-/// or [`gpu_entry_yaml`]) in place of the entry of the same `backend`,
-/// device and sizes, or appended to `entries`; a new file when `text` is
-/// `None`. Other entries and all comments are kept as they are (the text is
-/// edited, not re-serialized).
+/// or [`gpu_entry_yaml`]) in place of the entry of the same `key`, or
+/// appended to `entries`; a new file when `text` is `None`. Other entries
+/// and all comments are kept as they are (the text is edited, not
+/// re-serialized).
 pub fn merge_entry(
     k: &Checked,
     path: &Path,
     text: Option<&str>,
-    backend: &str,
-    device: &str,
-    sizes: &[usize],
+    key: EntryKey<'_>,
     entry: &str,
 ) -> Result<String, ConfigError> {
     let Some(text) = text else {
@@ -404,12 +473,17 @@ pub fn merge_entry(
         .collect();
     let same = file.entries.iter().position(|e| {
         let e = &e.value;
-        e.backend.value == backend
-            && e.device.as_deref().unwrap_or("*") == device
+        e.backend.value == key.backend
+            && e.device.as_deref().unwrap_or("*") == key.device
+            && e.machine
+                .as_ref()
+                .and_then(|m| machine(path, m).ok())
+                .as_ref()
+                == key.machine
             && e.sizes
                 .as_ref()
                 .and_then(|s| size_values(k, path, s).ok())
-                .is_some_and(|s| s == sizes)
+                .is_some_and(|s| s == key.sizes)
     });
     let mut out: Vec<String> = Vec::new();
     match same {
@@ -487,6 +561,7 @@ pub fn entries(k: &Checked, path: &Path, text: &str) -> Result<Entries, ConfigEr
     let mut out = Entries::default();
     for entry in &file.entries {
         let e = &entry.value;
+        let line = entry.referenced.line() as u32;
         let sizes = match &e.sizes {
             None => None,
             Some(s) => Some(size_values(k, path, s)?),
@@ -501,12 +576,17 @@ pub fn entries(k: &Checked, path: &Path, text: &str) -> Result<Entries, ConfigEr
                 out.cpu.push(CpuEntry {
                     plan: cpu_plan(k, path, e.cpu.as_ref())?,
                     device,
+                    machine: e.machine.as_ref().map(|m| machine(path, m)).transpose()?,
                     sizes,
+                    line,
                 });
             }
             "opencl" | "cuda" => {
                 if let Some(c) = &e.cpu {
                     return Err(located(path, c, format!("an `{backend}` entry takes a `gpu:` plan, not `cpu:`; rename the key or change `backend:` to `cpu`")));
+                }
+                if let Some(m) = &e.machine {
+                    return Err(located(path, m, format!("`machine:` describes a CPU; an `{backend}` entry is chosen by `device:` (a part of the device's name): remove `machine:`")));
                 }
                 let entry = GpuEntryCfg {
                     plan: gpu_plan(k, path, e.gpu.as_ref())?,
@@ -529,6 +609,55 @@ pub fn entries(k: &Checked, path: &Path, text: &str) -> Result<Entries, ConfigEr
         }
     }
     Ok(out)
+}
+
+/// The machine description of an entry, checked: a known instruction set,
+/// at least one core, cache sizes that read as sizes.
+fn machine(path: &Path, m: &Spanned<MachineConfig>) -> Result<Machine, ConfigError> {
+    let v = &m.value;
+    let isa = Isa::from_name(&v.isa.value).ok_or_else(|| {
+        located(
+            path,
+            &v.isa,
+            format!(
+                "unknown instruction set `{}`; use one of {} (the vector ISA class of the machine the entry was tuned on)",
+                v.isa.value,
+                Isa::names()
+            ),
+        )
+    })?;
+    if v.cores.value == 0 {
+        return Err(located(
+            path,
+            &v.cores,
+            "`cores: 0`: give the number of cores the entry was tuned with (at least 1)",
+        ));
+    }
+    let size = |name: &str, s: &Option<Spanned<SizeText>>| -> Result<Option<u64>, ConfigError> {
+        let Some(s) = s else { return Ok(None) };
+        let bytes = match &s.value {
+            SizeText::Bytes(n) => Some(*n).filter(|&n| n > 0),
+            SizeText::Text(t) => parse_size(t),
+        };
+        let shown = match &s.value {
+            SizeText::Bytes(n) => n.to_string(),
+            SizeText::Text(t) => t.clone(),
+        };
+        bytes.map(Some).ok_or_else(|| {
+            located(
+                path,
+                s,
+                format!("`{name}: {shown}` is not a cache size; write bytes (524288) or a whole number with a K, M or G suffix (512K, 32M)"),
+            )
+        })
+    };
+    Ok(Machine {
+        isa,
+        cores: v.cores.value,
+        l1d: size(CACHE_FIELDS[0], &v.l1d)?,
+        l2: size(CACHE_FIELDS[1], &v.l2)?,
+        l3: size(CACHE_FIELDS[2], &v.l3)?,
+    })
 }
 
 /// The CPU plan of an entry: the default with the fields the file sets,
@@ -628,7 +757,7 @@ fn size_values(
 }
 
 /// All entries the macro compiles for `k`: those of its config file, and
-/// the default CPU plan last, unless a CPU entry for any device and any
+/// the default CPU plan last, unless a CPU entry for any machine and any
 /// sizes makes it unreachable (the dispatch takes the first such entry
 /// before it). Returns the file read (for rebuild tracking).
 pub fn plans(
@@ -637,7 +766,7 @@ pub fn plans(
 ) -> Result<(Entries, Option<PathBuf>), ConfigError> {
     let name = k.name.to_string();
     let path = find(&name, manifest_dir)?;
-    let mut entries = match &path {
+    let entries = match &path {
         Some(p) => {
             let text = std::fs::read_to_string(p).map_err(|e| {
                 ConfigError(format!("{}: cannot read the config: {e}", p.display()))
@@ -646,24 +775,43 @@ pub fn plans(
         }
         None => Entries::default(),
     };
+    Ok((with_default(k, entries), path))
+}
+
+/// `entries` with the default CPU plan last, for any machine and any
+/// sizes (line 0), unless an entry already is for those (the dispatch
+/// would take it first): the CPU plans the macro compiles.
+pub fn with_default(k: &Checked, mut entries: Entries) -> Entries {
     if !entries
         .cpu
         .iter()
-        .any(|e| e.device == "*" && e.sizes.is_none())
+        .any(|e| e.device == "*" && e.machine.is_none() && e.sizes.is_none())
     {
         entries.cpu.push(CpuEntry {
             plan: CpuPlan::default_for(k),
             device: "*".into(),
+            machine: None,
             sizes: None,
+            line: 0,
         });
     }
-    Ok((entries, path))
+    entries
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
     use crate::fixtures::matmul;
+
+    /// The key of an entry without a machine description.
+    fn key<'a>(backend: &'a str, device: &'a str, sizes: &'a [usize]) -> EntryKey<'a> {
+        EntryKey {
+            backend,
+            device,
+            machine: None,
+            sizes,
+        }
+    }
 
     fn read(text: &str) -> Result<Entries, ConfigError> {
         entries(&matmul(), Path::new("configs/matmul.yaml"), text)
@@ -709,6 +857,7 @@ pub(crate) mod tests {
         let entry = cpu_entry_yaml(
             &k,
             "Xeon \"2\" \\ cores",
+            None,
             Some(&[64, 16, 32]),
             &tuned(),
             &[
@@ -717,7 +866,7 @@ pub(crate) mod tests {
             ],
         );
         let path = Path::new("configs/matmul.yaml");
-        let text = merge_entry(&k, path, None, "cpu", "x", &[64, 16, 32], &entry).unwrap();
+        let text = merge_entry(&k, path, None, key("cpu", "x", &[64, 16, 32]), &entry).unwrap();
         let e = entries(&k, path, &text).unwrap().cpu;
         assert_eq!(e.len(), 1);
         assert_eq!(e[0].plan, tuned());
@@ -725,13 +874,128 @@ pub(crate) mod tests {
         assert_eq!(e[0].sizes, Some(vec![64, 16, 32]));
     }
 
+    fn zen3() -> Machine {
+        Machine {
+            isa: Isa::Avx2,
+            cores: 2,
+            l1d: Some(32 << 10),
+            l2: Some(512 << 10),
+            l3: Some(32 << 20),
+        }
+    }
+
+    #[test]
+    fn machine_descriptions_read_back_and_key_the_entry() {
+        let k = matmul();
+        let path = Path::new("configs/matmul.yaml");
+        let m = zen3();
+        let sizes: &[usize] = &[64, 16, 32];
+        let entry = |m: &Machine| {
+            cpu_entry_yaml(
+                &k,
+                "AMD EPYC",
+                Some(m),
+                Some(sizes),
+                &tuned(),
+                &[("machine", machine_yaml(m))],
+            )
+        };
+        let written = entry(&m);
+        assert!(
+            written.contains("    machine: { isa: avx2, cores: 2, l1d: 32K, l2: 512K, l3: 32M }\n"),
+            "{written}"
+        );
+        let at = EntryKey {
+            backend: "cpu",
+            device: "AMD EPYC",
+            machine: Some(&m),
+            sizes,
+        };
+        let text = merge_entry(&k, path, None, at, &written).unwrap();
+        let e = entries(&k, path, &text).unwrap().cpu;
+        assert_eq!(e.len(), 1);
+        assert_eq!((e[0].machine, e[0].line), (Some(m), 3), "{text}");
+        // The same machine again: replaced; another machine of the same
+        // model name: an entry beside it.
+        let again = merge_entry(&k, path, Some(&text), at, &written).unwrap();
+        assert_eq!(entries(&k, path, &again).unwrap().cpu.len(), 1);
+        let other = Machine {
+            l2: Some(1 << 20),
+            ..m
+        };
+        let at_other = EntryKey {
+            machine: Some(&other),
+            ..at
+        };
+        let two = merge_entry(&k, path, Some(&again), at_other, &entry(&other)).unwrap();
+        let e = entries(&k, path, &two).unwrap().cpu;
+        assert_eq!(
+            e.iter().map(|e| e.machine).collect::<Vec<_>>(),
+            [Some(m), Some(other)]
+        );
+        // Bytes or any unit, any case; caches may be unknown.
+        let e = cpu("kernel: matmul\nentries:\n  - backend: cpu\n    machine: {isa: AVX512, cores: 4, l1d: 49152, l2: 2048KiB}\n").unwrap();
+        let read = Machine {
+            isa: Isa::Avx512,
+            cores: 4,
+            l1d: Some(48 << 10),
+            l2: Some(2 << 20),
+            l3: None,
+        };
+        assert_eq!(e[0].machine, Some(read));
+        assert_eq!(
+            machine_yaml(&read),
+            "{ isa: avx512, cores: 4, l1d: 48K, l2: 2M }"
+        );
+    }
+
+    #[test]
+    fn machine_errors_say_how_to_fix_them() {
+        let err = |m: &str| {
+            cpu(&format!(
+                "kernel: matmul\nentries:\n  - backend: cpu\n    machine: {m}\n"
+            ))
+            .unwrap_err()
+            .0
+        };
+        let e = err("{isa: avx3, cores: 2}");
+        assert!(e.starts_with("configs/matmul.yaml:4:20: unknown instruction set `avx3`; use one of avx512, avx2, baseline"), "{e}");
+        let e = err("{isa: avx2, cores: 0}");
+        assert!(
+            e.starts_with("configs/matmul.yaml:4:") && e.contains("`cores: 0`"),
+            "{e}"
+        );
+        let e = err("{isa: avx2, cores: 2, l2: 512Q}");
+        assert!(
+            e.contains("`l2: 512Q` is not a cache size; write bytes"),
+            "{e}"
+        );
+        let e = err("{isa: avx2, cores: 2, l3: 0}");
+        assert!(e.contains("`l3: 0` is not a cache size"), "{e}");
+        let e = err("{isa: avx2}");
+        assert!(
+            e.contains("configs/matmul.yaml:4:") && e.contains("missing field `cores`"),
+            "{e}"
+        );
+        let e = err("{isa: avx2, cores: 2, l4: 1M}");
+        assert!(e.contains("unknown field `l4`"), "{e}");
+        let e = read(
+            "kernel: matmul\nentries:\n  - backend: cuda\n    machine: {isa: avx2, cores: 2}\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.0.contains(":4:") && e.0.contains("`machine:` describes a CPU"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn merging_replaces_the_same_entry_and_keeps_the_rest() {
         let k = matmul();
         let path = Path::new("configs/matmul.yaml");
         let old = "# hand-written\nkernel: matmul\nentries:\n  # first\n  - backend: cpu\n    sizes: {I: 64, J: 32, K: 16}\n    cpu: { reg: [4, 16, 1] }\n\n  # second: GPU\n  - backend: opencl\n  # third\n  - backend: cpu\n    device: \"*\"\n    sizes: {I: 8, J: 8, K: 8}\n";
-        let entry = cpu_entry_yaml(&k, "*", Some(&[64, 16, 32]), &tuned(), &[]);
-        let new = merge_entry(&k, path, Some(old), "cpu", "*", &[64, 16, 32], &entry).unwrap();
+        let entry = cpu_entry_yaml(&k, "*", None, Some(&[64, 16, 32]), &tuned(), &[]);
+        let new = merge_entry(&k, path, Some(old), key("cpu", "*", &[64, 16, 32]), &entry).unwrap();
         for kept in [
             "# hand-written",
             "# first",
@@ -747,17 +1011,15 @@ pub(crate) mod tests {
         assert_eq!(e.len(), 2);
         assert_eq!(e[0].plan, tuned());
         // Other sizes: appended.
-        let other = cpu_entry_yaml(&k, "*", Some(&[1, 2, 3]), &tuned(), &[]);
-        let more = merge_entry(&k, path, Some(&new), "cpu", "*", &[1, 2, 3], &other).unwrap();
+        let other = cpu_entry_yaml(&k, "*", None, Some(&[1, 2, 3]), &tuned(), &[]);
+        let more = merge_entry(&k, path, Some(&new), key("cpu", "*", &[1, 2, 3]), &other).unwrap();
         assert_eq!(entries(&k, path, &more).unwrap().cpu.len(), 3);
         // An empty list becomes a block list.
         let empty = merge_entry(
             &k,
             path,
             Some("kernel: matmul\nentries: []\n"),
-            "cpu",
-            "*",
-            &[1, 2, 3],
+            key("cpu", "*", &[1, 2, 3]),
             &other,
         )
         .unwrap();
@@ -767,9 +1029,7 @@ pub(crate) mod tests {
             &k,
             path,
             Some("kernel: other\n"),
-            "cpu",
-            "*",
-            &[1, 2, 3],
+            key("cpu", "*", &[1, 2, 3]),
             &other
         )
         .is_err());
@@ -792,9 +1052,7 @@ pub(crate) mod tests {
             &k,
             path,
             Some(old),
-            "cuda",
-            "H100",
-            &[64, 16, 32],
+            key("cuda", "H100", &[64, 16, 32]),
             &entry("cuda"),
         )
         .unwrap();
@@ -802,9 +1060,7 @@ pub(crate) mod tests {
             &k,
             path,
             Some(&one),
-            "opencl",
-            "H100",
-            &[64, 16, 32],
+            key("opencl", "H100", &[64, 16, 32]),
             &entry("opencl"),
         )
         .unwrap();
@@ -813,9 +1069,7 @@ pub(crate) mod tests {
             &k,
             path,
             Some(&two),
-            "cuda",
-            "H100",
-            &[64, 16, 32],
+            key("cuda", "H100", &[64, 16, 32]),
             &entry("cuda"),
         )
         .unwrap();
@@ -863,9 +1117,9 @@ pub(crate) mod tests {
         let k = matmul();
         let plan = CpuPlan::default_for(&k);
         assert_eq!(plan.nod, vec![0, 0, 0]);
-        let entry = cpu_entry_yaml(&k, "*", None, &plan, &[]);
+        let entry = cpu_entry_yaml(&k, "*", None, None, &plan, &[]);
         assert!(!entry.contains("nod"), "{entry}");
-        assert!(cpu_entry_yaml(&k, "*", None, &tuned(), &[]).contains("nod: [2, 1, 1]"));
+        assert!(cpu_entry_yaml(&k, "*", None, None, &tuned(), &[]).contains("nod: [2, 1, 1]"));
     }
 
     #[test]

@@ -6,41 +6,59 @@
 use std::path::Path;
 use std::time::Instant;
 
-use mdh_core::config::cpu_entry_yaml;
+use mdh::machine::{explain, host, ignore_device_entries, rank, Host, PlanEntry};
+use mdh_core::config::{cpu_entry_yaml, with_default};
 use mdh_core::desc::KernelDesc;
 use mdh_core::plan::{elem_bytes, CpuPlan};
 use mdh_core::Checked;
 
 use crate::log::Status;
+use crate::scratch::{Measured, Timing};
 use crate::space::{CpuSpace, Space};
-use crate::tuning::{configured_entries, skip_tuned, Options, Target, Tuning};
+use crate::tuning::{
+    configured_entries, plan_entry, skip_tuned, Options, Target, Tuning, RETIME_ROUNDS,
+};
 use crate::{bound, reference, scratch, source};
 
 /// The CPU plan that the config in `out_dir` dispatches to at `sizes` on
-/// this CPU, if an entry of it does (`None`: the default plan runs, as
-/// when no entry is for `*` or this CPU).
+/// `host` (`None`: the default plan runs, as when no entry is for this
+/// machine or any), and why, as `MDH_EXPLAIN=1` would say it.
 pub(crate) fn configured_cpu_plan(
     k: &Checked,
     out_dir: &Path,
     sizes: &[usize],
-) -> Result<Option<CpuPlan>, String> {
-    let Some(entries) = configured_entries(k, out_dir)? else {
-        return Ok(None);
-    };
-    let mut list: Vec<(&str, Option<&[usize]>)> = entries
-        .cpu
-        .iter()
-        .map(|e| (e.device.as_str(), e.sizes.as_deref()))
-        .collect();
-    // The macro compiles the default plan last, for `*` and any sizes
-    // (`mdh_core::config::plans`), unless an entry already is that.
-    if !list.contains(&("*", None)) {
-        list.push(("*", None));
-    }
-    Ok(entries
-        .cpu
-        .get(mdh::cpu::nearest_plan(&list, sizes))
-        .map(|e| e.plan.clone()))
+    host: &Host,
+    ignore_device_entries: bool,
+) -> Result<(Option<CpuPlan>, String), String> {
+    let entries = with_default(k, configured_entries(k, out_dir)?.unwrap_or_default());
+    let list: Vec<PlanEntry<'_>> = entries.cpu.iter().map(plan_entry).collect();
+    let choice = rank(&list, sizes, host, ignore_device_entries);
+    let names: Vec<String> = k.size_params.iter().map(|p| p.to_string()).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let why = explain(
+        &k.name.to_string(),
+        &names,
+        &list,
+        sizes,
+        host,
+        ignore_device_entries,
+        choice,
+    );
+    let plan = choice
+        .map(|c| &entries.cpu[c.index])
+        .filter(|e| e.line != 0)
+        .map(|e| e.plan.clone());
+    Ok((plan, why))
+}
+
+/// Which candidate of a batch of `n` a measurement is of (`cN`).
+fn candidate(m: &Measured, n: usize) -> Result<usize, String> {
+    m.kernel
+        .trim_start_matches('c')
+        .parse()
+        .ok()
+        .filter(|&i| i < n)
+        .ok_or_else(|| format!("the harness reported an unknown kernel `{}`", m.kernel))
 }
 
 /// Tunes `found`'s kernel (in the crate of `manifest`) for this CPU.
@@ -50,7 +68,9 @@ pub fn tune(
     found: &source::Found,
     target: &mut Target,
 ) -> Result<(), String> {
-    target.device = mdh::cpu::cpu_name().to_string();
+    let host = host();
+    target.device.clone_from(&host.model);
+    target.machine = Some(host.machine);
     if skip_tuned(opts, target)? {
         return Ok(());
     }
@@ -87,12 +107,14 @@ pub fn tune(
     let tag = &target.tag;
     let reference = scratch.dir().join(format!("reference{tag}.txt"));
     let machine = bound::Machine {
-        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        threads: host.machine.cores,
     };
     let extents = space.extents.clone();
     let lower = move |plan: &CpuPlan| bound::lower_bound(k, plan, &extents, input_bytes, &machine);
     let default = CpuPlan::default_for(k);
-    let configured = configured_cpu_plan(k, &target.out_dir, sizes)?;
+    let (configured, why) =
+        configured_cpu_plan(k, &target.out_dir, sizes, host, ignore_device_entries())?;
+    eprintln!("runs here today: {why}");
     let mut t = Tuning::new(
         space,
         &default,
@@ -130,28 +152,30 @@ pub fn tune(
                 // not repeated.
                 let slow = t.best.as_ref().map_or(f64::INFINITY, |b| 3.0 * b.1);
                 let mut measured = vec![false; batch.len()];
-                scratch.run(&binary, None, slow, &reference, |m| {
-                    let i: usize = m.kernel.trim_start_matches('c').parse().map_err(|_| {
-                        format!("the harness reported an unknown kernel `{}`", m.kernel)
-                    })?;
-                    let p = batch.get(i).ok_or_else(|| {
-                        format!("the harness reported an unknown kernel `{}`", m.kernel)
-                    })?;
-                    let status = match m.status.as_str() {
-                        "ok" => Status::Ok,
-                        "wrong" => Status::Wrong,
-                        _ => Status::Failed,
-                    };
-                    if status == Status::Wrong {
-                        t.say(format!(
-                            "candidate {:?} computes wrong results: {}",
-                            p.plan,
-                            m.error.as_deref().unwrap_or("")
-                        ));
-                    }
-                    measured[i] = true;
-                    t.record(p.candidate(status, m.time_s, m.error, t.elapsed()))
-                })?;
+                scratch.run(
+                    &binary,
+                    None,
+                    Timing::OneByOne { slow_s: slow },
+                    &reference,
+                    |m| {
+                        let i = candidate(&m, batch.len())?;
+                        let p = &batch[i];
+                        let status = match m.status.as_str() {
+                            "ok" => Status::Ok,
+                            "wrong" => Status::Wrong,
+                            _ => Status::Failed,
+                        };
+                        if status == Status::Wrong {
+                            t.say(format!(
+                                "candidate {:?} computes wrong results: {}",
+                                p.plan,
+                                m.error.as_deref().unwrap_or("")
+                            ));
+                        }
+                        measured[i] = true;
+                        t.record(p.candidate(status, m.time_s, m.error, t.elapsed()))
+                    },
+                )?;
                 if let Some(i) = measured.iter().position(|m| !m) {
                     return Err(format!(
                         "the harness did not report candidate c{i}; see {}",
@@ -167,8 +191,38 @@ pub fn tune(
         ));
         Ok(())
     })?;
-    t.finish(target, |plan, prov| {
-        cpu_entry_yaml(k, &target.device, Some(sizes), plan, prov)
+    // The winner and today's plan in one more build, timed in turns.
+    let retime = |best: &CpuPlan, today: &CpuPlan| {
+        let binary = scratch.build(&scratch::Batch::Plans(&[best.clone(), today.clone()]))?;
+        let mut samples = [Vec::new(), Vec::new()];
+        let rounds = Timing::Interleaved {
+            rounds: RETIME_ROUNDS,
+        };
+        scratch.run(&binary, None, rounds, &reference, |m| {
+            let i = candidate(&m, 2)?;
+            if m.status != "ok" {
+                return Err(format!(
+                    "re-timing: {} no longer runs correctly ({}): {}",
+                    ["the best plan", "the plan that runs today"][i],
+                    m.status,
+                    m.error.unwrap_or_default()
+                ));
+            }
+            samples[i] = m.samples;
+            Ok(())
+        })?;
+        let [best, today] = samples;
+        Ok((best, today))
+    };
+    t.finish(target, retime, |plan, prov| {
+        cpu_entry_yaml(
+            k,
+            &target.device,
+            target.machine.as_ref(),
+            Some(sizes),
+            plan,
+            prov,
+        )
     })
 }
 
@@ -181,28 +235,71 @@ mod tests {
     fn the_configured_cpu_plan_is_the_one_the_macro_dispatches_to() {
         let k = mdh_core::fixtures::matvec();
         let dir = TempDir::new("configured-cpu");
-        assert_eq!(configured_cpu_plan(&k, &dir.0, &[64, 64]), Ok(None));
+        let here = mdh::machine::Machine {
+            isa: mdh::machine::Isa::Avx2,
+            cores: 2,
+            l1d: Some(32 << 10),
+            l2: Some(512 << 10),
+            l3: Some(32 << 20),
+        };
+        let host = Host {
+            model: "This CPU".into(),
+            machine: here,
+        };
+        let plan = |ignore: bool| {
+            configured_cpu_plan(&k, &dir.0, &[64, 64], &host, ignore).map(|(p, _)| p)
+        };
+        assert_eq!(plan(false), Ok(None));
         let mut tuned = CpuPlan::default_for(&k);
         tuned.cor = vec![2, 1];
         let mut elsewhere = tuned.clone();
         elsewhere.cor = vec![1, 2];
-        let entry = |device: &str, sizes: Option<&[usize]>, plan: &CpuPlan| {
-            cpu_entry_yaml(&k, device, sizes, plan, &[])
+        let mut near = tuned.clone();
+        near.cor = vec![2, 2];
+        let entry =
+            |device: &str,
+             m: Option<&mdh::machine::Machine>,
+             sizes: Option<&[usize]>,
+             plan: &CpuPlan| { cpu_entry_yaml(&k, device, m, sizes, plan, &[]) };
+        let avx512 = mdh::machine::Machine {
+            isa: mdh::machine::Isa::Avx512,
+            ..here
         };
-        // Only another CPU's entry: the macro's default plan runs here.
-        dir.config(&k, &[entry("Another CPU", Some(&[64, 64]), &elsewhere)]);
-        assert_eq!(configured_cpu_plan(&k, &dir.0, &[64, 64]), Ok(None));
-        // An entry for every CPU, tuned for other sizes: the nearest.
+        let bigger = mdh::machine::Machine { cores: 4, ..here };
+        // Only another CPU's entries (by name, or of another instruction
+        // set): the macro's default plan runs here.
         dir.config(
             &k,
             &[
-                entry("Another CPU", Some(&[64, 64]), &elsewhere),
-                entry("*", Some(&[4096, 4096]), &tuned),
+                entry("Another CPU", None, Some(&[64, 64]), &elsewhere),
+                entry("This CPU", Some(&avx512), Some(&[64, 64]), &elsewhere),
             ],
         );
-        assert_eq!(
-            configured_cpu_plan(&k, &dir.0, &[64, 64]),
-            Ok(Some(tuned.clone()))
+        assert_eq!(plan(false), Ok(None));
+        let (_, why) = configured_cpu_plan(&k, &dir.0, &[64, 64], &host, false).unwrap();
+        assert!(why.contains("the heuristic default plan"), "{why}");
+        // An entry for every CPU, tuned for other sizes: the nearest.
+        let mut list = vec![
+            entry("Another CPU", None, Some(&[64, 64]), &elsewhere),
+            entry("*", None, Some(&[4096, 4096]), &tuned),
+        ];
+        dir.config(&k, &list);
+        assert_eq!(plan(false), Ok(Some(tuned.clone())));
+        // A machine of the same class beats it, unless device entries are ignored.
+        list.push(entry(
+            "Other name",
+            Some(&bigger),
+            Some(&[4096, 4096]),
+            &near,
+        ));
+        dir.config(&k, &list);
+        assert_eq!(plan(false), Ok(Some(near.clone())));
+        assert_eq!(plan(true), Ok(Some(tuned.clone())));
+        let (_, why) = configured_cpu_plan(&k, &dir.0, &[64, 64], &host, false).unwrap();
+        assert!(
+            why.starts_with("matvec at I=64, K=64: cpu entry 3 (config line ")
+                && why.contains("nearest machine of class avx2"),
+            "{why}"
         );
     }
 }

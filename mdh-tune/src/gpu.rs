@@ -25,7 +25,7 @@ use crate::log::Status;
 use crate::scratch::check;
 use crate::source;
 use crate::space::Space;
-use crate::tuning::{configured_entries, skip_tuned, Options, Target, Tuning};
+use crate::tuning::{configured_entries, skip_tuned, Options, Target, Tuning, RETIME_ROUNDS};
 
 /// Repetitions of a candidate: at least this many, and more while their
 /// time is below `MIN_TIME_S` (at most `MAX_RUNS`).
@@ -151,11 +151,9 @@ impl<'a, D: RawDevice> Bench<'a, D> {
         crate::reference::interpreter_unfit(k, self.desc, &self.bound.extents)
     }
 
-    /// Compiles and runs `plan` once, checks its result, then times it:
-    /// the checked run is the warm-up; repetitions give the median of the
-    /// device's own times (events). A checked run slower than `slow_s` is
-    /// not repeated: it cannot win.
-    fn measure(&mut self, plan: &GpuPlan, slow_s: f64) -> Outcome {
+    /// Compiles and runs `plan` once and checks its result: the loaded
+    /// plan and the checked run's time, or why it failed.
+    fn checked(&mut self, plan: &GpuPlan) -> Result<(Loaded<D>, Duration), Outcome> {
         let lim = self.dev.limits();
         let job = match job(
             self.desc,
@@ -167,8 +165,8 @@ impl<'a, D: RawDevice> Bench<'a, D> {
             lim,
         ) {
             Ok(Some(j)) => j,
-            Ok(None) => return Outcome::failed("nothing to compute at these sizes"),
-            Err(e) => return Outcome::failed(e),
+            Ok(None) => return Err(Outcome::failed("nothing to compute at these sizes")),
+            Err(e) => return Err(Outcome::failed(e)),
         };
         let loaded = match Loaded::new(
             self.dev,
@@ -179,29 +177,36 @@ impl<'a, D: RawDevice> Bench<'a, D> {
             &self.params,
         ) {
             Ok(l) => l,
-            Err(e) => return Outcome::failed(e),
+            Err(e) => return Err(Outcome::failed(e)),
         };
-        let first = match loaded.run(self.dev) {
-            Ok(t) => t,
-            Err(e) => return Outcome::failed(e),
-        };
+        let first = loaded.run(self.dev).map_err(Outcome::failed)?;
         let mut got = self.init.clone();
-        if let Err(e) = loaded.read(self.dev, &mut got) {
-            return Outcome::failed(e);
-        }
+        loaded.read(self.dev, &mut got).map_err(Outcome::failed)?;
         match &self.want {
             Some(want) => {
                 if let Some(m) = check::mismatch(&got, want, self.rtol) {
-                    return Outcome {
+                    return Err(Outcome {
                         status: Status::Wrong,
                         time_s: None,
                         error: Some(m),
-                    };
+                    });
                 }
             }
             // The default plan's result becomes the expected one.
             None => self.want = Some(got),
         }
+        Ok((loaded, first))
+    }
+
+    /// Compiles and runs `plan` once, checks its result, then times it:
+    /// the checked run is the warm-up; repetitions give the median of the
+    /// device's own times (events). A checked run slower than `slow_s` is
+    /// not repeated: it cannot win.
+    fn measure(&mut self, plan: &GpuPlan, slow_s: f64) -> Outcome {
+        let (loaded, first) = match self.checked(plan) {
+            Ok(l) => l,
+            Err(o) => return o,
+        };
         let mut times = vec![first];
         if first.as_secs_f64() <= slow_s {
             times.clear();
@@ -226,6 +231,47 @@ impl<'a, D: RawDevice> Bench<'a, D> {
         }
     }
 }
+
+impl<D: RawDevice> Bench<'_, D> {
+    /// `plans` re-timed in turns (the tuner's check of its winner against
+    /// the plan that runs today): each checked, then `rounds` rounds of
+    /// one sample each (the mean device time of the same number of
+    /// launches for all, at least [`MIN_SAMPLE_S`] for the slowest), the
+    /// order reversed every other round so that a drift falls on all alike.
+    fn interleave(&mut self, plans: &[&GpuPlan], rounds: usize) -> Result<Vec<Vec<f64>>, String> {
+        let mut loaded = Vec::with_capacity(plans.len());
+        for p in plans {
+            let (l, first) = self.checked(p).map_err(|o| {
+                format!(
+                    "re-timing: plan {p:?} no longer runs correctly: {}",
+                    o.error.unwrap_or_default()
+                )
+            })?;
+            loaded.push((l, first.as_secs_f64()));
+        }
+        let slowest = loaded.iter().map(|l| l.1).fold(1e-9, f64::max);
+        let reps = (MIN_SAMPLE_S / slowest).ceil().max(1.0) as usize;
+        let mut samples = vec![Vec::with_capacity(rounds); plans.len()];
+        let mut order: Vec<usize> = (0..plans.len()).collect();
+        for _ in 0..rounds {
+            for &i in &order {
+                let mut total = Duration::ZERO;
+                for _ in 0..reps {
+                    total += loaded[i]
+                        .0
+                        .run(self.dev)
+                        .map_err(|e| format!("re-timing: {e}"))?;
+                }
+                samples[i].push(total.as_secs_f64() / reps as f64);
+            }
+            order.reverse();
+        }
+        Ok(samples)
+    }
+}
+
+/// The shortest sample of an interleaved re-timing (as the CPU harness's).
+const MIN_SAMPLE_S: f64 = 5e-3;
 
 /// The plan the macro runs without a config entry on this device: the
 /// heuristic default fitted to its limits, as a plan (`groups` left to the
@@ -388,7 +434,14 @@ pub fn tune<D: RawDevice>(
         }
         Ok(())
     })?;
-    t.finish(target, |plan, prov| {
+    let retime = |best: &GpuPlan, today: &GpuPlan| {
+        let mut s = bench.interleave(&[best, today], RETIME_ROUNDS)?.into_iter();
+        match (s.next(), s.next()) {
+            (Some(best), Some(today)) => Ok((best, today)),
+            _ => Err("re-timing gave no samples".to_string()),
+        }
+    };
+    t.finish(target, retime, |plan, prov| {
         gpu_entry_yaml(k, target.backend, &target.device, Some(sizes), plan, prov)
     })
 }

@@ -14,7 +14,10 @@ use mdh_core::desc::KernelDesc;
 use mdh_core::plan::CpuPlan;
 use mdh_rt::nod::{configured_nod, default_nod};
 
+use mdh::machine::{host, ignore_device_entries};
+
 use crate::cpu::configured_cpu_plan;
+use crate::scratch::Timing;
 use crate::tuning::{utc_date, write_entry, Target};
 use crate::{reference, scratch, source};
 
@@ -76,7 +79,9 @@ pub fn tune(
     if ranks == 0 {
         return Err("--ranks must be at least 1".into());
     }
-    target.device = mdh::cpu::cpu_name().to_string();
+    let host = host();
+    target.device.clone_from(&host.model);
+    target.machine = Some(host.machine);
     let k = &found.kernel;
     let sizes = target.sizes;
     let desc = KernelDesc::from_kernel(k);
@@ -85,7 +90,9 @@ pub fn tune(
         .iter()
         .map(|c| KernelDesc::eval_size(c, sizes).unwrap_or(0))
         .collect();
-    let configured = configured_cpu_plan(k, &target.out_dir, sizes)?;
+    let (configured, why) =
+        configured_cpu_plan(k, &target.out_dir, sizes, host, ignore_device_entries())?;
+    eprintln!("runs here today: {why}");
     let mut plan = configured.unwrap_or_else(|| CpuPlan::default_for(k));
     let today = configured_nod(&plan.nod, ranks)
         .map(<[usize]>::to_vec)
@@ -117,7 +124,10 @@ pub fn tune(
     })?;
     let reference = scratch.dir().join(format!("reference{}.txt", target.tag));
     let mut results: Vec<(Vec<usize>, f64, u64)> = Vec::new();
-    scratch.run(&binary, Some(ranks), f64::INFINITY, &reference, |m| {
+    let timing = Timing::OneByOne {
+        slow_s: f64::INFINITY,
+    };
+    scratch.run(&binary, Some(ranks), timing, &reference, |m| {
         let i: usize = m
             .kernel
             .strip_prefix('n')
@@ -161,7 +171,14 @@ pub fn tune(
         ("time_s", format!("{time:e}")),
         ("bytes_sent_per_rank", bytes.to_string()),
     ];
-    let entry = cpu_entry_yaml(k, &target.device, Some(sizes), &plan, &provenance);
+    let entry = cpu_entry_yaml(
+        k,
+        &target.device,
+        target.machine.as_ref(),
+        Some(sizes),
+        &plan,
+        &provenance,
+    );
     let path = target.out_dir.join(format!("{}.yaml", k.name));
     write_entry(target, &path, &entry)?;
     eprintln!(

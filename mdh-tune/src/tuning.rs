@@ -2,8 +2,10 @@
 //! share: what a run is for ([`Target`]), the search loop over a
 //! [`Space`] that proposes, prunes and records candidates ([`Tuning`]),
 //! the config's entries already there (`--skip-tuned`, the configured
-//! plan), and writing the best plan's entry. A driver gives it a way to
-//! measure a batch of candidates and to render an entry.
+//! plan), and writing the best plan's entry once an interleaved re-timing
+//! shows that it wins beyond the noise ([`verdict`]). A driver gives it a
+//! way to measure a batch of candidates, to re-time two plans in turns,
+//! and to render an entry.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -11,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use mdh_core::config::{merge_entry, yaml_string, Entries};
+use mdh::machine::{Fit, Host, Machine, PlanEntry};
+use mdh_core::config::{machine_yaml, merge_entry, yaml_string, CpuEntry, Entries, EntryKey};
 use mdh_core::Checked;
 
 use crate::log::{Candidate, Log, Record, Start, Status};
@@ -367,11 +370,14 @@ where
 
     /// Writes the best plan's entry (rendered by `entry` from the plan and
     /// the provenance) into `<out>/<kernel>.yaml`, unless it is the plan
-    /// that runs there already ([`already_running`]), plots the search, and
+    /// that runs there already ([`already_running`]) or, re-timed in turns
+    /// with that plan by `retime` (samples of each, in that order), it
+    /// does not win beyond the noise ([`verdict`]); plots the search, and
     /// prints the summary.
     pub fn finish(
         &self,
         target: &Target,
+        retime: impl FnOnce(&S::Plan, &S::Plan) -> Result<(Vec<f64>, Vec<f64>), String>,
         entry: impl Fn(&S::Plan, &[(&str, String)]) -> String,
     ) -> Result<(), String> {
         let png = target.file(self.log.path().parent().unwrap_or(Path::new(".")), "png");
@@ -389,23 +395,43 @@ where
         let speedup = default_time / best_time;
         let measured = self.costs.len();
         let date = utc_date();
-        let provenance = [
-            ("tuner", yaml_string("mdh-tune")),
-            ("device", yaml_string(&target.device)),
-            ("date", yaml_string(&date)),
-            ("budget", yaml_string(&self.budget.describe())),
-            ("evaluations", measured.to_string()),
-            ("time_s", format!("{best_time:e}")),
-            ("default_time_s", format!("{default_time:e}")),
-            ("speedup_over_default", format!("{speedup:.3}")),
-        ];
         let k = target.k;
         let path = target.out_dir.join(format!("{}.yaml", k.name));
-        let unchanged = already_running(&best, self.configured.as_ref(), default_plan, |a, b| {
-            self.space.runs_alike(a, b)
-        });
+        let mut unchanged =
+            already_running(&best, self.configured.as_ref(), default_plan, |a, b| {
+                self.space.runs_alike(a, b)
+            })
+            .map(|what| format!("{what} is already the best found"));
         if unchanged.is_none() {
-            write_entry(target, &path, &entry(&best, &provenance))?;
+            // What runs today: the configured plan, else the default.
+            let today = self.configured.as_ref().unwrap_or(default_plan);
+            self.say(format!(
+                "re-timing the best plan and the plan that runs today in turns ({RETIME_ROUNDS} rounds)"
+            ));
+            let (winner, now) = retime(&best, today)?;
+            let v = verdict(&winner, &now);
+            eprintln!("{}", v.why);
+            if v.write {
+                let mut provenance = vec![
+                    ("tuner", yaml_string("mdh-tune")),
+                    ("device", yaml_string(&target.device)),
+                ];
+                if let Some(m) = &target.machine {
+                    provenance.push(("machine", machine_yaml(m)));
+                }
+                provenance.extend([
+                    ("date", yaml_string(&date)),
+                    ("budget", yaml_string(&self.budget.describe())),
+                    ("evaluations", measured.to_string()),
+                    ("time_s", format!("{best_time:e}")),
+                    ("default_time_s", format!("{default_time:e}")),
+                    ("speedup_over_default", format!("{speedup:.3}")),
+                    ("retimed_speedup_over_today", format!("{:.3}", v.speedup)),
+                ]);
+                write_entry(target, &path, &entry(&best, &provenance))?;
+            } else {
+                unchanged = Some("the best plan does not win beyond the noise".into());
+            }
         }
 
         let mut best_so_far = Vec::with_capacity(measured);
@@ -440,10 +466,7 @@ where
         match unchanged {
             Some(what) => {
                 eprintln!("{times}");
-                println!(
-                    "{what} is already the best found: config unchanged ({} not written)",
-                    path.display()
-                );
+                println!("{what}: config unchanged ({} not written)", path.display());
             }
             None => eprintln!("{times}: wrote {}", path.display()),
         }
@@ -470,6 +493,96 @@ fn already_running<P>(
     }
 }
 
+/// Rounds of the interleaved re-timing of the best plan against the plan
+/// that runs today: enough for quartiles of each.
+pub const RETIME_ROUNDS: usize = 9;
+
+/// The least gain of an entry: a plan less than this much faster than
+/// what runs today changes nothing a user would notice.
+const MIN_GAIN: f64 = 0.03;
+
+/// Whether re-timed samples justify writing an entry, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    pub write: bool,
+    /// The median time of today's plan over the winner's.
+    pub speedup: f64,
+    /// One sentence for the user.
+    pub why: String,
+}
+
+/// The winner's samples against those of the plan that runs today (taken
+/// in turns): write its entry only when its median is more than
+/// [`MIN_GAIN`] faster and beyond the spread of the samples, i.e. the
+/// winner's upper quartile is below today's lower quartile (most of its
+/// runs beat most of the others', not a lucky few).
+pub fn verdict(winner: &[f64], today: &[f64]) -> Verdict {
+    let quartiles = |s: &[f64]| {
+        let mut s = s.to_vec();
+        s.sort_by(f64::total_cmp);
+        let at = |p: f64| s[((s.len() - 1) as f64 * p).round() as usize];
+        [at(0.25), at(0.5), at(0.75)]
+    };
+    if winner.len() < 3 || today.len() < 3 {
+        return Verdict {
+            write: false,
+            speedup: 1.0,
+            why: format!(
+                "too few re-timed samples ({} and {}) to tell a winner from noise",
+                winner.len(),
+                today.len()
+            ),
+        };
+    }
+    let ([w1, w, w3], [t1, t, _]) = (quartiles(winner), quartiles(today));
+    let speedup = t / w;
+    let gain = 100.0 * (1.0 - w / t);
+    let change = if gain >= 0.0 {
+        format!("{gain:.1} % faster")
+    } else {
+        format!("{:.1} % slower", -gain)
+    };
+    let timed = format!(
+        "re-timed in turns over {} rounds, the best plan takes {} (median), the plan that runs today {}",
+        winner.len().min(today.len()),
+        ms(w),
+        ms(t)
+    );
+    let (write, why) = if w >= t * (1.0 - MIN_GAIN) {
+        (
+            false,
+            format!(
+                "{timed}: {change}, not the {:.0} % faster an entry must be",
+                100.0 * MIN_GAIN
+            ),
+        )
+    } else if w3 >= t1 {
+        (
+            false,
+            format!(
+                "{timed}: {gain:.1} % faster by the medians, but within the noise (the best plan's upper quartile {} is not below today's lower quartile {})",
+                ms(w3),
+                ms(t1)
+            ),
+        )
+    } else {
+        (
+            true,
+            format!(
+                "{timed}: {gain:.1} % faster, beyond the noise (quartiles {}–{} against {}–)",
+                ms(w1),
+                ms(w3),
+                ms(t1)
+            ),
+        )
+    };
+    Verdict {
+        write,
+        speedup,
+        why,
+    }
+}
+
 /// Merges `entry` into the config file at `path` (created if missing),
 /// keeping its other entries and comments.
 pub(crate) fn write_entry(target: &Target, path: &Path, entry: &str) -> Result<(), String> {
@@ -478,16 +591,13 @@ pub(crate) fn write_entry(target: &Target, path: &Path, entry: &str) -> Result<(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
-    let text = merge_entry(
-        target.k,
-        path,
-        old.as_deref(),
-        target.backend,
-        &target.device,
-        target.sizes,
-        entry,
-    )
-    .map_err(|e| e.0)?;
+    let key = EntryKey {
+        backend: target.backend,
+        device: &target.device,
+        machine: target.machine.as_ref(),
+        sizes: target.sizes,
+    };
+    let text = merge_entry(target.k, path, old.as_deref(), key, entry).map_err(|e| e.0)?;
     std::fs::create_dir_all(&target.out_dir)
         .map_err(|e| format!("cannot create {}: {e}", target.out_dir.display()))?;
     std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
@@ -500,6 +610,8 @@ pub struct Target<'a> {
     /// `cpu`, `opencl` or `cuda`: the config's backend name.
     pub backend: &'static str,
     pub device: String,
+    /// The CPU's description (the CPU backend only).
+    pub machine: Option<Machine>,
     pub out_dir: PathBuf,
     /// `I=1024,K=4096`, for messages.
     pub at: String,
@@ -524,6 +636,7 @@ impl<'a> Target<'a> {
             sizes,
             backend,
             device: String::new(),
+            machine: None,
             out_dir,
             at: named()
                 .map(|(p, v)| format!("{p}={v}"))
@@ -584,9 +697,20 @@ pub fn configured_entries(k: &Checked, out_dir: &Path) -> Result<Option<Entries>
         .map_err(|e| e.to_string())
 }
 
+/// A CPU entry as generated code lists it for the dispatch.
+pub fn plan_entry(e: &CpuEntry) -> PlanEntry<'_> {
+    PlanEntry {
+        device: &e.device,
+        machine: e.machine,
+        sizes: e.sizes.as_deref(),
+        line: e.line,
+    }
+}
+
 /// Whether `--skip-tuned` skips `target`: the config in its `out_dir` has
-/// an entry for its backend, its device (or `*`) and exactly its sizes.
-/// Says so when it does.
+/// an entry for its backend and exactly its sizes that is for any device
+/// (`*`) or for this one (CPU: tuned on this machine, see
+/// [`PlanEntry::fit`]; GPU: its device name). Says so when it does.
 pub fn skip_tuned(opts: &Options, target: &Target) -> Result<bool, String> {
     if !opts.skip_tuned {
         return Ok(false);
@@ -594,21 +718,33 @@ pub fn skip_tuned(opts: &Options, target: &Target) -> Result<bool, String> {
     let Some(entries) = configured_entries(target.k, &target.out_dir)? else {
         return Ok(false);
     };
-    let tuned = |device: &str, sizes: Option<&[usize]>| {
-        (device == "*" || device == target.device) && sizes == Some(target.sizes)
-    };
     let found = match target.backend {
-        "cpu" => entries
-            .cpu
-            .iter()
-            .any(|e| tuned(&e.device, e.sizes.as_deref())),
+        "cpu" => {
+            let machine = target
+                .machine
+                .ok_or("a CPU target without its machine description (a bug of mdh-tune)")?;
+            let host = Host {
+                model: target.device.clone(),
+                machine,
+            };
+            entries.cpu.iter().any(|e| {
+                e.sizes.as_deref() == Some(target.sizes)
+                    && matches!(
+                        plan_entry(e).fit(&host),
+                        Some(Fit::Exact | Fit::Model | Fit::Any)
+                    )
+            })
+        }
         backend => {
             let list = if backend == "cuda" {
                 &entries.cuda
             } else {
                 &entries.opencl
             };
-            list.iter().any(|e| tuned(&e.device, e.sizes.as_deref()))
+            list.iter().any(|e| {
+                (e.device == "*" || e.device == target.device)
+                    && e.sizes.as_deref() == Some(target.sizes)
+            })
         }
     };
     if found {
@@ -698,16 +834,27 @@ pub(crate) mod tests {
         let k = mdh_core::fixtures::matvec();
         let dir = TempDir::new("skip-tuned");
         let plan = CpuPlan::default_for(&k);
+        let here = Machine {
+            isa: mdh::machine::Isa::Avx2,
+            cores: 2,
+            l1d: Some(32 << 10),
+            l2: Some(512 << 10),
+            l3: None,
+        };
+        let bigger = Machine { cores: 8, ..here };
         dir.config(
             &k,
             &[
-                cpu_entry_yaml(&k, "Some CPU", Some(&[64, 64]), &plan, &[]),
-                cpu_entry_yaml(&k, "*", Some(&[128, 64]), &plan, &[]),
+                cpu_entry_yaml(&k, "Some CPU", None, Some(&[64, 64]), &plan, &[]),
+                cpu_entry_yaml(&k, "*", None, Some(&[128, 64]), &plan, &[]),
+                cpu_entry_yaml(&k, "Named", Some(&here), Some(&[32, 32]), &plan, &[]),
+                cpu_entry_yaml(&k, "Named", Some(&bigger), Some(&[16, 16]), &plan, &[]),
             ],
         );
         let skips = |asked: bool, sizes: &'static [usize], device: &str| {
             let target = Target {
                 device: device.into(),
+                machine: Some(here),
                 ..Target::new(&k, sizes, "cpu", dir.0.clone())
             };
             let opts = Options {
@@ -724,6 +871,45 @@ pub(crate) mod tests {
         assert!(!skips(true, &[64, 64], "Other CPU"));
         assert!(!skips(true, &[64, 128], "Some CPU"));
         assert!(!skips(false, &[64, 64], "Some CPU"), "only when asked");
+        assert!(skips(true, &[32, 32], "Other CPU"), "tuned on this machine");
+        assert!(
+            !skips(true, &[16, 16], "Named"),
+            "the same name on another machine"
+        );
+    }
+
+    #[test]
+    fn entries_are_written_only_for_wins_beyond_the_noise() {
+        let around = |m: f64, spread: f64| -> Vec<f64> {
+            (0..9)
+                .map(|i| m * (1.0 + spread * (i as f64 - 4.0) / 4.0))
+                .collect()
+        };
+        // 10 % faster, samples 1 % apart: written.
+        let v = verdict(&around(0.9, 0.01), &around(1.0, 0.01));
+        assert!(v.write, "{v:?}");
+        assert!((v.speedup - 1.0 / 0.9).abs() < 1e-9, "{v:?}");
+        assert!(
+            v.why.contains("10.0 % faster, beyond the noise"),
+            "{}",
+            v.why
+        );
+        // 2 % faster, however steady: below the threshold.
+        let v = verdict(&around(0.98, 0.001), &around(1.0, 0.001));
+        assert!(!v.write && v.why.contains("not the 3 %"), "{}", v.why);
+        // 10 % faster by the medians, but samples spread ±20 %: noise.
+        let v = verdict(&around(0.9, 0.2), &around(1.0, 0.2));
+        assert!(!v.write && v.why.contains("within the noise"), "{}", v.why);
+        // Slower when re-timed (the search's time was a lucky one).
+        let v = verdict(&around(1.1, 0.01), &around(1.0, 0.01));
+        assert!(!v.write && v.speedup < 1.0, "{v:?}");
+        assert!(v.why.contains("10.0 % slower"), "{}", v.why);
+        // One outlier of today's does not decide.
+        let mut today = around(1.0, 0.01);
+        today[3] = 0.5;
+        assert!(verdict(&around(0.9, 0.01), &today).write);
+        // Too few samples.
+        assert!(!verdict(&[0.1, 0.1], &[1.0, 1.0]).write);
     }
 
     #[test]

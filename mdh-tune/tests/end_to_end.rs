@@ -22,11 +22,15 @@ fn tunes_matvec_writes_a_config_and_resumes() {
             &[&["--batch", "3"], extra].concat(),
         )
     };
-    // The entry is written unless the best plan is the one that runs now:
-    // without a config the default, after a written entry that entry.
+    // The entry is written unless the best plan is the one that runs now
+    // (without a config the default, after a written entry that entry), or
+    // re-timed in turns with it, it does not win beyond the noise.
     let written = |stdout: &str, evaluations: usize, running: &str| {
         if stdout.contains("config unchanged") {
-            assert!(stdout.contains(running), "{stdout}");
+            assert!(
+                stdout.contains(running) || stdout.contains("does not win beyond the noise"),
+                "{stdout}"
+            );
             return None;
         }
         let yaml = std::fs::read_to_string(out.join("matvec.yaml")).expect("the entry");

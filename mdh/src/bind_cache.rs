@@ -13,7 +13,7 @@ use mdh_rt::Error;
 #[derive(Debug)]
 pub struct Binding {
     pub bound: Bound,
-    /// The index of the plan the call runs (see [`crate::cpu::nearest_plan`]).
+    /// The index of the plan the call runs (see [`crate::machine::choose_plan`]).
     pub plan: usize,
 }
 

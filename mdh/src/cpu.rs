@@ -258,13 +258,9 @@ pub fn flat<T>(v: &mut [(T,)]) -> &mut [T] {
     unsafe { core::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut T, v.len()) }
 }
 
-/// The instruction sets generated kernels are compiled for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Isa {
-    Avx512,
-    Avx2,
-    Baseline,
-}
+/// The instruction sets generated kernels are compiled for (a machine
+/// description's class, hence defined with it).
+pub use mdh_rt::machine::Isa;
 
 /// The instruction set kernels run with: the best one of this CPU
 /// (detected once), capped by the environment variable `MDH_ISA`
@@ -309,16 +305,15 @@ fn capped(detected: Isa, cap: Option<&str>) -> Result<Isa, String> {
         Isa::Avx2 => 1,
         Isa::Avx512 => 2,
     };
-    let cap = match cap.map(str::to_ascii_lowercase).as_deref() {
+    let cap = match cap {
         None | Some("") => return Ok(detected),
-        Some("avx512") => Isa::Avx512,
-        Some("avx2") => Isa::Avx2,
-        Some("baseline") => Isa::Baseline,
-        Some(other) => {
-            return Err(format!(
-                "MDH_ISA={other:?} is not one of avx512, avx2, baseline"
-            ))
-        }
+        Some(name) => Isa::from_name(name).ok_or_else(|| {
+            format!(
+                "MDH_ISA={:?} is not one of {}",
+                name.to_ascii_lowercase(),
+                Isa::names()
+            )
+        })?,
     };
     Ok(if rank(cap) < rank(detected) {
         cap
@@ -367,32 +362,6 @@ macro_rules! int_div {
     )*};
 }
 int_div!(i8, i16, i32, i64, u8, u16, u32, u64, usize);
-
-/// The plan to run for `sizes` among `(device, tuned sizes)` entries: of
-/// those whose device is `*` or this CPU's model name, the one tuned for
-/// the nearest sizes (by the sum of squared log-ratios; at equal distance
-/// one for this model before a `*` one), else the first without tuned sizes
-/// (the default plan), else plan 0.
-pub fn nearest_plan(entries: &[(&str, Option<&[usize]>)], sizes: &[usize]) -> usize {
-    let here = |dev: &str| dev == "*" || dev == cpu_name();
-    let distance = |t: &[usize]| -> f64 {
-        t.iter()
-            .zip(sizes)
-            .map(|(&a, &b)| {
-                let r = ((a.max(1)) as f64 / (b.max(1)) as f64).ln();
-                r * r
-            })
-            .sum()
-    };
-    let usable = || entries.iter().enumerate().filter(|(_, (d, _))| here(d));
-    // At equal distance, an entry tuned for this CPU before a `*` one.
-    usable()
-        .filter_map(|(i, (d, t))| t.map(|t| (i, distance(t), *d == "*")))
-        .min_by(|a, b| a.1.total_cmp(&b.1).then(a.2.cmp(&b.2)))
-        .map(|(i, _, _)| i)
-        .or_else(|| usable().find(|(_, (_, t))| t.is_none()).map(|(i, _)| i))
-        .unwrap_or(0)
-}
 
 /// Splits `0..extent` into at most `parts` nearly equal, non-empty ranges
 /// whose bounds are multiples of `align` (but the last), so that the
@@ -914,34 +883,6 @@ mod tests {
                 assert_eq!(*g, acc, "n = {n}, i = {i}");
             }
         }
-    }
-
-    #[test]
-    fn plans_are_chosen_by_device_and_nearest_sizes() {
-        let big: &[usize] = &[1024, 1024];
-        let small: &[usize] = &[16, 16];
-        let entries = [
-            ("*", Some(big)),
-            ("no such cpu", Some(small)),
-            ("*", Some(small)),
-            ("*", None),
-        ];
-        assert_eq!(nearest_plan(&entries, &[900, 1100]), 0);
-        assert_eq!(nearest_plan(&entries, &[10, 20]), 2);
-        assert_eq!(
-            nearest_plan(&[("no such cpu", Some(small)), ("*", None)], &[16, 16]),
-            1
-        );
-        // This CPU's own entry wins a tie with a `*` one, in either order.
-        let here = cpu_name();
-        assert_eq!(
-            nearest_plan(&[("*", Some(small)), (here, Some(small))], &[16, 16]),
-            1
-        );
-        assert_eq!(
-            nearest_plan(&[(here, Some(small)), ("*", Some(small))], &[16, 16]),
-            0
-        );
     }
 
     #[test]

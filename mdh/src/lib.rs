@@ -41,6 +41,7 @@ mod bind_cache;
 pub mod cpu;
 mod debug_build;
 pub mod gpu;
+pub mod machine;
 mod parallel;
 pub mod simd;
 mod stream;
@@ -133,9 +134,10 @@ pub mod reference {
 #[doc(hidden)]
 pub mod __rt {
     pub use crate::bind_cache::{BindCache, Binding};
-    pub use crate::cpu::{cpu_name, execute, isa, nearest_plan, IntDiv, Isa, Region, SyncPtr};
+    pub use crate::cpu::{cpu_name, execute, isa, IntDiv, Isa, Region, SyncPtr};
     pub use crate::debug_build::note_debug_build;
     pub use crate::gpu;
+    pub use crate::machine::{choose_plan, Machine, PlanEntry};
     #[cfg(feature = "mpi")]
     pub use crate::mpi;
     pub use crate::simd::V;

@@ -86,7 +86,7 @@ pub fn mpi_module(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
     };
     let dyn_args = dyn_args(k);
     let ns = k.size_params.len();
-    let plan_choice = plan_choice(entries);
+    let plan_choice = plan_choice(k, entries);
     let nods = entries.iter().map(|e| {
         let n = &e.plan.nod;
         quote!([#(#n),*])

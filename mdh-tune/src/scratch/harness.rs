@@ -7,6 +7,11 @@
 //! one warm-up run (the checked one), then repetitions; the median is
 //! reported. One JSON line per candidate on stdout, flushed at once, so the
 //! tuner logs each result as soon as it exists.
+//!
+//! With `--interleave ROUNDS` (the tuner's re-timing of its winner against
+//! the plan that runs today) the checked candidates run in turns instead,
+//! A B, B A, A B, … (a drift of the machine's load falls on both alike),
+//! and each reports its samples.
 
 use std::io::Write as _;
 use std::time::Instant;
@@ -174,31 +179,111 @@ fn report(name: &str, fields: &str) {
     let _ = out.flush();
 }
 
-/// Checks and times one candidate; `run` calls it on the given outputs.
-pub fn measure(
-    case: &Case,
-    name: &str,
-    mut run: impl FnMut(&mut [Buffer]) -> Result<(), mdh::Error>,
-) {
+/// A candidate's CPU run on the given outputs.
+pub type Run<'a> = Box<dyn FnMut(&mut [Buffer]) -> Result<(), mdh::Error> + 'a>;
+
+/// Checks and times the named candidates: one after the other, or in
+/// turns with `--interleave ROUNDS`.
+pub fn measure_all(case: &Case, candidates: &mut [(&str, Run<'_>)]) {
+    let rounds = arg("--interleave").map(|r| {
+        r.parse::<usize>()
+            .ok()
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| fail(format!("--interleave {r}: not a number of rounds")))
+    });
+    match rounds {
+        None => {
+            for (name, run) in candidates.iter_mut() {
+                measure(case, name, run);
+            }
+        }
+        Some(rounds) => interleave(case, candidates, rounds),
+    }
+}
+
+/// Runs a candidate once and checks its result; its outputs and the
+/// run's time, or `None` after reporting why it failed.
+fn checked(case: &Case, name: &str, run: &mut Run<'_>) -> Option<(Vec<Buffer>, f64)> {
     let mut outs = case.init.clone();
     let t = Instant::now();
     let r = run(&mut outs);
     let first = t.elapsed().as_secs_f64();
     if let Err(e) = r {
-        return report(
+        report(
             name,
             &format!(
                 "\"status\": \"failed\", \"error\": {}",
                 yaml_string(&e.to_string())
             ),
         );
+        return None;
     }
     if let Some(m) = check::mismatch(&outs, &case.want, case.rtol) {
-        return report(
+        report(
             name,
             &format!("\"status\": \"wrong\", \"error\": {}", yaml_string(&m)),
         );
+        return None;
     }
+    Some((outs, first))
+}
+
+/// The shortest sample of an interleaved run: runs of a kernel faster than
+/// this are repeated within one sample (a timer's and a single run's
+/// jitter would be the noise otherwise).
+const MIN_SAMPLE_S: f64 = 5e-3;
+
+/// The interleaved re-timing: every candidate checked, one more run each
+/// to learn its time, then `rounds` rounds in which each takes one sample
+/// (the mean of the same number of runs for all), the order reversed every
+/// other round.
+fn interleave(case: &Case, candidates: &mut [(&str, Run<'_>)], rounds: usize) {
+    let mut outs = Vec::new();
+    for (name, run) in candidates.iter_mut() {
+        match checked(case, name, run) {
+            Some((o, _)) => outs.push(o),
+            None => return,
+        }
+    }
+    let mut slowest: f64 = 0.0;
+    for ((_, run), o) in candidates.iter_mut().zip(&mut outs) {
+        let t = Instant::now();
+        let _ = run(o);
+        slowest = slowest.max(t.elapsed().as_secs_f64());
+    }
+    let reps = (MIN_SAMPLE_S / slowest.max(1e-9)).ceil().max(1.0) as usize;
+    let mut samples = vec![Vec::with_capacity(rounds); candidates.len()];
+    let mut order: Vec<usize> = (0..candidates.len()).collect();
+    for _ in 0..rounds {
+        for &i in &order {
+            let t = Instant::now();
+            for _ in 0..reps {
+                let _ = (candidates[i].1)(&mut outs[i]);
+            }
+            samples[i].push(t.elapsed().as_secs_f64() / reps as f64);
+        }
+        order.reverse();
+    }
+    for ((name, _), mut s) in candidates.iter().zip(samples) {
+        let list: Vec<String> = s.iter().map(|t| format!("{t:e}")).collect();
+        s.sort_by(f64::total_cmp);
+        report(
+            name,
+            &format!(
+                "\"status\": \"ok\", \"time_s\": {:e}, \"runs\": {}, \"samples\": [{}]",
+                s[s.len() / 2],
+                rounds * reps,
+                list.join(", ")
+            ),
+        );
+    }
+}
+
+/// Checks and times one candidate.
+fn measure(case: &Case, name: &str, run: &mut Run<'_>) {
+    let Some((mut outs, first)) = checked(case, name, run) else {
+        return;
+    };
     let mut times = Vec::new();
     if first > case.slow_s {
         times.push(first);

@@ -21,7 +21,7 @@ use serde::Deserialize;
 
 pub mod check;
 
-use mdh_core::config::{cpu_entry_yaml, merge_entry};
+use mdh_core::config::{cpu_entry_yaml, merge_entry, EntryKey};
 use mdh_core::plan::CpuPlan;
 use mdh_core::spec::ScalarType;
 use mdh_core::Checked;
@@ -66,7 +66,8 @@ impl Workspace {
         }
         let m: Metadata = serde_json::from_slice(&out.stdout)
             .map_err(|e| format!("cannot read `cargo metadata`'s answer: {e}"))?;
-        // `features`: a TOML list to enable, or "".
+        // `features`: what the harness needs beyond what the tuned crate
+        // enables (it may use `mdh` without the interpreter).
         let dep = |name: &str, features: &str| -> Result<String, String> {
             let p = m.packages.iter().find(|p| p.name == name).ok_or_else(|| {
                 format!(
@@ -77,7 +78,7 @@ impl Workspace {
             Ok(match &p.source {
                 // A path dependency: the same sources.
                 None => format!(
-                    "{name} = {{ path = {}{features} }}\n",
+                    "{name} = {{ path = {}, features = [{features}] }}\n",
                     toml_string(
                         &p.manifest_path
                             .parent()
@@ -86,13 +87,15 @@ impl Workspace {
                             .to_string()
                     )
                 ),
-                Some(_) => format!("{name} = {{ version = \"={}\"{features} }}\n", p.version),
+                Some(_) => format!(
+                    "{name} = {{ version = \"={}\", features = [{features}] }}\n",
+                    p.version
+                ),
             })
         };
         let lock = m.workspace_root.join("Cargo.lock");
         Ok(Workspace {
-            // `reference`: the harness checks candidates with the interpreter.
-            deps: dep("mdh", ", features = [\"reference\"]")? + &dep("mdh-core", "")?,
+            deps: dep("mdh", "\"reference\"")? + &dep("mdh-core", "")?,
             target_dir: m.target_directory,
             lock_file: lock.is_file().then_some(lock),
         })
@@ -117,6 +120,9 @@ pub struct Measured {
     pub time_s: Option<f64>,
     #[serde(default)]
     pub error: Option<String>,
+    /// Each sample of an interleaved run (see [`Scratch::run`]).
+    #[serde(default)]
+    pub samples: Vec<f64>,
     /// NOD runs: the bytes the busiest rank sent in one call.
     #[serde(default)]
     pub bytes_sent: Option<u64>,
@@ -132,6 +138,16 @@ pub enum Batch<'a> {
         plan: &'a CpuPlan,
         nods: &'a [Vec<usize>],
     },
+}
+
+/// How a batch is timed (see `harness.rs`).
+#[derive(Clone, Copy, Debug)]
+pub enum Timing {
+    /// Each candidate alone; one slower than `slow_s` in its checked run
+    /// is not repeated.
+    OneByOne { slow_s: f64 },
+    /// The candidates in turns, one sample each per round.
+    Interleaved { rounds: usize },
 }
 
 pub struct Scratch {
@@ -255,9 +271,14 @@ impl Scratch {
             let renamed = mdh_core::compile(crate::source::renamed(&self.tokens, name))
                 .map_err(|e| format!("the renamed kernel does not compile: {e}"))?;
             // For any device and sizes: the only plan compiled in.
-            let entry = cpu_entry_yaml(&renamed, "*", None, plan, &[]);
-            let text =
-                merge_entry(&renamed, &path, None, "cpu", "*", sizes, &entry).map_err(|e| e.0)?;
+            let entry = cpu_entry_yaml(&renamed, "*", None, None, plan, &[]);
+            let key = EntryKey {
+                backend: "cpu",
+                device: "*",
+                machine: None,
+                sizes,
+            };
+            let text = merge_entry(&renamed, &path, None, key, &entry).map_err(|e| e.0)?;
             std::fs::write(&path, text).map_err(io)?;
             let toks = crate::source::renamed(&self.tokens, name);
             kernels.extend(quote!(mdh::mdh! { #toks }));
@@ -275,7 +296,7 @@ impl Scratch {
                         quote!(case.inputs),
                     );
                     calls.extend(quote! {
-                        harness::measure(&case, #name, |__outs: &mut [mdh::reference::Buffer]| { #run });
+                        (#name, ::std::boxed::Box::new(|__outs: &mut [mdh::reference::Buffer]| { #run }) as harness::Run<'_>),
                     });
                 }
             }
@@ -317,7 +338,7 @@ impl Scratch {
         } else {
             quote! {
                 let case = #setup;
-                #calls
+                harness::measure_all(&case, &mut [#calls]);
             }
         };
         let main = quote! {
@@ -360,17 +381,22 @@ impl Scratch {
     }
 
     /// Runs a built batch (a NOD batch under `mpirun -np ranks`); calls
-    /// `each` with every result as it arrives. `slow_s`: a candidate slower
-    /// than this in its checked run is timed once. The reference outputs
-    /// are cached in `reference`.
+    /// `each` with every result as it arrives.
+    /// `how`: a candidate slower than this in its checked run is timed
+    /// once, or the candidates take turns for this many rounds. The
+    /// reference outputs are cached in `reference`.
     pub fn run(
         &self,
         binary: &Path,
         ranks: Option<usize>,
-        slow_s: f64,
+        how: Timing,
         reference: &Path,
         mut each: impl FnMut(Measured) -> Result<(), String>,
     ) -> Result<(), String> {
+        let (flag, value) = match how {
+            Timing::OneByOne { slow_s } => ("--slow", slow_s.to_string()),
+            Timing::Interleaved { rounds } => ("--interleave", rounds.to_string()),
+        };
         let mut cmd = match ranks {
             Some(n) => {
                 let mut c = Command::new("mpirun");
@@ -380,8 +406,8 @@ impl Scratch {
             None => Command::new(binary),
         };
         let mut child = cmd
-            .arg("--slow")
-            .arg(slow_s.to_string())
+            .arg(flag)
+            .arg(value)
             .arg("--reference")
             .arg(reference)
             .stdout(Stdio::piped())

@@ -13,6 +13,7 @@ use crate::config::CpuEntry;
 use crate::desc::{Bound, KernelDesc, Linear};
 use crate::plan::CpuPlan;
 use crate::spec::IndexFn;
+use mdh_rt::machine::Machine;
 
 /// Where each access (in the order of `accesses`) is in a [`Bound`]'s
 /// `in_linear` / `out_linear`: its buffer, and its rank among that
@@ -32,7 +33,8 @@ pub(super) fn linear_slots(accesses: &[(usize, &IndexFn)]) -> Vec<(usize, usize)
 }
 
 /// The `cpu` function and its helpers for the plans of `entries` (at least
-/// one), dispatched at run time by device and nearest tuned sizes.
+/// one), dispatched at run time by machine and nearest tuned sizes
+/// (`mdh::machine`).
 pub fn cpu_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
     let g = Gen::new(k);
     // Plans: one task body each, chosen by the nearest tuned sizes.
@@ -154,7 +156,7 @@ impl<'k> Gen<'k> {
             }
             None => quote!(::core::option::Option::None),
         });
-        let plan_choice = plan_choice(entries);
+        let plan_choice = plan_choice(k, entries);
         let size_idx = 0..k.size_params.len();
         let n_key = k.size_params.len() + k.inputs.len() + k.outputs.len();
         let doc = format!(
@@ -205,7 +207,7 @@ impl<'k> Gen<'k> {
         let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
         let param_tys: Vec<TokenStream> = k.params.iter().map(|p| ty(p.ty)).collect();
         let ns = k.size_params.len();
-        let plan_choice = plan_choice(entries);
+        let plan_choice = plan_choice(k, entries);
         let run = self.run_bound(entries, quote!(__region));
         quote! {
             /// `cpu` over the box `__region` of the index space, for a call
@@ -372,17 +374,38 @@ impl<'k> Gen<'k> {
     }
 }
 
-/// The plan a call takes: the entry for this CPU and the nearest tuned
-/// sizes (`__sizes` in scope).
-pub(crate) fn plan_choice(entries: &[CpuEntry]) -> TokenStream {
-    let tuned = entries.iter().map(|e| {
-        let dev = &e.device;
-        match &e.sizes {
-            Some(s) => quote!((#dev, ::core::option::Option::Some(&[#(#s),*][..]))),
-            None => quote!((#dev, ::core::option::Option::None)),
-        }
+/// The plan a call takes (`__sizes` in scope): the entries as static
+/// data, ranked by the runtime (machine, then nearest tuned sizes).
+pub(crate) fn plan_choice(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
+    let name_str = k.name.to_string();
+    let plan_entries = entries.iter().map(|e| {
+        let (dev, line) = (&e.device, e.line);
+        let machine = option(e.machine.as_ref().map(machine_tokens));
+        let sizes = option(e.sizes.as_ref().map(|s| quote!(&[#(#s),*])));
+        quote!(::mdh::__rt::PlanEntry { device: #dev, machine: #machine, sizes: #sizes, line: #line })
     });
-    quote!(::mdh::__rt::nearest_plan(&[#(#tuned),*], &__sizes))
+    quote!({
+        static __ENTRIES: &[::mdh::__rt::PlanEntry<'static>] = &[#(#plan_entries),*];
+        ::mdh::__rt::choose_plan(#name_str, &Sizes::NAMES, __ENTRIES, &__sizes)
+    })
+}
+
+/// `Some(value)` or `None` in generated code.
+fn option(value: Option<TokenStream>) -> TokenStream {
+    match value {
+        Some(v) => quote!(::core::option::Option::Some(#v)),
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+/// A machine description as a constant of generated code.
+fn machine_tokens(m: &Machine) -> TokenStream {
+    let isa = format_ident!("{}", format!("{:?}", m.isa));
+    let cores = m.cores;
+    let [l1d, l2, l3] = m.caches().map(|c| option(c.map(|b| quote!(#b))));
+    quote! {
+        ::mdh::__rt::Machine { isa: ::mdh::__rt::Isa::#isa, cores: #cores, l1d: #l1d, l2: #l2, l3: #l3 }
+    }
 }
 
 /// The names of the pointers to the output buffers.

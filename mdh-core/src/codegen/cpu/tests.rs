@@ -13,7 +13,9 @@ fn entry(k: &crate::Checked, sizes: Option<Vec<usize>>) -> CpuEntry {
     CpuEntry {
         plan: CpuPlan::default_for(k),
         device: "*".into(),
+        machine: None,
         sizes,
+        line: 1,
     }
 }
 
@@ -76,4 +78,53 @@ fn sized_entries_get_an_exact_body_with_constant_strides() {
     // no exact body.
     let code = cpu_fn(&k, &[entry(&k, Some(vec![0, usize::MAX, 1]))]).to_string();
     assert!(!code.contains("__compute_0_exact"), "{code}");
+}
+
+#[test]
+fn entries_are_listed_as_static_data_for_the_runtime_ranking() {
+    use mdh_rt::machine::{Isa, Machine};
+    let k = conv();
+    let tuned = CpuEntry {
+        device: "AMD EPYC".into(),
+        machine: Some(Machine {
+            isa: Isa::Avx2,
+            cores: 2,
+            l1d: Some(32 << 10),
+            l2: None,
+            l3: Some(32 << 20),
+        }),
+        line: 7,
+        ..entry(&k, Some(vec![5, 3, 4]))
+    };
+    let code = cpu_fn(&k, &[tuned, entry(&k, None)]).to_string();
+    let listed = quote! {
+        static __ENTRIES: &[::mdh::__rt::PlanEntry<'static>] = &[
+            ::mdh::__rt::PlanEntry {
+                device: "AMD EPYC",
+                machine: ::core::option::Option::Some(::mdh::__rt::Machine {
+                    isa: ::mdh::__rt::Isa::Avx2,
+                    cores: 2usize,
+                    l1d: ::core::option::Option::Some(32768u64),
+                    l2: ::core::option::Option::None,
+                    l3: ::core::option::Option::Some(33554432u64)
+                }),
+                sizes: ::core::option::Option::Some(&[5usize, 3usize, 4usize]),
+                line: 7u32
+            },
+            ::mdh::__rt::PlanEntry {
+                device: "*",
+                machine: ::core::option::Option::None,
+                sizes: ::core::option::Option::None,
+                line: 1u32
+            }
+        ];
+    };
+    assert!(code.contains(&listed.to_string()), "{code}");
+    let chosen = quote!(::mdh::__rt::choose_plan(
+        "conv",
+        &Sizes::NAMES,
+        __ENTRIES,
+        &__sizes
+    ));
+    assert!(code.contains(&chosen.to_string()), "{code}");
 }

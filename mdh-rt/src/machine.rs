@@ -1,0 +1,230 @@
+//! A CPU's machine description: what a tuned plan depends on (its vector
+//! instruction set, how many cores run its tasks, how large its caches
+//! are), as config entries record it (`machine:`) and as the runtime
+//! reads it from the machine it runs on (`mdh::machine`). The model name
+//! alone says little: one "Intel(R) Xeon(R) Processor" string covers Xeons
+//! of different caches, and a plan tuned on one ran 0.85× a vendor BLAS on
+//! the next (issue 22).
+
+/// The instruction sets generated kernels are compiled for, best first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Isa {
+    Avx512,
+    Avx2,
+    Baseline,
+}
+
+impl Isa {
+    pub const ALL: [Isa; 3] = [Isa::Avx512, Isa::Avx2, Isa::Baseline];
+
+    /// The name configs and `MDH_ISA` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Avx512 => "avx512",
+            Isa::Avx2 => "avx2",
+            Isa::Baseline => "baseline",
+        }
+    }
+
+    /// The instruction set called `name` (any case).
+    pub fn from_name(name: &str) -> Option<Isa> {
+        Isa::ALL
+            .into_iter()
+            .find(|i| i.name().eq_ignore_ascii_case(name))
+    }
+
+    /// The names, for messages: "avx512, avx2, baseline".
+    pub fn names() -> String {
+        Isa::ALL.map(Isa::name).join(", ")
+    }
+}
+
+/// What a plan's speed depends on, of one CPU. Cache sizes are per core
+/// (L1d, L2) or per package (L3) as Linux reports them; `None` where they
+/// are not known (no sysfs, or an entry that does not say).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Machine {
+    pub isa: Isa,
+    /// Cores the process may run on (its available parallelism).
+    pub cores: usize,
+    /// Bytes.
+    pub l1d: Option<u64>,
+    pub l2: Option<u64>,
+    pub l3: Option<u64>,
+}
+
+/// The cache fields of a [`Machine`] in configs and messages, in order.
+pub const CACHE_FIELDS: [&str; 3] = ["l1d", "l2", "l3"];
+
+/// How far apart a size unknown on either side counts, as the log of a
+/// ratio: as far as a factor of 2 (unknown is neither a match nor far off).
+const UNKNOWN_LN_RATIO: f64 = std::f64::consts::LN_2;
+
+impl Machine {
+    pub fn caches(&self) -> [Option<u64>; 3] {
+        [self.l1d, self.l2, self.l3]
+    }
+
+    /// How unlike `other` this machine is, for machines of one instruction
+    /// set: the sum of squared log-ratios of the core counts and of each
+    /// cache size (the same measure as for tuned sizes), so that twice
+    /// and half the L2 are equally far. 0 for equal descriptions.
+    pub fn distance(&self, other: &Machine) -> f64 {
+        let ln_ratio = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => (a.max(1) as f64 / b.max(1) as f64).ln(),
+            _ => UNKNOWN_LN_RATIO,
+        };
+        let cores = ln_ratio(Some(self.cores as u64), Some(other.cores as u64));
+        let caches = self
+            .caches()
+            .into_iter()
+            .zip(other.caches())
+            .map(|(a, b)| ln_ratio(a, b));
+        std::iter::once(cores).chain(caches).map(|r| r * r).sum()
+    }
+
+    /// One line for messages: "avx2, 2 cores, L1d 32K, L2 512K, L3 32M".
+    pub fn describe(&self) -> String {
+        let caches = ["L1d", "L2", "L3"]
+            .iter()
+            .zip(self.caches())
+            .map(|(n, s)| match s {
+                Some(s) => format!("{n} {}", format_size(s)),
+                None => format!("{n} unknown"),
+            });
+        let cores = match self.cores {
+            1 => "1 core".to_string(),
+            n => format!("{n} cores"),
+        };
+        [self.isa.name().to_string(), cores]
+            .into_iter()
+            .chain(caches)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// A size as sysfs and configs write it: bytes (`524288`), or kibibytes,
+/// mebibytes, gibibytes with a `K`, `M`, `G` suffix (`512K`, `32M`; `KiB`
+/// and lower case too). `None` for anything else, zero, or an overflow.
+pub fn parse_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let lower = t.to_ascii_lowercase();
+    let number = lower
+        .strip_suffix("ib")
+        .or_else(|| lower.strip_suffix('b'))
+        .unwrap_or(&lower);
+    let (digits, unit) = match number.char_indices().last()? {
+        (i, 'k') => (&number[..i], 1u64 << 10),
+        (i, 'm') => (&number[..i], 1 << 20),
+        (i, 'g') => (&number[..i], 1 << 30),
+        _ if number.len() == lower.len() => (number, 1),
+        // A bare `B`/`iB` without K, M or G.
+        _ => return None,
+    };
+    let digits = digits.trim_end();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits
+        .parse::<u64>()
+        .ok()?
+        .checked_mul(unit)
+        .filter(|&n| n > 0)
+}
+
+/// A size in the shortest exact form [`parse_size`] reads: `32K`, `1536K`,
+/// `32M`, or bytes.
+pub fn format_size(bytes: u64) -> String {
+    for (unit, suffix) in [(1u64 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")] {
+        if bytes >= unit && bytes.is_multiple_of(unit) {
+            return format!("{}{suffix}", bytes / unit);
+        }
+    }
+    bytes.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_as_sysfs_and_configs_write_them() {
+        assert_eq!(parse_size("32K"), Some(32 << 10));
+        assert_eq!(parse_size("1024K"), Some(1 << 20));
+        assert_eq!(parse_size("32768K\n"), Some(32 << 20));
+        assert_eq!(parse_size("32M"), Some(32 << 20));
+        assert_eq!(parse_size("2G"), Some(2 << 30));
+        assert_eq!(parse_size("512KiB"), Some(512 << 10));
+        assert_eq!(parse_size("48k"), Some(48 << 10));
+        assert_eq!(parse_size("524288"), Some(524288));
+        for bad in [
+            "",
+            "K",
+            "32Q",
+            "3.5M",
+            "-1K",
+            "0",
+            "0K",
+            "32 MB x",
+            "B",
+            "99999999999999999999G",
+        ] {
+            assert_eq!(parse_size(bad), None, "{bad:?}");
+        }
+        for n in [1u64, 1000, 32 << 10, 1536 << 10, 32 << 20, 3 << 30] {
+            assert_eq!(parse_size(&format_size(n)), Some(n), "{n}");
+        }
+        assert_eq!(format_size(32 << 20), "32M");
+        assert_eq!(format_size(1536 << 10), "1536K");
+    }
+
+    #[test]
+    fn isa_names_round_trip() {
+        for isa in Isa::ALL {
+            assert_eq!(Isa::from_name(isa.name()), Some(isa));
+        }
+        assert_eq!(Isa::from_name("AVX2"), Some(Isa::Avx2));
+        assert_eq!(Isa::from_name("sse9"), None);
+    }
+
+    fn zen3() -> Machine {
+        Machine {
+            isa: Isa::Avx2,
+            cores: 2,
+            l1d: Some(32 << 10),
+            l2: Some(512 << 10),
+            l3: Some(32 << 20),
+        }
+    }
+
+    #[test]
+    fn machines_are_as_far_apart_as_their_cores_and_caches() {
+        let m = zen3();
+        assert_eq!(m.distance(&m), 0.0);
+        let bigger_l2 = Machine {
+            l2: Some(1 << 20),
+            ..m
+        };
+        let smaller_l2 = Machine {
+            l2: Some(256 << 10),
+            ..m
+        };
+        let many_cores = Machine { cores: 64, ..m };
+        let d = m.distance(&bigger_l2);
+        assert!((d - std::f64::consts::LN_2.powi(2)).abs() < 1e-12, "{d}");
+        assert!(
+            (m.distance(&smaller_l2) - d).abs() < 1e-12,
+            "twice and half"
+        );
+        assert_eq!(d, bigger_l2.distance(&m), "symmetric");
+        assert!(m.distance(&many_cores) > d);
+        let unknown = Machine { l3: None, ..m };
+        assert!(
+            (m.distance(&unknown) - d).abs() < 1e-12,
+            "unknown: a factor 2"
+        );
+        assert_eq!(m.describe(), "avx2, 2 cores, L1d 32K, L2 512K, L3 32M",);
+        assert!(unknown.describe().ends_with("L3 unknown"));
+    }
+}

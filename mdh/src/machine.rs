@@ -1,0 +1,535 @@
+//! The machine this process runs on ([`host`]), and which of a kernel's
+//! CPU config entries runs on it ([`rank`]): generated code emits its
+//! entries as static [`PlanEntry`] data and calls [`choose_plan`] once per
+//! distinct call (the bind cache keeps the answer), so the ranking lives
+//! here once instead of in every kernel.
+//!
+//! Ranking (README, "How entries are chosen"): an entry tuned on this
+//! machine (its `machine:` equals this one's description, or without
+//! `machine:` its `device:` is this CPU's model name), then one tuned on
+//! the nearest machine of the same instruction set ([`Machine::distance`]),
+//! then entries for any machine (`device: "*"` without `machine:`; the
+//! heuristic default plan is one, for any sizes); within a rank, the nearest
+//! tuned sizes. An entry tuned for another instruction set is never taken.
+//! `MDH_IGNORE_DEVICE_ENTRIES=1` leaves only the entries for any machine;
+//! `MDH_EXPLAIN=1` prints which entry a kernel takes and why (stderr, once
+//! per kernel and entry).
+
+use std::path::Path;
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+pub use mdh_rt::machine::{format_size, parse_size, Isa, Machine};
+
+use crate::cpu::{cpu_name, isa};
+
+/// The machine this process runs on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Host {
+    /// The CPU's model name (`/proc/cpuinfo`), "" where unknown.
+    pub model: String,
+    pub machine: Machine,
+}
+
+/// Where Linux describes the first CPU's caches.
+const SYSFS_CACHES: &str = "/sys/devices/system/cpu/cpu0/cache";
+
+/// This machine, read once: the instruction set kernels run with (capped
+/// by `MDH_ISA`, so a capped run is ranked as the smaller machine it acts
+/// as), the cores the process may use, and the cache sizes of sysfs
+/// (unknown where there is none: not Linux, or a container that hides it).
+pub fn host() -> &'static Host {
+    static HOST: OnceLock<Host> = OnceLock::new();
+    HOST.get_or_init(|| {
+        let [l1d, l2, l3] = caches(Path::new(SYSFS_CACHES));
+        Host {
+            model: cpu_name().to_string(),
+            machine: Machine {
+                isa: isa(),
+                // As rayon sizes its pool when this fails.
+                cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+                l1d,
+                l2,
+                l3,
+            },
+        }
+    })
+}
+
+/// The L1 data, L2 and L3 cache sizes listed in a sysfs cache directory
+/// (`index*/{level,type,size}`); `None` for a level it does not list or
+/// whose size does not read (no directory: all unknown).
+fn caches(dir: &Path) -> [Option<u64>; 3] {
+    let mut found = [None; 3];
+    let Ok(list) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for index in list.flatten() {
+        if !index.file_name().to_string_lossy().starts_with("index") {
+            continue;
+        }
+        let read = |f: &str| std::fs::read_to_string(index.path().join(f)).ok();
+        let (Some(level), Some(kind), Some(size)) = (read("level"), read("type"), read("size"))
+        else {
+            continue;
+        };
+        // Instruction caches do not hold a plan's tiles.
+        if !matches!(kind.trim(), "Data" | "Unified") {
+            continue;
+        }
+        let slot = match level.trim() {
+            "1" => 0,
+            "2" => 1,
+            "3" => 2,
+            _ => continue,
+        };
+        if let Some(bytes) = parse_size(&size) {
+            found[slot] = Some(bytes);
+        }
+    }
+    found
+}
+
+/// One CPU config entry of a kernel, as generated code lists them (config
+/// file order, the heuristic default plan last).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PlanEntry<'a> {
+    /// `*` or a CPU model name.
+    pub device: &'a str,
+    /// The machine it was tuned on, if the entry says.
+    pub machine: Option<Machine>,
+    /// The sizes it was tuned for (`None`: any).
+    pub sizes: Option<&'a [usize]>,
+    /// Its line in the config file; 0 for the default plan the macro adds.
+    pub line: u32,
+}
+
+/// How an entry fits the host: the rank of [`rank`], best first.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Fit {
+    /// Tuned on this machine: its description is this one's.
+    Exact,
+    /// Without a description, for this CPU's model name: as exact, but
+    /// after an [`Fit::Exact`] entry of sizes as near (a re-tuning on this
+    /// machine, written beside an old entry of the model name, wins).
+    Model,
+    /// Tuned on another machine of this instruction set, this far
+    /// ([`Machine::distance`]).
+    SameClass(f64),
+    /// For any machine: `device: "*"` without `machine:`.
+    Any,
+}
+
+impl Fit {
+    /// The rank, the machine's distance within it, and the tie-break after
+    /// the sizes' distance.
+    fn rank(self) -> (u8, f64, u8) {
+        match self {
+            Fit::Exact => (0, 0.0, 0),
+            Fit::Model => (0, 0.0, 1),
+            Fit::SameClass(d) => (1, d, 0),
+            Fit::Any => (2, 0.0, 0),
+        }
+    }
+}
+
+impl PlanEntry<'_> {
+    /// How the entry fits `host`; `None` if it must not run there (tuned
+    /// for another instruction set, or for another model and no machine
+    /// description says more).
+    pub fn fit(&self, host: &Host) -> Option<Fit> {
+        match &self.machine {
+            // With a description, the model name only records where it was tuned.
+            Some(m) if m.isa != host.machine.isa => None,
+            Some(m) if *m == host.machine => Some(Fit::Exact),
+            Some(m) => Some(Fit::SameClass(m.distance(&host.machine))),
+            None if self.device == "*" => Some(Fit::Any),
+            None if !host.model.is_empty() && self.device == host.model => Some(Fit::Model),
+            None => None,
+        }
+    }
+}
+
+/// The entry [`rank`] chose and how it fits.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Choice {
+    pub index: usize,
+    pub fit: Fit,
+}
+
+/// By the sum of squared log-ratios of the sizes (so that twice and half
+/// are equally far); an entry for any sizes after every tuned one.
+fn size_distance(tuned: Option<&[usize]>, sizes: &[usize]) -> f64 {
+    tuned.map_or(f64::INFINITY, |t| {
+        t.iter()
+            .zip(sizes)
+            .map(|(&a, &b)| {
+                let r = (a.max(1) as f64 / b.max(1) as f64).ln();
+                r * r
+            })
+            .sum()
+    })
+}
+
+/// The entry to run at `sizes` on `host` (see the module docs), the first
+/// one on ties; `None` if no entry may run there. `ignore_device_entries`:
+/// only entries for any machine count (`MDH_IGNORE_DEVICE_ENTRIES`).
+pub fn rank(
+    entries: &[PlanEntry<'_>],
+    sizes: &[usize],
+    host: &Host,
+    ignore_device_entries: bool,
+) -> Option<Choice> {
+    entries
+        .iter()
+        .enumerate()
+        .filter_map(|(index, e)| {
+            let fit = e.fit(host)?;
+            if ignore_device_entries && fit != Fit::Any {
+                return None;
+            }
+            let (rank, far, tie) = fit.rank();
+            let near = size_distance(e.sizes, sizes);
+            Some(((rank, far, near, tie), Choice { index, fit }))
+        })
+        .min_by(|(a, _), (b, _)| {
+            (a.0.cmp(&b.0))
+                .then(a.1.total_cmp(&b.1))
+                .then(a.2.total_cmp(&b.2))
+                .then(a.3.cmp(&b.3))
+        })
+        .map(|(_, c)| c)
+}
+
+/// Why `choice` (of [`rank`] over `entries` at `sizes` on `host`) was
+/// taken, in one line for kernel `kernel` (its size parameters called
+/// `size_names`), as `MDH_EXPLAIN=1` and `mdh-tune` print it.
+pub fn explain(
+    kernel: &str,
+    size_names: &[&str],
+    entries: &[PlanEntry<'_>],
+    sizes: &[usize],
+    host: &Host,
+    ignore_device_entries: bool,
+    choice: Option<Choice>,
+) -> String {
+    let x = |s: &[usize]| {
+        size_names
+            .iter()
+            .zip(s)
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let here = format!("this machine: {}", host.machine.describe());
+    let Some(Choice { index, fit }) = choice else {
+        return format!(
+            "{kernel} at {}: no entry may run here ({here}); the first plan runs",
+            x(sizes)
+        );
+    };
+    let e = &entries[index];
+    let which = if e.line == 0 {
+        "the heuristic default plan".to_string()
+    } else {
+        let tuned_on = e
+            .machine
+            .map_or(String::new(), |m| format!(", tuned on {}", m.describe()));
+        format!(
+            "cpu entry {} (config line {}; device {:?}{tuned_on})",
+            index + 1,
+            e.line,
+            e.device
+        )
+    };
+    let why = match fit {
+        Fit::Exact => format!("tuned on this machine ({here})"),
+        Fit::Model => format!("tuned on this CPU model, {:?} ({here})", host.model),
+        Fit::SameClass(d) => format!(
+            "the nearest machine of class {} (distance {d:.2}; {here})",
+            host.machine.isa.name()
+        ),
+        Fit::Any if ignore_device_entries => {
+            "for any machine (MDH_IGNORE_DEVICE_ENTRIES: only such entries count)".to_string()
+        }
+        Fit::Any => {
+            format!("for any machine: no entry was tuned on this machine or its class ({here})")
+        }
+    };
+    let at = match e.sizes {
+        Some(t) => format!("sizes nearest {}", x(t)),
+        None => "for any sizes".to_string(),
+    };
+    format!("{kernel} at {}: {which}; {why}; {at}", x(sizes))
+}
+
+/// Whether the environment variable `var` is set to on (`1`, `true`,
+/// `yes`); an unrecognized value is reported and counts as off.
+fn env_flag(var: &str) -> bool {
+    let value = std::env::var(var).unwrap_or_default();
+    match value.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" => true,
+        "" | "0" | "false" | "no" => false,
+        other => {
+            eprintln!("mdh: {var}={other:?} is not 1 or 0; ignored");
+            false
+        }
+    }
+}
+
+/// `MDH_IGNORE_DEVICE_ENTRIES`, read once: only entries for any machine
+/// (and the default plan) run, as on a machine nobody tuned for.
+pub fn ignore_device_entries() -> bool {
+    static FLAG: OnceLock<bool> = OnceLock::new();
+    *FLAG.get_or_init(|| env_flag("MDH_IGNORE_DEVICE_ENTRIES"))
+}
+
+/// `MDH_EXPLAIN`, read once.
+fn explaining() -> bool {
+    static FLAG: OnceLock<bool> = OnceLock::new();
+    *FLAG.get_or_init(|| env_flag("MDH_EXPLAIN"))
+}
+
+/// The plan kernel `kernel` runs at `sizes` (an index into `entries`, its
+/// entries as generated code lists them; `size_names`: its size
+/// parameters, for the explanation). With `MDH_EXPLAIN=1`, says why
+/// on stderr the first time the kernel takes each entry (the user asked,
+/// so no logger is needed to see it).
+pub fn choose_plan(
+    kernel: &str,
+    size_names: &[&str],
+    entries: &[PlanEntry<'_>],
+    sizes: &[usize],
+) -> usize {
+    let (host, ignore) = (host(), ignore_device_entries());
+    let choice = rank(entries, sizes, host, ignore);
+    let index = choice.map_or(0, |c| c.index);
+    if explaining() {
+        static SAID: Mutex<Vec<(String, usize)>> = Mutex::new(Vec::new());
+        let mut said = SAID.lock().unwrap_or_else(PoisonError::into_inner);
+        if !said.iter().any(|(k, i)| k == kernel && *i == index) {
+            said.push((kernel.to_string(), index));
+            eprintln!(
+                "mdh: {}",
+                explain(kernel, size_names, entries, sizes, host, ignore, choice)
+            );
+        }
+    }
+    index
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn machine(isa: Isa, cores: usize, l2_k: u64) -> Machine {
+        Machine {
+            isa,
+            cores,
+            l1d: Some(32 << 10),
+            l2: Some(l2_k << 10),
+            l3: Some(32 << 20),
+        }
+    }
+
+    fn zen3() -> Host {
+        Host {
+            model: "AMD EPYC".into(),
+            machine: machine(Isa::Avx2, 2, 512),
+        }
+    }
+
+    fn entry(
+        device: &'static str,
+        m: Option<Machine>,
+        sizes: Option<&'static [usize]>,
+    ) -> PlanEntry<'static> {
+        PlanEntry {
+            device,
+            machine: m,
+            sizes,
+            line: 1,
+        }
+    }
+
+    const AT: &[usize] = &[1024, 1024];
+    const FAR: &[usize] = &[16, 16];
+
+    fn chosen(entries: &[PlanEntry<'_>], sizes: &[usize], ignore: bool) -> Option<usize> {
+        rank(entries, sizes, &zen3(), ignore).map(|c| c.index)
+    }
+
+    #[test]
+    fn exact_beats_same_class_beats_any_beats_default() {
+        let exact = entry("Other name", Some(machine(Isa::Avx2, 2, 512)), Some(FAR));
+        let near = entry("Other name", Some(machine(Isa::Avx2, 2, 1024)), Some(AT));
+        let farther = entry("Other name", Some(machine(Isa::Avx2, 64, 1024)), Some(AT));
+        let any = entry("*", None, Some(AT));
+        let default = PlanEntry {
+            line: 0,
+            ..entry("*", None, None)
+        };
+        let list = [default, any, farther, near, exact];
+        // The rank decides before the sizes: the exact entry of far sizes wins.
+        assert_eq!(
+            rank(&list, AT, &zen3(), false),
+            Some(Choice {
+                index: 4,
+                fit: Fit::Exact
+            })
+        );
+        let c = rank(&list[..4], AT, &zen3(), false).unwrap();
+        assert_eq!(c.index, 3, "the nearest machine of the class");
+        assert!(matches!(c.fit, Fit::SameClass(d) if d > 0.0), "{c:?}");
+        assert_eq!(
+            chosen(&list[..3], AT, false),
+            Some(2),
+            "a farther machine still"
+        );
+        assert_eq!(chosen(&list[..2], AT, false), Some(1), "then `*`");
+        assert_eq!(chosen(&list[..1], AT, false), Some(0), "then the default");
+        // Within a rank, the nearest tuned sizes; the default after them.
+        let small = entry("*", None, Some(FAR));
+        assert_eq!(chosen(&[default, any, small], &[20, 10], false), Some(2));
+        assert_eq!(chosen(&[default, any, small], &[900, 2000], false), Some(1));
+        // The first of equal entries.
+        assert_eq!(chosen(&[any, any], AT, false), Some(0));
+    }
+
+    #[test]
+    fn model_names_match_exactly_only_without_a_description() {
+        let by_name = entry("AMD EPYC", None, Some(FAR));
+        let any = entry("*", None, Some(AT));
+        assert_eq!(
+            rank(&[any, by_name], AT, &zen3(), false).unwrap().fit,
+            Fit::Model
+        );
+        assert_eq!(chosen(&[any, by_name], AT, false), Some(1));
+        // Beside an entry described as this machine at the same sizes (a
+        // re-tuning written next to an old entry): the described one.
+        let here = entry("AMD EPYC", Some(machine(Isa::Avx2, 2, 512)), Some(FAR));
+        assert_eq!(chosen(&[by_name, here], AT, false), Some(1));
+        assert_eq!(chosen(&[here, by_name], AT, false), Some(0));
+        // Both exact: the nearer sizes first.
+        let here_far = entry("AMD EPYC", Some(machine(Isa::Avx2, 2, 512)), Some(&[1, 1]));
+        assert_eq!(chosen(&[here_far, by_name], AT, false), Some(1));
+        // Another model without a description: not for this machine.
+        assert_eq!(
+            chosen(
+                &[entry("Intel(R) Xeon(R) Processor", None, Some(AT)), any],
+                AT,
+                false
+            ),
+            Some(1)
+        );
+        // The same name on a machine described otherwise: ranked by the description.
+        let same_name = entry("AMD EPYC", Some(machine(Isa::Avx2, 4, 512)), Some(AT));
+        assert!(matches!(same_name.fit(&zen3()), Some(Fit::SameClass(_))));
+        // An unknown model matches no name.
+        let unknown = Host {
+            model: String::new(),
+            ..zen3()
+        };
+        assert_eq!(entry("", None, None).fit(&unknown), None);
+    }
+
+    #[test]
+    fn another_instruction_set_is_never_taken() {
+        let avx512 = entry("AMD EPYC", Some(machine(Isa::Avx512, 2, 512)), Some(AT));
+        let baseline = entry("*", Some(machine(Isa::Baseline, 2, 512)), Some(AT));
+        assert_eq!(avx512.fit(&zen3()), None);
+        assert_eq!(chosen(&[avx512, baseline], AT, false), None);
+        let any = entry("*", None, Some(FAR));
+        assert_eq!(chosen(&[avx512, baseline, any], AT, false), Some(2));
+    }
+
+    #[test]
+    fn ignoring_device_entries_leaves_entries_for_any_machine() {
+        let exact = entry("x", Some(machine(Isa::Avx2, 2, 512)), Some(AT));
+        let by_name = entry("AMD EPYC", None, Some(AT));
+        let any_with_machine = entry("*", Some(machine(Isa::Avx2, 2, 256)), Some(AT));
+        let any = entry("*", None, Some(FAR));
+        let default = PlanEntry {
+            line: 0,
+            ..entry("*", None, None)
+        };
+        let list = [exact, by_name, any_with_machine, any, default];
+        assert_eq!(chosen(&list, AT, false), Some(0));
+        assert_eq!(chosen(&list, AT, true), Some(3));
+        assert_eq!(chosen(&[exact, default], AT, true), Some(1));
+        assert_eq!(chosen(&[exact], AT, true), None);
+    }
+
+    #[test]
+    fn explanations_say_which_entry_and_why() {
+        let host = zen3();
+        let tuned = PlanEntry {
+            line: 12,
+            ..entry(
+                "Intel(R) Xeon(R) Processor",
+                Some(machine(Isa::Avx2, 2, 2048)),
+                Some(AT),
+            )
+        };
+        let default = PlanEntry {
+            line: 0,
+            ..entry("*", None, None)
+        };
+        let list = [tuned, default];
+        let say = |ignore| {
+            explain(
+                "matmul",
+                &["I", "J"],
+                &list,
+                &[1000, 1000],
+                &host,
+                ignore,
+                rank(&list, &[1000, 1000], &host, ignore),
+            )
+        };
+        let s = say(false);
+        assert!(s.starts_with("matmul at I=1000, J=1000: cpu entry 1 (config line 12; device \"Intel(R) Xeon(R) Processor\", tuned on avx2, 2 cores, L1d 32K, L2 2M, L3 32M)"), "{s}");
+        assert!(
+            s.contains("the nearest machine of class avx2")
+                && s.contains("this machine: avx2, 2 cores, L1d 32K, L2 512K"),
+            "{s}"
+        );
+        assert!(s.ends_with("sizes nearest I=1024, J=1024"), "{s}");
+        let s = say(true);
+        assert!(
+            s.contains("the heuristic default plan; for any machine (MDH_IGNORE_DEVICE_ENTRIES"),
+            "{s}"
+        );
+        assert!(s.ends_with("for any sizes"), "{s}");
+        let s = explain("k", &["N"], &list, &[1], &host, false, None);
+        assert!(s.contains("no entry may run here"), "{s}");
+    }
+
+    #[test]
+    fn caches_read_from_sysfs_and_unknown_without_it() {
+        let dir = std::env::temp_dir().join(format!("mdh-caches-{}", std::process::id()));
+        let write = |index: &str, level: &str, kind: &str, size: Option<&str>| {
+            let d = dir.join(index);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("level"), format!("{level}\n")).unwrap();
+            std::fs::write(d.join("type"), format!("{kind}\n")).unwrap();
+            if let Some(s) = size {
+                std::fs::write(d.join("size"), format!("{s}\n")).unwrap();
+            }
+        };
+        write("index0", "1", "Data", Some("32K"));
+        write("index1", "1", "Instruction", Some("64K"));
+        write("index2", "2", "Unified", Some("1024K"));
+        write("index3", "3", "Unified", None);
+        assert_eq!(caches(&dir), [Some(32 << 10), Some(1 << 20), None]);
+        write("index3", "3", "Unified", Some("32768K"));
+        assert_eq!(
+            caches(&dir),
+            [Some(32 << 10), Some(1 << 20), Some(32 << 20)]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(caches(&dir), [None; 3]);
+        // This machine: its own instruction set and at least one core.
+        assert_eq!(host().machine.isa, isa());
+        assert!(host().machine.cores >= 1);
+    }
+}
