@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use mdh_core::config::cpu_entry_yaml;
+use mdh_core::config::{cpu_entry_yaml, machine_yaml};
 use mdh_core::desc::KernelDesc;
 use mdh_core::plan::CpuPlan;
 use mdh_rt::nod::{configured_nod, default_nod};
@@ -102,10 +102,11 @@ pub fn tune(
     nods.retain(|n| *n != today);
     nods.insert(0, today.clone());
     eprintln!(
-        "tuning the NOD layer of `{}` at {} for {ranks} ranks: {} candidates, each under `mpirun -np {ranks}`",
+        "tuning the NOD layer of `{}` at {} for {ranks} ranks: {} candidate{}, each under `mpirun -np {ranks}`",
         k.name,
         target.at,
-        nods.len()
+        nods.len(),
+        if nods.len() == 1 { "" } else { "s" }
     );
     let ws = scratch::Workspace::of(manifest)?;
     let mut scratch = scratch::Scratch::new(&ws, k, &found.tokens, sizes)?;
@@ -168,6 +169,7 @@ pub fn tune(
         ("device", mdh_core::config::yaml_string(&target.device)),
         ("date", mdh_core::config::yaml_string(&utc_date())),
         ("ranks", ranks.to_string()),
+        ("machine", machine_yaml(&host.machine)),
         ("time_s", format!("{time:e}")),
         ("bytes_sent_per_rank", bytes.to_string()),
     ];
