@@ -13,6 +13,7 @@ use quote::{format_ident, quote};
 use crate::analysis::Checked;
 use crate::codegen::c_expr::Dialect;
 use crate::codegen::gpu::template;
+use crate::codegen::host_args;
 use crate::codegen::rust_expr::ty;
 use crate::config::GpuEntryCfg;
 use crate::gpu_plan::GpuPlan;
@@ -224,7 +225,12 @@ pub fn gpu_module(k: &Checked, backend: Backend, entries: &[GpuEntryCfg]) -> Tok
     let doc = backend.doc();
     let uses = backend.uses();
     let host = host_fns(k);
-    let run_dyn = run_dyn_fn(k);
+    let run_dyn = host_args::run_dyn(
+        k,
+        quote!(),
+        quote!(__dev: &Device, __plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,),
+        quote!(__dev, __plan,),
+    );
     let device = device_fns(k, backend);
     quote! {
         #gate {
@@ -273,10 +279,11 @@ fn device_copies(names: &[&Ident]) -> Vec<Ident> {
 fn host_fns(k: &Checked) -> TokenStream {
     let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
     let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
-    let in_tys: Vec<TokenStream> = k.inputs.iter().map(|b| ty(b.ty)).collect();
-    let out_tys: Vec<TokenStream> = k.outputs.iter().map(|b| ty(b.ty)).collect();
     let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
-    let param_tys: Vec<TokenStream> = k.params.iter().map(|p| ty(p.ty)).collect();
+    let (params, forward) = (
+        host_args::params(k, quote!(__sizes: super::Sizes,)),
+        host_args::forward(k),
+    );
     let (d_in, d_out) = (device_copies(&in_names), device_copies(&out_names));
     let upload_in = k.inputs.iter().zip(&in_names).zip(&d_in).map(|((b, n), d)| {
         if b.ty == ScalarType::Bool {
@@ -313,12 +320,9 @@ fn host_fns(k: &Checked) -> TokenStream {
         /// launches, copies the outputs back.
         pub fn run(
             __dev: &Device,
-            #(#in_names: &[#in_tys],)*
-            #(#out_names: &mut [#out_tys],)*
-            #(#param_names: #param_tys,)*
-            __sizes: super::Sizes,
+            #params
         ) -> ::core::result::Result<(), ::mdh::Error> {
-            run_with(__dev, ::core::option::Option::None, #(#in_names,)* #(#out_names,)* #(#param_names,)* __sizes)
+            run_with(__dev, ::core::option::Option::None, #forward __sizes)
         }
 
         /// [`run`] with a given plan instead of the configured ones
@@ -328,10 +332,7 @@ fn host_fns(k: &Checked) -> TokenStream {
         pub fn run_with(
             __dev: &Device,
             __plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,
-            #(#in_names: &[#in_tys],)*
-            #(#out_names: &mut [#out_tys],)*
-            #(#param_names: #param_tys,)*
-            __sizes: super::Sizes,
+            #params
         ) -> ::core::result::Result<(), ::mdh::Error> {
             let __bound = super::desc().bind(
                 &__sizes.values(),
@@ -344,74 +345,6 @@ fn host_fns(k: &Checked) -> TokenStream {
             #(#download)*
             ::core::result::Result::Ok(())
         }
-    }
-}
-
-/// `run_dyn`: `run_with` on the reference interpreter's buffers and values.
-fn run_dyn_fn(k: &Checked) -> TokenStream {
-    let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
-    let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
-    let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
-    let dyn_args = dyn_args(k);
-    quote! {
-        /// [`run_with`] on the reference interpreter's buffers and
-        /// values, so that generic code (tests, the tuner) can run
-        /// any kernel.
-        #[doc(hidden)]
-        pub fn run_dyn(
-            __dev: &Device,
-            __plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,
-            __inputs: &[::mdh::reference::Buffer],
-            __outputs: &mut [::mdh::reference::Buffer],
-            __params: &[::mdh::reference::Value],
-            __sizes: &[usize],
-        ) -> ::core::result::Result<(), ::mdh::Error> {
-            #dyn_args
-            run_with(__dev, __plan, #(#in_names,)* #(#out_names,)* #(#param_names,)* __sizes)
-        }
-    }
-}
-
-/// The typed arguments of a `run_dyn` (`__inputs`, `__outputs`, `__params`
-/// and `__sizes`: the reference interpreter's buffers and values) bound to
-/// the kernel's names, `__sizes` to `super::Sizes`; a mismatch returns an
-/// `Err`. Shared by the GPU and MPI modules.
-pub(crate) fn dyn_args(k: &Checked) -> TokenStream {
-    let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
-    let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
-    let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
-    let name_str = k.name.to_string();
-    let size_names = &k.size_params;
-    let in_idx = 0..k.inputs.len();
-    let in_as: Vec<Ident> = k
-        .inputs
-        .iter()
-        .map(|b| format_ident!("as_{}", b.ty.name()))
-        .collect();
-    let out_as_mut: Vec<Ident> = k
-        .outputs
-        .iter()
-        .map(|b| format_ident!("as_{}_mut", b.ty.name()))
-        .collect();
-    let param_idx = 0..k.params.len();
-    let param_variants: Vec<Ident> = k
-        .params
-        .iter()
-        .map(|p| format_ident!("{}", format!("{:?}", p.ty)))
-        .collect();
-    quote! {
-        let __arg = |what: &str| ::mdh::Error::Argument(::std::format!(
-            "kernel `{}`: {what} does not fit the kernel", #name_str
-        ));
-        let [#(#size_names),*] = __sizes else { return ::core::result::Result::Err(__arg("the number of sizes")) };
-        let __sizes = super::Sizes { #(#size_names: *#size_names),* };
-        #(let #in_names = __inputs.get(#in_idx).and_then(|b| b.#in_as()).ok_or_else(|| __arg("an input buffer"))?;)*
-        let [#(#out_names),*] = __outputs else { return ::core::result::Result::Err(__arg("the number of outputs")) };
-        #(let #out_names = #out_names.#out_as_mut().ok_or_else(|| __arg("an output buffer"))?;)*
-        #(let #param_names = match __params.get(#param_idx) {
-            ::core::option::Option::Some(::mdh::reference::Value::#param_variants(x)) => *x,
-            _ => return ::core::result::Result::Err(__arg("a param")),
-        };)*
     }
 }
 

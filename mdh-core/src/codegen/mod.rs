@@ -4,6 +4,7 @@ pub mod c_expr;
 pub mod cpu;
 pub mod gpu;
 pub mod gpu_api;
+mod host_args;
 pub mod mpi;
 pub mod rust_expr;
 pub mod rust_simd;

@@ -9,7 +9,7 @@ use quote::{format_ident, quote};
 
 use crate::analysis::Checked;
 use crate::codegen::cpu::{cpu_in_fn, plan_choice};
-use crate::codegen::gpu_api::dyn_args;
+use crate::codegen::host_args;
 use crate::codegen::rust_expr::{self, ty};
 use crate::config::CpuEntry;
 use crate::spec::{BuiltinOp, DimKind, ReduceOp, ScalarType};
@@ -63,11 +63,7 @@ pub fn mpi_module(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
     let cpu_in = cpu_in_fn(k, entries);
     let d = k.dims.len();
     let in_names: Vec<_> = k.inputs.iter().map(|b| &b.name).collect();
-    let in_tys: Vec<_> = k.inputs.iter().map(|b| ty(b.ty)).collect();
     let out_names: Vec<_> = k.outputs.iter().map(|b| &b.name).collect();
-    let out_tys: Vec<_> = k.outputs.iter().map(|b| ty(b.ty)).collect();
-    let param_names: Vec<_> = k.params.iter().map(|p| &p.name).collect();
-    let param_tys: Vec<_> = k.params.iter().map(|p| ty(p.ty)).collect();
     let mut defs = TokenStream::new();
     let mut ops: Vec<Vec<TokenStream>> = vec![Vec::new(); k.outputs.len()];
     for (o, a) in k.analysis().outputs.iter().enumerate() {
@@ -78,13 +74,16 @@ pub fn mpi_module(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
     let outs = out_names.iter().zip(&ops).map(
         |(name, ops)| quote!(&mut ::mdh::__rt::mpi::Output::new(#name, ::std::vec![#(#ops),*])),
     );
-    let args = quote! {
-        #(#in_names: &[#in_tys],)*
-        #(#out_names: &mut [#out_tys],)*
-        #(#param_names: #param_tys,)*
-        sizes: Sizes,
-    };
-    let dyn_args = dyn_args(k);
+    let (args, forward) = (
+        host_args::params(k, quote!(sizes: Sizes,)),
+        host_args::forward(k),
+    );
+    let run_dyn = host_args::run_dyn(
+        k,
+        quote!(<C: Communicator>),
+        quote!(__comm: &C, __plan: ::core::option::Option<&Plan>, __in_mode: Inputs, __placement: Placement,),
+        quote!(__comm, __plan, __in_mode, __placement,),
+    );
     let ns = k.size_params.len();
     let plan_choice = plan_choice(k, entries);
     let nods = entries.iter().map(|e| {
@@ -133,7 +132,7 @@ pub fn mpi_module(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
                 /// the same sizes; an argument that does not fit on any
                 /// rank is an `Err` on every rank.
                 pub fn run<C: Communicator>(__comm: &C, #args) -> ::core::result::Result<(), ::mdh::Error> {
-                    run_with(__comm, ::core::option::Option::None, Inputs::Replicated, Placement::All, #(#in_names,)* #(#out_names,)* #(#param_names,)* sizes)
+                    run_with(__comm, ::core::option::Option::None, Inputs::Replicated, Placement::All, #forward sizes)
                 }
 
                 /// [`run`] with a plan (`None`: [`plan`]'s), inputs
@@ -163,7 +162,7 @@ pub fn mpi_module(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
                         // against its bound, whose accesses over this
                         // rank's box stay inside them.
                         ::core::option::Option::Some(__r) => unsafe {
-                            __cpu_in(__job.bound(), __r, #(#in_names,)* #(#out_names,)* #(#param_names,)* sizes)
+                            __cpu_in(__job.bound(), __r, #forward sizes)
                         },
                         ::core::option::Option::None => ::core::result::Result::Ok(()),
                     };
@@ -171,24 +170,7 @@ pub fn mpi_module(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
                     __job.recompose(&mut [#(#outs),*])
                 }
 
-                /// [`run_with`] on the reference interpreter's buffers and
-                /// values, so that generic code (tests, the tuner) can run
-                /// any kernel.
-                #[doc(hidden)]
-                #[allow(clippy::too_many_arguments)]
-                pub fn run_dyn<C: Communicator>(
-                    __comm: &C,
-                    __plan: ::core::option::Option<&Plan>,
-                    __in_mode: Inputs,
-                    __placement: Placement,
-                    __inputs: &[::mdh::reference::Buffer],
-                    __outputs: &mut [::mdh::reference::Buffer],
-                    __params: &[::mdh::reference::Value],
-                    __sizes: &[usize],
-                ) -> ::core::result::Result<(), ::mdh::Error> {
-                    #dyn_args
-                    run_with(__comm, __plan, __in_mode, __placement, #(#in_names,)* #(#out_names,)* #(#param_names,)* __sizes)
-                }
+                #run_dyn
             }
         }
     }

@@ -8,10 +8,10 @@ use mpi::topology::{Color, Communicator, SimpleCommunicator};
 use mpi::traits::CommunicatorCollectives;
 
 use super::ops::{OutBuf, Points};
-use super::plan::{len, rebase, Plan};
+use super::plan::{len, rebase, Plan, Ranges};
 use super::{Inputs, Placement};
 use crate::cpu::Region;
-use mdh_rt::desc::{Bound, KernelDesc};
+use mdh_rt::desc::{Bound, BufDesc, KernelDesc, Linear};
 use mdh_rt::DimKind;
 use mdh_rt::Error;
 
@@ -219,6 +219,39 @@ fn agree<C: Communicator, T>(
     Ok(local)
 }
 
+/// Checks each buffer's length: the whole buffer (its shape in `shapes`),
+/// or the part of it this rank passes (`parts`), whose shape and accesses
+/// (`linear`) then replace the whole buffer's.
+#[allow(clippy::too_many_arguments)]
+fn fit(
+    desc: &KernelDesc,
+    sizes: &[usize],
+    bufs: &[BufDesc],
+    lens: &[usize],
+    parts: Option<&[Ranges]>,
+    shapes: &mut [Vec<usize>],
+    linear: &mut [Vec<Linear>],
+) -> Result<(), Error> {
+    for (b, buf) in bufs.iter().enumerate() {
+        let part = parts.map(|p| &p[b][..]);
+        let expected = part.map_or_else(|| shapes[b].iter().product(), len);
+        let actual = lens.get(b).copied().unwrap_or(0);
+        if expected != actual {
+            return Err(Error::BufferLength {
+                kernel: desc.name.to_string(),
+                buffer: buf.name.to_string(),
+                expected,
+                actual,
+            });
+        }
+        if let Some(part) = part {
+            linear[b] = rebase(&desc.name, buf, part, sizes, desc.dims.len())?;
+            shapes[b] = part.iter().map(|&(lo, hi)| hi - lo).collect();
+        }
+    }
+    Ok(())
+}
+
 /// This rank's plan and bound call, or why its arguments do not fit.
 #[allow(clippy::too_many_arguments)]
 fn prepare(
@@ -235,40 +268,24 @@ fn prepare(
     let full = desc.bind_sizes(sizes)?;
     let plan = Plan::new(desc, &full, nod, ranks, rank)?;
     let mut bound = full.clone();
-    let dims = full.extents.len();
-    let check = |buf: &str, expected: usize, actual: usize| {
-        if expected == actual {
-            Ok(())
-        } else {
-            Err(Error::BufferLength {
-                kernel: desc.name.to_string(),
-                buffer: buf.to_string(),
-                expected,
-                actual,
-            })
-        }
-    };
-    for (b, buf) in desc.inputs.iter().enumerate() {
-        let actual = in_lens.get(b).copied().unwrap_or(0);
-        if inputs == Inputs::Distributed {
-            let part = plan.input_part(b);
-            check(&buf.name, len(part), actual)?;
-            bound.in_linear[b] = rebase(&desc.name, buf, part, sizes, dims)?;
-            bound.in_shapes[b] = part.iter().map(|&(lo, hi)| hi - lo).collect();
-        } else {
-            check(&buf.name, full.in_shapes[b].iter().product(), actual)?;
-        }
-    }
-    for (b, buf) in desc.outputs.iter().enumerate() {
-        let actual = out_lens.get(b).copied().unwrap_or(0);
-        if placement == Placement::Distributed {
-            let part = plan.output_part(b);
-            check(&buf.name, len(part), actual)?;
-            bound.out_linear[b] = rebase(&desc.name, buf, part, sizes, dims)?;
-            bound.out_shapes[b] = part.iter().map(|&(lo, hi)| hi - lo).collect();
-        } else {
-            check(&buf.name, full.out_shapes[b].iter().product(), actual)?;
-        }
-    }
+    let (in_parts, out_parts) = plan.parts();
+    fit(
+        desc,
+        sizes,
+        &desc.inputs,
+        in_lens,
+        (inputs == Inputs::Distributed).then_some(in_parts),
+        &mut bound.in_shapes,
+        &mut bound.in_linear,
+    )?;
+    fit(
+        desc,
+        sizes,
+        &desc.outputs,
+        out_lens,
+        (placement == Placement::Distributed).then_some(out_parts),
+        &mut bound.out_shapes,
+        &mut bound.out_linear,
+    )?;
     Ok((plan, bound))
 }

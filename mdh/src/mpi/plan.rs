@@ -109,6 +109,11 @@ impl Plan {
         &self.outputs[b]
     }
 
+    /// The parts of every input and output this rank reads or holds.
+    pub(crate) fn parts(&self) -> (&[Ranges], &[Ranges]) {
+        (&self.inputs, &self.outputs)
+    }
+
     /// Whether `rank` computes a box and is the first of those that share
     /// its kept part (its PW coordinates are all 0): it sends that part's
     /// results in gathers.
@@ -235,7 +240,6 @@ pub(crate) fn rebase(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use DimKind::*;
 
     #[test]
     fn chunks_cover_the_extent_with_non_empty_ranges() {

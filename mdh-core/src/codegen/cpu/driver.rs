@@ -8,6 +8,7 @@ use quote::{format_ident, quote};
 use super::names::dim_var;
 use super::{offset, Gen};
 use crate::analysis::Checked;
+use crate::codegen::host_args;
 use crate::codegen::rust_expr::ty;
 use crate::config::CpuEntry;
 use crate::desc::{Bound, KernelDesc, Linear};
@@ -143,11 +144,8 @@ impl<'k> Gen<'k> {
         let k = self.k;
         let name_str = k.name.to_string();
         let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
-        let in_tys: Vec<TokenStream> = k.inputs.iter().map(|b| ty(b.ty)).collect();
         let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
-        let out_tys: Vec<TokenStream> = k.outputs.iter().map(|b| ty(b.ty)).collect();
-        let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
-        let param_tys: Vec<TokenStream> = k.params.iter().map(|p| ty(p.ty)).collect();
+        let params = host_args::params(k, quote!(sizes: Sizes,));
         let ns = k.size_params.len();
         let exact_sizes = exact.iter().map(|b| match b {
             Some(b) => {
@@ -169,10 +167,7 @@ impl<'k> Gen<'k> {
         quote! {
             #[doc = #doc]
             pub fn cpu(
-                #(#in_names: &[#in_tys],)*
-                #(#out_names: &mut [#out_tys],)*
-                #(#param_names: #param_tys,)*
-                sizes: Sizes,
+                #params
             ) -> ::core::result::Result<(), ::mdh::Error> {
                 // `cfg!` and `env!` are the crate's that compiles the kernel: the user's.
                 if ::core::cfg!(debug_assertions) {
@@ -200,12 +195,7 @@ impl<'k> Gen<'k> {
     /// whose `use super::*` reaches it and the task bodies).
     fn cpu_in(&self, entries: &[CpuEntry]) -> TokenStream {
         let (k, d) = (self.k, self.d);
-        let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
-        let in_tys: Vec<TokenStream> = k.inputs.iter().map(|b| ty(b.ty)).collect();
-        let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
-        let out_tys: Vec<TokenStream> = k.outputs.iter().map(|b| ty(b.ty)).collect();
-        let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
-        let param_tys: Vec<TokenStream> = k.params.iter().map(|p| ty(p.ty)).collect();
+        let params = host_args::params(k, quote!(sizes: Sizes,));
         let ns = k.size_params.len();
         let plan_choice = plan_choice(k, entries);
         let run = self.run_bound(entries, quote!(__region));
@@ -221,10 +211,7 @@ impl<'k> Gen<'k> {
             pub unsafe fn __cpu_in(
                 __bound: &::mdh::__rt::Bound,
                 __region: ::mdh::__rt::Region<#d>,
-                #(#in_names: &[#in_tys],)*
-                #(#out_names: &mut [#out_tys],)*
-                #(#param_names: #param_tys,)*
-                sizes: Sizes,
+                #params
             ) -> ::core::result::Result<(), ::mdh::Error> {
                 let __sizes: [usize; #ns] = sizes.values();
                 let __plan: usize = #plan_choice;
