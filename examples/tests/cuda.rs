@@ -258,11 +258,11 @@ fn configured_plan_is_used() {
         K: 1024,
     });
     for def in [
-        "#define W0 8L",
-        "#define W1 32L",
-        "#define T0 32L",
-        "#define T1 64L",
-        "#define T2 64L",
+        "#define W0 8\n",
+        "#define W1 32\n",
+        "#define T0 32\n",
+        "#define T1 64\n",
+        "#define T2 64\n",
         "#define LOCAL0 1",
         "#define LOCAL1 1",
     ] {
@@ -277,7 +277,7 @@ fn configured_plan_is_used() {
     let job = matmul::cuda::job(&bound, None, "NVIDIA H100 80GB HBM3", LIMITS)
         .unwrap()
         .unwrap();
-    for def in ["#define W0 2L", "#define W1 256L", "#define T1 1024L"] {
+    for def in ["#define W0 2\n", "#define W1 256\n", "#define T1 1024\n"] {
         assert!(job.source.contains(def), "no `{def}` in\n{}", job.source);
     }
 }
