@@ -518,9 +518,16 @@ impl<'k> Emit<'k> {
         for &x in &self.pw {
             private_loop(l, x);
         }
+        // Without guards, an index is declared only where it is read (an
+        // unread one is a compiler warning): PW indices by the loads of the
+        // inputs that depend on them, every index by a scalar function
+        // with index parameters.
+        let indexed = self.k.scalar_fn.index_params.is_some();
         let inputs: Vec<String> = if full {
             for &x in &self.pw {
-                l.line(&format!("const {IDX} i{x} = {};", item_index(x)));
+                if indexed || self.ins.iter().any(|&(b, a)| self.used(b, a).contains(&x)) {
+                    l.line(&format!("const {IDX} i{x} = {};", item_index(x)));
+                }
             }
             self.fragments(l)
         } else {
@@ -530,11 +537,10 @@ impl<'k> Emit<'k> {
             private_loop(l, x);
         }
         let all: Vec<usize> = (0..self.dims).collect();
-        for &x in all
-            .iter()
-            .filter(|&&x| !full || self.kinds[x] != DimKind::Pw)
-        {
-            l.line(&format!("const {IDX} i{x} = {};", item_index(x)));
+        for &x in &all {
+            if !full || (indexed && self.kinds[x] != DimKind::Pw) {
+                l.line(&format!("const {IDX} i{x} = {};", item_index(x)));
+            }
         }
         if !full {
             let mut inside = String::from("1");
@@ -952,4 +958,86 @@ pub fn template(k: &Checked, d: Dialect) -> String {
     let mut src = String::new();
     e.prelude(&mut src);
     src + &kernels
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::desc::KernelDesc;
+    use crate::gpu_plan::{defines, index_type, GpuPlan, IndexType};
+
+    const MATMUL: &str = "kernel matmul {
+        inp(A: f32[I, K], B: f32[K, J]),
+        out(C: f32[I, J]),
+        out_view(C: |i, j, k| (i, j)),
+        md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))),
+        inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
+    }";
+
+    fn matmul() -> (Checked, KernelDesc) {
+        let k = crate::compile_str(MATMUL).unwrap();
+        let desc = KernelDesc::from_kernel(&k);
+        (k, desc)
+    }
+
+    /// Sizes in the kernel's order of size parameters.
+    fn sizes(desc: &KernelDesc, i: usize, j: usize, k: usize) -> Vec<usize> {
+        desc.size_params
+            .iter()
+            .map(|n| match n.as_ref() {
+                "I" => i,
+                "J" => j,
+                _ => k,
+            })
+            .collect()
+    }
+
+    /// 32-bit indices while every offset fits with room to spare, 64-bit
+    /// beyond: A of 2^16 × 2^15 elements has offsets up to 2^31.
+    #[test]
+    fn index_type_follows_the_largest_offset() {
+        let (_, desc) = matmul();
+        let plan = GpuPlan::default_for(&desc);
+        for ((i, j, k), want) in [
+            ((1024, 1024, 1024), IndexType::Int),
+            ((1 << 14, 1, 1 << 15), IndexType::Int),
+            ((1 << 16, 1, 1 << 15), IndexType::Long),
+        ] {
+            let bound = desc.bind_sizes(&sizes(&desc, i, j, k)).unwrap();
+            let r = plan.resolve(&desc.kinds, &bound.extents);
+            assert_eq!(index_type(&desc, &bound, &r), want, "{i}×{j}×{k}");
+            let defs = defines(&desc, &bound, &r);
+            let n0 = format!(
+                "#define N0 {i}{}\n",
+                if want == IndexType::Int { "" } else { "L" }
+            );
+            assert!(defs.contains(&n0), "{defs}");
+            assert!(
+                defs.contains(&format!("#define {IDX} {}\n", want.c_name())),
+                "{defs}"
+            );
+        }
+    }
+
+    /// Every index of the kernels is `MDH_IDX`: no `long` is left to widen
+    /// a 32-bit call's arithmetic. The main kernel has a guard-free path
+    /// over register fragments beside the guarded one, and decodes its
+    /// shared-memory copies with the box's extents.
+    #[test]
+    fn kernels_index_with_mdh_idx_and_keep_register_fragments() {
+        let (k, _) = matmul();
+        for d in [Dialect::Cuda, Dialect::OpenCl] {
+            let src = template(&k, d);
+            let longs: Vec<&str> = src
+                .lines()
+                .filter(|l| l.contains("long"))
+                .filter(|l| !l.contains("typedef unsigned long ulong"))
+                .filter(|l| *l != format!("#define {IDX} long"))
+                .collect();
+            assert!(longs.is_empty(), "{longs:?}");
+            assert_eq!(src.matches("_frag[1 * ").count(), 2, "{src}");
+            assert!(src.contains("rest % L0_E1"), "{src}");
+            assert!(src.contains("&& i0 < e0 && i1 < e1 && i2 < e2"), "{src}");
+        }
+    }
 }
