@@ -520,12 +520,12 @@ impl<'k> Emit<'k> {
         }
         // Without guards, an index is declared only where it is read (an
         // unread one is a compiler warning): PW indices by the loads of the
-        // inputs that depend on them, every index by a scalar function
-        // with index parameters.
-        let indexed = self.k.scalar_fn.index_params.is_some();
+        // inputs that depend on them; index parameters of the scalar
+        // function take the index's expression itself.
+        let all: Vec<usize> = (0..self.dims).collect();
         let inputs: Vec<String> = if full {
             for &x in &self.pw {
-                if indexed || self.ins.iter().any(|&(b, a)| self.used(b, a).contains(&x)) {
+                if self.ins.iter().any(|&(b, a)| self.used(b, a).contains(&x)) {
                     l.line(&format!("const {IDX} i{x} = {};", item_index(x)));
                 }
             }
@@ -536,12 +536,16 @@ impl<'k> Emit<'k> {
         for &x in &self.kept {
             private_loop(l, x);
         }
-        let all: Vec<usize> = (0..self.dims).collect();
-        for &x in &all {
-            if !full || (indexed && self.kinds[x] != DimKind::Pw) {
+        let indices: Vec<String> = if full {
+            all.iter()
+                .map(|&x| format!("({})", item_index(x)))
+                .collect()
+        } else {
+            for &x in &all {
                 l.line(&format!("const {IDX} i{x} = {};", item_index(x)));
             }
-        }
+            all.iter().map(|x| format!("i{x}")).collect()
+        };
         if !full {
             let mut inside = String::from("1");
             for &x in &all {
@@ -549,7 +553,7 @@ impl<'k> Emit<'k> {
             }
             l.line(&format!("if ({inside}) {{"));
         }
-        let results = self.point(l, &inputs);
+        let results = self.point(l, &inputs, &indices);
         l.line(&format!("const {IDX} q = {q};"));
         for (o, r) in results.iter().enumerate() {
             let t = self.outs[o].2;
@@ -682,14 +686,15 @@ impl<'k> Emit<'k> {
         l.line("#endif");
     }
 
-    /// The scalar function at point `i`: binds its parameters to `inputs`
-    /// (one C expression per input access) and returns one C expression per
+    /// The scalar function at a point: binds its parameters to `inputs`
+    /// (one C expression per input access) and its index parameters to
+    /// `indices` (one per dimension), and returns one C expression per
     /// output access.
-    fn point(&self, l: &mut Lowering, inputs: &[String]) -> Vec<String> {
+    fn point(&self, l: &mut Lowering, inputs: &[String], indices: &[String]) -> Vec<String> {
         let f = &self.k.scalar_fn;
         if let Some(ix) = &f.index_params {
-            for (x, name) in ix.iter().enumerate() {
-                l.bind(&name.to_string(), &format!("((ulong)i{x})"));
+            for (name, i) in ix.iter().zip(indices) {
+                l.bind(&name.to_string(), &format!("((ulong){i})"));
             }
         }
         for ((name, &(b, _)), input) in f.params.iter().zip(&self.ins).zip(inputs) {
