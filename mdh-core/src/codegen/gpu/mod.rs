@@ -491,19 +491,22 @@ impl<'k> Emit<'k> {
     /// `P0 · P1` products), without a guard per point. An edge tile checks
     /// and loads per point. Both combine the same values in the same order
     /// into each accumulator: results do not depend on the path. The choice
-    /// is made once per tile; the `W{x} · P{x} == T{x}` part is a constant.
+    /// is made once per tile; the `W{x} · P{x} == T{x}` part by the preprocessor.
     fn accumulate(&self, l: &mut Lowering, q: &str) {
-        let mut full = String::from("1");
+        // The constant part in the preprocessor (OpenCL's clang warns of
+        // constants in `&&`), and no register-tiled path where it is false.
+        let (mut covers, mut full) = (vec!["1".to_string()], String::from("1"));
         for x in 0..self.dims {
             let (items, private, tile) = (names::items(x), names::private(x), names::tile(x));
-            let _ = write!(
-                full,
-                " && {items} * {private} == {tile} && e{x} - t{x} == {tile}"
-            );
+            covers.push(format!("{items} * {private} == {tile}"));
+            let _ = write!(full, " && e{x} - t{x} == {tile}");
         }
+        l.line(&format!("#if {}", covers.join(" && ")));
         l.line(&format!("if ({full}) {{"));
         self.points(l, q, true);
-        l.line("} else {");
+        l.line("} else");
+        l.line("#endif");
+        l.line("{");
         self.points(l, q, false);
         l.line("}");
         l.line("#if ANY_LOCAL");
