@@ -35,8 +35,8 @@ nvrtc_lib() {
 for p in m.__path__:
     if os.path.exists(os.path.join(p, "lib", "libnvrtc.so.12")): print(os.path.join(p, "lib")); break' 2>/dev/null || true
 }
-nvrtc_dir=$(nvrtc_lib)
-if [ -z "$nvrtc_dir" ]; then
+# Installs a wheel for the user (into the active virtualenv when there is one).
+pip_install() {
     if ! python3 -m pip --version >/dev/null 2>&1; then
         sudo=""
         [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -44,12 +44,16 @@ if [ -z "$nvrtc_dir" ]; then
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-pip
     fi
     if [ -n "${VIRTUAL_ENV:-}" ]; then
-        python3 -m pip install -q nvidia-cuda-nvrtc-cu12
+        python3 -m pip install -q "$1"
     else
         # --break-system-packages: Debian's python refuses even --user installs without it
-        python3 -m pip install -q --user nvidia-cuda-nvrtc-cu12 2>/dev/null \
-            || python3 -m pip install -q --user --break-system-packages nvidia-cuda-nvrtc-cu12
+        python3 -m pip install -q --user "$1" 2>/dev/null \
+            || python3 -m pip install -q --user --break-system-packages "$1"
     fi
+}
+nvrtc_dir=$(nvrtc_lib)
+if [ -z "$nvrtc_dir" ]; then
+    pip_install nvidia-cuda-nvrtc-cu12
     nvrtc_dir=$(nvrtc_lib)
 fi
 if [ -z "$nvrtc_dir" ]; then
@@ -58,6 +62,19 @@ if [ -z "$nvrtc_dir" ]; then
 fi
 export LD_LIBRARY_PATH="$nvrtc_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export MDH_REQUIRE_NVRTC=1
+# nvdisasm for the SASS tests (the machine code NVRTC makes of the generated
+# kernels, read without a GPU): PyPI's nvidia-cuda-nvdisasm wheel, found by
+# mdh-gpu's `sass::nvdisasm` in the wheel's folder. MDH_REQUIRE_NVDISASM
+# makes those tests fail instead of skipping when it is missing.
+nvdisasm_bin() {
+    python3 -c 'import glob, os, nvidia
+for p in nvidia.__path__:
+    for f in sorted(glob.glob(os.path.join(p, "*", "bin", "nvdisasm")), reverse=True): print(f); raise SystemExit' 2>/dev/null || true
+}
+if [ -z "$(command -v nvdisasm || nvdisasm_bin)" ]; then
+    pip_install nvidia-cuda-nvdisasm
+fi
+export MDH_REQUIRE_NVDISASM=1
 # The OpenCL tests (every example family on PoCL) fail instead of skipping
 # when no OpenCL device is found.
 export MDH_REQUIRE_OPENCL=1

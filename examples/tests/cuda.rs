@@ -258,11 +258,11 @@ fn configured_plan_is_used() {
         K: 1024,
     });
     for def in [
-        "#define W0 8L",
-        "#define W1 32L",
-        "#define T0 32L",
-        "#define T1 64L",
-        "#define T2 64L",
+        "#define W0 8\n",
+        "#define W1 32\n",
+        "#define T0 32\n",
+        "#define T1 64\n",
+        "#define T2 64\n",
         "#define LOCAL0 1",
         "#define LOCAL1 1",
     ] {
@@ -277,8 +277,140 @@ fn configured_plan_is_used() {
     let job = matmul::cuda::job(&bound, None, "NVIDIA H100 80GB HBM3", LIMITS)
         .unwrap()
         .unwrap();
-    for def in ["#define W0 2L", "#define W1 256L", "#define T1 1024L"] {
+    for def in ["#define W0 2\n", "#define W1 256\n", "#define T1 1024\n"] {
         assert!(job.source.contains(def), "no `{def}` in\n{}", job.source);
+    }
+}
+
+/// The register-tiled plan of matmul (issue 21): blocks of 16 × 16
+/// threads, each 8 × 8 results of a 128 × 128 tile, 8 steps of k per tile
+/// of A and B in shared memory (8 KiB).
+fn matmul_register_tiled() -> GpuPlan {
+    GpuPlan {
+        groups: vec![0, 0, 1],
+        items: vec![16, 16, 1],
+        tile: vec![128, 128, 8],
+        local: vec![true, true],
+        blocked: false,
+    }
+}
+
+/// matmul's bound at `I`, `J`, `K`.
+fn matmul_bound(i: usize, j: usize, k: usize) -> Bound {
+    let kernel = mdh::reference::kernel(matmul::SPEC).unwrap();
+    let desc = KernelDesc::from_kernel(&kernel);
+    let sizes: Vec<usize> = desc
+        .size_params
+        .iter()
+        .map(|n| match n.as_ref() {
+            "I" => i,
+            "J" => j,
+            _ => k,
+        })
+        .collect();
+    mdh::gpu::bind_sizes(&desc, &sizes).unwrap()
+}
+
+/// The CUDA source of matmul at `I`, `J`, `K` on `device` under `plan`
+/// (`None`: the configured entry for that device, or the default).
+fn matmul_source(sizes: (usize, usize, usize), plan: Option<&GpuPlan>, device: &str) -> String {
+    let bound = matmul_bound(sizes.0, sizes.1, sizes.2);
+    matmul::cuda::job(&bound, plan, device, LIMITS)
+        .unwrap()
+        .unwrap()
+        .source
+}
+
+/// The reference plans of matmul compile for sm_90 without spills (ptxas'
+/// report through NVRTC, no GPU needed): the entries of
+/// configs/matmul.yaml (hand-written `*` and tuned ones, at their sizes),
+/// the default plan and the register-tiled one.
+#[test]
+fn matmul_reference_plans_do_not_spill() {
+    if !mdh_gpu::cuda::nvrtc_available() {
+        gpu::skip_or_fail("MDH_REQUIRE_NVRTC", "NVRTC is not available");
+        return;
+    }
+    let tuned = "NVIDIA H100 80GB HBM3";
+    let desc = KernelDesc::from_kernel(&mdh::reference::kernel(matmul::SPEC).unwrap());
+    let default = GpuPlan::default_for(&desc);
+    let tiled = matmul_register_tiled();
+    let cases = [
+        ((1024, 1024, 1024), None, "*"),
+        ((1024, 1024, 1024), None, tuned),
+        ((16, 1000, 2048), None, tuned),
+        ((1, 1000, 2048), None, tuned),
+        ((10, 500, 64), None, tuned),
+        ((1024, 1024, 1024), Some(&default), "*"),
+        ((1024, 1024, 1024), Some(&tiled), "*"),
+    ];
+    for (sizes, plan, device) in cases {
+        let src = matmul_source(sizes, plan, device);
+        let c = mdh_gpu::cuda::nvrtc_resources(&src, "sm_90").unwrap();
+        assert!(!c.kernels.is_empty(), "{}", c.log);
+        for k in &c.kernels {
+            assert_eq!(
+                (k.spill_stores, k.spill_loads),
+                (0, 0),
+                "sizes {sizes:?}, plan {plan:?} on `{device}`: `{}` spills\n{}",
+                k.name,
+                c.log
+            );
+        }
+    }
+}
+
+/// The SASS of matmul's register-tiled plan (sm_90, NVRTC → `nvdisasm`): in
+/// the hot loop, FMAs are the majority (each thread's 8 × 8 outer product
+/// from 8 + 8 values loaded once per step of k), at most one shared load
+/// per 4 FMAs, and no integer division calls anywhere in the kernel (copies
+/// decoded with constant extents, 32-bit indices). Skipped without
+/// `nvdisasm` unless `MDH_REQUIRE_NVDISASM=1` (scripts/test-all.sh).
+#[test]
+fn matmul_register_tiled_sass() {
+    if !mdh_gpu::cuda::nvrtc_available() {
+        gpu::skip_or_fail("MDH_REQUIRE_NVRTC", "NVRTC is not available");
+        return;
+    }
+    if mdh_gpu::sass::nvdisasm().is_none() {
+        gpu::skip_or_fail(
+            "MDH_REQUIRE_NVDISASM",
+            "nvdisasm was not found (pip install --user nvidia-cuda-nvdisasm)",
+        );
+        return;
+    }
+    let src = matmul_source((1024, 1024, 1024), Some(&matmul_register_tiled()), "*");
+    assert!(src.contains("#define MDH_IDX int\n"), "{src}");
+    let c = mdh_gpu::cuda::nvrtc_resources(&src, "sm_90").unwrap();
+    let sass = mdh_gpu::sass::disassemble(&c.cubin).unwrap();
+    let fns = mdh_gpu::sass::Function::parse_all(&sass);
+    let main = fns.iter().find(|f| f.name == "mdh_main").expect(&sass);
+    let hot = main.hot_loop().expect(&sass);
+    let report = format!("hot loop {hot:?}\n{}", c.log);
+    assert_eq!(hot.ffma, 64, "{report}");
+    assert!(hot.ffma_share() >= 0.6, "{report}");
+    assert!(hot.lds_per_ffma() <= 0.25, "{report}");
+    assert_eq!(main.division_calls(), 0, "{report}\n{sass}");
+}
+
+/// The register-tiled plan executed on the CPU at sizes of full tiles only
+/// (the fragment path) and of cut ones (edge tiles, guarded per point).
+#[test]
+fn matmul_register_tiled_runs_full_and_edge_tiles() {
+    if !nvrtc_and_compiler() {
+        return;
+    }
+    let mut rng = mdh_examples::check::Rng::new(gpu::seed("register tiled"));
+    let plan = matmul_register_tiled();
+    for (i, j, k) in [(128, 256, 16), (136, 130, 13)] {
+        let sizes = matmul_bound(i, j, k).sizes;
+        gpu::one_case(
+            matmul::SPEC,
+            &sizes,
+            Some(&plan),
+            &mut rng,
+            &mut |plan, i, o, p, s| run_on_cpu(matmul::cuda::job, matmul::SPEC, plan, i, o, p, s),
+        );
     }
 }
 

@@ -12,3 +12,5 @@ pub mod cuda_sim;
 /// program cache, timed launches.
 #[cfg(feature = "opencl")]
 pub mod opencl;
+#[cfg(feature = "cuda")]
+pub mod sass;

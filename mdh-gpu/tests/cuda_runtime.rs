@@ -332,6 +332,44 @@ fn tiled_matmul_compiles_with_nvrtc_and_runs_on_the_cpu() {
     }
 }
 
+/// ptxas' report and the SASS of a real CUBIN (sm_90) without a GPU: the
+/// hand-written tiled matmul takes registers and shared memory, does not
+/// spill, and its unrolled `k` loop is FMAs fed by shared loads. The SASS
+/// part needs `nvdisasm`; without it the part is skipped, unless
+/// `MDH_REQUIRE_NVDISASM=1` (scripts/test-all.sh installs it).
+#[test]
+fn nvrtc_reports_resources_and_nvdisasm_the_sass() {
+    if !nvrtc_or_skip("nvrtc_reports_resources_and_nvdisasm_the_sass") {
+        return;
+    }
+    let c = cuda::nvrtc_resources(MATMUL, "sm_90").unwrap();
+    let [k] = c.kernels.as_slice() else {
+        panic!("one kernel expected: {:?}\n{}", c.kernels, c.log)
+    };
+    assert_eq!(k.name, "matmul");
+    assert!(k.registers > 0, "{}", c.log);
+    // Two tiles of 16 × 17 floats (padded against bank conflicts).
+    assert_eq!(k.shared_bytes, 2 * 16 * 17 * 4, "{}", c.log);
+    assert_eq!((k.spill_stores, k.spill_loads), (0, 0), "{}", c.log);
+    assert!(cuda::nvrtc_resources(MATMUL, "compute_90").is_err());
+    if mdh_gpu::sass::nvdisasm().is_none() {
+        assert!(
+            std::env::var("MDH_REQUIRE_NVDISASM").as_deref() != Ok("1"),
+            "MDH_REQUIRE_NVDISASM=1 but nvdisasm was not found (pip install --user nvidia-cuda-nvdisasm)"
+        );
+        eprintln!("the SASS part is skipped: nvdisasm was not found (pip install --user nvidia-cuda-nvdisasm)");
+        return;
+    }
+    let sass = mdh_gpu::sass::disassemble(&c.cubin).unwrap();
+    let fns = mdh_gpu::sass::Function::parse_all(&sass);
+    let f = fns.iter().find(|f| f.name == "matmul").expect(&sass);
+    let hot = f.hot_loop().expect(&sass);
+    // 16 steps of k, one FMA and two shared loads each.
+    assert_eq!(hot.ffma, 16, "{hot:?}\n{sass}");
+    assert!(hot.lds >= 16, "{hot:?}\n{sass}");
+    assert_eq!(f.division_calls(), 0, "{sass}");
+}
+
 #[test]
 fn cpu_exposes_a_missing_syncthreads_deterministically() {
     // The tiled matmul without its second barrier: the first thread of each

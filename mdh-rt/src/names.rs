@@ -48,6 +48,10 @@ pub const PW_GROUPS: &str = "PW_GROUPS";
 pub const KEPT_POINTS: &str = "KEPT_POINTS";
 /// Work-items of a work-group along PW dimensions.
 pub const PW_ITEMS: &str = "PW_ITEMS";
+/// The C type of every index and offset of the kernels: `int` when every
+/// value the kernels compute with fits in it, `long` else (see
+/// [`index_type`](crate::gpu_plan::index_type)).
+pub const IDX: &str = "MDH_IDX";
 
 /// The prefix of the linear offset of access `a` of input `b`: see [`base`], [`coef`].
 pub fn input_access(b: usize, a: usize) -> String {

@@ -46,7 +46,7 @@ mod scan;
 use crate::analysis::Checked;
 use crate::codegen::c_expr::{identity, int_div_helpers, Dialect, Lowering};
 use crate::spec::{DimKind, ReduceOp, ScalarType, Type};
-use mdh_rt::names::{self, BLOCKED, KEPT_POINTS, PW_GROUPS, PW_ITEMS, WG_ITEMS};
+use mdh_rt::names::{self, BLOCKED, IDX, KEPT_POINTS, PW_GROUPS, PW_ITEMS, WG_ITEMS};
 
 /// The words that differ between the dialects outside of expressions.
 struct Words {
@@ -60,10 +60,12 @@ struct Words {
     warp: Option<u32>,
     global: &'static str,
     restrict: &'static str,
-    local: &'static str,
+    shared: &'static str,
     barrier: &'static str,
-    group_id: &'static str,
-    local_id: &'static str,
+    /// The built-in ids (unsigned), cast to the index type by
+    /// [`Words::group_id`] and [`Words::local_id`].
+    group: &'static str,
+    local: &'static str,
 }
 
 impl Words {
@@ -75,6 +77,17 @@ impl Words {
             None => format!("{} {name}({params})", self.kernel),
         }
     }
+
+    /// This work-group's id, as an index (the built-ins are unsigned: mixed
+    /// with a signed `int` they would turn its arithmetic unsigned).
+    fn group_id(&self) -> String {
+        format!("(({IDX}){})", self.group)
+    }
+
+    /// This work-item's id within its work-group, as an index.
+    fn local_id(&self) -> String {
+        format!("(({IDX}){})", self.local)
+    }
 }
 
 fn words(d: Dialect) -> Words {
@@ -85,10 +98,10 @@ fn words(d: Dialect) -> Words {
             warp: None,
             global: "__global ",
             restrict: "restrict",
-            local: "__local",
+            shared: "__local",
             barrier: "barrier(CLK_LOCAL_MEM_FENCE);",
-            group_id: "(long)get_group_id(0)",
-            local_id: "(long)get_local_id(0)",
+            group: "get_group_id(0)",
+            local: "get_local_id(0)",
         },
         Dialect::Cuda => Words {
             kernel: "extern \"C\" __global__ void",
@@ -96,10 +109,10 @@ fn words(d: Dialect) -> Words {
             warp: Some(32),
             global: "",
             restrict: "__restrict__",
-            local: "__shared__",
+            shared: "__shared__",
             barrier: "__syncthreads();",
-            group_id: "(long)blockIdx.x",
-            local_id: "(long)threadIdx.x",
+            group: "blockIdx.x",
+            local: "threadIdx.x",
         },
     }
 }
@@ -137,11 +150,11 @@ struct Emit<'k> {
 fn tile_loop(l: &mut Lowering, x: usize) {
     let (block, tile) = (names::block(x), names::tile(x));
     l.line(&format!(
-        "for (long tt{x} = 0; tt{x} < {block}; tt{x} += {tile}) {{"
+        "for ({IDX} tt{x} = 0; tt{x} < {block}; tt{x} += {tile}) {{"
     ));
-    l.line(&format!("const long t{x} = blo{x} + tt{x};"));
+    l.line(&format!("const {IDX} t{x} = blo{x} + tt{x};"));
     l.line(&format!(
-        "const long e{x} = MDH_MIN(t{x} + {tile}, bhi{x});"
+        "const {IDX} e{x} = MDH_MIN(t{x} + {tile}, bhi{x});"
     ));
 }
 
@@ -149,7 +162,9 @@ fn tile_loop(l: &mut Lowering, x: usize) {
 /// dimension `x` (its PM tile).
 fn private_loop(l: &mut Lowering, x: usize) {
     let private = names::private(x);
-    l.line(&format!("for (long p{x} = 0; p{x} < {private}; p{x}++) {{"));
+    l.line(&format!(
+        "for ({IDX} p{x} = 0; p{x} < {private}; p{x}++) {{"
+    ));
 }
 
 /// The index along dimension `x` of a work-item's point `p{x}` of the tile:
@@ -267,10 +282,10 @@ impl<'k> Emit<'k> {
             return;
         }
         let rest = l.fresh("rest");
-        l.line(&format!("long {rest} = {id};"));
+        l.line(&format!("{IDX} {rest} = {id};"));
         for &x in dims.iter().rev() {
             let radix = radix(x);
-            l.line(&format!("const long {prefix}{x} = {rest} % {radix};"));
+            l.line(&format!("const {IDX} {prefix}{x} = {rest} % {radix};"));
             l.line(&format!("{rest} /= {radix};"));
         }
     }
@@ -311,7 +326,7 @@ impl<'k> Emit<'k> {
             let mut v = names::local_offset(b, a, c);
             for (x, &cf) in comp.dims.iter().enumerate() {
                 if cf != 0 {
-                    let _ = write!(v, " + ({cf}L) * i{x}");
+                    let _ = write!(v, " + (({IDX}){cf}L) * i{x}");
                 }
             }
             let _ = write!(
@@ -362,8 +377,8 @@ impl<'k> Emit<'k> {
     fn main_prologue(&self, l: &mut Lowering) {
         let (d, w) = (self.d, &self.w);
         let all: Vec<usize> = (0..self.dims).collect();
-        l.line(&format!("const long gid = {};", w.group_id));
-        l.line(&format!("const long lid = {};", w.local_id));
+        l.line(&format!("const {IDX} gid = {};", w.group_id()));
+        l.line(&format!("const {IDX} lid = {};", w.local_id()));
         self.decode(l, "gid", "g", names::groups, &all);
         // Kept coordinates outer, PW coordinates inner: the work-items that
         // combine one result are consecutive (`lid = kl * PW_ITEMS + pwl`),
@@ -375,7 +390,7 @@ impl<'k> Emit<'k> {
             // work-group may be partial).
             l.line(&format!("#if {PW_ITEMS} > 1 && MDH_SHFL > 1"));
             l.line(&format!(
-                "const long mdh_lanes = MDH_MIN({WG_ITEMS} - (lid - lid % {warp}), {warp}L);"
+                "const {IDX} mdh_lanes = MDH_MIN({WG_ITEMS} - (lid - lid % {warp}), {warp});"
             ));
             l.line(&format!(
                 "const unsigned mdh_mask = mdh_lanes == {warp} ? 0xffffffffu : (1u << mdh_lanes) - 1u;"
@@ -384,21 +399,21 @@ impl<'k> Emit<'k> {
         }
         for &x in &all {
             let (block, extent) = (names::block(x), names::extent(x));
-            l.line(&format!("const long blo{x} = g{x} * {block};"));
+            l.line(&format!("const {IDX} blo{x} = g{x} * {block};"));
             l.line(&format!(
-                "const long bhi{x} = MDH_MIN(blo{x} + {block}, {extent});"
+                "const {IDX} bhi{x} = MDH_MIN(blo{x} + {block}, {extent});"
             ));
         }
         for (b, buf) in self.k.inputs.iter().enumerate() {
             l.line(&format!("#if {}", names::local(b)));
             l.line(&format!(
                 "{} {} lmem{b}[{}];",
-                w.local,
+                w.shared,
                 d.storage_ty(buf.ty),
                 names::local_size(b)
             ));
             for c in 0..buf.shape.len() {
-                l.line(&format!("long lo{b}_{c} = 0;"));
+                l.line(&format!("{IDX} lo{b}_{c} = 0;"));
             }
             l.line("#endif");
         }
@@ -406,27 +421,27 @@ impl<'k> Emit<'k> {
         for (o, &(_, _, t)) in self.outs.iter().enumerate() {
             l.line(&format!(
                 "{} {} red{o}[{WG_ITEMS}];",
-                w.local,
+                w.shared,
                 d.storage_ty(t)
             ));
             if !self.k.has_identity(o) {
-                l.line(&format!("{} uchar redf{o}[{WG_ITEMS}];", w.local));
+                l.line(&format!("{} uchar redf{o}[{WG_ITEMS}];", w.shared));
             }
         }
         l.line("#endif");
         // The linear index of this work-item among the PW work-items, and
         // of its kept work-item coordinates.
-        let mut pwl = String::from("0L");
+        let mut pwl = String::from("0");
         for &x in &self.pw {
             pwl = format!("({pwl}) * {} + w{x}", names::items(x));
         }
-        let mut kl = String::from("0L");
+        let mut kl = String::from("0");
         for &x in &self.kept {
             kl = format!("({kl}) * {} + w{x}", names::items(x));
         }
-        l.line(&format!("const long pwl = {pwl};"));
+        l.line(&format!("const {IDX} pwl = {pwl};"));
         l.line(&format!("#if {PW_ITEMS} > MDH_SHFL"));
-        l.line(&format!("const long kl = {kl};"));
+        l.line(&format!("const {IDX} kl = {kl};"));
         l.line("#endif");
     }
 
@@ -435,11 +450,11 @@ impl<'k> Emit<'k> {
     /// current point's accumulator.
     fn accumulators(&self, l: &mut Lowering) -> String {
         let d = self.d;
-        let mut pk = String::from("1L");
+        let mut pk = String::from("1");
         for &x in &self.kept {
             pk = format!("{pk} * {}", names::private(x));
         }
-        let mut q = String::from("0L");
+        let mut q = String::from("0");
         for &x in &self.kept {
             q = format!("({q}) * {} + p{x}", names::private(x));
         }
@@ -454,7 +469,7 @@ impl<'k> Emit<'k> {
                 l.line(&format!("bool has{o}[PK];"));
             }
             l.line(&format!(
-                "for (long q = 0; q < PK; q++) {{ acc{o}[q] = {init};"
+                "for ({IDX} q = 0; q < PK; q++) {{ acc{o}[q] = {init};"
             ));
             if !self.k.has_identity(o) {
                 l.line(&format!("    has{o}[q] = false;"));
@@ -466,23 +481,83 @@ impl<'k> Emit<'k> {
 
     /// The points of this work-item's PM tile within the current LM tile:
     /// the scalar function combined into the accumulators.
+    ///
+    /// A full tile (every work-item's points inside it: the tile is not cut
+    /// by the end of the block, and the work-items' points cover exactly
+    /// `T{x}`) takes the register-tiled path: per step of the PW private
+    /// loops, each input access's values for the work-item's kept points are
+    /// loaded once into a fragment of registers, then the scalar function
+    /// runs over the kept points from them (matmul: `P0 + P1` loads for
+    /// `P0 · P1` products), without a guard per point. An edge tile checks
+    /// and loads per point. Both combine the same values in the same order
+    /// into each accumulator: results do not depend on the path. The choice
+    /// is made once per tile; the `W{x} · P{x} == T{x}` part by the preprocessor.
     fn accumulate(&self, l: &mut Lowering, q: &str) {
-        let all: Vec<usize> = (0..self.dims).collect();
-        // Private loops: PW outside, kept inside (the accumulators' index
-        // is then a constant after unrolling).
-        for &x in self.pw.iter().chain(&self.kept) {
+        // The constant part in the preprocessor (OpenCL's clang warns of
+        // constants in `&&`), and no register-tiled path where it is false.
+        let (mut covers, mut full) = (vec!["1".to_string()], String::from("1"));
+        for x in 0..self.dims {
+            let (items, private, tile) = (names::items(x), names::private(x), names::tile(x));
+            covers.push(format!("{items} * {private} == {tile}"));
+            let _ = write!(full, " && e{x} - t{x} == {tile}");
+        }
+        l.line(&format!("#if {}", covers.join(" && ")));
+        l.line(&format!("if ({full}) {{"));
+        self.points(l, q, true);
+        l.line("} else");
+        l.line("#endif");
+        l.line("{");
+        self.points(l, q, false);
+        l.line("}");
+        l.line("#if ANY_LOCAL");
+        l.line(self.w.barrier);
+        l.line("#endif");
+    }
+
+    /// The private loops of [`Self::accumulate`] (PW outside, kept inside:
+    /// the accumulators' index is then a constant after unrolling): with
+    /// fragments and no guards for a `full` tile, else guarded per point.
+    fn points(&self, l: &mut Lowering, q: &str, full: bool) {
+        for &x in &self.pw {
             private_loop(l, x);
         }
-        for &x in &all {
-            l.line(&format!("const long i{x} = {};", item_index(x)));
+        // Without guards, an index is declared only where it is read (an
+        // unread one is a compiler warning): PW indices by the loads of the
+        // inputs that depend on them; index parameters of the scalar
+        // function take the index's expression itself.
+        let all: Vec<usize> = (0..self.dims).collect();
+        let inputs: Vec<String> = if full {
+            for &x in &self.pw {
+                if self.ins.iter().any(|&(b, a)| self.used(b, a).contains(&x)) {
+                    l.line(&format!("const {IDX} i{x} = {};", item_index(x)));
+                }
+            }
+            self.fragments(l)
+        } else {
+            self.ins.iter().map(|&(b, a)| self.load(b, a)).collect()
+        };
+        for &x in &self.kept {
+            private_loop(l, x);
         }
-        let mut inside = String::from("1");
-        for &x in &all {
-            let _ = write!(inside, " && i{x} < e{x}");
+        let indices: Vec<String> = if full {
+            all.iter()
+                .map(|&x| format!("({})", item_index(x)))
+                .collect()
+        } else {
+            for &x in &all {
+                l.line(&format!("const {IDX} i{x} = {};", item_index(x)));
+            }
+            all.iter().map(|x| format!("i{x}")).collect()
+        };
+        if !full {
+            let mut inside = String::from("1");
+            for &x in &all {
+                let _ = write!(inside, " && i{x} < e{x}");
+            }
+            l.line(&format!("if ({inside}) {{"));
         }
-        l.line(&format!("if ({inside}) {{"));
-        let results = self.point(l);
-        l.line(&format!("const long q = {q};"));
+        let results = self.point(l, &inputs, &indices);
+        l.line(&format!("const {IDX} q = {q};"));
         for (o, r) in results.iter().enumerate() {
             let t = self.outs[o].2;
             match self.ops[o] {
@@ -499,13 +574,48 @@ impl<'k> Emit<'k> {
                 }
             }
         }
-        l.line("}");
+        if !full {
+            l.line("}");
+        }
         for _ in self.pw.iter().chain(&self.kept) {
             l.line("}");
         }
-        l.line("#if ANY_LOCAL");
-        l.line(self.w.barrier);
-        l.line("#endif");
+    }
+
+    /// Loads, for the current PW point, each input access's values at the
+    /// kept points of this work-item that it depends on into a private
+    /// array (indexed by those points' `p{x}`, row-major); returns per
+    /// access the element the kept point `p` reads.
+    fn fragments(&self, l: &mut Lowering) -> Vec<String> {
+        self.ins
+            .iter()
+            .map(|&(b, a)| {
+                let dims: Vec<usize> = self
+                    .used(b, a)
+                    .into_iter()
+                    .filter(|&x| self.kinds[x] != DimKind::Pw)
+                    .collect();
+                let mut len = String::from("1");
+                let mut at = String::from("0");
+                for &x in &dims {
+                    let private = names::private(x);
+                    let _ = write!(len, " * {private}");
+                    at = format!("({at}) * {private} + p{x}");
+                }
+                let frag = l.fresh("frag");
+                let t = self.k.inputs[b].ty;
+                l.line(&format!("{} {frag}[{len}];", self.d.ty(t)));
+                for &x in &dims {
+                    private_loop(l, x);
+                    l.line(&format!("const {IDX} i{x} = {};", item_index(x)));
+                }
+                l.line(&format!("{frag}[{at}] = {};", self.load(b, a)));
+                for _ in &dims {
+                    l.line("}");
+                }
+                format!("{frag}[{at}]")
+            })
+            .collect()
     }
 
     /// Results: the tree across PW work-items, then the output view or the
@@ -515,13 +625,13 @@ impl<'k> Emit<'k> {
             private_loop(l, x);
         }
         for &x in &self.kept {
-            l.line(&format!("const long i{x} = {};", item_index(x)));
+            l.line(&format!("const {IDX} i{x} = {};", item_index(x)));
         }
         let mut valid = String::from("1");
         for &x in &self.kept {
             let _ = write!(valid, " && i{x} < e{x}");
         }
-        l.line(&format!("const long q = {q};"));
+        l.line(&format!("const {IDX} q = {q};"));
         l.line(&format!("#if {PW_ITEMS} > 1"));
         self.warp_shuffles(l);
         self.tree(l);
@@ -551,7 +661,7 @@ impl<'k> Emit<'k> {
         }
         l.line(w.barrier);
         l.line(&format!(
-            "for (long s = MDH_SHFL; s < {PW_ITEMS}; s *= 2) {{"
+            "for ({IDX} s = MDH_SHFL; s < {PW_ITEMS}; s *= 2) {{"
         ));
         l.line(&format!(
             "if (pwl % (2 * s) == 0 && pwl + s < {PW_ITEMS}) {{"
@@ -579,18 +689,20 @@ impl<'k> Emit<'k> {
         l.line("#endif");
     }
 
-    /// The scalar function at point `i`: binds its parameters to the loaded
-    /// inputs and returns one C expression per output access.
-    fn point(&self, l: &mut Lowering) -> Vec<String> {
+    /// The scalar function at a point: binds its parameters to `inputs`
+    /// (one C expression per input access) and its index parameters to
+    /// `indices` (one per dimension), and returns one C expression per
+    /// output access.
+    fn point(&self, l: &mut Lowering, inputs: &[String], indices: &[String]) -> Vec<String> {
         let f = &self.k.scalar_fn;
         if let Some(ix) = &f.index_params {
-            for (x, name) in ix.iter().enumerate() {
-                l.bind(&name.to_string(), &format!("((ulong)i{x})"));
+            for (name, i) in ix.iter().zip(indices) {
+                l.bind(&name.to_string(), &format!("((ulong){i})"));
             }
         }
-        for (name, &(b, a)) in f.params.iter().zip(&self.ins) {
+        for ((name, &(b, _)), input) in f.params.iter().zip(&self.ins).zip(inputs) {
             let t = self.k.inputs[b].ty;
-            let v = l.temp(&name.to_string(), t, &self.load(b, a));
+            let v = l.temp(&name.to_string(), t, input);
             l.bind(&name.to_string(), &v);
         }
         let dests: Vec<String> = self
@@ -667,11 +779,11 @@ impl<'k> Emit<'k> {
             l.line(&format!("out{b}[{off}] = acc{o}[q];"));
         }
         l.line("#else");
-        let mut gpw = String::from("0L");
+        let mut gpw = String::from("0");
         for &x in &self.pw {
             gpw = format!("({gpw}) * {} + g{x}", names::groups(x));
         }
-        let mut kept_lin = String::from("0L");
+        let mut kept_lin = String::from("0");
         for &x in &self.kept {
             kept_lin = format!("({kept_lin}) * {} + i{x}", names::extent(x));
         }
@@ -703,33 +815,42 @@ impl<'k> Emit<'k> {
                 let (mut lo, mut hi) = (names::offset_min(b, c), names::offset_max(b, c));
                 for (x, &cf) in comp.dims.iter().enumerate() {
                     if cf > 0 {
-                        let _ = write!(lo, " + ({cf}L) * t{x}");
-                        let _ = write!(hi, " + ({cf}L) * (e{x} - 1)");
+                        let _ = write!(lo, " + (({IDX}){cf}L) * t{x}");
+                        let _ = write!(hi, " + (({IDX}){cf}L) * (e{x} - 1)");
                     } else if cf < 0 {
-                        let _ = write!(lo, " + ({cf}L) * (e{x} - 1)");
-                        let _ = write!(hi, " + ({cf}L) * t{x}");
+                        let _ = write!(lo, " + (({IDX}){cf}L) * (e{x} - 1)");
+                        let _ = write!(hi, " + (({IDX}){cf}L) * t{x}");
                     }
                 }
                 l.line(&format!("lo{b}_{c} = {lo};"));
-                l.line(&format!("const long ext{c} = {hi} - lo{b}_{c} + 1;"));
+                l.line(&format!("const {IDX} ext{c} = {hi} - lo{b}_{c} + 1;"));
             }
-            let total = (0..rank)
-                .map(|c| format!("ext{c}"))
-                .collect::<Vec<_>>()
-                .join(" * ");
+            // The elements are numbered over the box of a full tile, whose
+            // extents `L{b}_E{c}` are constants: the compiler decodes them
+            // by multiplications and shifts, not division calls. An edge
+            // tile's box is smaller (`ext{c}`) and skips the rest.
             l.line(&format!(
-                "for (long e = lid; e < {total}; e += {WG_ITEMS}) {{"
+                "for ({IDX} e = lid; e < {}; e += {WG_ITEMS}) {{",
+                names::local_size(b)
             ));
-            l.line("long rest = e, lidx = 0, gidx = 0;");
+            l.line(&format!("{IDX} rest = e;"));
+            let mut inside = String::from("1");
+            let mut gidx = String::from("0");
             for c in (0..rank).rev() {
-                l.line(&format!("const long x{c} = rest % ext{c}; rest /= ext{c};"));
-                l.line(&format!(
-                    "lidx += x{c} * {}; gidx += (lo{b}_{c} + x{c}) * {};",
-                    names::local_stride(b, c),
+                if c == 0 {
+                    l.line(&format!("const {IDX} x0 = rest;"));
+                } else {
+                    let ext = names::local_extent(b, c);
+                    l.line(&format!("const {IDX} x{c} = rest % {ext}; rest /= {ext};"));
+                }
+                let _ = write!(inside, " && x{c} < ext{c}");
+                let _ = write!(
+                    gidx,
+                    " + (lo{b}_{c} + x{c}) * {}",
                     names::input_stride(b, c)
-                ));
+                );
             }
-            l.line(&format!("lmem{b}[lidx] = in{b}[gidx];"));
+            l.line(&format!("if ({inside}) lmem{b}[e] = in{b}[{gidx}];"));
             l.line("}");
             l.line("}");
             l.line("#endif");
@@ -754,14 +875,15 @@ impl<'k> Emit<'k> {
         let mut l = Lowering::new(self.d, 1);
         self.bind_names(&mut l);
         l.line(&format!(
-            "const long idx = {} * {PASS_ITEMS}L + {};",
-            self.w.group_id, self.w.local_id
+            "const {IDX} idx = {} * {PASS_ITEMS} + {};",
+            self.w.group_id(),
+            self.w.local_id()
         ));
         l.line(&format!("if (idx < {KEPT_POINTS}) {{"));
         self.decode(&mut l, "idx", "i", names::extent, &self.kept);
         for (o, &(b, a, t)) in self.outs.iter().enumerate() {
             let v = l.temp("v", t, &format!("part{o}[idx]"));
-            l.line(&format!("for (long g = 1; g < {PW_GROUPS}; g++) {{"));
+            l.line(&format!("for ({IDX} g = 1; g < {PW_GROUPS}; g++) {{"));
             let c = match self.ops[o] {
                 Some(op) => l.combine(op, t, &v, &format!("part{o}[g * {KEPT_POINTS} + idx]")),
                 None => v.clone(),
@@ -794,7 +916,7 @@ impl<'k> Emit<'k> {
             ),
         }
         src.push_str("#define MDH_MIN(a, b) ((a) < (b) ? (a) : (b))\n");
-        let _ = writeln!(src, "#define SCAN_CHUNK {SCAN_CHUNK}L");
+        let _ = writeln!(src, "#define SCAN_CHUNK {SCAN_CHUNK}");
         src.push_str(&int_div_helpers(self.d, &self.int_divs.borrow()));
         // MDH_SHFL: the lanes per run of PW work-items combined by shuffles,
         // the largest power of two that divides PW_ITEMS and a warp.
@@ -814,6 +936,8 @@ impl<'k> Emit<'k> {
             None => src.push_str("#define MDH_SHFL 1\n"),
         }
         src.push_str(&format!("#ifndef {BLOCKED}\n#define {BLOCKED} 0\n#endif\n"));
+        // Without the definitions of a call (the template alone), 64-bit.
+        src.push_str(&format!("#ifndef {IDX}\n#define {IDX} long\n#endif\n"));
         let mut any = Vec::new();
         for b in 0..self.k.inputs.len() {
             let local = names::local(b);
@@ -842,4 +966,86 @@ pub fn template(k: &Checked, d: Dialect) -> String {
     let mut src = String::new();
     e.prelude(&mut src);
     src + &kernels
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::desc::KernelDesc;
+    use crate::gpu_plan::{defines, index_type, GpuPlan, IndexType};
+
+    const MATMUL: &str = "kernel matmul {
+        inp(A: f32[I, K], B: f32[K, J]),
+        out(C: f32[I, J]),
+        out_view(C: |i, j, k| (i, j)),
+        md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))),
+        inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
+    }";
+
+    fn matmul() -> (Checked, KernelDesc) {
+        let k = crate::compile_str(MATMUL).unwrap();
+        let desc = KernelDesc::from_kernel(&k);
+        (k, desc)
+    }
+
+    /// Sizes in the kernel's order of size parameters.
+    fn sizes(desc: &KernelDesc, i: usize, j: usize, k: usize) -> Vec<usize> {
+        desc.size_params
+            .iter()
+            .map(|n| match n.as_ref() {
+                "I" => i,
+                "J" => j,
+                _ => k,
+            })
+            .collect()
+    }
+
+    /// 32-bit indices while every offset fits with room to spare, 64-bit
+    /// beyond: A of 2^16 × 2^15 elements has offsets up to 2^31.
+    #[test]
+    fn index_type_follows_the_largest_offset() {
+        let (_, desc) = matmul();
+        let plan = GpuPlan::default_for(&desc);
+        for ((i, j, k), want) in [
+            ((1024, 1024, 1024), IndexType::Int),
+            ((1 << 14, 1, 1 << 15), IndexType::Int),
+            ((1 << 16, 1, 1 << 15), IndexType::Long),
+        ] {
+            let bound = desc.bind_sizes(&sizes(&desc, i, j, k)).unwrap();
+            let r = plan.resolve(&desc.kinds, &bound.extents);
+            assert_eq!(index_type(&desc, &bound, &r), want, "{i}×{j}×{k}");
+            let defs = defines(&desc, &bound, &r);
+            let n0 = format!(
+                "#define N0 {i}{}\n",
+                if want == IndexType::Int { "" } else { "L" }
+            );
+            assert!(defs.contains(&n0), "{defs}");
+            assert!(
+                defs.contains(&format!("#define {IDX} {}\n", want.c_name())),
+                "{defs}"
+            );
+        }
+    }
+
+    /// Every index of the kernels is `MDH_IDX`: no `long` is left to widen
+    /// a 32-bit call's arithmetic. The main kernel has a guard-free path
+    /// over register fragments beside the guarded one, and decodes its
+    /// shared-memory copies with the box's extents.
+    #[test]
+    fn kernels_index_with_mdh_idx_and_keep_register_fragments() {
+        let (k, _) = matmul();
+        for d in [Dialect::Cuda, Dialect::OpenCl] {
+            let src = template(&k, d);
+            let longs: Vec<&str> = src
+                .lines()
+                .filter(|l| l.contains("long"))
+                .filter(|l| !l.contains("typedef unsigned long ulong"))
+                .filter(|l| *l != format!("#define {IDX} long"))
+                .collect();
+            assert!(longs.is_empty(), "{longs:?}");
+            assert_eq!(src.matches("_frag[1 * ").count(), 2, "{src}");
+            assert!(src.contains("rest % L0_E1"), "{src}");
+            assert!(src.contains("&& i0 < e0 && i1 < e1 && i2 < e2"), "{src}");
+        }
+    }
 }

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use mdh_rt::names::{self, KEPT_POINTS};
+use mdh_rt::names::{self, IDX, KEPT_POINTS};
 
 use super::{Emit, PASS_ITEMS};
 use crate::codegen::c_expr::Lowering;
@@ -43,9 +43,9 @@ impl Emit<'_> {
                 (
                     format!("mdh_scan{s}"),
                     vec![
-                        format!("const long gid = {};", w.group_id),
-                        format!("const long chunks = ({n} + SCAN_CHUNK - 1) / SCAN_CHUNK;"),
-                        "const long k0 = gid % chunks * SCAN_CHUNK;".to_string(),
+                        format!("const {IDX} gid = {};", w.group_id()),
+                        format!("const {IDX} chunks = ({n} + SCAN_CHUNK - 1) / SCAN_CHUNK;"),
+                        format!("const {IDX} k0 = gid % chunks * SCAN_CHUNK;"),
                     ],
                     "gid / chunks".to_string(),
                     format!("MDH_MIN(SCAN_CHUNK, {n} - k0)"),
@@ -54,7 +54,7 @@ impl Emit<'_> {
                 (
                     format!("mdh_scan{s}_carry"),
                     Vec::new(),
-                    w.group_id.to_string(),
+                    w.group_id(),
                     format!("{n} / SCAN_CHUNK"),
                     "(({k}) + 1) * SCAN_CHUNK - 1",
                 ),
@@ -69,7 +69,7 @@ impl Emit<'_> {
                 for &(o, _, _, t, _) in &scanned {
                     l.line(&format!(
                         "{} {} sc{o}[{PASS_ITEMS}];",
-                        w.local,
+                        w.shared,
                         self.d.storage_ty(t)
                     ));
                 }
@@ -77,8 +77,8 @@ impl Emit<'_> {
                     l.line(line);
                 }
                 self.decode(&mut l, &line, "i", names::extent, &others);
-                l.line(&format!("const long i{s} = 0;"));
-                l.line(&format!("const long count = {count};"));
+                l.line(&format!("const {IDX} i{s} = 0;"));
+                l.line(&format!("const {IDX} count = {count};"));
                 for &(o, b, a, t, op) in &scanned {
                     self.group_scan(&mut l, o, t, op, &|k| at(b, a, &elem.replace("{k}", k)));
                 }
@@ -98,16 +98,17 @@ impl Emit<'_> {
             let mut l = Lowering::new(self.d, 1);
             self.bind_names(&mut l);
             l.line(&format!(
-                "const long idx = {} * {PASS_ITEMS}L + {};",
-                w.group_id, w.local_id
+                "const {IDX} idx = {} * {PASS_ITEMS} + {};",
+                w.group_id(),
+                w.local_id()
             ));
-            l.line(&format!("const long rest = {n} - SCAN_CHUNK;"));
+            l.line(&format!("const {IDX} rest = {n} - SCAN_CHUNK;"));
             l.line(&format!(
-                "if (rest > 0 && idx / rest < {KEPT_POINTS} / ({n} > 0 ? {n} : 1L)) {{"
+                "if (rest > 0 && idx / rest < {KEPT_POINTS} / ({n} > 0 ? {n} : 1)) {{"
             ));
-            l.line("const long j = SCAN_CHUNK + idx % rest;");
+            l.line(&format!("const {IDX} j = SCAN_CHUNK + idx % rest;"));
             self.decode(&mut l, "idx / rest", "i", names::extent, &others);
-            l.line(&format!("const long i{s} = 0;"));
+            l.line(&format!("const {IDX} i{s} = 0;"));
             // The last elements of full chunks are final after the carry pass.
             l.line("if ((j + 1) % SCAN_CHUNK != 0) {");
             for &(_, b, a, t, op) in &scanned {
@@ -140,12 +141,12 @@ impl Emit<'_> {
     ) {
         let (w, p) = (&self.w, PASS_ITEMS);
         l.line("{");
-        l.line(&format!("const long lid = {};", w.local_id));
+        l.line(&format!("const {IDX} lid = {};", w.local_id()));
         let carry = l.temp("carry", t, &at("0"));
-        l.line(&format!("for (long c = 0; c < count; c += {p}) {{"));
-        l.line("const long j = c + lid;");
+        l.line(&format!("for ({IDX} c = 0; c < count; c += {p}) {{"));
+        l.line(&format!("const {IDX} j = c + lid;"));
         let v = l.temp("v", t, &at("MDH_MIN(j, count - 1)"));
-        l.line(&format!("for (long st = 1; st < {p}; st *= 2) {{"));
+        l.line(&format!("for ({IDX} st = 1; st < {p}; st *= 2) {{"));
         l.line(&format!("sc{o}[lid] = {v};"));
         l.line(w.barrier);
         l.line("if (lid >= st) {");
