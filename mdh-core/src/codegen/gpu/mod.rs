@@ -974,16 +974,8 @@ mod tests {
     use crate::desc::KernelDesc;
     use crate::gpu_plan::{defines, index_type, GpuPlan, IndexType};
 
-    const MATMUL: &str = "kernel matmul {
-        inp(A: f32[I, K], B: f32[K, J]),
-        out(C: f32[I, J]),
-        out_view(C: |i, j, k| (i, j)),
-        md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))),
-        inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
-    }";
-
     fn matmul() -> (Checked, KernelDesc) {
-        let k = crate::compile_str(MATMUL).unwrap();
+        let k = crate::fixtures::matmul();
         let desc = KernelDesc::from_kernel(&k);
         (k, desc)
     }
