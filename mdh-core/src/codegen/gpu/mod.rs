@@ -41,81 +41,15 @@
 use std::cell::RefCell;
 use std::fmt::Write;
 
+mod reduce;
 mod scan;
+mod words;
 
 use crate::analysis::Checked;
 use crate::codegen::c_expr::{identity, int_div_helpers, Dialect, Lowering};
 use crate::spec::{DimKind, ReduceOp, ScalarType, Type};
 use mdh_rt::names::{self, BLOCKED, IDX, KEPT_POINTS, PW_GROUPS, PW_ITEMS, WG_ITEMS};
-
-/// The words that differ between the dialects outside of expressions.
-struct Words {
-    kernel: &'static str,
-    /// Declares the work-items per work-group a kernel is launched with, so
-    /// that the compiler budgets registers for them (CUDA: a block of 1024
-    /// threads fails to launch if each thread takes more than 64 registers).
-    launch_bounds: Option<&'static str>,
-    /// Lanes of a warp, when partial results may be combined by register
-    /// shuffles among them (the paper's WRP layer of ASM_CUDA+WRP).
-    warp: Option<u32>,
-    global: &'static str,
-    restrict: &'static str,
-    shared: &'static str,
-    barrier: &'static str,
-    /// The built-in ids (unsigned), cast to the index type by
-    /// [`Words::group_id`] and [`Words::local_id`].
-    group: &'static str,
-    local: &'static str,
-}
-
-impl Words {
-    /// The head of kernel `name` launched with `items` work-items per
-    /// work-group.
-    fn head(&self, name: &str, items: &str, params: &str) -> String {
-        match self.launch_bounds {
-            Some(b) => format!("{} {b}({items}) {name}({params})", self.kernel),
-            None => format!("{} {name}({params})", self.kernel),
-        }
-    }
-
-    /// This work-group's id, as an index (the built-ins are unsigned: mixed
-    /// with a signed `int` they would turn its arithmetic unsigned).
-    fn group_id(&self) -> String {
-        format!("(({IDX}){})", self.group)
-    }
-
-    /// This work-item's id within its work-group, as an index.
-    fn local_id(&self) -> String {
-        format!("(({IDX}){})", self.local)
-    }
-}
-
-fn words(d: Dialect) -> Words {
-    match d {
-        Dialect::OpenCl => Words {
-            kernel: "__kernel void",
-            launch_bounds: None,
-            warp: None,
-            global: "__global ",
-            restrict: "restrict",
-            shared: "__local",
-            barrier: "barrier(CLK_LOCAL_MEM_FENCE);",
-            group: "get_group_id(0)",
-            local: "get_local_id(0)",
-        },
-        Dialect::Cuda => Words {
-            kernel: "extern \"C\" __global__ void",
-            launch_bounds: Some("__launch_bounds__"),
-            warp: Some(32),
-            global: "",
-            restrict: "__restrict__",
-            shared: "__shared__",
-            barrier: "__syncthreads();",
-            group: "blockIdx.x",
-            local: "threadIdx.x",
-        },
-    }
-}
+use words::{words, Words};
 
 pub use mdh_rt::gpu_plan::{PASS_ITEMS, SCAN_CHUNK};
 
@@ -648,47 +582,6 @@ impl<'k> Emit<'k> {
         l.line("#undef PK");
     }
 
-    /// The tree in local memory over the warps' results (every work-item's
-    /// where there are no warps): stride MDH_SHFL first.
-    fn tree(&self, l: &mut Lowering) {
-        let w = &self.w;
-        l.line(&format!("#if {PW_ITEMS} > MDH_SHFL"));
-        for (o, _) in self.outs.iter().enumerate() {
-            l.line(&format!("red{o}[kl * {PW_ITEMS} + pwl] = acc{o}[q];"));
-            if !self.k.has_identity(o) {
-                l.line(&format!("redf{o}[kl * {PW_ITEMS} + pwl] = has{o}[q];"));
-            }
-        }
-        l.line(w.barrier);
-        l.line(&format!(
-            "for ({IDX} s = MDH_SHFL; s < {PW_ITEMS}; s *= 2) {{"
-        ));
-        l.line(&format!(
-            "if (pwl % (2 * s) == 0 && pwl + s < {PW_ITEMS}) {{"
-        ));
-        let me = format!("kl * {PW_ITEMS} + pwl");
-        for (o, &(_, _, t)) in self.outs.iter().enumerate() {
-            let Some(op) = self.ops[o] else { continue };
-            let other = format!("red{o}[{me} + s]");
-            let c = l.combine(op, t, &format!("red{o}[{me}]"), &other);
-            if !self.k.has_identity(o) {
-                l.line(&format!(
-                    "if (redf{o}[{me} + s]) {{ red{o}[{me}] = redf{o}[{me}] ? {c} : {other}; redf{o}[{me}] = 1; }}"
-                ));
-            } else {
-                l.line(&format!("red{o}[{me}] = {c};"));
-            }
-        }
-        l.line("}");
-        l.line(w.barrier);
-        l.line("}");
-        for (o, _) in self.outs.iter().enumerate() {
-            l.line(&format!("acc{o}[q] = red{o}[{me}];"));
-        }
-        l.line(w.barrier);
-        l.line("#endif");
-    }
-
     /// The scalar function at a point: binds its parameters to `inputs`
     /// (one C expression per input access) and its index parameters to
     /// `indices` (one per dimension), and returns one C expression per
@@ -719,56 +612,6 @@ impl<'k> Emit<'k> {
             _ => l.stmt(&f.body),
         }
         dests
-    }
-
-    /// Combines the partial results of each run of `MDH_SHFL` consecutive
-    /// PW work-items (lanes of one warp) by register shuffles, halving the
-    /// distance each step; the first lane of a run then holds its result.
-    /// Lanes whose partner lies past the run combine with themselves (their
-    /// values are not used). Nothing in a dialect without warps.
-    fn warp_shuffles(&self, l: &mut Lowering) {
-        if self.w.warp.is_none() {
-            return;
-        }
-        l.line("#if MDH_SHFL > 1");
-        l.line("for (int s = MDH_SHFL / 2; s > 0; s /= 2) {");
-        for (o, &(_, _, t)) in self.outs.iter().enumerate() {
-            let Some(op) = self.ops[o] else { continue };
-            let acc = format!("acc{o}[q]");
-            let other = l.temp("other", t, &self.shuffle_down(t, &acc));
-            let c = l.combine(op, t, &acc, &other);
-            if !self.k.has_identity(o) {
-                let has = format!("has{o}[q]");
-                let other_has = l.temp(
-                    "other_has",
-                    ScalarType::Bool,
-                    &self.shuffle_down(ScalarType::Bool, &has),
-                );
-                l.line(&format!(
-                    "if ({other_has}) {{ {acc} = {has} ? {c} : {other}; {has} = true; }}"
-                ));
-            } else {
-                l.line(&format!("{acc} = {c};"));
-            }
-        }
-        l.line("}");
-        l.line("#endif");
-    }
-
-    /// `v` (of type `t`) of the lane `s` further within its run of
-    /// `MDH_SHFL` lanes. CUDA shuffles 32- and 64-bit values: narrower
-    /// types travel as `int` / `uint`.
-    fn shuffle_down(&self, t: ScalarType, v: &str) -> String {
-        let shfl = |v: &str| format!("__shfl_down_sync(mdh_mask, {v}, s, MDH_SHFL)");
-        match t {
-            ScalarType::I8 | ScalarType::I16 | ScalarType::Bool => {
-                format!("(({}){})", self.d.ty(t), shfl(&format!("(int)({v})")))
-            }
-            ScalarType::U8 | ScalarType::U16 => {
-                format!("(({}){})", self.d.ty(t), shfl(&format!("(uint)({v})")))
-            }
-            _ => shfl(v),
-        }
     }
 
     /// Writes `acc{o}[q]` of every output access at kept point `i`.
@@ -858,44 +701,6 @@ impl<'k> Emit<'k> {
         l.line("#if ANY_LOCAL");
         l.line(self.w.barrier);
         l.line("#endif");
-    }
-
-    /// The second pass: combines the partial results of the work-groups
-    /// that split PW dimensions, in order, and writes the output view.
-    fn combine_kernel(&self, src: &mut String) {
-        let _ = writeln!(
-            src,
-            "#if {PW_GROUPS} > 1\n{}\n{{",
-            self.w.head(
-                "mdh_combine",
-                &PASS_ITEMS.to_string(),
-                &self.params(false, true)
-            )
-        );
-        let mut l = Lowering::new(self.d, 1);
-        self.bind_names(&mut l);
-        l.line(&format!(
-            "const {IDX} idx = {} * {PASS_ITEMS} + {};",
-            self.w.group_id(),
-            self.w.local_id()
-        ));
-        l.line(&format!("if (idx < {KEPT_POINTS}) {{"));
-        self.decode(&mut l, "idx", "i", names::extent, &self.kept);
-        for (o, &(b, a, t)) in self.outs.iter().enumerate() {
-            let v = l.temp("v", t, &format!("part{o}[idx]"));
-            l.line(&format!("for ({IDX} g = 1; g < {PW_GROUPS}; g++) {{"));
-            let c = match self.ops[o] {
-                Some(op) => l.combine(op, t, &v, &format!("part{o}[g * {KEPT_POINTS} + idx]")),
-                None => v.clone(),
-            };
-            l.line(&format!("{v} = {c};"));
-            l.line("}");
-            let off = self.linear(&names::output_access(b, a), &self.kept);
-            l.line(&format!("out{b}[{off}] = {v};"));
-        }
-        l.line("}");
-        self.finish(src, l);
-        src.push_str("}\n#endif\n\n");
     }
 
     fn prelude(&self, src: &mut String) {
