@@ -188,32 +188,7 @@ fn jacobi1d_ok() {
 
 #[test]
 fn mandelbrot_ok() {
-    let k = ok(quote! {
-        kernel mandelbrot {
-            inp(),
-            out(img: u32[H, W]),
-            params(max_iter: u32),
-            out_view(img: |y, x| (y, x)),
-            md_hom[H, W](|[y, x]| {
-                let cr = x as f32 * 3.0 / W as f32 - 2.0;
-                let ci = y as f32 * 2.0 / H as f32 - 1.0;
-                let mut zr = 0.0f32;
-                let mut zi: f32 = 0.0;
-                let mut n = 0;
-                for _ in 0..max_iter {
-                    if zr * zr + zi * zi > 4.0 {
-                        break;
-                    }
-                    let t = zr * zr - zi * zi + cr;
-                    zi = 2 * zr * zi + ci;
-                    zr = t;
-                    n += 1;
-                }
-                n
-            }, (CC, CC)),
-            inp_view(),
-        }
-    });
+    let k = ok(fixtures::tokens(&fixtures::example("mandelbrot")));
     assert_eq!(k.scalar_fn.body.ty, Some(Type::Scalar(ScalarType::U32)));
     assert!(var_types(&k.scalar_fn.body, "x")
         .iter()
@@ -224,7 +199,7 @@ fn mandelbrot_ok() {
     assert!(var_types(&k.scalar_fn.body, "zi")
         .iter()
         .all(|t| *t == Type::Scalar(ScalarType::F32)));
-    // `n` is inferred from the output type, the `2` in `2 * zr` becomes f32.
+    // `n` is inferred from the output type, `zr` and `zi` from `cr` and `ci`.
     assert!(var_types(&k.scalar_fn.body, "n")
         .iter()
         .all(|t| *t == Type::Scalar(ScalarType::U32)));
@@ -234,6 +209,21 @@ fn mandelbrot_ok() {
             .all(|t| matches!(t, Type::Scalar(ScalarType::F32 | ScalarType::U32))),
         "{lits:?}"
     );
+}
+
+#[test]
+fn an_integer_literal_takes_the_float_type_it_meets() {
+    let k = ok(quote! {
+        kernel scale {
+            inp(v: f32[N]),
+            out(w: f32[N]),
+            out_view(w: |i| (i)),
+            md_hom[N](|x| { let mut y: f32 = 0.0; y = 2 * x + y; y }, (CC)),
+            inp_view(v: |i| (i)),
+        }
+    });
+    let lits = lit_types(&k.scalar_fn.body);
+    assert_eq!(lits, vec![Type::Scalar(ScalarType::F32); 2]);
 }
 
 #[test]

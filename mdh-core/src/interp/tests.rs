@@ -269,44 +269,21 @@ fn interp_histogram() {
 
 #[test]
 fn interp_mandelbrot_generator() {
-    let k = kernel(quote! {
-        kernel mandel {
-            inp(),
-            out(o: u32[H, W]),
-            out_view(o: |y, x| (y, x)),
-            md_hom[H, W](|[y, x]| {
-                let cr = x as f32 / W as f32 * 3.0 - 2.0;
-                let ci = y as f32 / H as f32 * 2.0 - 1.0;
-                let mut zr = 0.0f32;
-                let mut zi = 0.0f32;
-                let mut n = 0u32;
-                for _ in 0..50 {
-                    if zr * zr + zi * zi > 4.0 {
-                        break;
-                    }
-                    let t = zr * zr - zi * zi + cr;
-                    zi = 2.0 * zr * zi + ci;
-                    zr = t;
-                    n += 1;
-                }
-                n
-            }, (CC, CC)),
-            inp_view(),
-        }
-    });
+    let k = fixtures::compiled(&fixtures::example("mandelbrot"));
     let (h, w) = (13, 23);
     let out = exec(
         &k,
         &[("H", h), ("W", w)],
         &[],
         vec![Buffer::zeros(ScalarType::U32, h * w)],
-        &[],
+        &[Value::U32(50)],
     );
+    // The example's scalar function in Rust, with max_iter = 50.
     let mut want = vec![0u32; h * w];
     for y in 0..h {
         for x in 0..w {
-            let cr = x as f32 / w as f32 * 3.0 - 2.0;
-            let ci = y as f32 / h as f32 * 2.0 - 1.0;
+            let cr = x as f32 * 3.0 / w as f32 - 2.0;
+            let ci = y as f32 * 2.0 / h as f32 - 1.0;
             let (mut zr, mut zi, mut n) = (0.0f32, 0.0f32, 0u32);
             for _ in 0..50 {
                 if zr * zr + zi * zi > 4.0 {

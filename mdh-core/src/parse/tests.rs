@@ -224,33 +224,13 @@ fn parse_conv2d_and_strided_mcc() {
 
 #[test]
 fn parse_generator_mandelbrot() {
-    let k = parse(quote! {
-        kernel mandelbrot {
-            out(img: u32[H, W]),
-            params(scale: f32),
-            out_view(img: |y, x| (y, x)),
-            md_hom[H, W](|[y, x]| {
-                let cr = x as f32 * scale - 2.;
-                let ci: f32 = y as f32 * scale - 1e-3;
-                let mut zr = 0.0f32;
-                let mut zi = 0.0;
-                let mut n = 0u32;
-                for _ in 0..100 {
-                    if zr * zr + zi * zi > 4.0 { break; }
-                    let t = zr * zr - zi * zi + cr;
-                    zi = 2.0 * zr * zi + ci;
-                    zr = t;
-                    n += 1;
-                }
-                n
-            }, (CC, CC)),
-            inp_view(),
-        }
-    });
+    let k = parse(crate::fixtures::tokens(&crate::fixtures::example(
+        "mandelbrot",
+    )));
     assert!(k.inputs.is_empty());
     assert!(k.inp_view.is_empty());
     assert_eq!(k.params.len(), 1);
-    assert_eq!(k.params[0].ty, ScalarType::F32);
+    assert_eq!(k.params[0].ty, ScalarType::U32);
     assert_eq!(
         names(k.scalar_fn.index_params.as_deref().unwrap()),
         ["y", "x"]
@@ -264,13 +244,13 @@ fn parse_generator_mandelbrot() {
     assert!(matches!(
         &b.stmts[1],
         Stmt::Let {
-            ty: Some(ScalarType::F32),
+            ty: None,
             mutable: false,
             ..
         }
     ));
     assert!(matches!(&b.stmts[2], Stmt::Let { mutable: true,
-        init: Some(Expr { kind: ExprKind::Lit(Lit::Float(v, Some(ScalarType::F32))), .. }), .. } if *v == 0.0));
+        init: Some(Expr { kind: ExprKind::Lit(Lit::Float(v, None)), .. }), .. } if *v == 0.0));
     let Stmt::Expr(Expr {
         kind: ExprKind::For(None, lo, hi, body),
         ..
@@ -279,7 +259,7 @@ fn parse_generator_mandelbrot() {
         panic!("for loop")
     };
     assert!(matches!(lo.kind, ExprKind::Lit(Lit::Int(0, None))));
-    assert!(matches!(hi.kind, ExprKind::Lit(Lit::Int(100, None))));
+    assert!(matches!(&hi.kind, ExprKind::Var(v) if v == "max_iter"));
     assert_eq!(body.stmts.len(), 5);
     let Stmt::Expr(Expr {
         kind: ExprKind::If(_, then, None),
@@ -301,17 +281,26 @@ fn parse_generator_mandelbrot() {
     assert!(
         matches!(&body.stmts[2], Stmt::Expr(Expr { kind: ExprKind::Assign(n, None, _), .. }) if n == "zi")
     );
-    // `2.` and `1e-3` float literals.
-    let Stmt::Let {
-        init: Some(init), ..
-    } = &b.stmts[0]
-    else {
-        panic!("let")
+    // A typed `let`, a suffixed literal, `2.` and `1e-3`.
+    let k = parse(quote! {
+        kernel lits { out(o: f32[N]), out_view(o: |i| (i)),
+            md_hom[N](|[i]| { let a: f32 = 0.0f32; a - 2. * 1e-3 }, (CC)) }
+    });
+    let ExprKind::Block(b) = &k.scalar_fn.body.kind else {
+        panic!("block")
     };
-    let ExprKind::Binary(BinOp::Sub, _, two) = &init.kind else {
+    assert!(
+        matches!(&b.stmts[0], Stmt::Let { ty: Some(ScalarType::F32), mutable: false,
+        init: Some(Expr { kind: ExprKind::Lit(Lit::Float(v, Some(ScalarType::F32))), .. }), .. } if *v == 0.0)
+    );
+    let ExprKind::Binary(BinOp::Sub, _, prod) = &b.tail.as_ref().unwrap().kind else {
         panic!("sub")
     };
+    let ExprKind::Binary(BinOp::Mul, two, milli) = &prod.kind else {
+        panic!("mul")
+    };
     assert!(matches!(two.kind, ExprKind::Lit(Lit::Float(v, None)) if v == 2.0));
+    assert!(matches!(milli.kind, ExprKind::Lit(Lit::Float(v, None)) if v == 1e-3));
     // Missing inp/inp_view clauses entirely is fine too.
     let k = parse(quote! {
         kernel gen { out(o: i32[N]), out_view(o: |i| i), md_hom[N](|[i]| i as i32, CC) }
@@ -469,7 +458,10 @@ fn errors() {
         e.contains("`s` is a param, and params cannot be used in index functions; an index function may use only the closure's parameters (`i`) and size parameters (`I`)"),
         "{e}"
     );
+}
 
+#[test]
+fn operator_and_scalar_function_errors() {
     for (op, sym) in [(quote!(-), "-"), (quote!(/), "/"), (quote!(%), "%")] {
         let e = parse_err(quote! {
             kernel bad { inp(A: f32[I]), out(C: f32[]), out_view(C: |i| ()),
