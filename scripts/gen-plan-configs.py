@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Writes examples/configs/plan_*.yaml: random valid CPU plans for the kernels of
-examples/tests/plans.rs (the property tests of the low-level plan).
+"""Writes examples/plans/configs/<kernel>.yaml: random valid CPU plans for the
+example kernels as examples/plans/tests/plans.rs compiles them (the property
+tests of the low-level plan).
 
 Each kernel gets ENTRIES entries, each a random plan that `CpuPlan::validate`
 accepts (lists of one entry per md_hom dimension, tiles >= 1, `order` a
@@ -33,48 +34,48 @@ MAX_REGISTER_TILE = 512
 # ACCESSES: per kernel, the dimensions each input access uses (in the order
 # of the scalar function's parameters), for random packed layouts.
 KERNELS = [
-    ("plan_dot", [("N", "PW", 100000)], 1, 100000),
-    ("plan_matvec", [("I", "CC", 300), ("K", "PW", 1000)], 1, 30000),
-    ("plan_matmul", [("I", "CC", 97), ("J", "CC", 97), ("K", "PW", 97)], 1, 30000),
-    ("plan_matmul_t", [("I", "CC", 97), ("J", "CC", 97), ("K", "PW", 97)], 1, 30000),
-    ("plan_bmatmul", [("NB", "CC", 7), ("I", "CC", 31), ("J", "CC", 97), ("K", "PW", 61)], 1, 30000),
-    ("plan_conv2d", [("P", "CC", 40), ("Q", "CC", 40), ("R", "PW", 7), ("S", "PW", 7)], 1, 30000),
-    ("plan_mcc", [("N", "CC", 3), ("P", "CC", 7), ("Q", "CC", 7), ("K", "CC", 13),
+    ("dot", [("N", "PW", 100000)], 1, 100000),
+    ("matvec", [("I", "CC", 300), ("K", "PW", 1000)], 1, 30000),
+    ("matmul", [("I", "CC", 97), ("J", "CC", 97), ("K", "PW", 97)], 1, 30000),
+    ("matmul_t", [("I", "CC", 97), ("J", "CC", 97), ("K", "PW", 97)], 1, 30000),
+    ("bmatmul", [("NB", "CC", 7), ("I", "CC", 31), ("J", "CC", 97), ("K", "PW", 61)], 1, 30000),
+    ("conv2d", [("P", "CC", 40), ("Q", "CC", 40), ("R", "PW", 7), ("S", "PW", 7)], 1, 30000),
+    ("mcc", [("N", "CC", 3), ("P", "CC", 7), ("Q", "CC", 7), ("K", "CC", 13),
                   ("R", "PW", 5), ("S", "PW", 5), ("C", "PW", 5)], 1, 20000),
-    ("plan_ccsdt", [("NA", "CC", 5), ("NB", "CC", 5), ("NC", "CC", 7), ("ND", "CC", 5),
+    ("ccsdt", [("NA", "CC", 5), ("NB", "CC", 5), ("NC", "CC", 7), ("ND", "CC", 5),
                     ("NE", "CC", 5), ("NF", "CC", 7), ("NG", "PW", 13)], 1, 20000),
-    ("plan_jacobi1d", [("N", "CC", 100000)], 1, 100000),
-    ("plan_jacobi3d", [("N", "CC", 31), ("M", "CC", 31), ("L", "CC", 31)], 1, 30000),
-    ("plan_prl", [("I", "CC", 97), ("J", "PW", 300)], 1, 20000),
-    ("plan_histo", [("E", "PW", 1000), ("B", "CC", 97)], 1, 30000),
-    ("plan_map", [("N", "CC", 100000)], 1, 100000),
-    ("plan_reduce", [("N", "PW", 100000)], 1, 100000),
-    ("plan_reduce2", [("N", "PW", 100000)], 2, 100000),
-    ("plan_scan", [("N", "PS", 1000)], 1, 1000),
-    ("plan_mbbs", [("I", "PS", 97), ("J", "PW", 200)], 1, 10000),
-    ("plan_mandelbrot", [("H", "CC", 61), ("W", "CC", 97)], 1, 6000),
+    ("jacobi1d", [("N", "CC", 100000)], 1, 100000),
+    ("jacobi3d", [("N", "CC", 31), ("M", "CC", 31), ("L", "CC", 31)], 1, 30000),
+    ("prl", [("I", "CC", 97), ("J", "PW", 300)], 1, 20000),
+    ("histo", [("E", "PW", 1000), ("B", "CC", 97)], 1, 30000),
+    ("map", [("N", "CC", 100000)], 1, 100000),
+    ("reduce", [("N", "PW", 100000)], 1, 100000),
+    ("reduce2", [("N", "PW", 100000)], 2, 100000),
+    ("scan", [("N", "PS", 1000)], 1, 1000),
+    ("mbbs", [("I", "PS", 97), ("J", "PW", 200)], 1, 10000),
+    ("mandelbrot", [("H", "CC", 61), ("W", "CC", 97)], 1, 6000),
 ]
 
 
 ACCESSES = {
-    "plan_dot": [[0], [0]],
-    "plan_matvec": [[0, 1], [1]],
-    "plan_matmul": [[0, 2], [1, 2]],
-    "plan_matmul_t": [[0, 2], [1, 2]],
-    "plan_bmatmul": [[0, 1, 3], [0, 2, 3]],
-    "plan_conv2d": [[0, 1, 2, 3], [2, 3]],
-    "plan_mcc": [[0, 1, 2, 4, 5, 6], [3, 4, 5, 6]],
-    "plan_ccsdt": [[0, 1, 3, 6], [2, 4, 5, 6]],
-    "plan_jacobi1d": [[0]] * 3,
-    "plan_jacobi3d": [[0, 1, 2]] * 7,
-    "plan_prl": [[0]] * 3 + [[1]] * 3,
-    "plan_histo": [[0], [1]],
-    "plan_map": [[0], [0]],
-    "plan_reduce": [[0]],
-    "plan_reduce2": [[0]],
-    "plan_scan": [[0]],
-    "plan_mbbs": [[0, 1]],
-    "plan_mandelbrot": [],
+    "dot": [[0], [0]],
+    "matvec": [[0, 1], [1]],
+    "matmul": [[0, 2], [1, 2]],
+    "matmul_t": [[0, 2], [1, 2]],
+    "bmatmul": [[0, 1, 3], [0, 2, 3]],
+    "conv2d": [[0, 1, 2, 3], [2, 3]],
+    "mcc": [[0, 1, 2, 4, 5, 6], [3, 4, 5, 6]],
+    "ccsdt": [[0, 1, 3, 6], [2, 4, 5, 6]],
+    "jacobi1d": [[0]] * 3,
+    "jacobi3d": [[0, 1, 2]] * 7,
+    "prl": [[0]] * 3 + [[1]] * 3,
+    "histo": [[0], [1]],
+    "map": [[0], [0]],
+    "reduce": [[0]],
+    "reduce2": [[0]],
+    "scan": [[0]],
+    "mbbs": [[0, 1]],
+    "mandelbrot": [],
 }
 
 
@@ -166,19 +167,22 @@ def flow(xs):
 
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out_dir = os.path.join(root, "examples", "configs")
+    out_dir = os.path.join(root, "examples", "plans", "configs")
     os.makedirs(out_dir, exist_ok=True)
     for name, dims, outs, cap in KERNELS:
-        rng = random.Random("mdh-plans-1:" + name)
+        # The seeds name the kernels as the tests once declared them again
+        # (`plan_<name>`), so that the plans stayed the ones tested before.
+        seed = "plan_" + name
+        rng = random.Random("mdh-plans-1:" + seed)
         # A stream of its own, so that adding packing left the other fields
         # of the plans as they were.
-        pack_rng = random.Random("mdh-plans-pack-1:" + name)
-        stream_rng = random.Random("mdh-plans-stream-1:" + name)
+        pack_rng = random.Random("mdh-plans-pack-1:" + seed)
+        stream_rng = random.Random("mdh-plans-stream-1:" + seed)
         taken = set()
         lines = [
             "# Generated by scripts/gen-plan-configs.py: do not edit by hand, run the",
             "# script. Random valid CPU plans, each pinned to random sizes, for the",
-            "# property tests in examples/tests/plans.rs (dims: "
+            "# property tests in examples/plans/tests/plans.rs (dims: "
             + ", ".join(f"{n} {k}" for (n, k, _) in dims) + ").",
             f"kernel: {name}",
             "entries:",

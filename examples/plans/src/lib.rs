@@ -1,0 +1,3 @@
+//! Nothing here: the property tests of the low-level plan are
+//! `tests/plans.rs`, over the example kernels compiled with the random
+//! plans of `configs/`.
