@@ -17,7 +17,7 @@ pub fn default_nod(extents: &[usize], kinds: &[DimKind], ranks: usize) -> Vec<us
     for d in order {
         let f = (1..=left.min(extents[d].max(1)))
             .rev()
-            .find(|f| left % f == 0)
+            .find(|&f| left.is_multiple_of(f))
             .unwrap_or(1);
         nod[d] = f;
         left /= f;

@@ -35,6 +35,8 @@ pub struct SyncPtr<T>(*mut T);
 // SAFETY: see the type's documentation: users of the pointer only write
 // disjoint, in-bounds elements from different threads.
 unsafe impl<T: Send> Send for SyncPtr<T> {}
+// SAFETY: as for `Send`: shared between threads, it is only used for
+// disjoint, in-bounds elements.
 unsafe impl<T: Send> Sync for SyncPtr<T> {}
 
 impl<T> SyncPtr<T> {
@@ -53,6 +55,8 @@ impl<T> SyncPtr<T> {
     /// the write, and no other thread accesses element `i` concurrently.
     #[inline(always)]
     pub unsafe fn write(self, i: usize, v: T) {
+        // SAFETY: the caller's guarantee: `i` is in bounds and no other
+        // thread accesses element `i`.
         unsafe { self.0.add(i).write(v) }
     }
 
@@ -62,6 +66,7 @@ impl<T> SyncPtr<T> {
     /// As for `write`, for every element of the range.
     #[inline(always)]
     pub unsafe fn write_lanes<const N: usize>(self, i: usize, v: [T; N]) {
+        // SAFETY: the caller's guarantee, for every element of the range.
         unsafe { (self.0.add(i) as *mut [T; N]).write_unaligned(v) }
     }
 
@@ -103,6 +108,7 @@ impl<T> SyncPtr<T> {
             }
         }
         for (l, x) in v.into_iter().enumerate().take(cnt) {
+            // SAFETY: `l < cnt`: inside the caller's range.
             unsafe { self.0.add(i + l).write(x) }
         }
     }
@@ -135,6 +141,8 @@ impl<T> SyncPtr<T> {
     where
         T: Copy,
     {
+        // SAFETY: the caller's guarantee: the `N` elements are in bounds,
+        // initialized, and no other thread writes them meanwhile.
         unsafe { (self.0.add(i) as *const [T; N]).read_unaligned() }
     }
 
@@ -147,6 +155,8 @@ impl<T> SyncPtr<T> {
     where
         T: Copy,
     {
+        // SAFETY: the caller's guarantee: `i` is in bounds, initialized, and
+        // no other thread writes it meanwhile.
         unsafe { self.0.add(i).read() }
     }
 }
@@ -566,17 +576,45 @@ where
         return Ok(());
     }
 
-    // PS dimensions: reduce the PW part into a dense array over the kept
-    // dimensions, scan it along each PS dimension (innermost first, which is
-    // the nesting order of the md_hom formula), then write it out.
+    scan_and_write(
+        &full,
+        &kinds,
+        &ext,
+        &kept,
+        &kept_regions,
+        kept_region_values,
+        &combine,
+        &write,
+    );
+    Ok(())
+}
+
+/// The end of [`execute`] for kernels with PS dimensions: reduces the PW
+/// part of each kept region (`values`) into a dense array over the kept
+/// dimensions, scans it along each PS dimension (innermost first, which is
+/// the nesting order of the md_hom formula), then writes it out.
+#[allow(clippy::too_many_arguments)]
+fn scan_and_write<A, const D: usize>(
+    full: &Region<D>,
+    kinds: &[DimKind; D],
+    ext: &[usize; D],
+    kept: &[usize],
+    kept_regions: &[Region<D>],
+    values: impl Fn(&Region<D>) -> Vec<A> + Sync,
+    combine: &(impl Fn(A, A) -> A + Sync),
+    write: &(impl Fn(&Region<D>, &[A]) + Sync),
+) where
+    A: Copy + Send + Sync,
+{
     let kept_ext: Vec<usize> = kept.iter().map(|&d| ext[d]).collect();
+    let kept_total: usize = kept_ext.iter().product();
     let mut dense: Vec<A> = Vec::with_capacity(kept_total);
     {
         let spare = dense.spare_capacity_mut();
         let ptr = SyncPtr::new(spare);
         kept_regions.par_iter().for_each(|kr| {
-            let vals = kept_region_values(kr);
-            for_each_kept_offset(kr, &full, &kept, &kept_ext, |n, off| {
+            let vals = values(kr);
+            for_each_kept_offset(kr, full, kept, &kept_ext, |n, off| {
                 // SAFETY: kept regions partition the kept box, so every
                 // offset is written exactly once and is < kept_total.
                 unsafe { ptr.write(off, std::mem::MaybeUninit::new(vals[n])) }
@@ -587,16 +625,15 @@ where
     unsafe { dense.set_len(kept_total) };
     for (axis, &d) in kept.iter().enumerate().rev() {
         if kinds[d] == DimKind::Ps {
-            scan_axis(&mut dense, &kept_ext, axis, &combine);
+            scan_axis(&mut dense, &kept_ext, axis, combine);
         }
     }
     let dense = &dense;
     kept_regions.par_iter().for_each(|kr| {
-        let mut vals = Vec::with_capacity(count_kept(kr, &kinds));
-        for_each_kept_offset(kr, &full, &kept, &kept_ext, |_, off| vals.push(dense[off]));
+        let mut vals = Vec::with_capacity(count_kept(kr, kinds));
+        for_each_kept_offset(kr, full, kept, &kept_ext, |_, off| vals.push(dense[off]));
         write(kr, &vals);
     });
-    Ok(())
 }
 
 /// Calls `f(n, offset)` for the n-th kept point of `r` (row-major over the kept
@@ -664,9 +701,10 @@ fn scan_axis<A: Copy + Send + Sync>(
             let at = move |i: usize| i * inner + j;
             // SAFETY (all three phases): chunks are disjoint ranges of
             // `0..n`, each touched by one task; offsets are < line.len().
-            parts.par_iter().for_each(|&(lo, hi)| unsafe {
+            parts.par_iter().for_each(|&(lo, hi)| {
                 for i in lo + 1..hi {
-                    ptr.write(at(i), combine(ptr.read(at(i - 1)), ptr.read(at(i))));
+                    // SAFETY: as above: `i - 1` and `i` are in this task's chunk.
+                    unsafe { ptr.write(at(i), combine(ptr.read(at(i - 1)), ptr.read(at(i)))) };
                 }
             });
             let mut carries = Vec::with_capacity(parts.len());

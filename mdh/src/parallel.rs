@@ -192,7 +192,7 @@ fn parts(n: usize, part: &(dyn Fn(usize) + Sync + '_)) {
         (0..n).for_each(part);
         return;
     }
-    // SAFETY (lifetime erasure): `part` and what it borrows outlive this
+    // SAFETY: (lifetime erasure) `part` and what it borrows outlive this
     // function's return. Helper jobs and parked helpers (through the posted
     // call) may outlive it, but they
     // call through `task` only for an index below `n` they took from

@@ -104,7 +104,7 @@ trait LineOps {
 #[cfg(target_arch = "x86_64")]
 struct Avx512Lines;
 
-// SAFETY (of every method): AVX-512 is enabled (the trait's contract);
+// SAFETY: (of every method) AVX-512 is enabled (the trait's contract);
 // `Line` is 64 bytes, 64-byte aligned.
 #[cfg(target_arch = "x86_64")]
 impl LineOps for Avx512Lines {
@@ -116,6 +116,8 @@ impl LineOps for Avx512Lines {
     unsafe fn image(v: *const u8, s: u32) -> Self::Reg {
         use core::arch::x86_64::*;
         // Lane `l` of the vector goes to lane `(l + s) % 16`.
+        // SAFETY: AVX-512 is enabled and `v` points to a 64-byte vector
+        // (the trait's contract); the load is unaligned.
         unsafe {
             let from = _mm512_and_si512(
                 _mm512_sub_epi32(
@@ -130,21 +132,26 @@ impl LineOps for Avx512Lines {
 
     #[inline(always)]
     unsafe fn get(line: &Line) -> Self::Reg {
+        // SAFETY: AVX-512 is enabled; `Line` is 64 bytes, 64-byte aligned.
         unsafe { core::arch::x86_64::_mm512_load_si512(line.0.as_ptr() as *const _) }
     }
 
     #[inline(always)]
     unsafe fn set(line: &mut Line, x: Self::Reg) {
+        // SAFETY: AVX-512 is enabled; `Line` is 64 bytes, 64-byte aligned.
         unsafe { core::arch::x86_64::_mm512_store_si512(line.0.as_mut_ptr() as *mut _, x) }
     }
 
     #[inline(always)]
     unsafe fn blend(a: Self::Reg, b: Self::Reg, mask: u16) -> Self::Reg {
+        // SAFETY: AVX-512 is enabled (a register operation).
         unsafe { core::arch::x86_64::_mm512_mask_blend_epi32(mask, a, b) }
     }
 
     #[inline(always)]
     unsafe fn stream(at: *mut u8, x: Self::Reg) {
+        // SAFETY: AVX-512 is enabled; `at` is a 64-byte aligned line of the
+        // caller's elements (the trait's contract).
         unsafe { core::arch::x86_64::_mm512_stream_si512(at as *mut _, x) }
     }
 }
@@ -155,7 +162,7 @@ impl LineOps for Avx512Lines {
 #[cfg(target_arch = "x86_64")]
 struct Avx2Lines;
 
-// SAFETY (of every method): AVX2 is enabled (the trait's contract); `Line`
+// SAFETY: (of every method) AVX2 is enabled (the trait's contract); `Line`
 // is 64 bytes, 64-byte aligned, so both halves are 32-byte aligned.
 #[cfg(target_arch = "x86_64")]
 impl LineOps for Avx2Lines {
@@ -168,6 +175,8 @@ impl LineOps for Avx2Lines {
         use core::arch::x86_64::*;
         // Lane `l` of the vector goes to lane `(l + s) % 8` of a half: the
         // same rotation serves the half the vector begins in and the next.
+        // SAFETY: AVX2 is enabled and `v` points to a 32-byte vector (the
+        // trait's contract); the load is unaligned.
         unsafe {
             let from = _mm256_and_si256(
                 _mm256_sub_epi32(
@@ -185,6 +194,8 @@ impl LineOps for Avx2Lines {
     unsafe fn get(line: &Line) -> Self::Reg {
         use core::arch::x86_64::*;
         let p = line.0.as_ptr() as *const __m256i;
+        // SAFETY: AVX2 is enabled; `Line` is 64 bytes, 64-byte aligned: two
+        // 32-byte aligned halves.
         unsafe { [_mm256_load_si256(p), _mm256_load_si256(p.add(1))] }
     }
 
@@ -192,6 +203,8 @@ impl LineOps for Avx2Lines {
     unsafe fn set(line: &mut Line, x: Self::Reg) {
         use core::arch::x86_64::*;
         let p = line.0.as_mut_ptr() as *mut __m256i;
+        // SAFETY: AVX2 is enabled; `Line` is 64 bytes, 64-byte aligned: two
+        // 32-byte aligned halves.
         unsafe {
             _mm256_store_si256(p, x[0]);
             _mm256_store_si256(p.add(1), x[1]);
@@ -201,6 +214,7 @@ impl LineOps for Avx2Lines {
     #[inline(always)]
     unsafe fn blend(a: Self::Reg, b: Self::Reg, mask: u16) -> Self::Reg {
         use core::arch::x86_64::*;
+        // SAFETY: AVX2 is enabled (register operations).
         unsafe {
             let m = _mm256_set1_epi32(mask as i32);
             let pick = |bits: __m256i| _mm256_cmpeq_epi32(_mm256_and_si256(m, bits), bits);
@@ -225,6 +239,8 @@ impl LineOps for Avx2Lines {
     #[inline(always)]
     unsafe fn stream(at: *mut u8, x: Self::Reg) {
         use core::arch::x86_64::*;
+        // SAFETY: AVX2 is enabled; `at` is a 64-byte aligned line of the
+        // caller's elements (the trait's contract): two aligned halves.
         unsafe {
             _mm256_stream_si256(at as *mut _, x[0]);
             _mm256_stream_si256(at.add(32) as *mut _, x[1]);
@@ -269,15 +285,16 @@ impl<T> StreamWriter<T> {
             let bytes = core::mem::size_of::<[T; N]>();
             let dst = self.ptr.as_ptr().wrapping_add(i) as usize;
             let v = v.as_ptr() as *const u8;
-            // SAFETY (of both): the instruction set is enabled (`ISA`);
-            // `v` is a vector of that width; its lanes are the caller's
-            // elements from `dst`.
             if ISA == crate::simd::AVX512 && bytes == 64 && dst.is_multiple_of(4) {
+                // SAFETY: the instruction set is enabled (`ISA`); `v` is a
+                // vector of that width; its lanes are the caller's
+                // elements from `dst`.
                 return unsafe { self.assemble::<Avx512Lines>(dst, v) };
             }
             // A 64-byte vector with AVX2 is two registers: two halves.
             if ISA >= crate::simd::AVX2 && (bytes == 32 || bytes == 64) && dst.is_multiple_of(4) {
                 for h in (0..bytes).step_by(32) {
+                    // SAFETY: as above, for each 32-byte half of `v`.
                     unsafe { self.assemble::<Avx2Lines>(dst + h, v.wrapping_add(h)) };
                 }
                 return;
@@ -303,7 +320,7 @@ impl<T> StreamWriter<T> {
         // Lanes of the line at `head` (low half) and of the next (high).
         let lanes = L::LANES << s;
         let (here, next) = (lanes as u16, (lanes >> 16) as u16);
-        // SAFETY (of the block): the instruction set is enabled; every
+        // SAFETY: (of the block) the instruction set is enabled; every
         // line streamed is whole, all of it the caller's elements; held
         // lanes are the caller's elements.
         unsafe {
@@ -389,9 +406,11 @@ impl<T> StreamWriter<T> {
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     unsafe fn merge<L: LineOps>(&mut self, at: usize, r: L::Reg, lanes: u16) {
+        // SAFETY: the caller's: the instruction set is enabled, the lanes
+        // are the caller's elements, none held already.
         let (r, held) = unsafe { self.take::<L>(at, r, lanes) };
         let k = slot_of(at);
-        // SAFETY (of the block): the caller's; a whole line is all the
+        // SAFETY: (of the block) the caller's; a whole line is all the
         // caller's elements; a line given up holds the caller's elements.
         unsafe {
             if held == 0xffff {
@@ -482,12 +501,12 @@ impl<T> StreamWriter<T> {
     /// hands them to another thread. Holds nothing afterwards.
     #[inline(always)]
     fn retire(&mut self) {
-        // SAFETY (of both): `last` was assembled with that instruction
-        // set, so the CPU has it.
         #[cfg(target_arch = "x86_64")]
         match self.last_isa {
             _ if self.last_held == 0 => {}
+            // SAFETY: AVX-512 assembled `last`, so the CPU has it.
             crate::simd::AVX512 => unsafe { retire_last_avx512(self) },
+            // SAFETY: AVX2 assembled `last`, so the CPU has it.
             crate::simd::AVX2 => unsafe { retire_last_avx2(self) },
             _ => {}
         }
