@@ -229,6 +229,50 @@ pub struct Conv {
     pub weights_reordered: bool,
 }
 
+/// Reorders the weights in `user` (laid out as `from`) into `conv.wei_mem`
+/// (laid out as `to`) on `conv`'s engine and stream.
+fn reorder(conv: &Conv, user: Memory, from: &MemoryDesc, to: &MemoryDesc) -> Result<(), String> {
+    // SAFETY: `conv`'s engine, stream and weights memory were created by
+    // oneDNN and live as long as `conv`; `user` is a memory object over the
+    // caller's weights, alive during this call; the reorder primitive and
+    // its descriptor are destroyed here after their last use.
+    unsafe {
+        let mut rpd: PrimitiveDesc = null_mut();
+        check(
+            dnnl_reorder_primitive_desc_create(
+                &mut rpd,
+                from,
+                conv.engine,
+                to,
+                conv.engine,
+                null(),
+            ),
+            "reorder primitive_desc_create",
+        )?;
+        let mut reorder: Primitive = null_mut();
+        let made = dnnl_primitive_create(&mut reorder, rpd);
+        dnnl_primitive_desc_destroy(rpd);
+        check(made, "reorder primitive_create")?;
+        let args = [
+            ExecArg {
+                arg: ARG_SRC,
+                memory: user,
+            },
+            ExecArg {
+                arg: ARG_DST,
+                memory: conv.wei_mem,
+            },
+        ];
+        let ran = check(
+            dnnl_primitive_execute(reorder, conv.stream, 2, args.as_ptr()),
+            "reorder execute",
+        )
+        .and_then(|()| check(dnnl_stream_wait(conv.stream), "stream_wait"));
+        dnnl_primitive_destroy(reorder);
+        ran
+    }
+}
+
 impl Conv {
     /// Sets up the convolution for `src` (NHWC) and `weights` (OHWI); the
     /// weights are reordered here, once. Padding is zero on both sides.
@@ -345,41 +389,7 @@ impl Conv {
                 ),
                 "memory_create user weights",
             )?;
-            let reordered = (|| -> Result<(), String> {
-                let mut rpd: PrimitiveDesc = null_mut();
-                check(
-                    dnnl_reorder_primitive_desc_create(
-                        &mut rpd,
-                        &user_wei_md,
-                        conv.engine,
-                        &wei_md,
-                        conv.engine,
-                        null(),
-                    ),
-                    "reorder primitive_desc_create",
-                )?;
-                let mut reorder: Primitive = null_mut();
-                let made = dnnl_primitive_create(&mut reorder, rpd);
-                dnnl_primitive_desc_destroy(rpd);
-                check(made, "reorder primitive_create")?;
-                let args = [
-                    ExecArg {
-                        arg: ARG_SRC,
-                        memory: user_wei,
-                    },
-                    ExecArg {
-                        arg: ARG_DST,
-                        memory: conv.wei_mem,
-                    },
-                ];
-                let ran = check(
-                    dnnl_primitive_execute(reorder, conv.stream, 2, args.as_ptr()),
-                    "reorder execute",
-                )
-                .and_then(|()| check(dnnl_stream_wait(conv.stream), "stream_wait"));
-                dnnl_primitive_destroy(reorder);
-                ran
-            })();
+            let reordered = reorder(&conv, user_wei, &user_wei_md, &wei_md);
             dnnl_memory_destroy(user_wei);
             reordered?;
             conv.weights_reordered = dnnl_memory_desc_equal(&wei_md, &user_wei_md) == 0;

@@ -246,23 +246,7 @@ fn main() -> ExitCode {
     } else {
         println!("CSV: {}", args.csv.display());
     }
-    let bars: Vec<chart::Bar> = rows
-        .iter()
-        .filter_map(|r| {
-            Some(chart::Bar {
-                label: match r.versus {
-                    "mdh" => format!("{} vs {}", r.case, r.imp),
-                    v => format!("{}: {v} vs {}", r.case, r.imp),
-                },
-                speedup: r.speedup?,
-            })
-        })
-        .collect();
-    let title = format!("mdh speedup over peers ({machine})");
-    match std::fs::create_dir_all(args.png.parent().unwrap_or(std::path::Path::new(".")))
-        .map_err(|e| e.to_string())
-        .and_then(|()| chart::draw(&args.png, &title, &bars))
-    {
+    match write_png(&args.png, &machine, &rows) {
         Ok(()) => println!("PNG: {}", args.png.display()),
         Err(e) => {
             eprintln!("!!! {e}");
@@ -278,6 +262,26 @@ fn main() -> ExitCode {
         code = ExitCode::FAILURE;
     }
     code
+}
+
+/// The bar chart of the rows' speedups over their peers.
+fn write_png(png: &std::path::Path, machine: &str, rows: &[Row]) -> Result<(), String> {
+    let bars: Vec<chart::Bar> = rows
+        .iter()
+        .filter_map(|r| {
+            Some(chart::Bar {
+                label: match r.versus {
+                    "mdh" => format!("{} vs {}", r.case, r.imp),
+                    v => format!("{}: {v} vs {}", r.case, r.imp),
+                },
+                speedup: r.speedup?,
+            })
+        })
+        .collect();
+    let title = format!("mdh speedup over peers ({machine})");
+    std::fs::create_dir_all(png.parent().unwrap_or(std::path::Path::new(".")))
+        .map_err(|e| e.to_string())
+        .and_then(|()| chart::draw(png, &title, &bars))
 }
 
 fn opt(x: Option<f64>, prec: usize) -> String {

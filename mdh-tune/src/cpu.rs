@@ -61,6 +61,52 @@ fn candidate(m: &Measured, n: usize) -> Result<usize, String> {
         .ok_or_else(|| format!("the harness reported an unknown kernel `{}`", m.kernel))
 }
 
+/// The bytes of `k`'s inputs at `sizes`.
+fn input_bytes(k: &Checked, desc: &KernelDesc, sizes: &[usize]) -> f64 {
+    k.inputs
+        .iter()
+        .zip(desc.inputs.iter())
+        .map(|(b, d)| {
+            let n: f64 = d
+                .shape
+                .iter()
+                .map(|c| KernelDesc::eval_size(c, sizes).unwrap_or(0) as f64)
+                .product();
+            n * elem_bytes(b.ty) as f64
+        })
+        .sum()
+}
+
+/// The winner and today's plan in one more build, timed in turns: their
+/// samples.
+fn retime(
+    scratch: &scratch::Scratch,
+    reference: &Path,
+    best: &CpuPlan,
+    today: &CpuPlan,
+) -> Result<(Vec<f64>, Vec<f64>), String> {
+    let binary = scratch.build(&scratch::Batch::Plans(&[best.clone(), today.clone()]))?;
+    let mut samples = [Vec::new(), Vec::new()];
+    let rounds = Timing::Interleaved {
+        rounds: RETIME_ROUNDS,
+    };
+    scratch.run(&binary, None, rounds, reference, |m| {
+        let i = candidate(&m, 2)?;
+        if m.status != "ok" {
+            return Err(format!(
+                "re-timing: {} no longer runs correctly ({}): {}",
+                ["the best plan", "the plan that runs today"][i],
+                m.status,
+                m.error.unwrap_or_default()
+            ));
+        }
+        samples[i] = m.samples;
+        Ok(())
+    })?;
+    let [best, today] = samples;
+    Ok((best, today))
+}
+
 /// Tunes `found`'s kernel (in the crate of `manifest`) for this CPU.
 pub fn tune(
     opts: &Options,
@@ -78,19 +124,7 @@ pub fn tune(
     let sizes = target.sizes;
     let space = CpuSpace::new(k, sizes)?;
     let desc = KernelDesc::from_kernel(k);
-    let input_bytes: f64 = k
-        .inputs
-        .iter()
-        .zip(desc.inputs.iter())
-        .map(|(b, d)| {
-            let n: f64 = d
-                .shape
-                .iter()
-                .map(|c| KernelDesc::eval_size(c, sizes).unwrap_or(0) as f64)
-                .product();
-            n * elem_bytes(b.ty) as f64
-        })
-        .sum();
+    let input_bytes = input_bytes(k, &desc, sizes);
     target.announce(&found.file, space.params.len(), space.size(), false);
     let ws = scratch::Workspace::of(manifest)?;
     let mut scratch = scratch::Scratch::new(&ws, k, &found.tokens, sizes)?;
@@ -191,29 +225,7 @@ pub fn tune(
         ));
         Ok(())
     })?;
-    // The winner and today's plan in one more build, timed in turns.
-    let retime = |best: &CpuPlan, today: &CpuPlan| {
-        let binary = scratch.build(&scratch::Batch::Plans(&[best.clone(), today.clone()]))?;
-        let mut samples = [Vec::new(), Vec::new()];
-        let rounds = Timing::Interleaved {
-            rounds: RETIME_ROUNDS,
-        };
-        scratch.run(&binary, None, rounds, &reference, |m| {
-            let i = candidate(&m, 2)?;
-            if m.status != "ok" {
-                return Err(format!(
-                    "re-timing: {} no longer runs correctly ({}): {}",
-                    ["the best plan", "the plan that runs today"][i],
-                    m.status,
-                    m.error.unwrap_or_default()
-                ));
-            }
-            samples[i] = m.samples;
-            Ok(())
-        })?;
-        let [best, today] = samples;
-        Ok((best, today))
-    };
+    let retime = |best: &CpuPlan, today: &CpuPlan| retime(&scratch, &reference, best, today);
     t.finish(target, retime, |plan, prov| {
         cpu_entry_yaml(
             k,
