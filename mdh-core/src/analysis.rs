@@ -147,19 +147,12 @@ pub fn static_coef(f: &IndexFn, d: usize) -> Option<i64> {
 
 #[cfg(test)]
 mod tests {
+    use crate::fixtures::{compiled, matvec};
     use crate::spec::{BuiltinOp, DimKind, ReduceOp};
-
-    fn compile(src: &str) -> super::Checked {
-        crate::compile_str(src).expect("test kernel compiles")
-    }
 
     #[test]
     fn matvec_facts() {
-        let k = compile(
-            "kernel matvec { inp(M: f32[I, K], v: f32[K]), out(w: f32[I]), \
-             out_view(w: |i, k| (i)), md_hom[I, K](|m, x| m * x, (CC, PW(+))), \
-             inp_view(M: |i, k| (i, k), v: |i, k| (k)) }",
-        );
+        let k = matvec();
         let a = k.analysis();
         assert_eq!(a.kinds, [DimKind::Cc, DimKind::Pw]);
         assert_eq!(
@@ -181,7 +174,7 @@ mod tests {
     #[test]
     fn operators_per_output_and_identity() {
         // Two outputs with their own operators; a user-defined one has no identity.
-        let k = compile(
+        let k = compiled(
             "kernel two { inp(x: f32[N]), out(s: f32[], m: f32[]), \
              out_view(s: |n| (), m: |n| ()), \
              md_hom[N](|a| (a, a), (PW(+, |p, q| if p > q { p } else { q }))), \
@@ -195,7 +188,7 @@ mod tests {
         assert!(k.has_identity(0));
         assert!(!k.has_identity(1));
         // Only CC dimensions: no operator, nothing to be neutral for.
-        let map = compile(
+        let map = compiled(
             "kernel map { inp(x: f32[N]), out(y: f32[N]), out_view(y: |n| (n)), \
              md_hom[N](|a| a, (CC)), inp_view(x: |n| (n)) }",
         );

@@ -67,7 +67,13 @@ pub fn example(name: &str) -> String {
 
 /// `source` with its `f32` element types made `f64`.
 pub fn in_f64(source: &str) -> String {
-    source.replace("f32", "f64")
+    in_type(source, "f64")
+}
+
+/// `source` with its `f32` element types made `ty` (e.g. an integer type,
+/// for exact results or wrapping).
+pub fn in_type(source: &str, ty: &str) -> String {
+    source.replace("f32", ty)
 }
 
 /// The tokens of `source` (for the functions that take what `mdh!` receives).

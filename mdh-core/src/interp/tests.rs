@@ -99,15 +99,7 @@ fn interp_matmul_primes() {
 }
 
 fn dot() -> crate::Checked {
-    kernel(quote! {
-        kernel dot {
-            inp(A: f32[K], B: f32[K]),
-            out(C: f32[]),
-            out_view(C: |k| ()),
-            md_hom[K](|a, b| a * b, (PW(+))),
-            inp_view(A: |k| (k), B: |k| (k)),
-        }
-    })
+    fixtures::compiled(&fixtures::example("dot"))
 }
 
 #[test]
@@ -117,7 +109,7 @@ fn interp_dot() {
         let (a, b) = (floats(n, 5), floats(n, 6));
         let out = exec(
             &k,
-            &[("K", n)],
+            &[("N", n)],
             &[a.clone().into(), b.clone().into()],
             vec![vec![7.0f32].into()],
             &[],
@@ -147,15 +139,7 @@ fn interp_jacobi1d() {
 }
 
 fn reduce2() -> crate::Checked {
-    kernel(quote! {
-        kernel reduce2 {
-            inp(a: i32[N]),
-            out(s: i32[], m: i32[]),
-            out_view(s: |i| (), m: |i| ()),
-            md_hom[N](|x| (x, x), (PW(+, max))),
-            inp_view(a: |i| (i)),
-        }
-    })
+    fixtures::compiled(&fixtures::in_type(&fixtures::example("reduce2"), "i32"))
 }
 
 #[test]
@@ -178,15 +162,7 @@ fn interp_reduce2_wraps() {
 
 #[test]
 fn interp_scan() {
-    let k = kernel(quote! {
-        kernel scan {
-            inp(a: i64[N]),
-            out(o: i64[N]),
-            out_view(o: |i| (i)),
-            md_hom[N](|x| x, (PS(+))),
-            inp_view(a: |i| (i)),
-        }
-    });
+    let k = fixtures::compiled(&fixtures::in_type(&fixtures::example("scan"), "i64"));
     let a: Vec<i64> = ints(37, 9).into_iter().map(i64::from).collect();
     let out = exec(
         &k,
@@ -207,15 +183,7 @@ fn interp_scan() {
 
 #[test]
 fn interp_mbbs() {
-    let k = kernel(quote! {
-        kernel mbbs {
-            inp(a: i32[I, J]),
-            out(o: i32[I]),
-            out_view(o: |i, j| (i)),
-            md_hom[I, J](|x| x, (PS(+), PW(+))),
-            inp_view(a: |i, j| (i, j)),
-        }
-    });
+    let k = fixtures::compiled(&fixtures::in_type(&fixtures::example("mbbs"), "i32"));
     let (ni, nj) = (11, 5);
     let a = ints(ni * nj, 10);
     let out = exec(
@@ -236,15 +204,7 @@ fn interp_mbbs() {
 
 #[test]
 fn interp_histogram() {
-    let k = kernel(quote! {
-        kernel histo {
-            inp(e: u32[E], bins: u32[B]),
-            out(h: i32[B]),
-            out_view(h: |e, b| (b)),
-            md_hom[E, B](|x, b| if x == b { 1 } else { 0 }, (PW(+), CC)),
-            inp_view(e: |e, b| (e), bins: |e, b| (b)),
-        }
-    });
+    let k = fixtures::compiled(&fixtures::example("histo"));
     let (ne, nb) = (97, 6);
     let e: Vec<u32> = ints(ne, 11)
         .into_iter()
@@ -255,16 +215,16 @@ fn interp_histogram() {
         &k,
         &[("E", ne), ("B", nb)],
         &[e.clone().into(), bins.into()],
-        vec![Buffer::zeros(ScalarType::I32, nb)],
+        vec![Buffer::zeros(ScalarType::U32, nb)],
         &[],
     );
-    let mut want = vec![0i32; nb];
+    let mut want = vec![0u32; nb];
     for &x in &e {
         if (x as usize) < nb {
             want[x as usize] += 1;
         }
     }
-    assert_eq!(out[0].as_i32().unwrap(), &want[..]);
+    assert_eq!(out[0].as_u32().unwrap(), &want[..]);
 }
 
 #[test]
@@ -370,7 +330,7 @@ fn interp_empty_reductions() {
     let k = dot();
     let out = exec(
         &k,
-        &[("K", 0)],
+        &[("N", 0)],
         &[vec![0f32; 0].into(), vec![0f32; 0].into()],
         vec![vec![7.0f32].into()],
         &[],
