@@ -33,7 +33,7 @@ pub fn candidates(extents: &[usize], ranks: usize) -> Vec<Vec<usize>> {
             }
             return;
         }
-        for p in (1..=left).filter(|p| left % p == 0) {
+        for p in (1..=left).filter(|&p| left.is_multiple_of(p)) {
             nod.push(p);
             place(extents, left / p, nod, out);
             nod.pop();
