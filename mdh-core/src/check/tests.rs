@@ -1175,7 +1175,10 @@ fn several_errors_at_once() {
 #[test]
 fn never_panics_on_mutated_kernels() {
     // One line, words split by single spaces (the mutations work on words).
-    let matvec = fixtures::MATVEC.split_whitespace().collect::<Vec<_>>().join(" ");
+    let matvec = fixtures::MATVEC
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     let kernels = [
         matvec.as_str(),
         "kernel r { inp(x: f32[N]), out(s: f32[], m: f32[]), out_view(s: |i| (), m: |i| ()), md_hom[N](|a| (a, a), (PW(+, max))), inp_view(x: |i| (i)), }",
