@@ -89,13 +89,15 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 # (tests/mpi_families.rs, one rank here; `mdh-bench --mpi`).
 features=(--features mdh-example-kernels/mpi,mdh-bench/mpi)
 
-cargo test --workspace "${features[@]}" --no-fail-fast
+# MDH_STREAM=always: plans with `stream` stream at the tests' small sizes
+# too (by default only outputs larger than the cores' L2 caches stream).
+MDH_STREAM=always cargo test --workspace "${features[@]}" --no-fail-fast
 # The example binaries (each holds its own kernel; `cargo test` skips them).
 cargo check -p mdh-examples --bins
 # The AVX2 and baseline task bodies of every example family (this machine
 # may run AVX-512 ones otherwise; MDH_ISA caps the instruction set).
 for isa in avx2 baseline; do
-  MDH_ISA=$isa cargo test --workspace "${features[@]}" --test plans --test properties --no-fail-fast
+  MDH_STREAM=always MDH_ISA=$isa cargo test --workspace "${features[@]}" --test plans --test properties --no-fail-fast
 done
 # The CUDA runtime (NVRTC, CPU execution of CUDA C, no-GPU errors; on a GPU
 # machine also the device runs).

@@ -5,7 +5,7 @@ use std::rc::Rc;
 use rayon::prelude::*;
 
 use crate::harness::{imp, Case, Impl, Output};
-use crate::{blas, cuda, dnnl, kernels, opencl};
+use crate::{blas, cuda, dnnl, kernels, omp, opencl};
 use mdh_example_kernels::{ccsdt, dot, jacobi3d, matmul, matvec, prl};
 
 /// Tolerance of float results against mdh: sums of up to 2^24 products of
@@ -57,6 +57,23 @@ fn push_opencl(
             Vec::new()
         }
     }
+}
+
+/// Appends the `c-openmp` implementation (see [`omp`]), or, in a build
+/// without it, returns the note that says why it is missing.
+fn push_omp(impls: &mut Vec<Impl>, make: impl FnOnce() -> Impl) -> Vec<String> {
+    match omp::missing() {
+        None => {
+            impls.push(make());
+            Vec::new()
+        }
+        Some(why) => vec![why],
+    }
+}
+
+/// The result of a C peer, which exists wherever [`omp::missing`] is `None`.
+fn c_peer(ran: Option<Result<(), String>>) -> Result<(), String> {
+    ran.unwrap_or_else(|| Err("c-openmp: not in this build".into()))
 }
 
 /// xorshift64*: deterministic inputs.
@@ -337,14 +354,22 @@ fn jacobi3d_case(o: &Opts, n: usize) -> Result<Case, String> {
             |(_, w)| out(w),
         ),
     ];
-    let notes = push_opencl(&mut impls, o, None, |dev| {
+    let mut notes = push_omp(&mut impls, || {
+        imp(
+            "c-openmp",
+            (v.clone(), nan(n * n * n)),
+            move |(v, w)| c_peer(omp::jacobi3d(v, w, n)),
+            |(_, w)| out(w),
+        )
+    });
+    notes.extend(push_opencl(&mut impls, o, None, |dev| {
         imp(
             "mdh-opencl",
             (v, nan(n * n * n)),
             move |(v, w)| jacobi3d::opencl::run(dev, v, w, s).map_err(err),
             |(_, w)| out(w),
         )
-    });
+    }));
     let pts = (n * n * n) as f64;
     Ok(Case {
         what: format!("7-point stencil, {n}^3 points"),
@@ -574,8 +599,16 @@ fn prl_case(o: &Opts, n: usize) -> Result<Case, String> {
             |(_, _, best)| Output::I64(best.clone()),
         ),
     ];
+    let mut notes = push_omp(&mut impls, || {
+        imp(
+            "c-openmp",
+            (a.clone(), b.clone(), vec![i64::MIN; n]),
+            |(a, b, best)| c_peer(omp::prl(a, b, best)),
+            |(_, _, best)| Output::I64(best.clone()),
+        )
+    });
     let slow = (n >= 1 << 14).then_some("about 2.6 s per run on PoCL for 2^15 records");
-    let notes = push_opencl(&mut impls, o, slow, |dev| {
+    notes.extend(push_opencl(&mut impls, o, slow, |dev| {
         imp(
             "mdh-opencl",
             (a, b, vec![i64::MIN; n]),
@@ -585,7 +618,7 @@ fn prl_case(o: &Opts, n: usize) -> Result<Case, String> {
             },
             |(_, _, best)| Output::I64(best.clone()),
         )
-    });
+    }));
     Ok(Case {
         what: format!("best match of {n} records among {n}"),
         flops: None,

@@ -1,4 +1,4 @@
-//! `mdh-bench`: mdh's CPU kernels against OpenBLAS, oneDNN, faer and plain
+//! `mdh-bench`: mdh's CPU kernels against OpenBLAS, oneDNN, faer, C/OpenMP and plain
 //! rayon loops, and the same kernels through OpenCL (`mdh-opencl`, on the
 //! first OpenCL device, e.g. PoCL on the CPU; skipped with a note without
 //! one), side by side in one process.
@@ -30,6 +30,7 @@ mod harness;
 mod kernels;
 #[cfg(feature = "mpi")]
 mod mpi;
+mod omp;
 mod opencl;
 
 use std::fmt::Write as _;
@@ -324,7 +325,34 @@ fn table(rows: &[Row], machine: &str) -> String {
             }
         );
     }
+    let best = best_peers(rows);
+    if !best.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nmdh against the fastest CPU peer of each case (its median / mdh's; mdh-opencl is mdh itself, not a peer)\n"
+        );
+        let _ = writeln!(s, "| case | fastest peer | mdh speedup |");
+        let _ = writeln!(s, "|---|---|---:|");
+        for (case, imp, x) in best {
+            let _ = writeln!(s, "| {case} | {imp} | {x:.2} |");
+        }
+    }
     s
+}
+
+/// Per case, the CPU peer with the smallest speedup (the fastest peer) and
+/// that speedup: what mdh must beat.
+fn best_peers<'a>(rows: &'a [Row]) -> Vec<(&'a str, &'a str, f64)> {
+    let mut best: Vec<(&str, &str, f64)> = Vec::new();
+    for r in rows.iter().filter(|r| r.versus == "mdh" && r.imp != "mdh-opencl") {
+        let Some(x) = r.speedup else { continue };
+        match best.iter_mut().find(|b| b.0 == r.case) {
+            Some(b) if x < b.2 => *b = (r.case, r.imp, x),
+            Some(_) => {}
+            None => best.push((r.case, r.imp, x)),
+        }
+    }
+    best
 }
 
 fn write_csv(path: &std::path::Path, rows: &[Row]) -> Result<(), String> {

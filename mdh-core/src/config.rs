@@ -12,7 +12,7 @@
 //!     cpu:                              # the plan (see `plan::CpuPlan`);
 //!       nod: [2, 1, 1]                  # MPI ranks (`NAME::mpi`, optional)
 //!       cor: [0, 0, 1]                  # every field is optional and
-//!       l2: [192, 1024, 256]            # defaults to the heuristic plan
+//!       l2: [192, 1024, 256]            # defaults to the analytical plan
 //!       l1: [48, 256, 256]
 //!       reg: [6, 32, 1]
 //!       order: [0, 1, 2]
@@ -48,7 +48,7 @@
 //! `K`, `M` or `G` suffix. An entry with it is matched by it, not by its
 //! `device:` (which then only records the model name).
 //!
-//! Without a file (or without a CPU entry) the heuristic default plan of
+//! Without a file (or without a CPU entry) the analytical default plan of
 //! [`CpuPlan::default_for`] is used. Several CPU entries are all compiled
 //! in and dispatched at run time (`mdh::machine`): an entry tuned on this
 //! machine, then on the nearest machine of its instruction set, then one

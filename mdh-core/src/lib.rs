@@ -10,6 +10,7 @@ pub mod analysis;
 pub mod check;
 pub mod codegen;
 pub mod config;
+pub mod default_plan;
 pub mod desc;
 mod diagnostics;
 pub mod error;

@@ -30,15 +30,16 @@ pub use mdh_rt::types::elem_bytes;
 use crate::analysis::Checked;
 use crate::spec::DimKind;
 
-/// Accumulator registers available to one register tile: 32 vector
-/// registers, a few kept free for operands (DESIGN.md §7: a tile that
-/// needs more spills and collapses).
-pub const VECTOR_REGISTERS_FOR_ACCUMULATORS: usize = 24;
+pub use crate::default_plan::REFERENCE_MACHINE;
+
+/// Accumulator registers available to one register tile on AVX-512: 32
+/// vector registers, a quarter kept free for operands (DESIGN.md §7: a
+/// tile that needs more spills and collapses; see
+/// [`crate::default_plan::accumulator_vectors`] for other instruction sets).
+pub const VECTOR_REGISTERS_FOR_ACCUMULATORS: usize =
+    crate::default_plan::accumulator_vectors(mdh_rt::machine::Isa::Avx512);
 /// Bytes of one vector register of the widest SIMD layer (AVX-512).
 pub const VECTOR_BYTES: usize = 64;
-/// Bytes of one contiguous run of a reduction read by the default plan of a
-/// reduction along contiguous inputs: well inside one core's L2.
-pub const PW_STREAM_BYTES: usize = 64 * 1024;
 /// Upper bound on the elements of one register tile, whatever the type.
 pub const MAX_REGISTER_TILE: usize = 512;
 
@@ -143,138 +144,6 @@ pub fn contiguity(k: &Checked) -> Vec<usize> {
 }
 
 impl CpuPlan {
-    /// The documented heuristic default, used when no config entry exists:
-    /// - SIMD: the output's contiguous dimension in a contraction (see
-    ///   [`contraction_dim`]), else the dimension contiguous in most
-    ///   accesses, gets a register tile of two vectors (four in a
-    ///   contraction, and for a PW dimension fed by one input, to hide the
-    ///   latency of the combine operator);
-    /// - the next kept dimension outward gets up to 6 rows, keeping the
-    ///   accumulators within [`VECTOR_REGISTERS_FOR_ACCUMULATORS`];
-    /// - L1 tiles of 256 along PW dimensions and 64 along kept ones, L2 tiles
-    ///   four times larger; COR parts chosen at run time; a reduction whose
-    ///   SIMD dimension is its innermost PW dimension (matvec, dot) instead
-    ///   reads runs of [`PW_STREAM_BYTES`] along it, other PW dimensions and
-    ///   kept L1 tiles one register tile, kept L2 tiles 16 of them; a
-    ///   contraction (kept SIMD dimension, a kept dimension outward, a PW
-    ///   dimension) is blocked as GotoBLAS does (see the code);
-    /// - tile loops: kept dimensions outermost in dimension order, then PW
-    ///   dimensions, so partial results stay in the task-local buffer;
-    /// - packing: an input access that depends on a kept SIMD dimension
-    ///   without being contiguous along it (it would be read with gathers)
-    ///   is packed with the SIMD dimension innermost, its other dimensions
-    ///   in dimension order; in a contraction, every access that depends
-    ///   on the SIMD dimension is.
-    pub fn default_for(k: &Checked) -> CpuPlan {
-        let a = k.analysis();
-        let (d, kinds) = (a.kinds.len(), &a.kinds);
-        let lanes = simd_lanes(k);
-        let mut reg = vec![1; d];
-        let innermost_pw = (0..d).rev().find(|&x| kinds[x] == DimKind::Pw);
-        let simd = contraction_dim(k).or_else(|| contiguous_dim(k));
-        let budget = VECTOR_REGISTERS_FOR_ACCUMULATORS * lanes / a.outputs.len().max(1);
-        // A contraction: a kept SIMD dimension, another kept dimension
-        // outward (the register tile's rows) and a PW dimension.
-        let contraction = simd.filter(|&s| kinds[s] == DimKind::Cc).and_then(|s| {
-            let rows = (0..s).rev().find(|&x| kinds[x] == DimKind::Cc)?;
-            innermost_pw.map(|_| (s, rows))
-        });
-        match simd {
-            Some(s) if kinds[s] == DimKind::Cc => {
-                reg[s] = if contraction.is_some() { 4 } else { 2 } * lanes;
-                if let Some(o) = (0..s).rev().find(|&x| kinds[x] == DimKind::Cc) {
-                    reg[o] = (budget / reg[s]).clamp(1, 6);
-                }
-            }
-            Some(s) if Some(s) == innermost_pw => {
-                reg[s] = 4 * lanes;
-                if let Some(o) = (0..d).rev().find(|&x| kinds[x] == DimKind::Cc) {
-                    reg[o] = (budget / reg[s]).clamp(1, 4);
-                }
-            }
-            _ => {}
-        }
-        // L1 tiles hold whole register tiles: a remainder would run an edge
-        // tile in every L1 tile (jacobi3d's 64 rows of 6-row tiles: the
-        // tuner's 48 measured 1.86× faster).
-        let mut l1: Vec<usize> = (0..d)
-            .map(|x| {
-                let t = if kinds[x] == DimKind::Pw { 256 } else { 64 };
-                (t / reg[x]).max(1) * reg[x]
-            })
-            .collect();
-        let mut l2: Vec<usize> = l1.iter().map(|&t| t * 4).collect();
-        let mut order = a.kept.clone();
-        order.extend(&a.reduced);
-        // A contraction: GotoBLAS-style blocking. Register tiles of 6 rows
-        // × 4 vectors (24 accumulators); the SIMD dimension's L1 tile is one
-        // register tile wide and its loops go outermost, so that the packed
-        // k×(4 vectors) panel of the input it indexes (contiguous, 64-byte
-        // aligned: no cache-set conflicts of a strided matrix) stays in L1
-        // while the register tiles of 384 rows pass over it, and PW tiles
-        // are 512 long. Measured on the 2-core AVX-512 Xeon at 1024³: 265–285
-        // GFLOP/s (OpenBLAS 286), the unpacked 2-vector tiles 200.
-        if let Some((s, o)) = contraction {
-            l1[s] = reg[s];
-            l2[s] = 1024;
-            l1[o] = 64 * reg[o];
-            l2[o] = l1[o];
-            for x in (0..d).filter(|&x| kinds[x] == DimKind::Pw) {
-                l1[x] = 512;
-                l2[x] = 512;
-            }
-            order.retain(|&x| x != s);
-            order.insert(0, s);
-        }
-        // A reduction along its contiguous inputs (matvec, dot): PW tiles
-        // long enough that each row streams as one run the prefetchers
-        // follow, and that partial results rarely leave the registers; the
-        // tile of the other inputs (e.g. matvec's vector) stays in L2 while
-        // the kept dimension's L2 tile of register tiles passes over it.
-        // On the 2-core AVX-512 Xeon, back-to-back --quick runs of matvec
-        // 4096²: 0.71–1.40× OpenBLAS's sgemv, the old 256-long tiles
-        // 0.40–0.63× (noisy shared machine; see mdh-bench).
-        if let Some(s) = simd.filter(|&s| Some(s) == innermost_pw) {
-            let run = PW_STREAM_BYTES * lanes / VECTOR_BYTES;
-            for x in (0..d).filter(|&x| kinds[x] == DimKind::Pw) {
-                l1[x] = if x == s { run.max(reg[x]) } else { reg[x] };
-                l2[x] = l1[x];
-            }
-            for &x in &a.kept {
-                l1[x] = reg[x];
-                l2[x] = 16 * reg[x];
-            }
-        }
-        let pack = a
-            .inputs
-            .iter()
-            .map(|i| match simd {
-                Some(s)
-                    if kinds[s] == DimKind::Cc
-                        && reg[s] > 1
-                        && i.uses.contains(&s)
-                        && (contraction.is_some() || i.static_coefs[s] != Some(1)) =>
-                {
-                    let mut layout: Vec<usize> =
-                        i.uses.iter().copied().filter(|&x| x != s).collect();
-                    layout.push(s);
-                    layout
-                }
-                _ => Vec::new(),
-            })
-            .collect();
-        CpuPlan {
-            nod: vec![0; d],
-            cor: vec![0; d],
-            l2,
-            l1,
-            reg,
-            order,
-            pack,
-            stream: false,
-        }
-    }
-
     /// Checks a plan against the kernel and the CPU model.
     pub fn validate(&self, k: &Checked) -> Result<(), PlanError> {
         let d = k.dims.len();

@@ -289,7 +289,7 @@ mod tests {
         );
         assert_eq!(plan(false), Ok(None));
         let (_, why) = configured_cpu_plan(&k, &dir.0, &[64, 64], &host, false).unwrap();
-        assert!(why.contains("the heuristic default plan"), "{why}");
+        assert!(why.contains("the analytical default plan"), "{why}");
         // An entry for every CPU, tuned for other sizes: the nearest.
         let mut list = vec![
             entry("Another CPU", None, Some(&[64, 64]), &elsewhere),

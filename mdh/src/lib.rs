@@ -141,7 +141,7 @@ pub mod __rt {
     #[cfg(feature = "mpi")]
     pub use crate::mpi;
     pub use crate::simd::V;
-    pub use crate::stream::StreamWriter;
+    pub use crate::stream::{pays as stream_pays, StreamWriter};
     pub use mdh_rt::desc::{AccessDesc, AffineDesc, Bound, BufDesc, KernelDesc, SizeOp};
     pub use mdh_rt::gpu_plan::GpuPlan;
     pub use mdh_rt::DimKind;

@@ -9,7 +9,7 @@
 //! `machine:` its `device:` is this CPU's model name), then one tuned on
 //! the nearest machine of the same instruction set ([`Machine::distance`]),
 //! then entries for any machine (`device: "*"` without `machine:`; the
-//! heuristic default plan is one, for any sizes); within a rank, the nearest
+//! analytical default plan is one, for any sizes); within a rank, the nearest
 //! tuned sizes. An entry tuned for another instruction set is never taken.
 //! `MDH_IGNORE_DEVICE_ENTRIES=1` leaves only the entries for any machine;
 //! `MDH_EXPLAIN=1` prints which entry a kernel takes and why (stderr, once
@@ -90,7 +90,7 @@ fn caches(dir: &Path) -> [Option<u64>; 3] {
 }
 
 /// One CPU config entry of a kernel, as generated code lists them (config
-/// file order, the heuristic default plan last).
+/// file order, the analytical default plan last).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PlanEntry<'a> {
     /// `*` or a CPU model name.
@@ -229,7 +229,7 @@ pub fn explain(
     };
     let e = &entries[index];
     let which = if e.line == 0 {
-        "the heuristic default plan".to_string()
+        "the analytical default plan".to_string()
     } else {
         let tuned_on = e
             .machine
@@ -496,7 +496,7 @@ mod tests {
         assert!(s.ends_with("sizes nearest I=1024, J=1024"), "{s}");
         let s = say(true);
         assert!(
-            s.contains("the heuristic default plan; for any machine (MDH_IGNORE_DEVICE_ENTRIES"),
+            s.contains("the analytical default plan; for any machine (MDH_IGNORE_DEVICE_ENTRIES"),
             "{s}"
         );
         assert!(s.ends_with("for any sizes"), "{s}");

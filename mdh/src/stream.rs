@@ -20,6 +20,31 @@
 
 use crate::cpu::SyncPtr;
 
+/// L2 per core assumed where the machine does not say (sysfs unreadable).
+const L2_UNKNOWN: u64 = 1 << 20;
+
+/// Whether a call whose outputs take `out_bytes` streams its results (a
+/// plan with `stream`): only where they are larger than the L2 caches of
+/// all cores together, so that they leave the private caches before anyone
+/// reads them again anyway (jacobi3d's and ccsdt's 64 MiB). A smaller
+/// result, e.g. one step of a stencil iterated on a small grid, stays in
+/// the caches for its next reader. The environment variable
+/// `MDH_STREAM=always` (or `never`) overrides the size rule: the test
+/// command streams at the tests' small sizes with it.
+pub fn pays(out_bytes: usize) -> bool {
+    static POLICY: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
+    let policy = POLICY.get_or_init(|| match std::env::var("MDH_STREAM").as_deref() {
+        Ok("always") => Some(true),
+        Ok("never") => Some(false),
+        _ => None,
+    });
+    policy.unwrap_or_else(|| {
+        let m = &crate::machine::host().machine;
+        let private = m.l2.unwrap_or(L2_UNKNOWN).saturating_mul(m.cores as u64);
+        out_bytes as u64 > private
+    })
+}
+
 /// Lines a [`StreamWriter`]'s table holds. A prime, so that the lines where
 /// rows at a power-of-two stride end map to distinct slots (`jacobi3d`'s
 /// 2 × 6 rows, 16 and 4096 lines apart, take 12 of them).
@@ -538,6 +563,17 @@ fn fence() {
 mod tests {
     use super::*;
     use crate::simd::{AVX2, AVX512, BASELINE};
+
+    #[test]
+    fn results_stream_where_they_outgrow_the_private_caches() {
+        // Nothing fits no cache; an empty output fits any.
+        let (empty, huge) = match std::env::var("MDH_STREAM").as_deref() {
+            Ok("always") => (true, true),
+            Ok("never") => (false, false),
+            _ => (false, true),
+        };
+        assert_eq!((pays(0), pays(usize::MAX)), (empty, huge));
+    }
 
     /// Writes `vs[j]` at element `at[j]`, in order, through one writer.
     #[inline(always)]

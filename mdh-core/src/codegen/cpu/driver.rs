@@ -249,12 +249,16 @@ impl<'k> Gen<'k> {
         });
         let execute = self.execute();
         quote! {
+            // Whether streamed results pay at this call's size (before the
+            // outputs are handed to their pointers).
+            let __stream_ok: bool = ::mdh::__rt::stream_pays(0usize #(+ ::core::mem::size_of_val(&*#out_names))*);
             #(let #out_ptrs = ::mdh::__rt::SyncPtr::new(#out_names);)*
             #out_setup
             let __ctx = __Ctx {
                 #(#in_slices: #in_names,)*
                 __sz: __sizes,
                 __call_id: ::mdh::cpu::next_call(),
+                __stream_ok,
                 #ctx_init
                 #(#param_names,)*
                 #(#out_ptrs,)*
@@ -475,6 +479,7 @@ impl<'k> Gen<'k> {
         }
         f.push((quote!(__sz), quote!([usize; #ns])));
         f.push((quote!(__call_id), quote!(u64)));
+        f.push((quote!(__stream_ok), quote!(bool)));
         for j in 0..k.input_accesses().len() {
             let (b, c) = (format_ident!("__ia{}_b", j), format_ident!("__ia{}_c", j));
             f.push((quote!(#b), quote!(isize)));

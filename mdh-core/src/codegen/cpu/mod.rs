@@ -26,6 +26,7 @@ mod packing;
 mod point;
 mod register;
 mod simd;
+pub(crate) use simd::lanes_apply;
 mod store;
 mod tiles;
 mod vector_tile;

@@ -5,6 +5,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
 use super::Gen;
+use crate::analysis::Checked;
 use crate::codegen::rust_simd;
 use crate::plan::CpuPlan;
 use crate::spec::{BuiltinOp, ReduceOp, ScalarType};
@@ -30,6 +31,14 @@ pub(super) fn vcombine(op: BuiltinOp, x: &TokenStream, y: &TokenStream) -> Token
     }
 }
 
+/// Whether register tiles of `k` can run on SIMD lanes at all: its scalar
+/// function is pure and every combine operator is a built-in one (lanes
+/// start at its identity; a closure has none).
+pub fn lanes_apply(k: &Checked) -> bool {
+    rust_simd::vectorizable(&k.scalar_fn.body)
+        && (0..k.analysis().outputs.len()).all(|o| !matches!(k.op(o), Some(ReduceOp::Closure(_))))
+}
+
 impl<'k> Gen<'k> {
     /// How a plan's full register tiles map onto SIMD lanes, if they do: the
     /// kernel is pure and its operators have neutral elements, and the
@@ -37,10 +46,7 @@ impl<'k> Gen<'k> {
     /// or of the most contiguous kept dimension is a multiple of the lanes
     /// of one 64-byte vector of the widest element type.
     pub(super) fn simd(&self, plan: &CpuPlan) -> Option<Simd> {
-        let sf = &self.k.scalar_fn;
-        if !rust_simd::vectorizable(&sf.body)
-            || !(0..self.n_out()).all(|o| self.ops[o].is_none() || self.has_identity(o))
-        {
+        if !lanes_apply(self.k) {
             return None;
         }
         let bytes = self

@@ -56,7 +56,7 @@ fn streaming_plans_write_final_vectors_past_the_caches() {
     // (its drop writes what it holds and fences).
     let writer = quote!(let mut __sw0 = ::mdh::__rt::StreamWriter::new(__out0););
     assert!(code.contains(&writer.to_string()), "{code}");
-    let last = quote!(let __stream: bool = __first && __t1e_2 == __r[2usize].1;);
+    let last = quote!(let __stream: bool = __stream_ok && __first && __t1e_2 == __r[2usize].1;);
     assert!(code.contains(&last.to_string()), "{code}");
     let write = quote!(if __stream {
         __sw0.write::<ISA, 16usize>(__at, __new.0)
@@ -128,3 +128,4 @@ fn entries_are_listed_as_static_data_for_the_runtime_ranking() {
     ));
     assert!(code.contains(&chosen.to_string()), "{code}");
 }
+

@@ -76,13 +76,15 @@ impl<'k> Gen<'k> {
         });
         let (pack_setup, pack, pack_park) = self.packing();
         // Results are final where this L1 tile spans the task's whole PW
-        // range: first and last along every PW dimension.
+        // range: first and last along every PW dimension; they stream
+        // where the call's outputs are too large for the caches to keep
+        // (`__stream_ok`, see `mdh::stream::pays`).
         let stream = plan.stream.then(|| {
             let last = self.reduced.iter().map(|&k| {
                 let hi = format_ident!("__t1e_{}", k);
                 quote!(&& #hi == __r[#k].1)
             });
-            quote!(let __stream: bool = __first #(#last)*;)
+            quote!(let __stream: bool = __stream_ok && __first #(#last)*;)
         });
         let micro = quote! {
             #pack

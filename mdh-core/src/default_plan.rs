@@ -1,0 +1,539 @@
+//! The analytical default plan: a [`CpuPlan`] derived from the kernel's
+//! computation class and a machine description (vector registers, cache
+//! sizes), used where no config entry applies. As BLIS derives its
+//! blocking from cache and register parameters instead of tuning it (Low
+//! et al., 2016), each class gets a small model:
+//!
+//! - **contraction** (matmul, convolution, tensor contraction: every input
+//!   reused across some kept dimension): GotoBLAS/BLIS blocking. The
+//!   register tile is `nr` vectors of the output's contiguous dimension ×
+//!   `mr` rows, as many accumulators as the register file holds beside the
+//!   operands (more than the FMA latency × FMA ports that keep the units
+//!   busy); the input that dimension indexes is packed into a contiguous
+//!   kc × nr panel that stays in L2 (kc from the L2 size) while the rows
+//!   pass over it;
+//! - **reduction along contiguous inputs** (matvec, dot): SIMD lanes of
+//!   independent partial results along the innermost PW dimension, runs of
+//!   an eighth of the L2 per row that the prefetchers follow;
+//! - **map / stencil** (no PW dimension): two vectors × up to six rows per
+//!   register tile, L1 tiles whose input footprint (the tile and its halo)
+//!   fits the L1, results streamed past the caches where the call's output
+//!   outgrows them (decided at run time, `mdh::stream::pays`);
+//! - **reduction over a kept SIMD dimension** (record linkage with an
+//!   expensive scalar function and a user-defined combine, histograms): one
+//!   vector of the kept dimension per register tile, whose accumulators and
+//!   loop-invariant operands stay in registers, and long PW tiles whose
+//!   inputs stay in L1.
+//!
+//! The macro runs at compile time, possibly on another machine than the one
+//! the kernel runs on, and tile sizes are constants of the generated code;
+//! so [`CpuPlan::default_for`] derives the plan for [`REFERENCE_MACHINE`],
+//! whose caches are the smallest of current x86-64 server and desktop cores:
+//! tiles that fit them fit the larger caches too. What depends on the call
+//! or the host is decided at run time: the COR parts (the host's cores) and
+//! whether results stream (the host's L2 sizes).
+
+use mdh_rt::machine::{Isa, Machine};
+
+use crate::analysis::Checked;
+use crate::plan::{contiguous_dim, contraction_dim, simd_lanes, CpuPlan, VECTOR_BYTES};
+use crate::spec::DimKind;
+
+/// The machine the compile-time default is derived for (see the module
+/// documentation): AVX-512's register file, 32 KiB L1d, 512 KiB L2 per
+/// core (AMD Zen 2–4, older Intel server cores; Zen 5 has 48 KiB and
+/// 1 MiB, Sapphire Rapids 48 KiB and 2 MiB).
+pub const REFERENCE_MACHINE: Machine = Machine {
+    isa: Isa::Avx512,
+    cores: 1,
+    l1d: Some(32 << 10),
+    l2: Some(512 << 10),
+    l3: None,
+};
+
+/// Vector registers of an instruction set's register file.
+pub const fn vector_registers(isa: Isa) -> usize {
+    match isa {
+        Isa::Avx512 => 32,
+        Isa::Avx2 | Isa::Baseline => 16,
+    }
+}
+
+/// Bytes of one vector register of an instruction set.
+pub const fn vector_bytes(isa: Isa) -> usize {
+    match isa {
+        Isa::Avx512 => 64,
+        Isa::Avx2 => 32,
+        Isa::Baseline => 16,
+    }
+}
+
+/// Registers a register tile leaves to operands (broadcasts, loads, the
+/// loop-invariant inputs of a scalar function).
+const fn operand_registers(isa: Isa) -> usize {
+    vector_registers(isa) / 4
+}
+
+/// Accumulators a register tile may hold, counted in vectors of the plan's
+/// SIMD layer ([`VECTOR_BYTES`]: one plan serves every instruction set's
+/// body, a narrower register holds part of such a vector). AVX-512: 24.
+pub const fn accumulator_vectors(isa: Isa) -> usize {
+    let regs = vector_registers(isa) - operand_registers(isa);
+    let n = regs * vector_bytes(isa) / VECTOR_BYTES;
+    if n == 0 {
+        1
+    } else {
+        n
+    }
+}
+
+/// L1d and L2 of `m`, those of [`REFERENCE_MACHINE`] where it does not say.
+fn caches(m: &Machine) -> (usize, usize) {
+    let or = |s: Option<u64>, r: Option<u64>| s.or(r).unwrap_or(1 << 15) as usize;
+    (
+        or(m.l1d, REFERENCE_MACHINE.l1d),
+        or(m.l2, REFERENCE_MACHINE.l2),
+    )
+}
+
+/// The largest power of two at most `x`, within `lo..=hi`.
+fn pow2_within(x: usize, lo: usize, hi: usize) -> usize {
+    let p = if x == 0 { 1 } else { 1 << x.ilog2() };
+    p.clamp(lo, hi)
+}
+
+/// A kernel's computation class, which picks the model of its default plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// SIMD over kept dimension `simd`, register-tile rows along `rows`,
+    /// a PW dimension; every input reused across some kept dimension.
+    Contraction { simd: usize, rows: usize },
+    /// SIMD over the innermost PW dimension, along which the inputs are
+    /// contiguous (matvec, dot).
+    ContiguousReduction { simd: usize },
+    /// No PW dimension; SIMD over a kept dimension (maps, stencils).
+    Map { simd: usize },
+    /// PW dimensions and SIMD over a kept dimension, not a contraction
+    /// (record linkage, histograms).
+    KeptReduction { simd: usize },
+    /// No dimension that SIMD lanes can take (scans, scalar kernels).
+    Scalar,
+}
+
+impl Class {
+    /// The class of `k`.
+    pub fn of(k: &Checked) -> Class {
+        let a = k.analysis();
+        let kinds = &a.kinds;
+        let innermost_pw = (0..kinds.len()).rev().find(|&x| kinds[x] == DimKind::Pw);
+        let Some(s) = contraction_dim(k).or_else(|| contiguous_dim(k)) else {
+            return Class::Scalar;
+        };
+        if Some(s) == innermost_pw {
+            return Class::ContiguousReduction { simd: s };
+        }
+        if kinds[s] != DimKind::Cc {
+            return Class::Scalar;
+        }
+        let rows = (0..s).rev().find(|&x| kinds[x] == DimKind::Cc);
+        match (contraction_dim(k), rows, innermost_pw) {
+            (Some(_), Some(rows), Some(_)) => Class::Contraction { simd: s, rows },
+            (_, _, None) => Class::Map { simd: s },
+            _ => Class::KeptReduction { simd: s },
+        }
+    }
+}
+
+impl CpuPlan {
+    /// The default plan: [`CpuPlan::default_for_machine`] for the
+    /// [`REFERENCE_MACHINE`] (the macro cannot know the machine the kernel
+    /// will run on; see the module documentation).
+    pub fn default_for(k: &Checked) -> CpuPlan {
+        CpuPlan::default_for_machine(k, &REFERENCE_MACHINE)
+    }
+
+    /// The analytical default plan of `k` on machine `m` (see the module
+    /// documentation for the model of each [`Class`]). Common to all
+    /// classes: COR parts chosen at run time; tile loops with the kept
+    /// dimensions outermost in dimension order, then the PW dimensions, so
+    /// that partial results stay in the task-local buffer; L1 tiles hold
+    /// whole register tiles (a remainder would run an edge tile in every L1
+    /// tile: jacobi3d's 64 rows of 6-row tiles ran 1.86× slower than 48);
+    /// an input access that depends on a kept SIMD dimension without being
+    /// contiguous along it (it would be read with gathers) is packed with
+    /// that dimension innermost, its other dimensions in dimension order.
+    pub fn default_for_machine(k: &Checked, m: &Machine) -> CpuPlan {
+        let a = k.analysis();
+        let (d, kinds) = (a.kinds.len(), &a.kinds);
+        let lanes = simd_lanes(k);
+        let (l1d_bytes, l2_bytes) = caches(m);
+        let acc = accumulator_vectors(m.isa);
+        let outputs = a.outputs.len().max(1);
+        let class = Class::of(k);
+        let mut reg = vec![1; d];
+        // Defaults the classes refine: L1 tiles of 256 along PW
+        // dimensions and 64 along kept ones, L2 tiles four times larger.
+        let mut l1: Vec<usize> = (0..d)
+            .map(|x| if kinds[x] == DimKind::Pw { 256 } else { 64 })
+            .collect();
+        let mut l2: Vec<usize>;
+        let mut order = a.kept.clone();
+        order.extend(&a.reduced);
+        let mut stream = false;
+        let outer_kept = |s: usize| (0..s).rev().find(|&x| kinds[x] == DimKind::Cc);
+        // `want` vectors of the SIMD dimension where the accumulators hold
+        // them for every output, else fewer (at least one).
+        let vectors = |want: usize| want.min(acc / outputs).max(1);
+        let whole = |t: usize, r: usize| (t / r).max(1) * r;
+        match class {
+            Class::Contraction { simd: s, rows: o } => {
+                // nr: four vectors where the register file holds two rows
+                // of them (AVX-512: 6 × 4 = 24 accumulators, three times
+                // the 4-cycle latency × 2 FMA ports), else as many as
+                // leave three rows (AVX2: 3 × 2 vectors, 12 ymm).
+                let v = vectors(if acc >= 8 { 4 } else { acc / 3 });
+                reg[s] = v * lanes;
+                reg[o] = (acc / v / outputs).clamp(1, 6);
+                // The packed kc × nr panel of the input the SIMD dimension
+                // indexes takes a quarter of the L2, beside the rows' tile
+                // of the other input (512 on the reference machine:
+                // 265–285 GFLOP/s at 1024³ on the 2-core AVX-512 Xeon,
+                // OpenBLAS 286); the rows' L1 tile is 64 register tiles.
+                let elem = VECTOR_BYTES / lanes;
+                let kc = pow2_within(l2_bytes / 4 / (reg[s] * elem), 64, 1024);
+                l1 = (0..d).map(|x| whole(l1[x], reg[x])).collect();
+                l2 = l1.iter().map(|&t| t * 4).collect();
+                l1[s] = reg[s];
+                l2[s] = 1024;
+                l1[o] = 64 * reg[o];
+                l2[o] = l1[o];
+                for x in (0..d).filter(|&x| kinds[x] == DimKind::Pw) {
+                    l1[x] = kc;
+                    l2[x] = kc;
+                }
+                // The SIMD dimension's loops outermost: its packed panel
+                // stays while the rows pass over it.
+                order.retain(|&x| x != s);
+                order.insert(0, s);
+            }
+            Class::ContiguousReduction { simd: s } => {
+                // Four vectors of partial results hide the combine's
+                // latency; up to four rows of the kept dimension outward
+                // share the other inputs' loads (matvec's vector).
+                reg[s] = vectors(4) * lanes;
+                if let Some(o) = (0..d).rev().find(|&x| kinds[x] == DimKind::Cc) {
+                    reg[o] = (acc * lanes / outputs / reg[s]).clamp(1, 4);
+                }
+                // Rows stream as runs of an eighth of the L2 (64 KiB on the
+                // reference machine: matvec 4096² 0.71–1.40× OpenBLAS on the
+                // 2-core Xeon, 256-long tiles 0.40–0.63×); other PW
+                // dimensions and kept L1 tiles one register tile, kept L2
+                // tiles 16, so the tile of the other inputs stays in L2.
+                let run = (l2_bytes / 8).max(VECTOR_BYTES) * lanes / VECTOR_BYTES;
+                l2 = vec![0; d];
+                for x in 0..d {
+                    if kinds[x] == DimKind::Pw {
+                        l1[x] = if x == s { whole(run, reg[x]) } else { reg[x] };
+                        l2[x] = l1[x];
+                    } else {
+                        l1[x] = reg[x];
+                        l2[x] = 16 * reg[x];
+                    }
+                }
+            }
+            Class::Map { simd: s } => {
+                reg[s] = vectors(2) * lanes;
+                if let Some(o) = outer_kept(s) {
+                    reg[o] = (acc * lanes / outputs / reg[s]).clamp(1, 6);
+                }
+                // The L1 tile of the SIMD dimension and the one outward
+                // (rows) such that one layer of the tile and its halo, for
+                // every input, takes at most a third of the L1 (three
+                // layers, a stencil's neighbours outward, then stay).
+                let mut buffers: Vec<(usize, usize)> = a
+                    .inputs
+                    .iter()
+                    .map(|i| (i.buffer, crate::plan::elem_bytes(i.ty)))
+                    .collect();
+                buffers.sort_unstable();
+                buffers.dedup();
+                let in_bytes: usize = buffers.iter().map(|b| b.1).sum();
+                let layer = (l1d_bytes / 3 / in_bytes.max(1)).max(1);
+                l1 = (0..d).map(|x| whole(l1[x], reg[x])).collect();
+                if let Some(o) = outer_kept(s) {
+                    let rows = (layer / (l1[s] + 2)).saturating_sub(2).max(reg[o]);
+                    l1[o] = whole(rows.min(l1[o]), reg[o]);
+                }
+                l2 = l1.iter().map(|&t| t * 4).collect();
+                // Whole vectors of results at contiguous addresses: they
+                // can stream where the output outgrows the caches.
+                stream = a.outputs.iter().all(|o| o.static_coefs[s] == Some(1));
+            }
+            Class::KeptReduction { simd: s } if crate::codegen::cpu::lanes_apply(k) => {
+                reg[s] = vectors(2) * lanes;
+                if let Some(o) = outer_kept(s) {
+                    reg[o] = (acc * lanes / outputs / reg[s]).clamp(1, 6);
+                }
+                l1 = (0..d).map(|x| whole(l1[x], reg[x])).collect();
+                // The innermost PW tile as long as its inputs (those that
+                // do not depend on the kept dimensions) take a quarter of
+                // the L1, so that each register tile's accumulators leave
+                // the registers once per long run.
+                if let Some(&pw) = a.reduced.last() {
+                    let per_point: usize = a
+                        .inputs
+                        .iter()
+                        .filter(|i| i.uses.contains(&pw) && a.kept.iter().all(|x| !i.uses.contains(x)))
+                        .map(|i| crate::plan::elem_bytes(i.ty))
+                        .sum();
+                    if per_point > 0 {
+                        l1[pw] = pow2_within(l1d_bytes / 4 / per_point, 64, 4096);
+                    }
+                }
+                l2 = l1.iter().map(|&t| t * 4).collect();
+            }
+            Class::KeptReduction { simd: s } => {
+                // A user-defined combine (no identity to start lanes
+                // from, prl's best match): scalar register tiles of one
+                // vector's worth of rows, which stay in registers (LLVM
+                // vectorizes them across the rows), over PW tiles whose
+                // inputs fill the L1. On the 2-core AMD EPYC (Zen 5), prl
+                // 2^15: rows 16 × 256 records 3.7 s, 8 × 256 0.9 s, 8 × 4096
+                // 0.5 s (a C/OpenMP loop 0.43 s in the same hour).
+                reg[s] = lanes;
+                l1 = (0..d).map(|x| whole(l1[x], reg[x])).collect();
+                if let Some(&pw) = a.reduced.last() {
+                    let per_point: usize = a
+                        .inputs
+                        .iter()
+                        .filter(|i| i.uses.contains(&pw) && a.kept.iter().all(|x| !i.uses.contains(x)))
+                        .map(|i| crate::plan::elem_bytes(i.ty))
+                        .sum();
+                    if per_point > 0 {
+                        l1[pw] = pow2_within(l1d_bytes / per_point, 64, 4096);
+                    }
+                }
+                l2 = l1.iter().map(|&t| t * 4).collect();
+            }
+            Class::Scalar => {
+                l2 = l1.iter().map(|&t| t * 4).collect();
+            }
+        }
+        let contraction = matches!(class, Class::Contraction { .. });
+        let simd = match class {
+            Class::Contraction { simd, .. }
+            | Class::Map { simd }
+            | Class::KeptReduction { simd } => Some(simd),
+            _ => None,
+        };
+        let pack = a
+            .inputs
+            .iter()
+            .map(|i| match simd {
+                Some(s)
+                    if reg[s] > 1
+                        && i.uses.contains(&s)
+                        && (contraction || i.static_coefs[s] != Some(1)) =>
+                {
+                    let mut layout: Vec<usize> =
+                        i.uses.iter().copied().filter(|&x| x != s).collect();
+                    layout.push(s);
+                    layout
+                }
+                _ => Vec::new(),
+            })
+            .collect();
+        CpuPlan {
+            nod: vec![0; d],
+            cor: vec![0; d],
+            l2,
+            l1,
+            reg,
+            order,
+            pack,
+            stream,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{self, compiled, example};
+    use proptest::prelude::*;
+
+    /// Every example family (examples/kernels/src).
+    const FAMILIES: &[&str] = &[
+        "bmatmul",
+        "ccsdt",
+        "conv2d",
+        "dot",
+        "genhisto",
+        "histo",
+        "jacobi1d",
+        "jacobi2d",
+        "jacobi3d",
+        "mandelbrot",
+        "map",
+        "matmul",
+        "matmul_t",
+        "matvec",
+        "mbbs",
+        "mcc",
+        "mcc_capsule",
+        "prl",
+        "reduce",
+        "reduce2",
+        "scan",
+    ];
+
+    fn family(name: &str) -> Checked {
+        compiled(&example(name))
+    }
+
+    fn machine(isa: Isa, l1d: u64, l2: u64) -> Machine {
+        Machine {
+            isa,
+            cores: 2,
+            l1d: Some(l1d << 10),
+            l2: Some(l2 << 10),
+            l3: None,
+        }
+    }
+
+    #[test]
+    fn the_register_file_sets_the_accumulators() {
+        // AVX-512: 32 zmm, 8 for operands; AVX2: 16 ymm, 4 for operands,
+        // two per 64-byte vector of the plan.
+        assert_eq!(accumulator_vectors(Isa::Avx512), 24);
+        assert_eq!(accumulator_vectors(Isa::Avx2), 6);
+        assert_eq!(accumulator_vectors(Isa::Baseline), 3);
+    }
+
+    #[test]
+    fn each_family_has_its_class() {
+        let class = |n: &str| Class::of(&family(n));
+        assert_eq!(class("matmul"), Class::Contraction { simd: 1, rows: 0 });
+        assert!(matches!(class("mcc"), Class::Contraction { simd: 3, .. }));
+        assert!(matches!(class("ccsdt"), Class::Contraction { .. }));
+        assert_eq!(class("matvec"), Class::ContiguousReduction { simd: 1 });
+        assert_eq!(class("dot"), Class::ContiguousReduction { simd: 0 });
+        assert_eq!(class("jacobi3d"), Class::Map { simd: 2 });
+        assert_eq!(class("map"), Class::Map { simd: 0 });
+        assert_eq!(class("prl"), Class::KeptReduction { simd: 0 });
+    }
+
+    #[test]
+    fn contractions_block_as_blis_does() {
+        let k = fixtures::matmul();
+        // The reference machine: 6 rows × 4 vectors (24 accumulators), the
+        // packed 512 × 64 panel of B takes a quarter of the 512 KiB L2.
+        let p = CpuPlan::default_for(&k);
+        assert_eq!(p.reg, vec![6, 64, 1]);
+        assert_eq!((p.l1[2], p.l2[2]), (512, 512));
+        assert_eq!((p.l1[1], p.l1[0]), (64, 384));
+        assert_eq!(p.order, vec![1, 0, 2]);
+        assert_eq!(p.pack, vec![vec![], vec![2, 1]]);
+        // Twice the L2: a panel twice as deep.
+        let p = CpuPlan::default_for_machine(&k, &machine(Isa::Avx512, 48, 1024));
+        assert_eq!(p.l1[2], 1024);
+        // AVX2's 16 registers: two vectors (four ymm) of three rows.
+        let p = CpuPlan::default_for_machine(&k, &machine(Isa::Avx2, 32, 512));
+        assert_eq!(p.reg, vec![3, 32, 1]);
+        assert_eq!(p.l1[2], 1024);
+    }
+
+    #[test]
+    fn contiguous_reductions_stream_runs_of_an_eighth_of_the_l2() {
+        let k = fixtures::matvec();
+        let p = CpuPlan::default_for(&k);
+        // 4 vectors of partial results, 4 rows; 64 KiB runs of 16 384 f32.
+        assert_eq!(p.reg, vec![4, 64]);
+        assert_eq!((p.l1[1], p.l1[0], p.l2[0]), (16384, 4, 64));
+        let p = CpuPlan::default_for_machine(&k, &machine(Isa::Avx512, 48, 2048));
+        assert_eq!(p.l1[1], 65536);
+        assert!(!p.stream);
+    }
+
+    #[test]
+    fn stencils_fit_three_layers_in_l1_and_stream() {
+        let k = family("jacobi3d");
+        let p = CpuPlan::default_for(&k);
+        assert_eq!(p.reg, vec![1, 6, 32]);
+        // A layer of (rows + 2) × 66 f32 takes at most a third of the
+        // 32 KiB L1: 2730 / 66 - 2 = 39 rows, 36 of them whole tiles.
+        assert_eq!(p.l1, vec![64, 36, 64]);
+        assert!(p.stream);
+        let p = CpuPlan::default_for_machine(&k, &machine(Isa::Avx512, 48, 1024));
+        assert_eq!(p.l1[1], 60);
+        // Maps stream too; matvec's results (a PW dimension) do not.
+        assert!(CpuPlan::default_for(&family("map")).stream);
+    }
+
+    #[test]
+    fn kept_reductions_vectorize_the_kept_dimension() {
+        let k = family("prl");
+        let p = CpuPlan::default_for(&k);
+        // A closure combine: scalar rows, one vector's worth (eight i64
+        // results); 12 bytes of the second set per record fill the 32 KiB
+        // L1 with 2048 records.
+        assert_eq!(p.reg, vec![8, 1]);
+        assert_eq!(p.l1, vec![64, 2048]);
+        assert!(!p.stream);
+        // The same kernel with a built-in max: two vectors of lanes, PW
+        // tiles in a quarter of the L1.
+        let max = example("prl").replace("PW(|a, b| if a > b { a } else { b })", "PW(max)");
+        let k = compiled(&max);
+        assert!(crate::codegen::cpu::lanes_apply(&k));
+        let p = CpuPlan::default_for(&k);
+        assert_eq!(p.reg, vec![16, 1]);
+        assert_eq!(p.l1, vec![64, 512]);
+        assert_eq!(p.validate(&k), Ok(()));
+    }
+
+    fn any_machine() -> impl Strategy<Value = Machine> {
+        (
+            prop::sample::select(Isa::ALL.to_vec()),
+            1usize..=256,
+            prop::option::of(4u64..=20),
+            prop::option::of(16u64..=28),
+        )
+            .prop_map(|(isa, cores, l1, l2)| Machine {
+                isa,
+                cores,
+                l1d: l1.map(|b| 1 << b),
+                l2: l2.map(|b| 1 << b),
+                l3: None,
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// For every family (also in f64) and any machine, the default is a
+        /// valid plan whose register tile fits the accumulators of the
+        /// machine's register file (at least one vector per output) and
+        /// whose L1 tiles hold whole register tiles. (That it runs and agrees with
+        /// the interpreter at random sizes: examples/tests/properties.rs,
+        /// `default_plans_agree_with_the_interpreter`.)
+        #[test]
+        fn the_default_is_valid_on_any_machine(
+            f in prop::sample::select(FAMILIES.to_vec()),
+            f64s in any::<bool>(),
+            m in any_machine(),
+        ) {
+            let src = example(f);
+            let k = compiled(&if f64s { fixtures::in_f64(&src) } else { src });
+            let p = CpuPlan::default_for_machine(&k, &m);
+            prop_assert_eq!(p.validate(&k), Ok(()));
+            let lanes = crate::plan::simd_lanes(&k);
+            let outputs = k.analysis().outputs.len().max(1);
+            let vectors = p.reg_elements().div_ceil(lanes) * outputs;
+            let acc = accumulator_vectors(m.isa);
+            prop_assert!(vectors <= acc.max(outputs), "{f}: {:?} on {}", p.reg, m.describe());
+            for x in 0..p.reg.len() {
+                prop_assert!(p.l1[x] % p.reg[x] == 0 || p.l1[x] < p.reg[x], "{f}: l1 {:?} reg {:?}", p.l1, p.reg);
+            }
+        }
+    }
+}
