@@ -125,7 +125,10 @@ fn opencl_calls_are_kept_per_sizes_and_plan() {
     let err = dot::opencl::call(dev, None, &[1000], &[999, 1000], &[1]).err();
     assert!(matches!(err, Some(Error::BufferLength { .. })), "{err:?}");
     // Empty: an entry with nothing to compute.
-    assert!(dot_call(dev, 0, None).ready().is_some(), "dot of nothing is 0");
+    assert!(
+        dot_call(dev, 0, None).ready().is_some(),
+        "dot of nothing is 0"
+    );
 
     // matmul and a scan of several chunks (carries) through `launch`.
     for (i, j, k) in [(33, 17, 65), (33, 17, 65), (8, 64, 3)] {
@@ -135,8 +138,7 @@ fn opencl_calls_are_kept_per_sizes_and_plan() {
             dev.buffer_from(f32s(&inputs[1])).unwrap(),
         );
         let mut dc = dev.buffer::<f32>(i * j).unwrap();
-        matmul::opencl::launch(dev, &da, &db, &mut dc, matmul::Sizes { I: i, J: j, K: k })
-            .unwrap();
+        matmul::opencl::launch(dev, &da, &db, &mut dc, matmul::Sizes { I: i, J: j, K: k }).unwrap();
         let mut c = vec![0f32; i * j];
         dev.read(&dc, &mut c).unwrap();
         let got = [Buffer::from(c)];
@@ -340,7 +342,8 @@ fn cuda_calls_on_the_cpu_keep_jobs_and_poisoned_partials() {
         blocked: false,
     };
     let (i, j, k) = (7, 9, 40);
-    let call = matmul::cuda::call(&dev, Some(&plan), &[i, j, k], &[i * k, k * j], &[i * j]).unwrap();
+    let call =
+        matmul::cuda::call(&dev, Some(&plan), &[i, j, k], &[i * k, k * j], &[i * j]).unwrap();
     assert!(call.ready().unwrap().job().partial_len > 1);
     for _ in 0..2 {
         let inputs = [Buffer::from(rng.f32s(i * k)), Buffer::from(rng.f32s(k * j))];

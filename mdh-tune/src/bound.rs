@@ -12,7 +12,6 @@
 //! GPU: the per-SM throughput model of [`crate::gpu_model`] (its bound).
 
 use mdh_core::plan::{simd_lanes, CpuPlan};
-use mdh_core::spec::DimKind;
 use mdh_core::Checked;
 
 /// Cycles per second: above any sustained all-core clock.

@@ -42,7 +42,7 @@
 //! can beat any count of them) and the inputs at the L2's peak when they
 //! fit there; wave quantization counts only when every block is whole.
 
-use mdh_core::gpu_plan::{GpuPlan, Resolved};
+use mdh_core::gpu_plan::GpuPlan;
 use mdh_core::plan::elem_bytes;
 use mdh_core::spec::DimKind;
 use mdh_core::Checked;
@@ -123,7 +123,7 @@ const H100_SXM: GpuModel = GpuModel {
     unit_registers: 65536,
     unit_shared: 228 * 1024,
     unit_blocks: 32,
-    launch_s: 2.5e-6,
+    launch_s: 5.0e-6,
     warps_to_hide: 16.0,
 };
 
@@ -272,7 +272,6 @@ pub struct Prediction {
 
 /// The plan's geometry and work per block.
 struct Shape {
-    r: Resolved,
     points: f64,
     groups: usize,
     threads: usize,
@@ -282,6 +281,12 @@ struct Shape {
     whole: bool,
     /// Work per point: global and shared loads, other instructions.
     global_loads: f64,
+    /// L1 cycles of the global loads per point (a warp's access of
+    /// scattered sectors takes one cycle per 4 of them).
+    lsu_loads: f64,
+    /// How many times the bytes of the outputs their writes move (sectors
+    /// of 32 bytes partly written).
+    out_spread: f64,
     shared_loads: f64,
     other: f64,
     /// Elements of `local` tiles copied per block.
@@ -303,7 +308,9 @@ fn shape(k: &Checked, plan: &GpuPlan, extents: &[usize]) -> Shape {
     let prod = |xs: &mut dyn Iterator<Item = usize>| xs.map(|v| v as f64).product::<f64>();
     let private_kept = prod(&mut kept.iter().map(|&x| r.private[x]));
     let (mut global_loads, mut shared_loads, mut copies, mut block_bytes) = (0.0, 0.0, 0.0, 0.0);
+    let mut lsu_loads = 0.0;
     let tiles = prod(&mut (0..extents.len()).map(|x| r.block[x].div_ceil(r.tile[x].max(1))));
+    let fast = fastest_dim(kinds, &r);
     for a in &k.analysis().inputs {
         let reuse = prod(
             &mut kept
@@ -319,10 +326,18 @@ fn shape(k: &Checked, plan: &GpuPlan, extents: &[usize]) -> Shape {
             copies += tiles * tile;
             block_bytes += tiles * tile * bytes;
         } else {
+            let spread = spread(a, fast, &r);
             global_loads += 1.0 / reuse;
-            block_bytes += footprint * bytes;
+            lsu_loads += spread / reuse;
+            block_bytes += footprint * bytes * spread;
         }
     }
+    let out_spread = k
+        .analysis()
+        .outputs
+        .iter()
+        .map(|a| spread(a, fast, &r))
+        .fold(1.0, f64::max);
     let smallest = k
         .inputs
         .iter()
@@ -338,6 +353,8 @@ fn shape(k: &Checked, plan: &GpuPlan, extents: &[usize]) -> Shape {
         block_points: prod(&mut r.block.iter().copied()),
         whole: (0..extents.len()).all(|x| extents[x] % r.block[x].max(1) == 0),
         global_loads,
+        lsu_loads,
+        out_spread,
         shared_loads,
         other: OTHER_BASE + OTHER_PER_STEP / private_kept,
         copies,
@@ -346,7 +363,42 @@ fn shape(k: &Checked, plan: &GpuPlan, extents: &[usize]) -> Shape {
         pw_groups: r.pw_groups(kinds),
         kept_points: prod(&mut kept.iter().map(|&x| extents[x])),
         narrow: (4.0 / smallest as f64).max(1.0),
-        r,
+    }
+}
+
+/// The dimension along which consecutive threads of a warp lie: the
+/// emitter numbers work-items with the PW dimensions inner and the last
+/// dimension fastest; `None` when every dimension has one work-item.
+fn fastest_dim(kinds: &[DimKind], r: &mdh_core::gpu_plan::Resolved) -> Option<usize> {
+    let split = |x: &usize| r.items[*x] > 1;
+    let last_pw = (0..kinds.len())
+        .filter(|&x| kinds[x] == DimKind::Pw)
+        .rfind(split);
+    last_pw.or_else(|| {
+        (0..kinds.len())
+            .filter(|&x| kinds[x] != DimKind::Pw)
+            .rfind(split)
+    })
+}
+
+/// How many times its useful bytes a warp's access moves: 1 when
+/// consecutive threads read consecutive elements or one element
+/// (broadcast), the distance between them in elements when it is known at
+/// compile time (blocked work-items: times their private extent), at most
+/// a 32-byte sector per element.
+fn spread(
+    a: &mdh_core::analysis::Access,
+    fast: Option<usize>,
+    r: &mdh_core::gpu_plan::Resolved,
+) -> f64 {
+    let most = (32 / elem_bytes(a.ty).max(1)) as f64;
+    let Some(x) = fast.filter(|x| a.uses.contains(x)) else {
+        return 1.0;
+    };
+    let step = if r.blocked { r.private[x] as f64 } else { 1.0 };
+    match a.static_coefs.get(x).copied().flatten() {
+        Some(c) => (c.unsigned_abs() as f64 * step).clamp(1.0, most),
+        None => most,
     }
 }
 
@@ -403,12 +455,13 @@ pub fn predict(
         ("fma", gp / (m.fma_lanes * s.narrow)),
         ("issue", instructions / m.issue),
         ("shared", (gp * s.shared_loads + s.copies) / m.shared),
-        ("lsu", (gp * s.global_loads + s.copies) / m.lsu),
+        ("lsu", (gp * s.lsu_loads + s.copies) / m.lsu),
     ];
-    let (mut limiter, block_cycles) = per_block
-        .iter()
-        .copied()
-        .fold(("fma", 0.0), |a, b| if b.1 > a.1 { b } else { a });
+    let (mut limiter, block_cycles) =
+        per_block
+            .iter()
+            .copied()
+            .fold(("fma", 0.0), |a, b| if b.1 > a.1 { b } else { a });
     let bpu = occupancy(m, s.threads, res, shared_bytes).max(1);
     let per_unit = s.groups.div_ceil(m.units.max(1));
     let waves = per_unit.div_ceil(bpu);
@@ -433,13 +486,13 @@ pub fn predict(
     } else {
         0.0
     };
-    let once = bytes.inputs + bytes.outputs + partial_bytes;
+    let once = bytes.inputs + bytes.outputs * s.out_spread + partial_bytes;
     let dram_s = if bytes.inputs + bytes.outputs <= m.l2_bytes {
         0.0
     } else {
         once / m.dram_bw
     };
-    let l2_s = (s.groups as f64 * s.block_bytes).max(once) / m.l2_bw;
+    let l2_s = (s.groups as f64 * s.block_bytes + bytes.outputs * s.out_spread).max(once) / m.l2_bw;
     let launches = if s.pw_groups > 1 { 2.0 } else { 1.0 };
     let launch_s = launches * m.launch_s;
     let mut parts = [
@@ -473,9 +526,14 @@ fn bound(s: &Shape, bytes: Bytes, m: &GpuModel) -> f64 {
         1
     };
     let unit_lanes = (n as f64 * threads * m.item_lanes).min(m.fma_lanes);
-    let compute = (s.points / (lanes * per_lane)).max(n as f64 * s.block_points / (unit_lanes * per_lane));
+    let compute =
+        (s.points / (lanes * per_lane)).max(n as f64 * s.block_points / (unit_lanes * per_lane));
     let fits_l2 = bytes.inputs + bytes.outputs <= m.l2_bytes;
-    let device_bw = if fits_l2 { m.l2_peak_bw } else { m.dram_peak_bw };
+    let device_bw = if fits_l2 {
+        m.l2_peak_bw
+    } else {
+        m.dram_peak_bw
+    };
     let bandwidth = (units * m.unit_bytes * m.clock_hz).min(device_bw);
     compute.max(bytes.inputs / bandwidth)
 }

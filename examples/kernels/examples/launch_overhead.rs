@@ -155,12 +155,28 @@ fn lookup(reps: &Reps) -> Result<(), Error> {
         &mut [
             &mut || before(dot::desc(), &dot_job, &[DOT_N], &[DOT_N, DOT_N], &[1]),
             &mut || after(&dot_call),
-            &mut || before(matmul::desc(), &mm_job, &[i, j, k], &[i * k, k * j], &[i * j]),
+            &mut || {
+                before(
+                    matmul::desc(),
+                    &mm_job,
+                    &[i, j, k],
+                    &[i * k, k * j],
+                    &[i * j],
+                )
+            },
             &mut || after(&mm_call),
         ],
     );
-    println!("dot N={DOT_N}:          per call before {}, prepared call {}", us(t[0]), us(t[1]));
-    println!("matmul {i}x{j}x{k}: per call before {}, prepared call {}", us(t[2]), us(t[3]));
+    println!(
+        "dot N={DOT_N}:          per call before {}, prepared call {}",
+        us(t[0]),
+        us(t[1])
+    );
+    println!(
+        "matmul {i}x{j}x{k}: per call before {}, prepared call {}",
+        us(t[2]),
+        us(t[3])
+    );
     Ok(())
 }
 
