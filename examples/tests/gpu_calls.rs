@@ -239,12 +239,7 @@ fn sim_run(
     let mut parts = ready.partials(dev)?;
     let n_parts = parts.iter_mut().count();
     let (n_in, n_out) = (inputs.len(), outputs.len());
-    let mut args: Vec<SimArg> = data
-        .iter_mut()
-        .map(|(bytes, elem)| SimArg::Buf {
-            data: bytes.as_mut_slice(),
-            elem,
-        })
+    let mut args: Vec<SimArg> = gpu::sim_buffers(&mut data)
         .chain(parts.iter_mut().map(|(p, _)| SimArg::Buf {
             data: p.as_mut_slice(),
             elem: part_ty,

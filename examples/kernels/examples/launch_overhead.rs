@@ -62,18 +62,6 @@ fn us(s: f64) -> String {
     format!("{:8.2} µs", s * 1e6)
 }
 
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
-}
-
 /// The cases: a small dot (two launches: `mdh_main`, `mdh_combine`) and
 /// the smallest matmul of mdh-bench.
 const DOT_N: usize = 4096;
@@ -361,7 +349,7 @@ fn main() -> Result<(), Error> {
         batch: if quick { 50 } else { 200 },
         rounds: if quick { 11 } else { 31 },
     };
-    println!("host CPU: {}", cpu_model());
+    println!("host CPU: {}", mdh::cpu::cpu_name());
     lookup(&reps)?;
     opencl(&reps)?;
     cuda(&reps)?;
