@@ -124,12 +124,7 @@ fn run_on_cpu(
     }
     let n_bufs = data.len();
     let (n_in, n_out) = (inputs.len(), outputs.len());
-    let mut args: Vec<SimArg> = data
-        .iter_mut()
-        .map(|(bytes, elem)| SimArg::Buf {
-            data: bytes.as_mut_slice(),
-            elem,
-        })
+    let mut args: Vec<SimArg> = gpu::sim_buffers(&mut data)
         .chain(params.iter().map(|v| SimArg::Scalar {
             bytes: param_bytes(v),
             ty: c(v.ty()),

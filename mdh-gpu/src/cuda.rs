@@ -50,7 +50,10 @@ fn backend(msg: impl Into<String>) -> Error {
 
 /// Runs `f`, turning a panic inside cudarc (a missing symbol in an old
 /// library, for instance) into an `Err` that names `what`.
-fn guarded<R>(what: &str, f: impl FnOnce() -> Result<R, Error>) -> Result<R, Error> {
+fn guarded<R>(
+    what: impl std::fmt::Display,
+    f: impl FnOnce() -> Result<R, Error>,
+) -> Result<R, Error> {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
         let msg = p
             .downcast_ref::<String>()
@@ -401,22 +404,23 @@ fn parse_ptxas_report(log: &str) -> Vec<KernelResources> {
     kernels
 }
 
-type Cubin = Arc<OnceLock<Result<Arc<Vec<u8>>, String>>>;
+/// A CUBIN with ptxas' report on its kernels.
+type Image = Arc<(Vec<u8>, Vec<KernelResources>)>;
+type Cubin = Arc<OnceLock<Result<Image, String>>>;
 
 /// The CUBIN of `source` for the real architecture `arch`, compiled once per
-/// process.
-fn cubin(source: &str, arch: &str) -> Result<Arc<Vec<u8>>, Error> {
+/// process, with ptxas' report (`-Xptxas -v`: it costs nothing, and the
+/// tuner reports registers and spills of what it measures).
+fn cubin(source: &str, arch: &str) -> Result<Image, Error> {
     static CACHE: OnceLock<Mutex<HashMap<(String, String), Cubin>>> = OnceLock::new();
     let cell = lock(CACHE.get_or_init(Default::default))
         .entry((source.to_owned(), arch.to_owned()))
         .or_default()
         .clone();
     cell.get_or_init(|| {
-        let opts = [format!("--gpu-architecture={arch}")];
-        let out = nvrtc_raw(source, &opts, true).map_err(|e| e.to_string())?;
-        out.cubin
-            .map(Arc::new)
-            .ok_or_else(|| format!("NVRTC compiled the source for {arch} but returned no CUBIN"))
+        nvrtc_resources(source, arch)
+            .map(|c| Arc::new((c.cubin, c.kernels)))
+            .map_err(|e| e.to_string())
     })
     .clone()
     .map_err(backend)
@@ -441,6 +445,7 @@ pub struct Device {
     sm_count: Option<usize>,
     clock_khz: Option<u32>,
     modules: Arc<Mutex<HashMap<String, Arc<Module>>>>,
+    memo: Arc<crate::memo::Memo>,
 }
 
 impl std::fmt::Debug for Device {
@@ -515,6 +520,7 @@ impl Device {
                 sm_count,
                 clock_khz,
                 modules: Arc::new(Mutex::new(HashMap::new())),
+                memo: Arc::default(),
             })
         })
     }
@@ -600,7 +606,14 @@ impl Device {
             sm_count: self.sm_count,
             clock_khz: self.clock_khz,
             modules: self.modules.clone(),
+            memo: self.memo.clone(),
         })
+    }
+
+    /// What callers keep for this device (mdh's prepared calls), shared
+    /// with the handles of [`Device::on_stream`].
+    pub fn memo(&self) -> &crate::memo::Memo {
+        &self.memo
     }
 
     /// The context (for direct cudarc use).
@@ -697,11 +710,12 @@ impl Device {
         let image = cubin(source, &self.arch)?;
         let module = guarded("loading a CUDA module", || {
             self.ctx
-                .load_module(cudarc::nvrtc::Ptx::from_binary(image.to_vec()))
+                .load_module(cudarc::nvrtc::Ptx::from_binary(image.0.clone()))
                 .map_err(driver_err("loading the compiled module"))
         })?;
         let m = Arc::new(Module {
             module,
+            image,
             stream: self.stream.clone(),
             functions: Mutex::new(HashMap::new()),
         });
@@ -717,6 +731,7 @@ impl Device {
 /// A loaded CUDA module: the kernels of one source on one device.
 pub struct Module {
     module: Arc<CudaModule>,
+    image: Image,
     stream: Arc<CudaStream>,
     functions: Mutex<HashMap<String, CudaFunction>>,
 }
@@ -731,6 +746,12 @@ impl Module {
     /// The cudarc module (for direct cudarc use).
     pub fn cuda_module(&self) -> &Arc<CudaModule> {
         &self.module
+    }
+
+    /// What ptxas reported of each kernel of the module (registers,
+    /// spills, shared memory).
+    pub fn resources(&self) -> &[KernelResources] {
+        &self.image.1
     }
 
     /// The kernel `name` (an `extern "C" __global__` function of the source).
@@ -767,6 +788,15 @@ impl Module {
             name: name.to_owned(),
             args: Vec::new(),
         })
+    }
+}
+
+/// "launching CUDA kernel `NAME`", for messages.
+struct Launching<'a>(&'a str);
+
+impl std::fmt::Display for Launching<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "launching CUDA kernel `{}`", self.0)
     }
 }
 
@@ -864,7 +894,8 @@ impl<'a> Kernel<'a> {
             name,
             mut args,
         } = self;
-        let what = format!("launching CUDA kernel `{name}`");
+        // Formatted only on failure: a launch does no string work.
+        let what = Launching(&name);
         guarded(&what, || {
             if shared_bytes > 48 * 1024 {
                 func.set_attribute(
@@ -892,7 +923,7 @@ impl<'a> Kernel<'a> {
             // stream after this launch) and plain `DeviceRepr` scalars,
             // which the driver copies at launch; matching them to the
             // kernel's parameters is the caller's contract (see `Kernel`).
-            let events = unsafe { b.launch(cfg) }.map_err(driver_err(&what))?;
+            let events = unsafe { b.launch(cfg) }.map_err(|e| driver_err(&what.to_string())(e))?;
             if !timed {
                 return Ok(None);
             }

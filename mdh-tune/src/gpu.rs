@@ -9,7 +9,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use mdh::gpu::{bind_sizes, choose, job, DeviceLimits, GpuEntry, KernelInfo, Loaded, RawDevice};
+use mdh::gpu::{
+    bind_sizes, choose, job, local_bytes, DeviceLimits, GpuEntry, KernelInfo, Loaded,
+    MainResources, RawDevice,
+};
 use mdh::reference::{Buffer, Value};
 use mdh_core::codegen::c_expr::Dialect;
 use mdh_core::codegen::gpu::template;
@@ -20,8 +23,9 @@ use mdh_core::gpu_plan::GpuPlan;
 use mdh_core::plan::elem_bytes;
 use mdh_core::Checked;
 
+use crate::gpu_model::{predict, Bytes, GpuModel, Resources};
 use crate::gpu_space::GpuSpace;
-use crate::log::Status;
+use crate::log::{ModelNote, Status};
 use crate::scratch::check;
 use crate::source;
 use crate::space::Space;
@@ -104,6 +108,9 @@ struct Outcome {
     status: Status,
     time_s: Option<f64>,
     error: Option<String>,
+    /// What the compiler reported of its `mdh_main`, where the runtime
+    /// tells (CUDA).
+    resources: Option<MainResources>,
 }
 
 impl Outcome {
@@ -112,6 +119,7 @@ impl Outcome {
             status: Status::Failed,
             time_s: None,
             error: Some(e.to_string()),
+            resources: None,
         }
     }
 }
@@ -189,6 +197,7 @@ impl<'a, D: RawDevice> Bench<'a, D> {
                         status: Status::Wrong,
                         time_s: None,
                         error: Some(m),
+                        resources: loaded.resources(self.dev),
                     });
                 }
             }
@@ -228,6 +237,7 @@ impl<'a, D: RawDevice> Bench<'a, D> {
             status: Status::Ok,
             time_s: Some(times[times.len() / 2].as_secs_f64()),
             error: None,
+            resources: loaded.resources(self.dev),
         }
     }
 }
@@ -276,7 +286,7 @@ const MIN_SAMPLE_S: f64 = 5e-3;
 /// The plan the macro runs without a config entry on this device: the
 /// heuristic default fitted to its limits, as a plan (`groups` left to the
 /// run time, as the default does).
-fn fitted_default(
+pub(crate) fn fitted_default(
     desc: &KernelDesc,
     bound: &Bound,
     info: &KernelInfo,
@@ -339,6 +349,22 @@ fn configured_gpu_plan(
         .map(|e| e.plan))
 }
 
+/// A measured candidate's line: its time next to the model's.
+fn describe(plan: &GpuPlan, time_s: f64, n: &ModelNote) -> String {
+    let mut s = format!(
+        "{:>9.1} µs measured, {:>9.1} µs predicted ({}, {} blocks per unit, {} waves)",
+        time_s * 1e6,
+        n.predicted_s * 1e6,
+        n.limiter,
+        n.blocks_per_unit,
+        n.waves
+    );
+    if let (Some(r), Some(sp)) = (n.registers, n.spill_bytes) {
+        s += &format!(", {r} registers, {sp} spill bytes");
+    }
+    s + &format!(": {plan:?}")
+}
+
 /// Tunes `found`'s kernel for the device `dev` of `target.backend`.
 pub fn tune<D: RawDevice>(
     opts: &Options,
@@ -387,17 +413,46 @@ pub fn tune<D: RawDevice>(
         dev.device_name(),
         lim,
     )?;
-    // Candidates that cannot beat the best measured are not compiled.
-    let machine = crate::bound::Gpu::of(compute);
-    let input_bytes: f64 = bench
-        .inputs
-        .iter()
-        .map(|b| (b.len() * elem_bytes(b.ty())) as f64)
-        .sum();
-    let extents = bound.extents.clone();
-    let lower = move |plan: &GpuPlan| {
-        crate::bound::gpu_lower_bound(k, &desc.kinds, plan, &extents, input_bytes, &machine)
+    // The throughput model: candidates that cannot beat the best measured
+    // are not compiled; the others are measured and compared with its
+    // prediction.
+    let model = GpuModel::of(dev.device_name(), compute);
+    let bytes_of = |bufs: &[Buffer]| -> f64 {
+        bufs.iter()
+            .map(|b| (b.len() * elem_bytes(b.ty())) as f64)
+            .sum()
     };
+    let bytes = Bytes {
+        inputs: bytes_of(&bench.inputs),
+        outputs: bytes_of(&bench.init),
+    };
+    eprintln!(
+        "throughput model: {} ({} units at {:.0} MHz)",
+        model.name,
+        model.units,
+        model.clock_hz / 1e6
+    );
+    let extents = bound.extents.clone();
+    let note = |plan: &GpuPlan, res: Option<MainResources>| {
+        let shared = local_bytes(desc, info, &bound, &plan.resolve(&desc.kinds, &extents));
+        let r = res.map(|r| Resources {
+            registers: r.registers,
+            shared_bytes: r.shared_bytes,
+        });
+        let p = predict(k, plan, &extents, bytes, &model, r, shared);
+        let note = ModelNote {
+            device: model.name.to_string(),
+            predicted_s: p.time_s,
+            limiter: p.limiter.to_string(),
+            blocks_per_unit: p.blocks_per_unit,
+            waves: p.waves,
+            registers: res.map(|r| r.registers),
+            spill_bytes: res.map(|r| r.spill_bytes),
+            shared_bytes: res.map(|r| r.shared_bytes),
+        };
+        (p.bound_s, note)
+    };
+    let lower = |plan: &GpuPlan| note(plan, None).0;
     let mut t = Tuning::new(space, &default, target, work_dir, opts, Box::new(lower))?;
     if t.best.is_some() && bench.want.is_none() {
         // A resumed run compares with the default plan's result: run it
@@ -430,7 +485,13 @@ pub fn tune<D: RawDevice>(
                 }
                 _ => {}
             }
-            t.record(p.candidate(o.status, o.time_s, o.error, t.elapsed()))?;
+            let (_, model_note) = note(&p.plan, o.resources);
+            if let Some(time) = o.time_s {
+                t.say(describe(&p.plan, time, &model_note));
+            }
+            let mut c = p.candidate(o.status, o.time_s, o.error, t.elapsed());
+            c.model = Some(model_note);
+            t.record(c)?;
         }
         Ok(())
     })?;
@@ -568,8 +629,8 @@ mod tests {
         let k = mdh_core::fixtures::matvec();
         let sizes = [256, 256];
         let mut bench = Bench::new(&dev, &k, &sizes, Dialect::OpenCl).unwrap();
-        let machine = crate::bound::Gpu::of(dev.compute());
-        assert!(machine.compute_units >= 1 && machine.clock_hz >= crate::bound::GPU_CLOCK_HZ);
+        let machine = GpuModel::of(dev.device_name(), dev.compute());
+        assert!(machine.units >= 1);
         let input_bytes = 4.0 * (256.0 * 256.0 + 256.0);
         let default = fitted_default(
             bench.desc,
@@ -586,9 +647,13 @@ mod tests {
             blocked: false,
         };
         let alone = plan([1, 1], [1, 1], [1, 1]);
-        let (desc, extents) = (bench.desc, bench.bound.extents.clone());
-        let bound_of = |p: &GpuPlan, bytes: f64| {
-            crate::bound::gpu_lower_bound(&k, &desc.kinds, p, &extents, bytes, &machine)
+        let extents = bench.bound.extents.clone();
+        let bound_of = |p: &GpuPlan, inputs: f64| {
+            let bytes = Bytes {
+                inputs,
+                outputs: 0.0,
+            };
+            predict(&k, p, &extents, bytes, &machine, None, 0).bound_s
         };
         // One work-item for the whole call is bounded above any plan that
         // spreads the points (compute alone: a work-item does at most half

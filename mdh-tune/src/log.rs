@@ -46,8 +46,32 @@ pub struct Candidate<P> {
     pub lower_bound_s: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What the GPU model predicted and the compiler reported (GPU
+    /// candidates that ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelNote>,
     /// Seconds of the budget spent when it was recorded.
     pub elapsed_s: f64,
+}
+
+/// The GPU model's prediction of a candidate (`gpu_model::predict`) and
+/// the resources of its `mdh_main` (CUDA: ptxas' report) it was made with.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelNote {
+    /// The device row of the model (`generic`: the bound only).
+    pub device: String,
+    pub predicted_s: f64,
+    /// What limits the plan: `fma`, `issue`, `shared`, `lsu`, `latency`,
+    /// `l2`, `dram`, `launch` (`bound` for the generic model).
+    pub limiter: String,
+    pub blocks_per_unit: usize,
+    pub waves: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registers: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spill_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_bytes: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -169,6 +193,7 @@ mod tests {
             time_s: Some(t),
             lower_bound_s: 0.0,
             error: None,
+            model: None,
             elapsed_s: t,
         }
     }

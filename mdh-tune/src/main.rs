@@ -24,6 +24,7 @@
 mod bound;
 mod cpu;
 mod gpu;
+mod gpu_model;
 mod gpu_space;
 mod log;
 mod nod;

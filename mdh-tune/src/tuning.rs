@@ -81,6 +81,7 @@ impl<P: Clone> Pending<P> {
             time_s,
             lower_bound_s: self.bound,
             error,
+            model: None,
             elapsed_s,
         }
     }

@@ -99,6 +99,12 @@ fn tune_and_check(backend: &str, device: &str, limits: DeviceLimits) {
         assert!(bound > 0.0, "{r}");
         if let Some(time) = r["time_s"].as_f64() {
             assert!(time >= bound, "measured below its lower bound: {r}");
+            // The throughput model's prediction is kept next to it.
+            let predicted = r["model"]["predicted_s"].as_f64().unwrap();
+            assert!(predicted >= bound, "{r}");
+            if backend == "cuda" {
+                assert!(r["model"]["registers"].as_u64().is_some(), "{r}");
+            }
         }
     }
 

@@ -12,6 +12,9 @@ use mdh_rt::types::{elem_bytes, DimKind};
 use mdh_rt::value::{Buffer, Value};
 use mdh_rt::Error;
 
+pub mod calls;
+pub use calls::{call, Call, CallDevice};
+
 /// What a generated wrapper knows about its kernel besides its `desc()`.
 pub struct KernelInfo {
     /// The source template (see mdh-core's `codegen::gpu`).
@@ -202,7 +205,7 @@ fn distance(a: &[usize], b: &[usize]) -> f64 {
 /// inputs and, when PW dimensions are split across work-items, the
 /// reduction tree (a partial result and a flag per work-item and output
 /// access).
-fn local_bytes(desc: &KernelDesc, info: &KernelInfo, bound: &Bound, r: &Resolved) -> u64 {
+pub fn local_bytes(desc: &KernelDesc, info: &KernelInfo, bound: &Bound, r: &Resolved) -> u64 {
     let tiles: u64 = local_elems(desc, bound, r)
         .iter()
         .zip(info.in_bytes)
@@ -493,6 +496,17 @@ pub fn param_bytes(v: &Value) -> Vec<u8> {
     bytes!(F32, F64, I8, I16, I32, I64, U8, U16, U32, U64)
 }
 
+/// What the compiler reports of a job's `mdh_main` (CUDA: ptxas' `-v`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MainResources {
+    /// Registers per thread.
+    pub registers: u32,
+    /// Bytes spilled to local memory and loaded back, per thread.
+    pub spill_bytes: u64,
+    /// Bytes of static shared memory per block.
+    pub shared_bytes: u64,
+}
+
 /// One argument of an untyped launch.
 pub enum RawArg<'a, B> {
     /// A device buffer whose elements the kernel reads as `elem`-byte values.
@@ -521,6 +535,11 @@ pub trait RawDevice: GpuDevice {
     fn download(&self, buf: &Self::Buffer, out: &mut [u8]) -> Result<(), Error>;
     /// The compiled program of a job's source (cached by the runtime).
     fn compile(&self, source: &str) -> Result<Self::Program, Error>;
+    /// What the compiler reported of the program's `mdh_main`, where the
+    /// runtime tells.
+    fn resources(&self, _prog: &Self::Program) -> Option<MainResources> {
+        None
+    }
     /// Runs launch `l` with `args` in order and waits for it; returns its
     /// time on the device (events).
     fn launch(
@@ -559,12 +578,7 @@ impl<D: RawDevice> Loaded<D> {
             buffers.push((dev.upload(&to_bytes(b))?, elem_bytes(b.ty())));
         }
         for &eb in acc_bytes {
-            let bytes = job.partial_len.checked_mul(eb).ok_or_else(|| {
-                Error::Argument(format!(
-                    "{} partial results of {eb} bytes overflow the address space",
-                    job.partial_len
-                ))
-            })?;
+            let bytes = calls::bytes(job.partial_len, eb)?;
             buffers.push((dev.upload(&vec![0u8; bytes])?, eb));
         }
         Ok(Loaded {
@@ -594,6 +608,11 @@ impl<D: RawDevice> Loaded<D> {
             total += dev.launch(&self.program, l, &args)?;
         }
         Ok(total)
+    }
+
+    /// What the compiler reported of the job's `mdh_main`, if known.
+    pub fn resources(&self, dev: &D) -> Option<MainResources> {
+        dev.resources(&self.program)
     }
 
     /// Copies the outputs back into `outputs` (the buffers given to
@@ -702,6 +721,15 @@ impl RawDevice for mdh_gpu::cuda::Device {
 
     fn compile(&self, source: &str) -> Result<Self::Program, Error> {
         self.module(source)
+    }
+
+    fn resources(&self, prog: &Self::Program) -> Option<MainResources> {
+        let k = prog.resources().iter().find(|k| k.name == "mdh_main")?;
+        Some(MainResources {
+            registers: k.registers,
+            spill_bytes: k.spill_stores + k.spill_loads,
+            shared_bytes: k.shared_bytes,
+        })
     }
 
     fn launch(

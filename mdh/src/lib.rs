@@ -62,7 +62,10 @@ pub mod opencl {
 pub mod cuda {
     pub use mdh_gpu::cuda::cudarc;
     pub use mdh_gpu::cuda::cudarc::driver::{CudaSlice, CudaStream};
-    pub use mdh_gpu::cuda::{nvrtc_available, nvrtc_compile, Compiled, Device, Kernel, Module};
+    pub use mdh_gpu::cuda::{
+        nvrtc_available, nvrtc_compile, nvrtc_resources, Compiled, Device, Kernel, KernelResources,
+        Module,
+    };
 }
 
 /// Keeps its input when the facade's `cuda` feature is on (see

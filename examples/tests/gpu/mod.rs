@@ -431,3 +431,16 @@ pub fn opencl_device() -> Option<&'static mdh::opencl::Device> {
     })
     .as_ref()
 }
+
+/// The CPU execution's arguments of buffers held as (bytes, C element
+/// type), in order.
+#[allow(dead_code)] // tests/opencl.rs shares this module but not cuda_sim
+pub fn sim_buffers(
+    data: &mut [(Vec<u8>, &'static str)],
+) -> impl Iterator<Item = mdh_gpu::cuda_sim::SimArg<'_>> {
+    data.iter_mut()
+        .map(|(bytes, elem)| mdh_gpu::cuda_sim::SimArg::Buf {
+            data: bytes.as_mut_slice(),
+            elem,
+        })
+}

@@ -87,14 +87,6 @@ impl Backend {
         }
     }
 
-    /// The compiled program of `__job.source` (cached by the runtime).
-    fn program(self) -> TokenStream {
-        match self {
-            Backend::OpenCl => quote!(__dev.program(&__job.source, "")?),
-            Backend::Cuda => quote!(__dev.module(&__job.source)?),
-        }
-    }
-
     /// When `launch`'s work is done, for its documentation.
     fn launch_doc(self) -> &'static str {
         match self {
@@ -129,6 +121,24 @@ impl Backend {
         match self {
             Backend::OpenCl => quote!(__k = __k.arg_buffer(&*#b);),
             Backend::Cuda => quote!(__k = __k.arg_slice_mut(&mut *#b);),
+        }
+    }
+
+    /// Adds the buffers of partial results of `__parts` (bytes on the
+    /// device) to launch `__k`.
+    fn args_partial(self) -> TokenStream {
+        match self {
+            Backend::OpenCl => quote! {
+                for (__p, __eb) in __parts.iter_mut() {
+                    __k = __k.arg_buffer_as(&*__p, __eb);
+                }
+            },
+            // CUDA pointers have no element type.
+            Backend::Cuda => quote! {
+                for (__p, _) in __parts.iter_mut() {
+                    __k = __k.arg_slice_mut(__p);
+                }
+            },
         }
     }
 
@@ -242,7 +252,9 @@ pub fn gpu_module(k: &Checked, backend: Backend, entries: &[GpuEntryCfg]) -> Tok
                 /// one call.
                 pub const TEMPLATE: &str = #src;
 
-                const INFO: ::mdh::__rt::gpu::KernelInfo = ::mdh::__rt::gpu::KernelInfo {
+                // A static: its address names the kernel in the cache of
+                // prepared calls (`mdh::__rt::gpu::call`).
+                static INFO: ::mdh::__rt::gpu::KernelInfo = ::mdh::__rt::gpu::KernelInfo {
                     template: TEMPLATE,
                     in_bytes: &[#(#in_bytes),*],
                     acc_bytes: &[#(#acc_bytes),*],
@@ -334,14 +346,16 @@ fn host_fns(k: &Checked) -> TokenStream {
             __plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,
             #params
         ) -> ::core::result::Result<(), ::mdh::Error> {
-            let __bound = super::desc().bind(
+            let __call = call(
+                __dev,
+                __plan,
                 &__sizes.values(),
                 &[#(#in_names.len()),*],
                 &[#(#out_names.len()),*],
             )?;
             #(#upload_in)*
             #(#upload_out)*
-            __launch(__dev, &__bound, __plan, #(&#d_in,)* #(&mut #d_out,)* #(#param_names,)*)?;
+            __launch(__dev, &__call, #(&#d_in,)* #(&mut #d_out,)* #(#param_names,)*)?;
             #(#download)*
             ::core::result::Result::Ok(())
         }
@@ -367,11 +381,6 @@ fn device_fns(k: &Checked, backend: Backend) -> TokenStream {
             }
         })
         .collect();
-    let out_access_tys = k.analysis().output_types();
-    let parts: Vec<Ident> = (0..out_access_tys.len())
-        .map(|o| format_ident!("__part{}", o))
-        .collect();
-    let part_tys: Vec<TokenStream> = out_access_tys.iter().map(|&t| device_ty(t)).collect();
     let in_bufs: Vec<TokenStream> = k
         .inputs
         .iter()
@@ -384,10 +393,9 @@ fn device_fns(k: &Checked, backend: Backend) -> TokenStream {
         .collect();
     let in_lens = in_names.iter().map(|b| backend.buffer_len(b));
     let out_lens = out_names.iter().map(|b| backend.buffer_len(b));
-    let program = backend.program();
     let args_in = in_names.iter().map(|b| backend.arg_in(&quote!(#b)));
     let args_out = out_names.iter().map(|b| backend.arg_out(&quote!(#b)));
-    let args_part = parts.iter().map(|b| backend.arg_out(&quote!(&mut #b)));
+    let args_part = backend.args_partial();
     let run = backend.run();
     let kernel = backend.kernel();
     let launch_doc = backend.launch_doc();
@@ -402,12 +410,31 @@ fn device_fns(k: &Checked, backend: Backend) -> TokenStream {
             #(#param_names: #param_tys,)*
             __sizes: super::Sizes,
         ) -> ::core::result::Result<(), ::mdh::Error> {
-            let __bound = super::desc().bind(
+            let __call = call(
+                __dev,
+                ::core::option::Option::None,
                 &__sizes.values(),
                 &[#(#in_lens),*],
                 &[#(#out_lens),*],
             )?;
-            __launch(__dev, &__bound, ::core::option::Option::None, #(#in_names,)* #(#out_names,)* #(#param_names,)*)
+            __launch(__dev, &__call, #(#in_names,)* #(#out_names,)* #(#param_names,)*)
+        }
+
+        /// The prepared call of these sizes (`sizes`: their values) and
+        /// plan (`None`: the configured ones) on `device`, for buffers of
+        /// `in_lens` and `out_lens` elements: kept on the device, so that
+        /// a repeated call finds its job, compiled program and buffers of
+        /// partial results (see `mdh::gpu::calls`). What [`launch`] and
+        /// [`run`] run, for tests and benchmarks.
+        #[doc(hidden)]
+        pub fn call<D: ::mdh::__rt::gpu::CallDevice>(
+            device: &D,
+            plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,
+            sizes: &[usize],
+            in_lens: &[usize],
+            out_lens: &[usize],
+        ) -> ::core::result::Result<::std::sync::Arc<::mdh::__rt::gpu::Call<D>>, ::mdh::Error> {
+            ::mdh::__rt::gpu::call(device, &INFO, super::desc(), __entries, plan, sizes, in_lens, out_lens)
         }
 
         /// The source and launches of one call on a device named
@@ -426,26 +453,24 @@ fn device_fns(k: &Checked, backend: Backend) -> TokenStream {
 
         fn __launch(
             __dev: &Device,
-            __bound: &::mdh::__rt::Bound,
-            __plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,
+            __call: &::mdh::__rt::gpu::Call<Device>,
             #(#in_names: &#in_bufs,)*
             #(#out_names: &mut #out_bufs,)*
             #(#param_names: #param_tys,)*
         ) -> ::core::result::Result<(), ::mdh::Error> {
-            use ::mdh::__rt::gpu::GpuDevice as _;
-            let ::core::option::Option::Some(__job) = job(__bound, __plan, __dev.name(), __dev.limits())? else {
+            let ::core::option::Option::Some(__ready) = __call.ready() else {
                 return ::core::result::Result::Ok(());
             };
-            let __prog = #program;
-            #(let mut #parts = __dev.buffer::<#part_tys>(__job.partial_len)?;)*
-            for __l in __job.launches() {
+            let __prog = __ready.program();
+            let mut __parts = __ready.partials(__dev)?;
+            for __l in __ready.launches() {
                 let mut __k = #kernel;
                 if __l.inputs {
                     #(#args_in)*
                 }
                 #(#args_out)*
                 if __l.partials {
-                    #(#args_part)*
+                    #args_part
                 }
                 #(__k = __k.arg_scalar(#param_args);)*
                 #run

@@ -106,6 +106,7 @@ pub struct Device {
     compute_units: Option<usize>,
     max_clock_mhz: Option<u32>,
     programs: Mutex<HashMap<ProgramKey, ProgramSlot>>,
+    memo: crate::memo::Memo,
 }
 
 impl fmt::Debug for Device {
@@ -203,6 +204,7 @@ impl Device {
                 compute_units,
                 max_clock_mhz,
                 programs: Mutex::new(HashMap::new()),
+                memo: Default::default(),
             })
         })
     }
@@ -421,6 +423,12 @@ impl Device {
     /// their `Arc`s), e.g. in a tuner that builds many variants once each.
     pub fn clear_program_cache(&self) {
         lock(&self.programs).clear();
+    }
+
+    /// What callers keep for this device (mdh's prepared calls: jobs,
+    /// programs and buffers of partial results), dropped with it.
+    pub fn memo(&self) -> &crate::memo::Memo {
+        &self.memo
     }
 
     fn build(&self, source: &str, options: &str) -> Result<Program, Error> {

@@ -1,0 +1,275 @@
+//! Prepared calls: what the generated wrappers' `launch` and `run` keep per
+//! (kernel, sizes, plan, device), so that a repeated call does no source
+//! work and allocates nothing.
+//!
+//! The first call with some sizes binds them to the kernel (checking the
+//! buffer lengths), chooses the plan, completes the source, compiles it and
+//! keeps all of it, with the launches, in the device's [`Memo`]; later calls
+//! with the same sizes and plan find it by a hash of (kernel, sizes, plan)
+//! and only compare the buffer lengths with those the sizes give. Entries
+//! live as long as the device (the memo is the device's).
+//!
+//! The buffers of partial results (one per output access, when PW
+//! dimensions are split across work-groups) are kept too: a call takes an
+//! idle set, or allocates one (zeroed once, on the device), and gives it
+//! back when its launches are issued. A set is only taken again on the
+//! queue (CUDA stream) that last used it, so that a kernel still running
+//! there finishes first (a queue runs its work in order; OpenCL launches
+//! are blocking anyway). The kernels write every partial result that
+//! `mdh_combine` reads, so the buffers need no zeroing per call (the CPU
+//! execution of CUDA in the tests poisons them to check it).
+
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+
+use mdh_gpu::memo::Memo;
+use mdh_rt::desc::KernelDesc;
+use mdh_rt::gpu_plan::GpuPlan;
+use mdh_rt::Error;
+
+use super::{job, GpuDevice, GpuEntry, Job, KernelInfo, Launch};
+
+/// What a device offers the prepared calls.
+pub trait CallDevice: GpuDevice + 'static {
+    /// A compiled program (module) of a job's source.
+    type Program: Send + Sync + 'static;
+    /// A device buffer of partial results.
+    type Partial: Send + 'static;
+    /// The name tuned plans are matched against.
+    fn call_device_name(&self) -> &str;
+    /// Where the prepared calls of this device are kept.
+    fn memo(&self) -> &Memo;
+    /// The compiled program of `source` (the runtimes cache it by source).
+    fn compile(&self, source: &str) -> Result<Self::Program, Error>;
+    /// A buffer for `len` partial results of output access `access`, each
+    /// of `elem` bytes.
+    fn partial(&self, len: usize, elem: usize, access: usize) -> Result<Self::Partial, Error>;
+    /// The queue this handle issues work on (see the module documentation);
+    /// 0 for runtimes whose launches are blocking.
+    fn queue_id(&self) -> usize {
+        0
+    }
+}
+
+/// A prepared call of one kernel with some sizes and plan on one device.
+pub struct Call<D: CallDevice> {
+    kernel: usize,
+    sizes: Vec<usize>,
+    plan: Option<GpuPlan>,
+    in_lens: Vec<usize>,
+    out_lens: Vec<usize>,
+    ready: Option<Ready<D>>,
+}
+
+/// A call with something to compute: its job, compiled.
+pub struct Ready<D: CallDevice> {
+    job: Job,
+    launches: Vec<Launch>,
+    program: D::Program,
+    acc_bytes: &'static [usize],
+    /// Idle sets of partial-result buffers, with the queue that used each.
+    idle: Mutex<Vec<(usize, Vec<D::Partial>)>>,
+}
+
+impl<D: CallDevice> Call<D> {
+    /// `None` when there is nothing to compute (a kept dimension is empty).
+    pub fn ready(&self) -> Option<&Ready<D>> {
+        self.ready.as_ref()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl<D: CallDevice> Ready<D> {
+    pub fn job(&self) -> &Job {
+        &self.job
+    }
+
+    /// The launches of the job, in order.
+    pub fn launches(&self) -> &[Launch] {
+        &self.launches
+    }
+
+    pub fn program(&self) -> &D::Program {
+        &self.program
+    }
+
+    /// A set of partial-result buffers for one call on `dev`'s queue, given
+    /// back when the returned value is dropped.
+    pub fn partials(&self, dev: &D) -> Result<Partials<'_, D>, Error> {
+        let queue = dev.queue_id();
+        let kept = {
+            let mut idle = lock(&self.idle);
+            idle.iter()
+                .position(|(q, _)| *q == queue)
+                .map(|i| idle.swap_remove(i).1)
+        };
+        let bufs = match kept {
+            Some(b) => b,
+            None => self
+                .acc_bytes
+                .iter()
+                .enumerate()
+                .map(|(o, &eb)| dev.partial(self.job.partial_len, eb, o))
+                .collect::<Result<_, _>>()?,
+        };
+        Ok(Partials {
+            ready: self,
+            queue,
+            bufs,
+        })
+    }
+
+    /// The number of idle sets of partial-result buffers (for tests).
+    pub fn idle_partials(&self) -> usize {
+        lock(&self.idle).len()
+    }
+}
+
+/// The partial-result buffers of one call (see [`Ready::partials`]).
+pub struct Partials<'a, D: CallDevice> {
+    ready: &'a Ready<D>,
+    queue: usize,
+    bufs: Vec<D::Partial>,
+}
+
+impl<D: CallDevice> Partials<'_, D> {
+    /// The buffers, one per output access, each with its element bytes.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&mut D::Partial, usize)> {
+        self.bufs
+            .iter_mut()
+            .zip(self.ready.acc_bytes.iter().copied())
+    }
+}
+
+impl<D: CallDevice> Drop for Partials<'_, D> {
+    fn drop(&mut self) {
+        let bufs = std::mem::take(&mut self.bufs);
+        lock(&self.ready.idle).push((self.queue, bufs));
+    }
+}
+
+/// The hash a call is found by.
+fn key_hash(kernel: usize, sizes: &[usize], plan: Option<&GpuPlan>) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    kernel.hash(&mut h);
+    sizes.hash(&mut h);
+    plan.hash(&mut h);
+    h.finish()
+}
+
+/// The prepared call of the kernel of `info` and `desc` with `sizes`,
+/// buffers of `in_lens` and `out_lens` elements and `plan` (`None`: the
+/// configured plans, `entries`) on `dev`: found, or made and kept. An `Err`
+/// when the lengths do not fit the sizes, or the plan is invalid or does
+/// not fit the device; errors are not kept.
+#[allow(clippy::too_many_arguments)]
+pub fn call<D: CallDevice>(
+    dev: &D,
+    info: &'static KernelInfo,
+    desc: &KernelDesc,
+    entries: fn() -> Vec<GpuEntry>,
+    plan: Option<&GpuPlan>,
+    sizes: &[usize],
+    in_lens: &[usize],
+    out_lens: &[usize],
+) -> Result<Arc<Call<D>>, Error> {
+    // The kernel is named by the address of its `KernelInfo` (a static of
+    // the generated module).
+    let kernel = info as *const KernelInfo as usize;
+    let hash = key_hash(kernel, sizes, plan);
+    let is = |c: &Call<D>| c.kernel == kernel && c.sizes == sizes && c.plan.as_ref() == plan;
+    if let Some(c) = dev.memo().find(hash, is) {
+        if c.in_lens == in_lens && c.out_lens == out_lens {
+            return Ok(c);
+        }
+    }
+    // Checks the lengths (saying which buffer is wrong) and the accesses.
+    let bound = desc.bind(sizes, in_lens, out_lens)?;
+    let ready = match job(
+        desc,
+        &bound,
+        info,
+        &entries(),
+        plan,
+        dev.call_device_name(),
+        dev.limits(),
+    )? {
+        None => None,
+        Some(job) => Some(Ready {
+            program: dev.compile(&job.source)?,
+            launches: job.launches(),
+            job,
+            acc_bytes: info.acc_bytes,
+            idle: Mutex::new(Vec::new()),
+        }),
+    };
+    let made = Arc::new(Call {
+        kernel,
+        sizes: sizes.to_vec(),
+        plan: plan.cloned(),
+        in_lens: in_lens.to_vec(),
+        out_lens: out_lens.to_vec(),
+        ready,
+    });
+    Ok(dev.memo().insert(hash, made, is))
+}
+
+#[cfg(feature = "opencl")]
+impl CallDevice for mdh_gpu::opencl::Device {
+    type Program = Arc<mdh_gpu::opencl::Program>;
+    type Partial = mdh_gpu::opencl::Buffer<u8>;
+
+    fn call_device_name(&self) -> &str {
+        self.name()
+    }
+
+    fn memo(&self) -> &Memo {
+        mdh_gpu::opencl::Device::memo(self)
+    }
+
+    fn compile(&self, source: &str) -> Result<Self::Program, Error> {
+        self.program(source, "")
+    }
+
+    fn partial(&self, len: usize, elem: usize, _: usize) -> Result<Self::Partial, Error> {
+        self.buffer::<u8>(bytes(len, elem)?)
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl CallDevice for mdh_gpu::cuda::Device {
+    type Program = Arc<mdh_gpu::cuda::Module>;
+    type Partial = mdh_gpu::cuda::cudarc::driver::CudaSlice<u8>;
+
+    fn call_device_name(&self) -> &str {
+        self.name()
+    }
+
+    fn memo(&self) -> &Memo {
+        mdh_gpu::cuda::Device::memo(self)
+    }
+
+    fn compile(&self, source: &str) -> Result<Self::Program, Error> {
+        self.module(source)
+    }
+
+    fn partial(&self, len: usize, elem: usize, _: usize) -> Result<Self::Partial, Error> {
+        self.buffer::<u8>(bytes(len, elem)?)
+    }
+
+    fn queue_id(&self) -> usize {
+        self.stream().cu_stream() as usize
+    }
+}
+
+/// The bytes of `len` partial results of `elem` bytes.
+pub(super) fn bytes(len: usize, elem: usize) -> Result<usize, Error> {
+    len.checked_mul(elem).ok_or_else(|| {
+        Error::Argument(format!(
+            "{len} partial results of {elem} bytes overflow the address space"
+        ))
+    })
+}
