@@ -181,6 +181,9 @@ mod tests {
             tile: tile.to_vec(),
             local: vec![false, false],
             blocked: false,
+            vector: vec![1, 1],
+            transpose: vec![false, false],
+            pad: vec![0, 0],
         }
     }
 
