@@ -287,6 +287,21 @@ fn matmul_register_tiled() -> GpuPlan {
         tile: vec![128, 128, 8],
         local: vec![true, true],
         blocked: false,
+        vector: vec![1, 1],
+        transpose: vec![false, false],
+        pad: vec![0, 0],
+    }
+}
+
+/// The register-tiled plan with vectors of 4 (`float4`): A's tile
+/// transposed in shared memory (k outer, i inner), so that a thread's 8
+/// values of A per step of k are two aligned runs of 4, as its 8 values
+/// of B are; strided threads then take their points in runs of 4.
+fn matmul_register_tiled_vectors() -> GpuPlan {
+    GpuPlan {
+        vector: vec![4, 4],
+        transpose: vec![true, false],
+        ..matmul_register_tiled()
     }
 }
 
@@ -386,6 +401,89 @@ fn matmul_register_tiled_sass() {
     assert!(hot.ffma_share() >= 0.6, "{report}");
     assert!(hot.lds_per_ffma() <= 0.25, "{report}");
     assert_eq!(main.division_calls(), 0, "{report}\n{sass}");
+}
+
+/// The SASS of matmul's register-tiled plan with and without vectors
+/// (sm_80 and sm_90): 128-bit global loads (`LDG.E.128`) and shared loads
+/// (`LDS.128`) appear exactly when the plan asks for vectors; with them,
+/// the hot loop's 64 FMAs per step of k take 4 shared loads (2 of A, 2 of
+/// B) instead of 16.
+#[test]
+fn matmul_vector_loads_in_sass() {
+    if !mdh_gpu::cuda::nvrtc_available() {
+        gpu::skip_or_fail("MDH_REQUIRE_NVRTC", "NVRTC is not available");
+        return;
+    }
+    if mdh_gpu::sass::nvdisasm().is_none() {
+        gpu::skip_or_fail(
+            "MDH_REQUIRE_NVDISASM",
+            "nvdisasm was not found (pip install --user nvidia-cuda-nvdisasm)",
+        );
+        return;
+    }
+    for arch in ["sm_80", "sm_90"] {
+        for (plan, vectors) in [
+            (matmul_register_tiled(), false),
+            (matmul_register_tiled_vectors(), true),
+        ] {
+            let src = matmul_source((1024, 1024, 1024), Some(&plan), "*");
+            let c = mdh_gpu::cuda::nvrtc_resources(&src, arch).unwrap();
+            let sass = mdh_gpu::sass::disassemble(&c.cubin).unwrap();
+            let fns = mdh_gpu::sass::Function::parse_all(&sass);
+            let main = fns.iter().find(|f| f.name == "mdh_main").expect(&sass);
+            let hot = main.hot_loop().expect(&sass);
+            let (ldg, lds) = (main.wide("LDG"), main.wide("LDS"));
+            let report = format!(
+                "{arch}, vectors {vectors}: LDG.E.128 {ldg}, LDS.128 {lds}, hot loop {hot:?}\n{}",
+                c.log
+            );
+            eprintln!("{report}");
+            assert_eq!(ldg > 0, vectors, "{report}\n{sass}");
+            assert_eq!(lds > 0, vectors, "{report}\n{sass}");
+            assert_eq!(hot.ffma, 64, "{report}");
+            assert_eq!(hot.lds, if vectors { 4 } else { 16 }, "{report}\n{sass}");
+            assert_eq!(main.division_calls(), 0, "{report}");
+            for k in &c.kernels {
+                assert_eq!((k.spill_stores, k.spill_loads), (0, 0), "{report}");
+            }
+        }
+    }
+}
+
+/// The register-tiled plan with vectors and every layout of the shared
+/// tiles (transposed or not, padded or not), executed on the CPU at sizes
+/// of full tiles (vector copies and vector fragment loads) and of cut ones
+/// (edge tiles: the runs of 4 that an edge cuts are copied element by
+/// element), equal to the reference interpreter.
+#[test]
+fn matmul_vector_layouts_run_full_and_edge_tiles() {
+    if !nvrtc_and_compiler() {
+        return;
+    }
+    let mut rng = mdh_examples::check::Rng::new(gpu::seed("vector layouts"));
+    for (transpose, pad) in [
+        (vec![true, false], vec![0, 0]),
+        (vec![false, true], vec![4, 1]),
+        (vec![true, true], vec![1, 4]),
+    ] {
+        let plan = GpuPlan {
+            transpose,
+            pad,
+            ..matmul_register_tiled_vectors()
+        };
+        for (i, j, k) in [(128, 256, 16), (136, 132, 12), (130, 129, 13)] {
+            let sizes = matmul_bound(i, j, k).sizes;
+            gpu::one_case(
+                matmul::SPEC,
+                &sizes,
+                Some(&plan),
+                &mut rng,
+                &mut |plan, i, o, p, s| {
+                    run_on_cpu(matmul::cuda::job, matmul::SPEC, plan, i, o, p, s)
+                },
+            );
+        }
+    }
 }
 
 /// The register-tiled plan executed on the CPU at sizes of full tiles only

@@ -90,6 +90,9 @@ fn conv2d_split_kept_groups_with_pw_items() {
         tile: vec![1, 2, 1, 6],
         local: vec![false, false],
         blocked: false,
+        vector: vec![1, 1],
+        transpose: vec![false, false],
+        pad: vec![0, 0],
     };
     let (p, r, q, s) = (7, 1, 4, 13);
     let image = vec![1.0f32; (p + r - 1) * (q + s - 1)];

@@ -28,10 +28,13 @@
 //!       tile: [4, 64, 256]
 //!       local: [false, true]            # per input buffer
 //!       blocked: false
+//!       vector: [1, 4]                  # per input: float4 copies and loads
+//!       transpose: [false, false]       # per input: local tile transposed
+//!       pad: [0, 4]                     # per input: local tile's row padding
 //! ```
 //!
-//! Lists have one entry per md_hom dimension, in md_hom order (`local`: one
-//! per input buffer). A CPU entry takes `cpu:`, an OpenCL or CUDA entry
+//! Lists have one entry per md_hom dimension, in md_hom order (`local`,
+//! `vector`, `transpose`, `pad`: one per input buffer). A CPU entry takes `cpu:`, an OpenCL or CUDA entry
 //! `gpu:`; each entry is checked against the kernel when the macro expands,
 //! and an error names the file, line and column of the offending value.
 //!
@@ -174,6 +177,12 @@ pub struct GpuConfig {
     pub local: Option<Spanned<Vec<bool>>>,
     #[serde(default)]
     pub blocked: Option<Spanned<bool>>,
+    #[serde(default)]
+    pub vector: Option<Spanned<Vec<usize>>>,
+    #[serde(default)]
+    pub transpose: Option<Spanned<Vec<bool>>>,
+    #[serde(default)]
+    pub pad: Option<Spanned<Vec<usize>>>,
 }
 
 impl GpuConfig {
@@ -183,13 +192,20 @@ impl GpuConfig {
             (&mut plan.groups, &self.groups),
             (&mut plan.items, &self.items),
             (&mut plan.tile, &self.tile),
+            (&mut plan.vector, &self.vector),
+            (&mut plan.pad, &self.pad),
         ] {
             if let Some(v) = src {
                 dst.clone_from(&v.value);
             }
         }
-        if let Some(v) = &self.local {
-            plan.local.clone_from(&v.value);
+        for (dst, src) in [
+            (&mut plan.local, &self.local),
+            (&mut plan.transpose, &self.transpose),
+        ] {
+            if let Some(v) = src {
+                dst.clone_from(&v.value);
+            }
         }
         if let Some(v) = &self.blocked {
             plan.blocked = v.value;
@@ -204,6 +220,9 @@ impl GpuConfig {
             "tile" => self.tile.as_ref().map(|f| &f.referenced),
             "local" => self.local.as_ref().map(|f| &f.referenced),
             "blocked" => self.blocked.as_ref().map(|f| &f.referenced),
+            "vector" => self.vector.as_ref().map(|f| &f.referenced),
+            "transpose" => self.transpose.as_ref().map(|f| &f.referenced),
+            "pad" => self.pad.as_ref().map(|f| &f.referenced),
             _ => None,
         }
     }
@@ -423,14 +442,28 @@ pub fn gpu_entry_yaml(
     plan: &GpuPlan,
     provenance: &[(&str, String)],
 ) -> String {
-    let local: Vec<String> = plan.local.iter().map(bool::to_string).collect();
-    let gpu = vec![
+    let bools = |v: &[bool]| {
+        let items: Vec<String> = v.iter().map(bool::to_string).collect();
+        format!("[{}]", items.join(", "))
+    };
+    let mut gpu = vec![
         format!("groups: {}", yaml_list(&plan.groups)),
         format!("items: {}", yaml_list(&plan.items)),
         format!("tile: {}", yaml_list(&plan.tile)),
-        format!("local: [{}]", local.join(", ")),
+        format!("local: {}", bools(&plan.local)),
         format!("blocked: {}", plan.blocked),
     ];
+    // The layout fields only where they differ from the default (entries
+    // written before they existed read the same).
+    if plan.vector.iter().any(|&v| v != 1) {
+        gpu.push(format!("vector: {}", yaml_list(&plan.vector)));
+    }
+    if plan.transpose.iter().any(|&t| t) {
+        gpu.push(format!("transpose: {}", bools(&plan.transpose)));
+    }
+    if plan.pad.iter().any(|&p| p != 0) {
+        gpu.push(format!("pad: {}", yaml_list(&plan.pad)));
+    }
     entry_yaml(k, backend, device, None, sizes, ("gpu", gpu), provenance)
 }
 

@@ -207,6 +207,15 @@ impl Function {
             .max_by(|a, b| a.ffma.cmp(&b.ffma).then(b.instrs.cmp(&a.instrs)))
     }
 
+    /// The instructions `base` of 128-bit accesses (`LDS.128`,
+    /// `LDG.E.128`, `STS.128`: one per vector of 16 bytes).
+    pub fn wide(&self, base: &str) -> usize {
+        self.instrs
+            .iter()
+            .filter(|i| i.is(base) && i.opcode().split('.').any(|m| m == "128"))
+            .count()
+    }
+
     /// Calls of the integer division and remainder routines that the
     /// compiler emits for divisors it does not know (`__cuda_sm20_div_s64`,
     /// `__cuda_sm20_rem_u32`, …).

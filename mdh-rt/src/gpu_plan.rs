@@ -54,7 +54,28 @@ pub struct GpuPlan {
     pub local: Vec<bool>,
     /// Work-items take consecutive indices of a tile (else strided).
     pub blocked: bool,
+    /// One width per input buffer (1, 2 or 4): the vector width of the
+    /// copies of its tiles into local memory and of the loads of its
+    /// register fragments from there. Used where the call's sizes prove the
+    /// alignment (see [`copy_vector`], [`fragment_vector`]), scalar
+    /// elsewhere.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub vector: Vec<usize>,
+    /// One flag per input buffer: its local-memory tile is stored with the
+    /// components of its index function in reverse order (transposed: the
+    /// first component innermost).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub transpose: Vec<bool>,
+    /// One count per input buffer: elements added to the innermost extent of
+    /// its local-memory tile (padding against bank conflicts).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub pad: Vec<usize>,
 }
+
+/// The vector widths a plan may ask for.
+pub const VECTOR_WIDTHS: [usize; 3] = [1, 2, 4];
+/// The most padding a plan may add to a local tile's innermost extent.
+pub const MAX_PAD: usize = 32;
 
 pub use crate::error::PlanError;
 
@@ -124,6 +145,9 @@ impl GpuPlan {
             tile,
             local: vec![false; k.inputs.len()],
             blocked: false,
+            vector: vec![1; k.inputs.len()],
+            transpose: vec![false; k.inputs.len()],
+            pad: vec![0; k.inputs.len()],
         }
     }
 
@@ -185,6 +209,7 @@ impl GpuPlan {
                 ),
             ));
         }
+        self.validate_layout(k)?;
         if let Some(b) = (0..k.inputs.len()).find(|&b| self.local[b] && !can_cache_locally(k, b)) {
             return Err(err(
                 "local",
@@ -193,6 +218,61 @@ impl GpuPlan {
                     k.inputs[b].name
                 ),
             ));
+        }
+        Ok(())
+    }
+
+    /// The per-input fields of the local-memory layout: one entry per input,
+    /// widths among [`VECTOR_WIDTHS`], transposition and padding only for
+    /// inputs cached in local memory.
+    fn validate_layout(&self, k: &KernelDesc) -> Result<(), PlanError> {
+        let n = k.inputs.len();
+        for (name, len) in [
+            ("vector", self.vector.len()),
+            ("transpose", self.transpose.len()),
+            ("pad", self.pad.len()),
+        ] {
+            if len != n {
+                return Err(err(
+                    name,
+                    format!("`{name}` has {len} entries but the kernel has {n} inputs; give one per input buffer"),
+                ));
+            }
+        }
+        if let Some(b) = (0..n).find(|&b| !VECTOR_WIDTHS.contains(&self.vector[b])) {
+            return Err(err(
+                "vector",
+                format!(
+                    "`vector` of input `{}` is {}; the widths are {VECTOR_WIDTHS:?}",
+                    k.inputs[b].name, self.vector[b]
+                ),
+            ));
+        }
+        if let Some(b) = (0..n).find(|&b| self.pad[b] > MAX_PAD) {
+            return Err(err(
+                "pad",
+                format!(
+                    "`pad` of input `{}` is {}; at most {MAX_PAD} elements pad a tile",
+                    k.inputs[b].name, self.pad[b]
+                ),
+            ));
+        }
+        for (name, on) in [
+            (
+                "transpose",
+                (0..n).find(|&b| self.transpose[b] && !self.local[b]),
+            ),
+            ("pad", (0..n).find(|&b| self.pad[b] > 0 && !self.local[b])),
+        ] {
+            if let Some(b) = on {
+                return Err(err(
+                    name,
+                    format!(
+                        "`{name}` of input `{}` shapes its local-memory tile, but its `local` entry is false; set `local` to true or drop the `{name}` entry",
+                        k.inputs[b].name
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -211,6 +291,9 @@ pub struct Resolved {
     pub private: Vec<usize>,
     pub local: Vec<bool>,
     pub blocked: bool,
+    pub vector: Vec<usize>,
+    pub transpose: Vec<bool>,
+    pub pad: Vec<usize>,
 }
 
 impl Resolved {
@@ -294,6 +377,9 @@ impl GpuPlan {
             private,
             local: self.local.clone(),
             blocked: self.blocked,
+            vector: self.vector.clone(),
+            transpose: self.transpose.clone(),
+            pad: self.pad.clone(),
         }
     }
 }
@@ -353,7 +439,7 @@ pub fn defines(k: &KernelDesc, bound: &Bound, r: &Resolved) -> String {
         }
     }
     // Locally cached inputs: row-major strides, per-access component
-    // offsets, and the box of one tile.
+    // offsets, the box of one tile and its layout in local memory.
     for (b, shape) in bound.in_shapes.iter().enumerate() {
         if !r.local.get(b).copied().unwrap_or(false) {
             continue;
@@ -364,18 +450,44 @@ pub fn defines(k: &KernelDesc, bound: &Bound, r: &Resolved) -> String {
             stride *= shape[c];
         }
         def(names::local(b), "1".into());
-        let mut local_stride = 1usize;
-        for (c, comp) in local_box(k, bound, &r.tile, b).iter().enumerate().rev() {
+        let comps = local_box(k, bound, &r.tile, b);
+        let layout = LocalLayout::new(&comps, r.transpose[b], r.pad[b]);
+        for (c, comp) in comps.iter().enumerate() {
             for (a, o) in comp.offsets.iter().enumerate() {
                 def(names::local_offset(b, a, c), num(o));
             }
             def(names::offset_min(b, c), num(&comp.min));
             def(names::offset_max(b, c), num(&comp.max));
             def(names::local_extent(b, c), num(&comp.extent));
-            def(names::local_stride(b, c), num(&local_stride));
-            local_stride *= comp.extent;
+            def(names::local_stride(b, c), num(&layout.strides[c]));
         }
-        def(names::local_size(b), format!("{local_stride}"));
+        def(names::local_size(b), format!("{}", layout.size));
+        def(names::local_box(b), num(&layout.elems));
+        def(
+            names::local_transposed(b),
+            u8::from(r.transpose[b]).to_string(),
+        );
+        def(
+            names::copy_vector(b),
+            copy_vector(k, bound, r, b).to_string(),
+        );
+    }
+    let mut group = vec![1; d];
+    for (b, buf) in k.inputs.iter().enumerate() {
+        for a in 0..buf.accesses.len() {
+            let (x, v) = match fragment_vector(k, bound, r, b, a) {
+                Some((x, v)) => (x as i64, v),
+                None => (-1, 1),
+            };
+            if x >= 0 && !r.blocked {
+                group[x as usize] = group[x as usize].max(v);
+            }
+            def(names::fragment_vector(b, a), v.to_string());
+            def(names::fragment_vector_dim(b, a), x.to_string());
+        }
+    }
+    for (x, g) in group.iter().enumerate() {
+        def(names::vector_group(x), num(g));
     }
     s
 }
@@ -501,20 +613,145 @@ fn local_box(k: &KernelDesc, bound: &Bound, tile: &[usize], b: usize) -> Vec<Loc
         .collect()
 }
 
+/// Where the elements of a tile's box lie in local memory: the components
+/// in row-major order (the last innermost) or transposed (the first
+/// innermost), the innermost extent padded.
+struct LocalLayout {
+    /// Per component: its stride in local memory.
+    strides: Vec<usize>,
+    /// The elements the layout takes (padding included).
+    size: usize,
+    /// The elements of the box.
+    elems: usize,
+}
+
+impl LocalLayout {
+    fn new(comps: &[LocalComponent], transpose: bool, pad: usize) -> LocalLayout {
+        let rank = comps.len();
+        let mut order: Vec<usize> = (0..rank).collect();
+        if !transpose {
+            order.reverse();
+        }
+        // `order`: innermost first.
+        let mut strides = vec![0; rank];
+        let mut size = 1usize;
+        for (i, &c) in order.iter().enumerate() {
+            strides[c] = size;
+            size *= comps[c].extent + if i == 0 { pad } else { 0 };
+        }
+        LocalLayout {
+            strides,
+            size,
+            elems: comps.iter().map(|c| c.extent).product(),
+        }
+    }
+}
+
 /// Per input buffer: the elements of local memory its tiles take under `r`
-/// (0 when it is not cached there). The definitions' `L{b}_SIZE`, and what
-/// plan fitting weighs against a device's local (shared) memory.
+/// (0 when it is not cached there), padding included. The definitions'
+/// `L{b}_SIZE`, and what plan fitting weighs against a device's local
+/// (shared) memory.
 pub fn local_elems(k: &KernelDesc, bound: &Bound, r: &Resolved) -> Vec<usize> {
     (0..k.inputs.len())
         .map(|b| {
             if r.local.get(b).copied().unwrap_or(false) {
-                local_box(k, bound, &r.tile, b)
-                    .iter()
-                    .map(|c| c.extent)
-                    .product()
+                let comps = local_box(k, bound, &r.tile, b);
+                LocalLayout::new(&comps, r.transpose[b], r.pad[b]).size
             } else {
                 0
             }
         })
         .collect()
+}
+
+/// The component of input `b`'s tile that is innermost in local memory.
+fn innermost(k: &KernelDesc, r: &Resolved, b: usize) -> usize {
+    if r.transpose[b] {
+        0
+    } else {
+        k.inputs[b].shape.len().saturating_sub(1)
+    }
+}
+
+/// The vector width of the copies of input `b`'s tiles into local memory:
+/// the plan's width where every vector of the copy is aligned in global
+/// and local memory, else 1. The copy walks the box row by row of its last
+/// component (contiguous in global memory), in vectors of that width: the
+/// rows' extent and the buffer's row length must be multiples of it, and
+/// the first element of a tile's row too, for every tile (its box's least
+/// value in the last component moves with the tiles' starts, by the
+/// coefficients times the blocks and tiles; a negative coefficient moves
+/// it with a tile's end, which the sizes do not align). When the last
+/// component is also innermost in local memory, the vectors are stored
+/// whole, so its padded extent must be a multiple too.
+pub fn copy_vector(k: &KernelDesc, bound: &Bound, r: &Resolved, b: usize) -> usize {
+    let v = r.vector[b];
+    let shape = &bound.in_shapes[b];
+    if v == 1 || !r.local[b] || shape.is_empty() {
+        return 1;
+    }
+    let last = shape.len() - 1;
+    let comps = local_box(k, bound, &r.tile, b);
+    let comp = &k.inputs[b].accesses[0].components[last];
+    let aligned = |n: i128| n.rem_euclid(v as i128) == 0;
+    let rows = last == 0 || shape[last] % v == 0;
+    let extent = comps[last].extent % v == 0;
+    let starts = aligned(comps[last].min)
+        && comp.dims.iter().enumerate().all(|(x, &cf)| {
+            cf >= 0
+                && aligned(cf as i128 * r.block[x] as i128)
+                && aligned(cf as i128 * r.tile[x] as i128)
+        });
+    let store = last == 0 || innermost(k, r, b) != last || (comps[last].extent + r.pad[b]) % v == 0;
+    if rows && extent && starts && store {
+        v
+    } else {
+        1
+    }
+}
+
+/// The dimension whose index alone makes component `c` of access `a` of
+/// input `b` (coefficient 1, no other dimension; constants aside) when
+/// that dimension is kept and no other component depends on it: a
+/// work-item's consecutive points along it read consecutive elements of
+/// the component. Register fragments load vectors only along such a
+/// dimension.
+pub fn fragment_dim(k: &KernelDesc, b: usize, a: usize, c: usize) -> Option<usize> {
+    let comps = &k.inputs[b].accesses[a].components;
+    let dims = &comps.get(c)?.dims;
+    let x = dims.iter().position(|&cf| cf != 0)?;
+    let alone = dims[x] == 1 && dims.iter().filter(|&&cf| cf != 0).count() == 1;
+    let only_here = comps
+        .iter()
+        .enumerate()
+        .all(|(c2, comp)| c2 == c || comp.dims[x] == 0);
+    (alone && only_here && k.kinds[x].is_kept()).then_some(x)
+}
+
+/// The dimension and width of the vector loads of access `a` of input
+/// `b`'s register fragments from local memory, or `None` (scalar loads):
+/// the plan's width where the tile is cached, its innermost component in
+/// local memory is one kept dimension's index alone ([`fragment_dim`]),
+/// a work-item's points along that dimension come in runs of the width
+/// (its points per tile a multiple of it; strided work-items take runs of
+/// [`names::vector_group`]), the access's offset from the box's least
+/// value a multiple of it, and so the padded innermost extent (the stride
+/// of the next component).
+pub fn fragment_vector(
+    k: &KernelDesc,
+    bound: &Bound,
+    r: &Resolved,
+    b: usize,
+    a: usize,
+) -> Option<(usize, usize)> {
+    let v = r.vector[b];
+    if v == 1 || !r.local[b] {
+        return None;
+    }
+    let c = innermost(k, r, b);
+    let x = fragment_dim(k, b, a, c)?;
+    let comps = local_box(k, bound, &r.tile, b);
+    let offset = comps[c].offsets[a] - comps[c].min;
+    let next = comps.len() == 1 || (comps[c].extent + r.pad[b]) % v == 0;
+    (r.private[x] % v == 0 && offset % v as i128 == 0 && next).then_some((x, v))
 }

@@ -112,3 +112,40 @@ pub fn local_stride(b: usize, c: usize) -> String {
 pub fn local_size(b: usize) -> String {
     format!("L{b}_SIZE")
 }
+
+/// The elements of input `b`'s box (unpadded; [`local_size`] counts the
+/// padding the layout adds).
+pub fn local_box(b: usize) -> String {
+    format!("L{b}_BOX")
+}
+
+/// 1 when input `b`'s tile is stored in local memory with its components
+/// in reverse order (the first innermost: the transposed layout).
+pub fn local_transposed(b: usize) -> String {
+    format!("L{b}_TR")
+}
+
+/// The vector width of the copies of input `b`'s tiles into local memory
+/// (1: scalar copies).
+pub fn copy_vector(b: usize) -> String {
+    format!("L{b}_VEC")
+}
+
+/// The vector width of the register fragment loads of access `a` of input
+/// `b` from local memory (1: scalar loads).
+pub fn fragment_vector(b: usize, a: usize) -> String {
+    format!("FV{b}_{a}")
+}
+
+/// The md_hom dimension along which access `a` of input `b` loads vectors
+/// into its fragment (-1: none).
+pub fn fragment_vector_dim(b: usize, a: usize) -> String {
+    format!("FVX{b}_{a}")
+}
+
+/// The run of consecutive indices a work-item takes along dimension `x`
+/// between the strides of strided work-items (1: plain strides; larger
+/// where fragments load vectors along `x`).
+pub fn vector_group(x: usize) -> String {
+    format!("VG{x}")
+}

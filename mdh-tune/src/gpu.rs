@@ -300,6 +300,9 @@ pub(crate) fn fitted_default(
         tile: r.tile,
         local: r.local,
         blocked: r.blocked,
+        vector: r.vector,
+        transpose: r.transpose,
+        pad: r.pad,
     }
 }
 
@@ -534,6 +537,9 @@ mod tests {
             tile: tile.to_vec(),
             local: local.to_vec(),
             blocked: false,
+            vector: vec![1, 1],
+            transpose: vec![false, false],
+            pad: vec![0, 0],
         };
         let small = plan([4, 32], [4, 256], [false, false]);
         let large = plan([16, 32], [16, 8192], [false, true]);
@@ -645,6 +651,9 @@ mod tests {
             tile: tile.to_vec(),
             local: vec![false, false],
             blocked: false,
+            vector: vec![1, 1],
+            transpose: vec![false, false],
+            pad: vec![0, 0],
         };
         let alone = plan([1, 1], [1, 1], [1, 1]);
         let extents = bench.bound.extents.clone();

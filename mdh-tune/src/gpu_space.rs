@@ -1,7 +1,8 @@
 //! The GPU search space: the paper's Table 1 parameters of the OpenCL and
 //! CUDA ASMs as [`GpuPlan`] fields (work-groups, work-items and the local
 //! tile per dimension, local-memory caching per input, blocked or strided
-//! work-items), each a list of values.
+//! work-items, and per input that can be cached: the vector width, a
+//! transposed or padded local tile), each a list of values.
 //!
 //! Structural constraints are built into the values: work-items and tile
 //! factors are powers of two, work-items at most the extent's next power of
@@ -17,7 +18,9 @@
 
 use mdh::gpu::{fit, DeviceLimits, KernelInfo};
 use mdh_core::desc::{Bound, KernelDesc};
-use mdh_core::gpu_plan::{can_cache_locally, GpuPlan, MAX_ITEMS, MAX_PRIVATE_ACCUMULATORS};
+use mdh_core::gpu_plan::{
+    can_cache_locally, GpuPlan, MAX_ITEMS, MAX_PRIVATE_ACCUMULATORS, VECTOR_WIDTHS,
+};
 use mdh_core::spec::DimKind;
 
 use crate::search::{Point, Rng};
@@ -30,6 +33,9 @@ const PW_TILE_FACTORS: [usize; 10] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512];
 /// Work-groups per dimension (0: chosen at run time, one per tile along
 /// kept dimensions).
 const GROUPS: [usize; 12] = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
+/// Paddings of a local tile's innermost extent: none, one element (rows of
+/// 32-bit elements then fall on different banks), one vector of 4.
+const PADS: [usize; 3] = [0, 1, 4];
 /// Uniform samples behind the estimate of the space's size.
 const SIZE_SAMPLES: usize = 2000;
 
@@ -41,13 +47,20 @@ pub enum Param {
     Tile(usize, Vec<usize>),
     Local(usize, Vec<bool>),
     Blocked(Vec<bool>),
+    /// Per input: its vector width (used where its tiles are cached).
+    Vector(usize, Vec<usize>),
+    /// Per input: its local tile transposed (where cached).
+    Transpose(usize, Vec<bool>),
+    /// Per input: its local tile's padding (where cached).
+    Pad(usize, Vec<usize>),
 }
 
 impl Param {
     fn len(&self) -> usize {
         match self {
             Param::Groups(_, v) | Param::Items(_, v) | Param::Tile(_, v) => v.len(),
-            Param::Local(_, v) | Param::Blocked(v) => v.len(),
+            Param::Vector(_, v) | Param::Pad(_, v) => v.len(),
+            Param::Local(_, v) | Param::Blocked(v) | Param::Transpose(_, v) => v.len(),
         }
     }
 
@@ -100,12 +113,14 @@ impl GpuSpace {
             params.push(Param::Tile(x, tile));
         }
         for b in 0..desc.inputs.len() {
-            let v = if can_cache_locally(desc, b) {
-                vec![false, true]
+            if can_cache_locally(desc, b) {
+                params.push(Param::Local(b, vec![false, true]));
+                params.push(Param::Vector(b, VECTOR_WIDTHS.to_vec()));
+                params.push(Param::Transpose(b, vec![false, true]));
+                params.push(Param::Pad(b, PADS.to_vec()));
             } else {
-                vec![false]
-            };
-            params.push(Param::Local(b, v));
+                params.push(Param::Local(b, vec![false]));
+            }
         }
         params.push(Param::Blocked(vec![false, true]));
         GpuSpace {
@@ -144,12 +159,16 @@ impl Space for GpuSpace {
 
     fn decode(&self, p: &Point) -> GpuPlan {
         let d = self.bound.extents.len();
+        let n = self.desc.inputs.len();
         let mut plan = GpuPlan {
             groups: vec![0; d],
             items: vec![1; d],
             tile: vec![1; d],
-            local: vec![false; self.desc.inputs.len()],
+            local: vec![false; n],
             blocked: false,
+            vector: vec![1; n],
+            transpose: vec![false; n],
+            pad: vec![0; n],
         };
         // Parameters come per dimension as groups, items, tile: items first.
         for (q, &i) in self.params.iter().zip(p) {
@@ -164,6 +183,18 @@ impl Space for GpuSpace {
                 }
                 Param::Local(b, v) => plan.local[*b] = v[i],
                 Param::Blocked(v) => plan.blocked = v[i],
+                Param::Vector(b, v) => plan.vector[*b] = v[i],
+                Param::Transpose(b, v) => plan.transpose[*b] = v[i],
+                Param::Pad(b, v) => plan.pad[*b] = v[i],
+            }
+        }
+        // The layout of a tile that is not cached is no layout: such plans
+        // are the plan without it (vectors apply only to cached tiles).
+        for b in 0..n {
+            if !plan.local[b] {
+                plan.vector[b] = 1;
+                plan.transpose[b] = false;
+                plan.pad[b] = 0;
             }
         }
         // More work-groups than tiles leave work-items idle (a block smaller
@@ -190,6 +221,9 @@ impl Space for GpuSpace {
             Param::Tile(x, _) => a.tile[*x] == b.tile[*x],
             Param::Local(i, _) => a.local[*i] == b.local[*i],
             Param::Blocked(_) => a.blocked == b.blocked,
+            Param::Vector(i, _) => a.vector[*i] == b.vector[*i],
+            Param::Transpose(i, _) => a.transpose[*i] == b.transpose[*i],
+            Param::Pad(i, _) => a.pad[*i] == b.pad[*i],
         }
     }
 

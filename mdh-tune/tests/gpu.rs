@@ -57,6 +57,9 @@ fn tune_and_check(backend: &str, device: &str, limits: DeviceLimits) {
         tile: vec![4, 64],
         local: vec![false, false],
         blocked: false,
+        vector: vec![1, 1],
+        transpose: vec![false, false],
+        pad: vec![0, 0],
     };
     let path = out.join("matvec.yaml");
     std::fs::create_dir_all(&out).unwrap();

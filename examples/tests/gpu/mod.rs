@@ -111,7 +111,10 @@ pub fn random_param(rng: &mut Rng, t: ScalarType) -> Value {
 /// trip per group inside loops of several, around the barriers of the
 /// reduction tree and the local copies, where PoCL turned such a loop
 /// into a branch on the group id (see `conv2d_split_kept_groups_with_pw_items`
-/// in tests/opencl.rs).
+/// in tests/opencl.rs). Half of the other plans ask for vectors of 2 or 4
+/// elements with tiles of 4 or 8 points per work-item (so that fragments
+/// can load them); the local tiles are transposed or padded at random
+/// ([`random_layout`]).
 pub fn random_plan(rng: &mut Rng, desc: &KernelDesc, max_items: usize, sizes: &[usize]) -> GpuPlan {
     let d = desc.dims.len();
     let pick = |rng: &mut Rng, xs: &[usize]| xs[rng.below(xs.len())];
@@ -123,11 +126,10 @@ pub fn random_plan(rng: &mut Rng, desc: &KernelDesc, max_items: usize, sizes: &[
     loop {
         let groups: Vec<usize> = (0..d).map(|_| pick(rng, &[0, 0, 1, 2, 3, 7])).collect();
         let mut items: Vec<usize> = (0..d).map(|_| pick(rng, &[1, 1, 2, 3, 4, 8, 16])).collect();
-        let mut tile: Vec<usize> = items
-            .iter()
-            .map(|&w| w * pick(rng, &[1, 1, 2, 3, 5]))
-            .collect();
-        if rng.below(3) == 0 {
+        let vectors = rng.below(2) == 0;
+        let factors: &[usize] = if vectors { &[4, 8] } else { &[1, 1, 2, 3, 5] };
+        let mut tile: Vec<usize> = items.iter().map(|&w| w * pick(rng, factors)).collect();
+        if !vectors && rng.below(3) == 0 {
             let one_point = rng.below(2) == 0;
             for x in 0..d {
                 if groups[x] >= 2 {
@@ -140,20 +142,46 @@ pub fn random_plan(rng: &mut Rng, desc: &KernelDesc, max_items: usize, sizes: &[
                 };
             }
         }
+        let local: Vec<bool> = (0..desc.inputs.len())
+            .map(|b| can_cache_locally(desc, b) && rng.below(2) == 1)
+            .collect();
+        let (vector, transpose, pad) = random_layout(rng, &local, vectors);
         let plan = GpuPlan {
             groups,
             items,
             tile,
-            local: (0..desc.inputs.len())
-                .map(|b| can_cache_locally(desc, b) && rng.below(2) == 1)
-                .collect(),
+            local,
             blocked: rng.below(2) == 1,
+            vector,
+            transpose,
+            pad,
         };
         let threads: usize = plan.items.iter().product();
         if plan.validate(desc).is_ok() && threads <= max_items {
             return plan;
         }
     }
+}
+
+/// Random layout fields of a plan whose inputs `local` are cached in local
+/// memory: vector widths of 2 or 4 (1 without `vectors`), and for cached
+/// inputs a transposed tile (a third of them) and padding of 0, 1, 3 or 4
+/// elements.
+pub fn random_layout(
+    rng: &mut Rng,
+    local: &[bool],
+    vectors: bool,
+) -> (Vec<usize>, Vec<bool>, Vec<usize>) {
+    let vector = local
+        .iter()
+        .map(|_| if vectors { [2, 4][rng.below(2)] } else { 1 })
+        .collect();
+    let transpose = local.iter().map(|&l| l && rng.below(3) == 0).collect();
+    let pad = local
+        .iter()
+        .map(|&l| if l { [0, 0, 1, 3, 4][rng.below(5)] } else { 0 })
+        .collect();
+    (vector, transpose, pad)
 }
 
 /// A random plan of the shape that PoCL miscompiled before tile loops had
@@ -176,14 +204,19 @@ pub fn split_kept_plan(
     if inner.is_empty() || kept.len() == d || extent(outer) < 2 {
         return None;
     }
+    let local: Vec<bool> = (0..desc.inputs.len())
+        .map(|b| can_cache_locally(desc, b) && rng.below(2) == 1)
+        .collect();
+    let (vector, transpose, pad) = random_layout(rng, &local, rng.below(2) == 0);
     let mut plan = GpuPlan {
         groups: vec![1; d],
         items: vec![1; d],
         tile: vec![1; d],
-        local: (0..desc.inputs.len())
-            .map(|b| can_cache_locally(desc, b) && rng.below(2) == 1)
-            .collect(),
+        local,
         blocked: rng.below(2) == 1,
+        vector,
+        transpose,
+        pad,
     };
     for x in 0..d {
         if x == outer {
@@ -254,6 +287,27 @@ pub fn random_sizes(rng: &mut Rng, desc: &KernelDesc, budget: usize, zeros: bool
     }
 }
 
+/// Random sizes that are multiples of 4 (where rows of 4 elements are
+/// aligned, so that plans asking for vectors get them), with at most
+/// `budget` points in the index space.
+pub fn round_sizes(rng: &mut Rng, desc: &KernelDesc, budget: usize) -> Vec<usize> {
+    for _ in 0..1000 {
+        let sizes: Vec<usize> = (0..desc.size_params.len())
+            .map(|_| 4 * (1 + rng.below(6)))
+            .collect();
+        let points = desc
+            .dims
+            .iter()
+            .map(|c| KernelDesc::eval_size(c, &sizes))
+            .try_fold(1usize, |a, e| a.checked_mul(e?.max(1)));
+        if points.is_some_and(|p| p <= budget) {
+            return sizes;
+        }
+    }
+    // Too many dimensions for multiples of 4 within the budget.
+    random_sizes(rng, desc, budget, false)
+}
+
 /// The elements of a buffer of the kernel at `sizes`.
 pub fn buffer_len(b: &BufDesc, sizes: &[usize]) -> usize {
     b.shape
@@ -294,7 +348,11 @@ pub fn family(
     let desc = KernelDesc::from_kernel(&kernel);
     let mut rng = Rng::new(seed);
     for case in 0..cases {
-        let sizes = random_sizes(&mut rng, &desc, budget, true);
+        let sizes = if case % 2 == 1 {
+            round_sizes(&mut rng, &desc, budget)
+        } else {
+            random_sizes(&mut rng, &desc, budget, true)
+        };
         let plan = (case > 0).then(|| random_plan(&mut rng, &desc, max_items, &sizes));
         one_case(spec, &sizes, plan.as_ref(), &mut rng, &mut run);
     }
@@ -370,7 +428,11 @@ pub fn sources(
     let desc = KernelDesc::from_kernel(&kernel);
     let mut rng = Rng::new(seed ^ 0x4e56);
     for case in 0..count {
-        let sizes = random_sizes(&mut rng, &desc, budget, false);
+        let sizes = if case % 2 == 1 {
+            round_sizes(&mut rng, &desc, budget)
+        } else {
+            random_sizes(&mut rng, &desc, budget, false)
+        };
         let plan = (case > 0).then(|| random_plan(&mut rng, &desc, max_items, &sizes));
         let len =
             |b: &[BufDesc]| -> Vec<usize> { b.iter().map(|d| buffer_len(d, &sizes)).collect() };

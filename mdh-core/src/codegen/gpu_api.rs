@@ -173,6 +173,9 @@ fn entries_tokens(entries: &[GpuEntryCfg]) -> TokenStream {
             tile,
             local,
             blocked,
+            vector,
+            transpose,
+            pad,
         } = &e.plan;
         let device = &e.device;
         let sizes = match &e.sizes {
@@ -187,6 +190,9 @@ fn entries_tokens(entries: &[GpuEntryCfg]) -> TokenStream {
                     tile: ::std::vec![#(#tile),*],
                     local: ::std::vec![#(#local),*],
                     blocked: #blocked,
+                    vector: ::std::vec![#(#vector),*],
+                    transpose: ::std::vec![#(#transpose),*],
+                    pad: ::std::vec![#(#pad),*],
                 },
                 device: #device,
                 sizes: #sizes,

@@ -242,6 +242,9 @@ fn gpu_entries_merge_per_backend_and_read_back() {
         tile: vec![8, 64, 128],
         local: vec![true, false],
         blocked: true,
+        vector: vec![4, 2],
+        transpose: vec![true, false],
+        pad: vec![4, 0],
     };
     let old = "kernel: matmul\nentries:\n  # hand-written\n  - backend: cpu\n    sizes: {I: 64, J: 32, K: 16}\n";
     let entry = |b| gpu_entry_yaml(&k, b, "H100", Some(&[64, 16, 32]), &plan, &[]);
@@ -337,7 +340,50 @@ fn reads_gpu_plans_per_backend() {
     assert_eq!(e.opencl[0].device, "*");
     assert!(e.opencl[0].plan.blocked);
     assert_eq!(e.opencl[0].plan.items, default.items);
+    // Layout fields left out: scalar, row-major, unpadded.
+    assert_eq!(e.opencl[0].plan.vector, vec![1, 1]);
+    assert_eq!(e.opencl[0].plan.transpose, vec![false, false]);
+    assert_eq!(e.opencl[0].plan.pad, vec![0, 0]);
     assert!(e.cpu.is_empty());
+}
+
+/// The layout fields of a GPU plan: read per input, checked with the
+/// line of the offending value.
+#[test]
+fn gpu_layout_fields_read_and_checked() {
+    let e = read("kernel: matmul\nentries:\n  - backend: cuda\n    gpu:\n      local: [true, true]\n      vector: [1, 4]\n      transpose: [true, false]\n      pad: [4, 1]\n").unwrap();
+    let p = &e.cuda[0].plan;
+    assert_eq!(
+        (&p.vector, &p.transpose, &p.pad),
+        (&vec![1, 4], &vec![true, false], &vec![4, 1])
+    );
+    let bad = |gpu: &str| {
+        read(&format!(
+            "kernel: matmul\nentries:\n  - backend: cuda\n    gpu:\n{gpu}"
+        ))
+        .unwrap_err()
+        .0
+    };
+    let e = bad("      local: [true, true]\n      vector: [3, 4]\n");
+    assert!(
+        e.starts_with("configs/matmul.yaml:6:") && e.contains("widths are [1, 2, 4]"),
+        "{e}"
+    );
+    let e = bad("      vector: [4]\n");
+    assert!(
+        e.starts_with("configs/matmul.yaml:5:") && e.contains("`vector` has 1 entries"),
+        "{e}"
+    );
+    let e = bad("      local: [false, true]\n      transpose: [true, false]\n");
+    assert!(
+        e.starts_with("configs/matmul.yaml:6:") && e.contains("`local` entry is false"),
+        "{e}"
+    );
+    let e = bad("      local: [true, true]\n      pad: [0, 33]\n");
+    assert!(
+        e.starts_with("configs/matmul.yaml:6:") && e.contains("at most 32"),
+        "{e}"
+    );
 }
 
 #[test]

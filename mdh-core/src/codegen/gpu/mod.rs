@@ -41,6 +41,7 @@
 use std::cell::RefCell;
 use std::fmt::Write;
 
+mod local;
 mod reduce;
 mod scan;
 mod words;
@@ -102,12 +103,13 @@ fn private_loop(l: &mut Lowering, x: usize) {
 }
 
 /// The index along dimension `x` of a work-item's point `p{x}` of the tile:
-/// consecutive per work-item when blocked, strided by the work-items else.
+/// consecutive per work-item when blocked, strided by the work-items else,
+/// in runs of `VG{x}` consecutive indices (1, or the width of the vectors
+/// that fragments load along `x`: a run is one vector).
 fn item_index(x: usize) -> String {
-    let (items, private) = (names::items(x), names::private(x));
+    let (items, private, run) = (names::items(x), names::private(x), names::vector_group(x));
     format!(
-        "t{x} + ({} ? w{x} * {private} + p{x} : w{x} + p{x} * {items})",
-        BLOCKED
+        "t{x} + ({BLOCKED} ? w{x} * {private} + p{x} : ((p{x} / {run}) * {items} + w{x}) * {run} + p{x} % {run})"
     )
 }
 
@@ -254,6 +256,13 @@ impl<'k> Emit<'k> {
     /// The element of input access `(b, a)` at point `i`: from local memory
     /// when its buffer is cached there (`#if LOCAL{b}`), else from global.
     fn load(&self, b: usize, a: usize) -> String {
+        let (local, global) = self.load_parts(b, a);
+        format!("MDH_LOAD{b}(({local}), ({global}))")
+    }
+
+    /// The index in local memory and the offset in global memory of input
+    /// access `(b, a)` at point `i`.
+    fn load_parts(&self, b: usize, a: usize) -> (String, String) {
         let f = self.access(b, a);
         let mut local = String::from("0");
         for (c, comp) in f.components.iter().enumerate() {
@@ -270,7 +279,7 @@ impl<'k> Emit<'k> {
             );
         }
         let global = self.linear(&names::input_access(b, a), &self.used(b, a));
-        format!("MDH_LOAD{b}(({local}), ({global}))")
+        (local, global)
     }
 
     /// `mdh_main`: the LM tiles of this work-group's block, the PM tiles of
@@ -341,10 +350,11 @@ impl<'k> Emit<'k> {
         for (b, buf) in self.k.inputs.iter().enumerate() {
             l.line(&format!("#if {}", names::local(b)));
             l.line(&format!(
-                "{} {} lmem{b}[{}];",
+                "{} {} lmem{b}[{}] __attribute__((aligned({})));",
                 w.shared,
                 d.storage_ty(buf.ty),
-                names::local_size(b)
+                names::local_size(b),
+                local::local_align(buf.ty)
             ));
             for c in 0..buf.shape.len() {
                 l.line(&format!("{IDX} lo{b}_{c} = 0;"));
@@ -530,24 +540,19 @@ impl<'k> Emit<'k> {
                     .filter(|&x| self.kinds[x] != DimKind::Pw)
                     .collect();
                 let mut len = String::from("1");
-                let mut at = String::from("0");
                 for &x in &dims {
-                    let private = names::private(x);
-                    let _ = write!(len, " * {private}");
-                    at = format!("({at}) * {private} + p{x}");
+                    let _ = write!(len, " * {}", names::private(x));
                 }
                 let frag = l.fresh("frag");
                 let t = self.k.inputs[b].ty;
                 l.line(&format!("{} {frag}[{len}];", self.d.ty(t)));
-                for &x in &dims {
-                    private_loop(l, x);
-                    l.line(&format!("const {IDX} i{x} = {};", item_index(x)));
-                }
-                l.line(&format!("{frag}[{at}] = {};", self.load(b, a)));
-                for _ in &dims {
-                    l.line("}");
-                }
-                format!("{frag}[{at}]")
+                let at_of = |p: &dyn Fn(usize) -> String| {
+                    dims.iter().fold(String::from("0"), |at, &x| {
+                        format!("({at}) * {} + {}", names::private(x), p(x))
+                    })
+                };
+                self.fragment_loads(l, (b, a), &dims, &frag, &at_of);
+                format!("{frag}[{}]", at_of(&|x| format!("p{x}")))
             })
             .collect()
     }
@@ -638,69 +643,6 @@ impl<'k> Emit<'k> {
         l.line("#endif");
     }
 
-    /// Cooperative copies of the current tile of locally cached inputs
-    /// (nothing for an empty tile, whose box would be meaningless; the
-    /// barrier after the copies is reached either way).
-    fn local_copies(&self, l: &mut Lowering) {
-        let mut nonempty = String::from("1");
-        for x in 0..self.dims {
-            let _ = write!(nonempty, " && t{x} < e{x}");
-        }
-        for (b, buf) in self.k.inputs.iter().enumerate() {
-            let f = self.access(b, 0);
-            let rank = buf.shape.len();
-            l.line(&format!("#if {}", names::local(b)));
-            l.line(&format!("if ({nonempty}) {{"));
-            // The box of the tile: per component, the least and greatest
-            // value over the tile (coefficients are the same for every
-            // access of the buffer; offsets differ by constants).
-            for (c, comp) in f.components.iter().enumerate() {
-                let (mut lo, mut hi) = (names::offset_min(b, c), names::offset_max(b, c));
-                for (x, &cf) in comp.dims.iter().enumerate() {
-                    if cf > 0 {
-                        let _ = write!(lo, " + (({IDX}){cf}L) * t{x}");
-                        let _ = write!(hi, " + (({IDX}){cf}L) * (e{x} - 1)");
-                    } else if cf < 0 {
-                        let _ = write!(lo, " + (({IDX}){cf}L) * (e{x} - 1)");
-                        let _ = write!(hi, " + (({IDX}){cf}L) * t{x}");
-                    }
-                }
-                l.line(&format!("lo{b}_{c} = {lo};"));
-                l.line(&format!("const {IDX} ext{c} = {hi} - lo{b}_{c} + 1;"));
-            }
-            // The elements are numbered over the box of a full tile, whose
-            // extents `L{b}_E{c}` are constants: the compiler decodes them
-            // by multiplications and shifts, not division calls. An edge
-            // tile's box is smaller (`ext{c}`) and skips the rest.
-            l.line(&format!(
-                "for ({IDX} e = lid; e < {}; e += {WG_ITEMS}) {{",
-                names::local_size(b)
-            ));
-            l.line(&format!("{IDX} rest = e;"));
-            let mut inside = String::from("1");
-            let mut gidx = String::from("0");
-            for c in (0..rank).rev() {
-                if c == 0 {
-                    l.line(&format!("const {IDX} x0 = rest;"));
-                } else {
-                    let ext = names::local_extent(b, c);
-                    l.line(&format!("const {IDX} x{c} = rest % {ext}; rest /= {ext};"));
-                }
-                let _ = write!(inside, " && x{c} < ext{c}");
-                let _ = write!(
-                    gidx,
-                    " + (lo{b}_{c} + x{c}) * {}",
-                    names::input_stride(b, c)
-                );
-            }
-            l.line(&format!("if ({inside}) lmem{b}[e] = in{b}[{gidx}];"));
-            l.line("}");
-            l.line("}");
-            l.line("#endif");
-        }
-        l.line("#if ANY_LOCAL");
-        l.line(self.w.barrier);
-        l.line("#endif");
     }
 
     fn prelude(&self, src: &mut String) {
@@ -716,9 +658,18 @@ impl<'k> Emit<'k> {
                     src.push_str("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
                 }
             }
-            Dialect::Cuda => src.push_str(
+            Dialect::Cuda => {
+                src.push_str(
                 "typedef unsigned char uchar;\ntypedef unsigned short ushort;\ntypedef unsigned int uint;\ntypedef unsigned long ulong;\n",
-            ),
+                );
+                let mut types: Vec<ScalarType> = Vec::new();
+                for b in self.k.inputs.iter() {
+                    if !types.contains(&b.ty) {
+                        types.push(b.ty);
+                    }
+                }
+                src.push_str(&local::cuda_vec_types(&types));
+            }
         }
         src.push_str("#define MDH_MIN(a, b) ((a) < (b) ? (a) : (b))\n");
         let _ = writeln!(src, "#define SCAN_CHUNK {SCAN_CHUNK}");
@@ -841,8 +792,95 @@ mod tests {
                 .collect();
             assert!(longs.is_empty(), "{longs:?}");
             assert_eq!(src.matches("_frag[1 * ").count(), 2, "{src}");
-            assert!(src.contains("rest % L0_E1"), "{src}");
+            assert!(src.contains("rest % (L0_E1 / L0_VEC)"), "{src}");
+            // Vector fragment loads of A along i (transposed tile) and of B
+            // along j, each for widths 4 and 2, beside the scalar loads.
+            assert!(src.contains("#if FV0_0 > 1 && FVX0_0 == 0"), "{src}");
+            assert!(src.contains("#if FV1_0 > 1 && FVX1_0 == 1"), "{src}");
+            let vloads = match d {
+                Dialect::Cuda => src.matches("= *(const mdh_vec_f32_").count(),
+                Dialect::OpenCl => src.matches("= vload").count(),
+            };
+            // Per width: one per fragment (A, B) and one per copy (A, B).
+            assert_eq!(vloads, 2 * 4, "{src}");
             assert!(src.contains("&& i0 < e0 && i1 < e1 && i2 < e2"), "{src}");
         }
+    }
+
+    /// The vector widths follow what the sizes prove: matmul's
+    /// register-tiled plan with vectors of 4 and A's tile transposed gets
+    /// them for both copies and both fragments at 1024³ (runs of 4 per
+    /// strided thread); at 1024 × 1024 × 1026 B's rows (and so its copy)
+    /// lose the alignment, its fragments keep it; a padding of 1 takes the
+    /// fragments' (the next row's start) and adds a column to the tile.
+    #[test]
+    fn vector_widths_follow_the_sizes_and_the_layout() {
+        let (_, desc) = matmul();
+        let plan = GpuPlan {
+            groups: vec![0, 0, 1],
+            items: vec![16, 16, 1],
+            tile: vec![128, 128, 8],
+            local: vec![true, true],
+            blocked: false,
+            vector: vec![4, 4],
+            transpose: vec![true, false],
+            pad: vec![0, 0],
+        };
+        let defs = |plan: &GpuPlan, (i, j, k)| {
+            let bound = desc.bind_sizes(&sizes(&desc, i, j, k)).unwrap();
+            defines(&desc, &bound, &plan.resolve(&desc.kinds, &bound.extents))
+        };
+        let has = |d: &str, want: &[&str]| {
+            for w in want {
+                assert!(d.contains(&format!("#define {w}\n")), "no {w} in\n{d}");
+            }
+        };
+        has(
+            &defs(&plan, (1024, 1024, 1024)),
+            &[
+                "L0_VEC 4",
+                "L1_VEC 4",
+                "FV0_0 4",
+                "FVX0_0 0",
+                "FV1_0 4",
+                "FVX1_0 1",
+                "VG0 4",
+                "VG1 4",
+                "L0_TR 1",
+                "L0_S0 1",
+                "L0_S1 128",
+                "L0_SIZE 1024",
+            ],
+        );
+        has(
+            &defs(&plan, (1024, 1026, 1024)),
+            &["L0_VEC 4", "L1_VEC 1", "FV1_0 4"],
+        );
+        let padded = GpuPlan {
+            pad: vec![1, 0],
+            ..plan.clone()
+        };
+        has(
+            &defs(&padded, (1024, 1024, 1024)),
+            &[
+                "FV0_0 1",
+                "FVX0_0 -1",
+                "VG0 1",
+                "FV1_0 4",
+                "L0_S0 1",
+                "L0_S1 129",
+                "L0_SIZE 1032",
+            ],
+        );
+        let scalar = GpuPlan {
+            vector: vec![1, 1],
+            ..plan
+        };
+        has(
+            &defs(&scalar, (1024, 1024, 1024)),
+            &[
+                "L0_VEC 1", "L1_VEC 1", "FV0_0 1", "FV1_0 1", "VG0 1", "VG1 1",
+            ],
+        );
     }
 }

@@ -1,0 +1,291 @@
+//! Local memory of the main kernel: the cooperative copies of input tiles
+//! into it (scalar or in vectors) and the vector loads of register
+//! fragments from it.
+//!
+//! The layout of a tile (row-major or transposed, its innermost extent
+//! padded) is all in the definitions' strides `L{b}_S{c}`; the vector
+//! widths (`L{b}_VEC` for copies, `FV{b}_{a}` for fragment loads) are
+//! definitions too, 1 unless the call's sizes prove every vector aligned
+//! (see `gpu_plan::copy_vector` and `gpu_plan::fragment_vector`). A width
+//! is a preprocessor name, so the code of each width is emitted under
+//! `#if`: CUDA loads and stores whole aligned structs (`mdh_vec_f32_4`,
+//! 16 bytes: `LDG.E.128`, `LDS.128`), OpenCL calls `vload4` / `vstore4`.
+
+use std::fmt::Write;
+
+use super::{item_index, private_loop, Emit};
+use crate::codegen::c_expr::{Dialect, Lowering};
+use crate::spec::ScalarType;
+use mdh_rt::names::{self, IDX, WG_ITEMS};
+
+/// The vector widths the emitter writes code for (a plan's widths above 1).
+pub(super) const WIDTHS: [usize; 2] = [4, 2];
+
+/// The bytes local memory arrays are aligned to: a vector of the widest
+/// width of their element type, and at least 16.
+pub(super) fn local_align(t: ScalarType) -> usize {
+    (WIDTHS[0] * mdh_rt::types::elem_bytes(t)).max(16)
+}
+
+/// The CUDA struct of `w` elements of `t` (aligned to its size, so that it
+/// is loaded and stored by one instruction up to 16 bytes).
+fn cuda_vec(t: ScalarType, w: usize) -> String {
+    format!("mdh_vec_{}_{w}", t.name())
+}
+
+/// The CUDA definitions of the structs of [`cuda_vec`] for element types
+/// `types`.
+pub(super) fn cuda_vec_types(types: &[ScalarType]) -> String {
+    let mut s = String::new();
+    for &t in types {
+        for w in WIDTHS {
+            let bytes = w * mdh_rt::types::elem_bytes(t);
+            let _ = writeln!(
+                s,
+                "typedef struct __attribute__((aligned({bytes}))) {{ {} v[{w}]; }} {};",
+                Dialect::Cuda.storage_ty(t),
+                cuda_vec(t, w)
+            );
+        }
+    }
+    s
+}
+
+/// Emits `v = ` the `w` elements of `t` at `ptr` as one vector; returns
+/// the C expression of element `r` of it.
+fn vec_load(
+    l: &mut Lowering,
+    d: Dialect,
+    t: ScalarType,
+    w: usize,
+    v: &str,
+    ptr: &str,
+) -> Vec<String> {
+    match d {
+        Dialect::Cuda => {
+            let vt = cuda_vec(t, w);
+            l.line(&format!("const {vt} {v} = *(const {vt}*)({ptr});"));
+            (0..w).map(|r| format!("{v}.v[{r}]")).collect()
+        }
+        Dialect::OpenCl => {
+            let st = d.storage_ty(t);
+            l.line(&format!("const {st}{w} {v} = vload{w}(0, {ptr});"));
+            (0..w).map(|r| format!("{v}.s{r}")).collect()
+        }
+    }
+}
+
+/// Stores vector `v` (of [`vec_load`]) whole at `ptr`.
+fn vec_store(l: &mut Lowering, d: Dialect, t: ScalarType, w: usize, v: &str, ptr: &str) {
+    match d {
+        Dialect::Cuda => {
+            let vt = cuda_vec(t, w);
+            l.line(&format!("*({vt}*)({ptr}) = {v};"));
+        }
+        Dialect::OpenCl => l.line(&format!("vstore{w}({v}, 0, {ptr});")),
+    }
+}
+
+/// Opens `#if {width} == w` / `#elif` for each width of [`WIDTHS`] in turn
+/// and calls `body` with it; closes with `#endif`.
+fn per_width(l: &mut Lowering, width: &str, mut body: impl FnMut(&mut Lowering, usize)) {
+    for (i, w) in WIDTHS.into_iter().enumerate() {
+        l.line(&format!(
+            "#{} {width} == {w}",
+            if i == 0 { "if" } else { "elif" }
+        ));
+        body(l, w);
+    }
+    l.line("#endif");
+}
+
+impl Emit<'_> {
+    /// Cooperative copies of the current tile of locally cached inputs
+    /// (nothing for an empty tile, whose box would be meaningless; the
+    /// barrier after the copies is reached either way).
+    ///
+    /// The elements are numbered over the box of a full tile, whose extents
+    /// `L{b}_E{c}` are constants (the compiler decodes them by
+    /// multiplications and shifts, not division calls), the last component
+    /// (contiguous in global memory) fastest and in runs of `L{b}_VEC`
+    /// elements: a run inside the tile's box is copied as one vector (stored
+    /// whole where the last component is innermost in local memory, else
+    /// element by element), a run cut by an edge tile's smaller box
+    /// (`ext{c}`) element by element.
+    pub(super) fn local_copies(&self, l: &mut Lowering) {
+        let mut nonempty = String::from("1");
+        for x in 0..self.dims {
+            let _ = write!(nonempty, " && t{x} < e{x}");
+        }
+        for (b, buf) in self.k.inputs.iter().enumerate() {
+            let f = self.access(b, 0);
+            let rank = buf.shape.len();
+            let last = rank - 1;
+            let vec = names::copy_vector(b);
+            l.line(&format!("#if {}", names::local(b)));
+            l.line(&format!("if ({nonempty}) {{"));
+            // The box of the tile: per component, the least and greatest
+            // value over the tile (coefficients are the same for every
+            // access of the buffer; offsets differ by constants).
+            for (c, comp) in f.components.iter().enumerate() {
+                let (mut lo, mut hi) = (names::offset_min(b, c), names::offset_max(b, c));
+                for (x, &cf) in comp.dims.iter().enumerate() {
+                    if cf > 0 {
+                        let _ = write!(lo, " + (({IDX}){cf}L) * t{x}");
+                        let _ = write!(hi, " + (({IDX}){cf}L) * (e{x} - 1)");
+                    } else if cf < 0 {
+                        let _ = write!(lo, " + (({IDX}){cf}L) * (e{x} - 1)");
+                        let _ = write!(hi, " + (({IDX}){cf}L) * t{x}");
+                    }
+                }
+                l.line(&format!("lo{b}_{c} = {lo};"));
+                l.line(&format!("const {IDX} ext{c} = {hi} - lo{b}_{c} + 1;"));
+            }
+            l.line(&format!(
+                "for ({IDX} e = lid; e < {} / {vec}; e += {WG_ITEMS}) {{",
+                names::local_box(b)
+            ));
+            l.line(&format!("{IDX} rest = e;"));
+            let mut inside = String::from("1");
+            let (mut lidx, mut gidx) = (String::from("0"), String::from("0"));
+            for c in (0..rank).rev() {
+                let ext = names::local_extent(b, c);
+                let runs = if c == last {
+                    format!("({ext} / {vec})")
+                } else {
+                    ext
+                };
+                let scale = if c == last {
+                    format!(" * {vec}")
+                } else {
+                    String::new()
+                };
+                if c == 0 {
+                    l.line(&format!("const {IDX} x0 = rest{scale};"));
+                } else {
+                    l.line(&format!(
+                        "const {IDX} x{c} = (rest % {runs}){scale}; rest /= {runs};"
+                    ));
+                }
+                if c != last {
+                    let _ = write!(inside, " && x{c} < ext{c}");
+                }
+                let _ = write!(lidx, " + x{c} * {}", names::local_stride(b, c));
+                let _ = write!(
+                    gidx,
+                    " + (lo{b}_{c} + x{c}) * {}",
+                    names::input_stride(b, c)
+                );
+            }
+            l.line(&format!("const {IDX} li = {lidx};"));
+            l.line(&format!("const {IDX} gi = {gidx};"));
+            let t = buf.ty;
+            let lstride = names::local_stride(b, last);
+            l.line(&format!("#if {vec} > 1"));
+            l.line(&format!("if ({inside} && x{last} + {vec} <= ext{last}) {{"));
+            per_width(l, &vec, |l, w| {
+                let v = l.fresh("v");
+                let elems = vec_load(l, self.d, t, w, &v, &format!("&in{b}[gi]"));
+                l.line(&format!("#if {}", names::local_transposed(b)));
+                for (r, e) in elems.iter().enumerate() {
+                    l.line(&format!("lmem{b}[li + {r} * {lstride}] = {e};"));
+                }
+                l.line("#else");
+                vec_store(l, self.d, t, w, &v, &format!("&lmem{b}[li]"));
+                l.line("#endif");
+            });
+            l.line("} else");
+            l.line("#endif");
+            l.line(&format!("for ({IDX} r = 0; r < {vec}; r++) {{"));
+            l.line(&format!(
+                "if ({inside} && x{last} + r < ext{last}) lmem{b}[li + r * {lstride}] = in{b}[gi + r];"
+            ));
+            l.line("}");
+            l.line("}");
+            l.line("}");
+            l.line("#endif");
+        }
+        l.line("#if ANY_LOCAL");
+        l.line(self.w.barrier);
+        l.line("#endif");
+    }
+
+    /// The loads of access `(b, a)`'s register fragment `frag` (indexed by
+    /// `at` over the fragment's dimensions `dims`, whose private loops this
+    /// emits): in vectors along dimension `x` where the definitions say so
+    /// (`FVX{b}_{a} == x`, for each `x` the layout may make contiguous),
+    /// else one element per point.
+    pub(super) fn fragment_loads(
+        &self,
+        l: &mut Lowering,
+        (b, a): (usize, usize),
+        dims: &[usize],
+        frag: &str,
+        at: &dyn Fn(&dyn Fn(usize) -> String) -> String,
+    ) {
+        let desc = crate::desc::KernelDesc::from_kernel(self.k);
+        let rank = self.k.inputs[b].shape.len();
+        let mut candidates: Vec<usize> = [0, rank - 1]
+            .into_iter()
+            .filter_map(|c| mdh_rt::gpu_plan::fragment_dim(&desc, b, a, c))
+            .filter(|x| dims.contains(x))
+            .collect();
+        candidates.dedup();
+        let (fv, fvx) = (
+            names::fragment_vector(b, a),
+            names::fragment_vector_dim(b, a),
+        );
+        let t = self.k.inputs[b].ty;
+        for (i, &x) in candidates.iter().enumerate() {
+            let kw = if i == 0 { "if" } else { "elif" };
+            l.line(&format!("#{kw} {fv} > 1 && {fvx} == {x}"));
+            for &y in dims {
+                if y == x {
+                    l.line(&format!(
+                        "for ({IDX} p{x} = 0; p{x} < {}; p{x} += {fv}) {{",
+                        names::private(x)
+                    ));
+                } else {
+                    private_loop(l, y);
+                }
+                l.line(&format!("const {IDX} i{y} = {};", item_index(y)));
+            }
+            let (local, _) = self.load_parts(b, a);
+            per_width(l, &fv, |l, w| {
+                let v = l.fresh("v");
+                let elems = vec_load(l, self.d, t, w, &v, &format!("&lmem{b}[{local}]"));
+                for (r, e) in elems.iter().enumerate() {
+                    let idx = at(&|y| {
+                        if y == x {
+                            format!("(p{y} + {r})")
+                        } else {
+                            format!("p{y}")
+                        }
+                    });
+                    l.line(&format!("{frag}[{idx}] = {e};"));
+                }
+            });
+            for _ in dims {
+                l.line("}");
+            }
+        }
+        if !candidates.is_empty() {
+            l.line("#else");
+        }
+        for &x in dims {
+            private_loop(l, x);
+            l.line(&format!("const {IDX} i{x} = {};", item_index(x)));
+        }
+        l.line(&format!(
+            "{frag}[{}] = {};",
+            at(&|y| format!("p{y}")),
+            self.load(b, a)
+        ));
+        for _ in dims {
+            l.line("}");
+        }
+        if !candidates.is_empty() {
+            l.line("#endif");
+        }
+    }
+}
