@@ -59,8 +59,11 @@ fn dot_split(groups: usize) -> GpuPlan {
         groups: vec![groups],
         items: vec![32],
         tile: vec![32],
-        local: vec![false],
+        local: vec![false, false],
         blocked: false,
+        vector: vec![1, 1],
+        transpose: vec![false, false],
+        pad: vec![0, 0],
     }
 }
 
@@ -335,6 +338,9 @@ fn cuda_calls_on_the_cpu_keep_jobs_and_poisoned_partials() {
         tile: vec![4, 8, 4],
         local: vec![false, false, false],
         blocked: false,
+        vector: vec![1, 1],
+        transpose: vec![false, false],
+        pad: vec![0, 0],
     };
     let (i, j, k) = (7, 9, 40);
     let call =

@@ -7,6 +7,9 @@ fn plan(groups: &[usize], items: &[usize], tile: &[usize], local: &[bool]) -> Gp
         tile: tile.to_vec(),
         local: local.to_vec(),
         blocked: false,
+        vector: vec![1; local.len()],
+        transpose: vec![false; local.len()],
+        pad: vec![0; local.len()],
     }
 }
 

@@ -643,8 +643,6 @@ impl<'k> Emit<'k> {
         l.line("#endif");
     }
 
-    }
-
     fn prelude(&self, src: &mut String) {
         let uses = |t: ScalarType| {
             self.k.inputs.iter().any(|b| b.ty == t)
