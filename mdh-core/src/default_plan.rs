@@ -20,10 +20,10 @@
 //!   fits the L1, results streamed past the caches where the call's output
 //!   outgrows them (decided at run time, `mdh::stream::pays`);
 //! - **reduction over a kept SIMD dimension** (record linkage with an
-//!   expensive scalar function and a user-defined combine, histograms): one
-//!   vector of the kept dimension per register tile, whose accumulators and
-//!   loop-invariant operands stay in registers, and long PW tiles whose
-//!   inputs stay in L1.
+//!   expensive scalar function and a user-defined combine, histograms): two
+//!   vectors of lanes over the kept dimension with built-in combines; with
+//!   a closure (no identity to start lanes from) scalar rows, one vector's
+//!   worth, which stay in registers; PW tiles whose inputs stay in L1.
 //!
 //! The macro runs at compile time, possibly on another machine than the one
 //! the kernel runs on, and tile sizes are constants of the generated code;
