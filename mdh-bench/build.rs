@@ -48,7 +48,10 @@ fn c_openmp() {
         Ok(()) => {
             println!("cargo:rustc-cfg=c_openmp");
             // gcc's OpenMP runtime is libgomp, clang's libomp.
-            println!("cargo:rustc-link-lib={}", if clang { "omp" } else { "gomp" });
+            println!(
+                "cargo:rustc-link-lib={}",
+                if clang { "omp" } else { "gomp" }
+            );
         }
         Err(e) => {
             let why = e.to_string().replace('\n', " ");

@@ -9,10 +9,11 @@ cd "$(dirname "$0")/.."
 # ocl-icd loader, libOpenCL.so.1) runs the OpenCL kernels on the CPU; mdh
 # loads OpenCL at run time, so no -dev package is needed to build. OpenMPI
 # runs the node layer (mdh's `mpi` feature; the `mpi` crate's bindings need
-# libclang at build time).
+# libclang at build time). gcc builds mdh-bench's c-openmp peers (its
+# libgomp is the OpenMP runtime they link).
 need=()
 for pkg in libopenblas-dev libdnnl-dev ocl-icd-libopencl1 pocl-opencl-icd \
-    libopenmpi-dev openmpi-bin libclang1-14 libclang-common-14-dev; do
+    libopenmpi-dev openmpi-bin libclang1-14 libclang-common-14-dev gcc; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -344,7 +344,10 @@ fn table(rows: &[Row], machine: &str) -> String {
 /// that speedup: what mdh must beat.
 fn best_peers<'a>(rows: &'a [Row]) -> Vec<(&'a str, &'a str, f64)> {
     let mut best: Vec<(&str, &str, f64)> = Vec::new();
-    for r in rows.iter().filter(|r| r.versus == "mdh" && r.imp != "mdh-opencl") {
+    for r in rows
+        .iter()
+        .filter(|r| r.versus == "mdh" && r.imp != "mdh-opencl")
+    {
         let Some(x) = r.speedup else { continue };
         match best.iter_mut().find(|b| b.0 == r.case) {
             Some(b) if x < b.2 => *b = (r.case, r.imp, x),

@@ -20,10 +20,10 @@
 //!   fits the L1, results streamed past the caches where the call's output
 //!   outgrows them (decided at run time, `mdh::stream::pays`);
 //! - **reduction over a kept SIMD dimension** (record linkage with an
-//!   expensive scalar function and a user-defined combine, histograms): one
-//!   vector of the kept dimension per register tile, whose accumulators and
-//!   loop-invariant operands stay in registers, and long PW tiles whose
-//!   inputs stay in L1.
+//!   expensive scalar function and a user-defined combine, histograms): two
+//!   vectors of lanes over the kept dimension with built-in combines; with
+//!   a closure (no identity to start lanes from) scalar rows, one vector's
+//!   worth, which stay in registers; PW tiles whose inputs stay in L1.
 //!
 //! The macro runs at compile time, possibly on another machine than the one
 //! the kernel runs on, and tile sizes are constants of the generated code;
@@ -100,6 +100,22 @@ fn caches(m: &Machine) -> (usize, usize) {
 fn pow2_within(x: usize, lo: usize, hi: usize) -> usize {
     let p = if x == 0 { 1 } else { 1 << x.ilog2() };
     p.clamp(lo, hi)
+}
+
+/// The innermost PW dimension of a kept reduction and its L1 tile: as many
+/// points as the inputs that only it indexes (the second record set of
+/// prl) fit in `bytes`, a power of two in 64..=4096; `None` without such
+/// inputs.
+fn pw_run(k: &Checked, bytes: usize) -> Option<(usize, usize)> {
+    let a = k.analysis();
+    let &pw = a.reduced.last()?;
+    let per_point: usize = a
+        .inputs
+        .iter()
+        .filter(|i| i.uses.contains(&pw) && a.kept.iter().all(|x| !i.uses.contains(x)))
+        .map(|i| crate::plan::elem_bytes(i.ty))
+        .sum();
+    Some((pw, pow2_within(bytes.checked_div(per_point)?, 64, 4096)))
 }
 
 /// A kernel's computation class, which picks the model of its default plan.
@@ -279,16 +295,8 @@ impl CpuPlan {
                 // do not depend on the kept dimensions) take a quarter of
                 // the L1, so that each register tile's accumulators leave
                 // the registers once per long run.
-                if let Some(&pw) = a.reduced.last() {
-                    let per_point: usize = a
-                        .inputs
-                        .iter()
-                        .filter(|i| i.uses.contains(&pw) && a.kept.iter().all(|x| !i.uses.contains(x)))
-                        .map(|i| crate::plan::elem_bytes(i.ty))
-                        .sum();
-                    if per_point > 0 {
-                        l1[pw] = pow2_within(l1d_bytes / 4 / per_point, 64, 4096);
-                    }
+                if let Some((pw, t)) = pw_run(k, l1d_bytes / 4) {
+                    l1[pw] = t;
                 }
                 l2 = l1.iter().map(|&t| t * 4).collect();
             }
@@ -302,16 +310,8 @@ impl CpuPlan {
                 // 0.5 s (a C/OpenMP loop 0.43 s in the same hour).
                 reg[s] = lanes;
                 l1 = (0..d).map(|x| whole(l1[x], reg[x])).collect();
-                if let Some(&pw) = a.reduced.last() {
-                    let per_point: usize = a
-                        .inputs
-                        .iter()
-                        .filter(|i| i.uses.contains(&pw) && a.kept.iter().all(|x| !i.uses.contains(x)))
-                        .map(|i| crate::plan::elem_bytes(i.ty))
-                        .sum();
-                    if per_point > 0 {
-                        l1[pw] = pow2_within(l1d_bytes / per_point, 64, 4096);
-                    }
+                if let Some((pw, t)) = pw_run(k, l1d_bytes) {
+                    l1[pw] = t;
                 }
                 l2 = l1.iter().map(|&t| t * 4).collect();
             }
@@ -532,7 +532,7 @@ mod tests {
             let acc = accumulator_vectors(m.isa);
             prop_assert!(vectors <= acc.max(outputs), "{f}: {:?} on {}", p.reg, m.describe());
             for x in 0..p.reg.len() {
-                prop_assert!(p.l1[x] % p.reg[x] == 0 || p.l1[x] < p.reg[x], "{f}: l1 {:?} reg {:?}", p.l1, p.reg);
+                prop_assert!(p.l1[x].is_multiple_of(p.reg[x]) || p.l1[x] < p.reg[x], "{f}: l1 {:?} reg {:?}", p.l1, p.reg);
             }
         }
     }

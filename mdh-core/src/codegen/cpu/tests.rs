@@ -128,4 +128,3 @@ fn entries_are_listed_as_static_data_for_the_runtime_ranking() {
     ));
     assert!(code.contains(&chosen.to_string()), "{code}");
 }
-
