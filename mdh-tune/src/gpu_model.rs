@@ -354,7 +354,7 @@ fn shape(k: &Checked, plan: &GpuPlan, extents: &[usize]) -> Shape {
         groups: r.group_count().max(1),
         threads: r.threads_per_group().max(1),
         block_points: prod(&mut r.block.iter().copied()),
-        whole: (0..extents.len()).all(|x| extents[x] % r.block[x].max(1) == 0),
+        whole: (0..extents.len()).all(|x| extents[x].is_multiple_of(r.block[x].max(1))),
         global_loads,
         lsu_loads,
         out_spread,
