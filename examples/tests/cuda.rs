@@ -277,48 +277,11 @@ fn configured_plan_is_used() {
     }
 }
 
-/// The register-tiled plan of matmul (issue 21): blocks of 16 × 16
-/// threads, each 8 × 8 results of a 128 × 128 tile, 8 steps of k per tile
-/// of A and B in shared memory (8 KiB).
-fn matmul_register_tiled() -> GpuPlan {
-    GpuPlan {
-        groups: vec![0, 0, 1],
-        items: vec![16, 16, 1],
-        tile: vec![128, 128, 8],
-        local: vec![true, true],
-        blocked: false,
-        vector: vec![1, 1],
-        transpose: vec![false, false],
-        pad: vec![0, 0],
-    }
-}
-
-/// The register-tiled plan with vectors of 4 (`float4`): A's tile
-/// transposed in shared memory (k outer, i inner), so that a thread's 8
-/// values of A per step of k are two aligned runs of 4, as its 8 values
-/// of B are; strided threads then take their points in runs of 4.
-fn matmul_register_tiled_vectors() -> GpuPlan {
-    GpuPlan {
-        vector: vec![4, 4],
-        transpose: vec![true, false],
-        ..matmul_register_tiled()
-    }
-}
-
 /// matmul's bound at `I`, `J`, `K`.
 fn matmul_bound(i: usize, j: usize, k: usize) -> Bound {
     let kernel = mdh::reference::kernel(matmul::SPEC).unwrap();
     let desc = KernelDesc::from_kernel(&kernel);
-    let sizes: Vec<usize> = desc
-        .size_params
-        .iter()
-        .map(|n| match n.as_ref() {
-            "I" => i,
-            "J" => j,
-            _ => k,
-        })
-        .collect();
-    mdh::gpu::bind_sizes(&desc, &sizes).unwrap()
+    mdh::gpu::bind_sizes(&desc, &gpu::matmul_sizes(i, j, k)).unwrap()
 }
 
 /// The CUDA source of matmul at `I`, `J`, `K` on `device` under `plan`
@@ -344,7 +307,7 @@ fn matmul_reference_plans_do_not_spill() {
     let tuned = "NVIDIA H100 80GB HBM3";
     let desc = KernelDesc::from_kernel(&mdh::reference::kernel(matmul::SPEC).unwrap());
     let default = GpuPlan::default_for(&desc);
-    let tiled = matmul_register_tiled();
+    let tiled = gpu::matmul_register_tiled();
     let cases = [
         ((1024, 1024, 1024), None, "*"),
         ((1024, 1024, 1024), None, tuned),
@@ -378,29 +341,54 @@ fn matmul_reference_plans_do_not_spill() {
 /// `nvdisasm` unless `MDH_REQUIRE_NVDISASM=1` (scripts/test-all.sh).
 #[test]
 fn matmul_register_tiled_sass() {
-    if !mdh_gpu::cuda::nvrtc_available() {
-        gpu::skip_or_fail("MDH_REQUIRE_NVRTC", "NVRTC is not available");
+    if !sass_tools() {
         return;
     }
-    if mdh_gpu::sass::nvdisasm().is_none() {
-        gpu::skip_or_fail(
-            "MDH_REQUIRE_NVDISASM",
-            "nvdisasm was not found (pip install --user nvidia-cuda-nvdisasm)",
-        );
-        return;
-    }
-    let src = matmul_source((1024, 1024, 1024), Some(&matmul_register_tiled()), "*");
-    assert!(src.contains("#define MDH_IDX int\n"), "{src}");
-    let c = mdh_gpu::cuda::nvrtc_resources(&src, "sm_90").unwrap();
-    let sass = mdh_gpu::sass::disassemble(&c.cubin).unwrap();
-    let fns = mdh_gpu::sass::Function::parse_all(&sass);
-    let main = fns.iter().find(|f| f.name == "mdh_main").expect(&sass);
+    let (c, main, sass) = matmul_main_sass(&gpu::matmul_register_tiled(), "sm_90");
     let hot = main.hot_loop().expect(&sass);
     let report = format!("hot loop {hot:?}\n{}", c.log);
     assert_eq!(hot.ffma, 64, "{report}");
     assert!(hot.ffma_share() >= 0.6, "{report}");
     assert!(hot.lds_per_ffma() <= 0.25, "{report}");
     assert_eq!(main.division_calls(), 0, "{report}\n{sass}");
+}
+
+/// NVRTC and `nvdisasm` are there, or the SASS tests skip (fail under
+/// `MDH_REQUIRE_NVRTC=1` / `MDH_REQUIRE_NVDISASM=1`).
+fn sass_tools() -> bool {
+    if !mdh_gpu::cuda::nvrtc_available() {
+        gpu::skip_or_fail("MDH_REQUIRE_NVRTC", "NVRTC is not available");
+        return false;
+    }
+    if mdh_gpu::sass::nvdisasm().is_none() {
+        gpu::skip_or_fail(
+            "MDH_REQUIRE_NVDISASM",
+            "nvdisasm was not found (pip install --user nvidia-cuda-nvdisasm)",
+        );
+        return false;
+    }
+    true
+}
+
+/// matmul 1024³ under `plan` compiled for `arch` (32-bit indices): what
+/// NVRTC made, the SASS of `mdh_main` and the whole disassembly.
+fn matmul_main_sass(
+    plan: &GpuPlan,
+    arch: &str,
+) -> (
+    mdh_gpu::cuda::CompiledCubin,
+    mdh_gpu::sass::Function,
+    String,
+) {
+    let src = matmul_source((1024, 1024, 1024), Some(plan), "*");
+    assert!(src.contains("#define MDH_IDX int\n"), "{src}");
+    let c = mdh_gpu::cuda::nvrtc_resources(&src, arch).unwrap();
+    let sass = mdh_gpu::sass::disassemble(&c.cubin).unwrap();
+    let main = mdh_gpu::sass::Function::parse_all(&sass)
+        .into_iter()
+        .find(|f| f.name == "mdh_main")
+        .expect(&sass);
+    (c, main, sass)
 }
 
 /// The SASS of matmul's register-tiled plan with and without vectors
@@ -410,27 +398,15 @@ fn matmul_register_tiled_sass() {
 /// B) instead of 16.
 #[test]
 fn matmul_vector_loads_in_sass() {
-    if !mdh_gpu::cuda::nvrtc_available() {
-        gpu::skip_or_fail("MDH_REQUIRE_NVRTC", "NVRTC is not available");
-        return;
-    }
-    if mdh_gpu::sass::nvdisasm().is_none() {
-        gpu::skip_or_fail(
-            "MDH_REQUIRE_NVDISASM",
-            "nvdisasm was not found (pip install --user nvidia-cuda-nvdisasm)",
-        );
+    if !sass_tools() {
         return;
     }
     for arch in ["sm_80", "sm_90"] {
         for (plan, vectors) in [
-            (matmul_register_tiled(), false),
-            (matmul_register_tiled_vectors(), true),
+            (gpu::matmul_register_tiled(), false),
+            (gpu::matmul_register_tiled_vectors(), true),
         ] {
-            let src = matmul_source((1024, 1024, 1024), Some(&plan), "*");
-            let c = mdh_gpu::cuda::nvrtc_resources(&src, arch).unwrap();
-            let sass = mdh_gpu::sass::disassemble(&c.cubin).unwrap();
-            let fns = mdh_gpu::sass::Function::parse_all(&sass);
-            let main = fns.iter().find(|f| f.name == "mdh_main").expect(&sass);
+            let (c, main, sass) = matmul_main_sass(&plan, arch);
             let hot = main.hot_loop().expect(&sass);
             let (ldg, lds) = (main.wide("LDG"), main.wide("LDS"));
             let report = format!(
@@ -450,40 +426,17 @@ fn matmul_vector_loads_in_sass() {
     }
 }
 
-/// The register-tiled plan with vectors and every layout of the shared
-/// tiles (transposed or not, padded or not), executed on the CPU at sizes
-/// of full tiles (vector copies and vector fragment loads) and of cut ones
-/// (edge tiles: the runs of 4 that an edge cuts are copied element by
-/// element), equal to the reference interpreter.
+/// The register-tiled plan with vectors under every layout of the shared
+/// tiles, executed on the CPU (see `gpu::matmul_vector_layouts`).
 #[test]
 fn matmul_vector_layouts_run_full_and_edge_tiles() {
     if !nvrtc_and_compiler() {
         return;
     }
     let mut rng = mdh_examples::check::Rng::new(gpu::seed("vector layouts"));
-    for (transpose, pad) in [
-        (vec![true, false], vec![0, 0]),
-        (vec![false, true], vec![4, 1]),
-        (vec![true, true], vec![1, 4]),
-    ] {
-        let plan = GpuPlan {
-            transpose,
-            pad,
-            ..matmul_register_tiled_vectors()
-        };
-        for (i, j, k) in [(128, 256, 16), (136, 132, 12), (130, 129, 13)] {
-            let sizes = matmul_bound(i, j, k).sizes;
-            gpu::one_case(
-                matmul::SPEC,
-                &sizes,
-                Some(&plan),
-                &mut rng,
-                &mut |plan, i, o, p, s| {
-                    run_on_cpu(matmul::cuda::job, matmul::SPEC, plan, i, o, p, s)
-                },
-            );
-        }
-    }
+    gpu::matmul_vector_layouts(&mut rng, &mut |plan, i, o, p, s| {
+        run_on_cpu(matmul::cuda::job, matmul::SPEC, plan, i, o, p, s)
+    });
 }
 
 /// The register-tiled plan executed on the CPU at sizes of full tiles only
@@ -494,7 +447,7 @@ fn matmul_register_tiled_runs_full_and_edge_tiles() {
         return;
     }
     let mut rng = mdh_examples::check::Rng::new(gpu::seed("register tiled"));
-    let plan = matmul_register_tiled();
+    let plan = gpu::matmul_register_tiled();
     for (i, j, k) in [(128, 256, 16), (136, 130, 13)] {
         let sizes = matmul_bound(i, j, k).sizes;
         gpu::one_case(

@@ -160,3 +160,14 @@ fn split_kept_groups_with_pw_items() {
     }
     split_cases!(conv2d, matmul, bmatmul, mcc);
 }
+
+/// The register-tiled plan of matmul with vectors (`vload4`) under layouts
+/// of the local tiles, on PoCL (see `gpu::matmul_vector_layouts`).
+#[test]
+fn matmul_vector_layouts() {
+    let Some(dev) = device() else { return };
+    let mut rng = mdh_examples::check::Rng::new(gpu::seed("vector layouts"));
+    gpu::matmul_vector_layouts(&mut rng, &mut |plan, i, o, p, s| {
+        matmul::opencl::run_dyn(dev, plan, i, o, p, s)
+    });
+}

@@ -275,16 +275,20 @@ pub fn random_sizes(rng: &mut Rng, desc: &KernelDesc, budget: usize, zeros: bool
                 _ => 1 + rng.below(40),
             })
             .collect();
-        // Empty dimensions count as 1: a zero must not let the others grow.
-        let points = desc
-            .dims
-            .iter()
-            .map(|c| KernelDesc::eval_size(c, &sizes))
-            .try_fold(1usize, |a, e| a.checked_mul(e?.max(1)));
-        if points.is_some_and(|p| p <= budget) {
+        if within(desc, &sizes, budget) {
             return sizes;
         }
     }
+}
+
+/// Whether the index space at `sizes` has at most `budget` points (empty
+/// dimensions counted as 1: a zero must not let the others grow).
+fn within(desc: &KernelDesc, sizes: &[usize], budget: usize) -> bool {
+    desc.dims
+        .iter()
+        .map(|c| KernelDesc::eval_size(c, sizes))
+        .try_fold(1usize, |a, e| a.checked_mul(e?.max(1)))
+        .is_some_and(|p| p <= budget)
 }
 
 /// Random sizes that are multiples of 4 (where rows of 4 elements are
@@ -295,12 +299,7 @@ pub fn round_sizes(rng: &mut Rng, desc: &KernelDesc, budget: usize) -> Vec<usize
         let sizes: Vec<usize> = (0..desc.size_params.len())
             .map(|_| 4 * (1 + rng.below(6)))
             .collect();
-        let points = desc
-            .dims
-            .iter()
-            .map(|c| KernelDesc::eval_size(c, &sizes))
-            .try_fold(1usize, |a, e| a.checked_mul(e?.max(1)));
-        if points.is_some_and(|p| p <= budget) {
+        if within(desc, &sizes, budget) {
             return sizes;
         }
     }
@@ -497,12 +496,84 @@ pub fn opencl_device() -> Option<&'static mdh::opencl::Device> {
 /// The CPU execution's arguments of buffers held as (bytes, C element
 /// type), in order.
 #[allow(dead_code)] // tests/opencl.rs shares this module but not cuda_sim
-pub fn sim_buffers(
-    data: &mut [(Vec<u8>, &'static str)],
-) -> impl Iterator<Item = mdh_gpu::cuda_sim::SimArg<'_>> {
+pub fn sim_buffers<'a>(
+    data: &'a mut [(Vec<u8>, &'static str)],
+) -> impl Iterator<Item = mdh_gpu::cuda_sim::SimArg<'a>> {
     data.iter_mut()
         .map(|(bytes, elem)| mdh_gpu::cuda_sim::SimArg::Buf {
             data: bytes.as_mut_slice(),
             elem,
         })
+}
+
+/// The register-tiled plan of matmul (issue 21): blocks of 16 × 16
+/// threads, each 8 × 8 results of a 128 × 128 tile, 8 steps of k per tile
+/// of A and B in shared memory (8 KiB).
+pub fn matmul_register_tiled() -> GpuPlan {
+    GpuPlan {
+        groups: vec![0, 0, 1],
+        items: vec![16, 16, 1],
+        tile: vec![128, 128, 8],
+        local: vec![true, true],
+        blocked: false,
+        vector: vec![1, 1],
+        transpose: vec![false, false],
+        pad: vec![0, 0],
+    }
+}
+
+/// The register-tiled plan with vectors of 4 (`float4`): A's tile
+/// transposed in local memory (k outer, i inner), so that a work-item's 8
+/// values of A per step of k are two aligned runs of 4, as its 8 values
+/// of B are; strided work-items then take their points in runs of 4.
+pub fn matmul_register_tiled_vectors() -> GpuPlan {
+    GpuPlan {
+        vector: vec![4, 4],
+        transpose: vec![true, false],
+        ..matmul_register_tiled()
+    }
+}
+
+/// The register-tiled plan with vectors under layouts of the local tiles
+/// (transposed or not, padded or not), through `run` at sizes of full
+/// tiles (vector copies and vector fragment loads), of cut ones (edge
+/// tiles: the runs of 4 that an edge cuts are copied element by element)
+/// and of unaligned rows (scalar copies), each equal to the reference
+/// interpreter.
+pub fn matmul_vector_layouts(rng: &mut Rng, run: &mut RunDyn) {
+    for (transpose, pad) in [
+        (vec![true, false], vec![0, 0]),
+        (vec![false, true], vec![4, 1]),
+        (vec![true, true], vec![1, 4]),
+    ] {
+        let plan = GpuPlan {
+            transpose,
+            pad,
+            ..matmul_register_tiled_vectors()
+        };
+        for (i, j, k) in [(128, 256, 16), (136, 132, 12), (130, 129, 13)] {
+            let sizes = matmul_sizes(i, j, k);
+            one_case(
+                mdh_example_kernels::matmul::SPEC,
+                &sizes,
+                Some(&plan),
+                rng,
+                run,
+            );
+        }
+    }
+}
+
+/// matmul's sizes `I`, `J`, `K` in the order of its size parameters.
+pub fn matmul_sizes(i: usize, j: usize, k: usize) -> Vec<usize> {
+    let kernel = mdh::reference::kernel(mdh_example_kernels::matmul::SPEC).unwrap();
+    KernelDesc::from_kernel(&kernel)
+        .size_params
+        .iter()
+        .map(|n| match n.as_ref() {
+            "I" => i,
+            "J" => j,
+            _ => k,
+        })
+        .collect()
 }
