@@ -14,6 +14,8 @@
 //!   fail; the same call run again on the buffers the last run left.
 
 #[macro_use]
+// Shares the GPU tests' helpers; uses only a few of them.
+#[allow(dead_code, unused_macros)]
 mod gpu;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
