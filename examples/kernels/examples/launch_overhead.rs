@@ -137,7 +137,7 @@ fn lookup(reps: &Reps) -> Result<(), Error> {
         }
     };
     let dot_call = || dot::cuda::call(&dev, None, &[DOT_N], &[DOT_N, DOT_N], &[1]).unwrap();
-    let mm_call = || matmul::cuda::call(&dev, None, &[i, j, k], &[i * k, k * j], &[i * j]).unwrap();
+    let mm_call = || matmul::cuda::call(&dev, None, &[i, k, j], &[i * k, k * j], &[i * j]).unwrap();
     let t = per_call(
         reps,
         &mut [
@@ -147,7 +147,7 @@ fn lookup(reps: &Reps) -> Result<(), Error> {
                 before(
                     matmul::desc(),
                     &mm_job,
-                    &[i, j, k],
+                    &[i, k, j],
                     &[i * k, k * j],
                     &[i * j],
                 )
@@ -261,7 +261,7 @@ fn cuda(reps: &Reps) -> Result<(), Error> {
     let (da, db) = (dev.buffer_from(&a)?, dev.buffer_from(&b)?);
     // Both variants write C (and the partial results): one at a time.
     let dc = std::cell::RefCell::new(dev.buffer::<f32>(i * j)?);
-    let call = matmul::cuda::call(&dev, None, &[i, j, k], &[i * k, k * j], &[i * j])?;
+    let call = matmul::cuda::call(&dev, None, &[i, k, j], &[i * k, k * j], &[i * j])?;
     let ready = call.ready().expect("matmul has something to compute");
     let part = std::cell::RefCell::new(dev.buffer::<u8>(ready.job().partial_len * 4)?);
     let funcs: Vec<_> = ready

@@ -435,9 +435,9 @@ pub fn opencl_device() -> Option<&'static mdh::opencl::Device> {
 /// The CPU execution's arguments of buffers held as (bytes, C element
 /// type), in order.
 #[allow(dead_code)] // tests/opencl.rs shares this module but not cuda_sim
-pub fn sim_buffers(
-    data: &mut [(Vec<u8>, &'static str)],
-) -> impl Iterator<Item = mdh_gpu::cuda_sim::SimArg<'_>> {
+pub fn sim_buffers<'a>(
+    data: &'a mut [(Vec<u8>, &'static str)],
+) -> impl Iterator<Item = mdh_gpu::cuda_sim::SimArg<'a>> {
     data.iter_mut()
         .map(|(bytes, elem)| mdh_gpu::cuda_sim::SimArg::Buf {
             data: bytes.as_mut_slice(),
