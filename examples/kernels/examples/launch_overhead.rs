@@ -114,14 +114,15 @@ fn lookup(reps: &Reps) -> Result<(), Error> {
     let lim = dev.limits();
     // Before prepared calls: bind, choose, complete the source, find the
     // module by the source (a map keyed by it, as `Device::module`).
-    let mut modules: HashMap<String, ()> = HashMap::new();
-    let mut before = |desc: &mdh::__rt::KernelDesc,
+    let modules: std::cell::RefCell<HashMap<String, ()>> = Default::default();
+    let before = |desc: &mdh::__rt::KernelDesc,
                       job: &dyn Fn(&mdh::__rt::Bound) -> Option<mdh::gpu::Job>,
                       sizes: &[usize],
                       ins: &[usize],
                       outs: &[usize]| {
         let bound = desc.bind(sizes, ins, outs).unwrap();
         let job = job(&bound).unwrap();
+        let mut modules = modules.borrow_mut();
         if !modules.contains_key(&job.source) {
             modules.insert(job.source.clone(), ());
         }
@@ -130,7 +131,7 @@ fn lookup(reps: &Reps) -> Result<(), Error> {
     let dot_job = |b: &mdh::__rt::Bound| dot::cuda::job(b, None, &name, lim).unwrap();
     let mm_job = |b: &mdh::__rt::Bound| matmul::cuda::job(b, None, &name, lim).unwrap();
     let (i, j, k) = MM;
-    let mut after = |call: &dyn Fn() -> Arc<Call<Lookup>>| {
+    let after = |call: &dyn Fn() -> Arc<Call<Lookup>>| {
         let c = call();
         if let Some(r) = c.ready() {
             std::hint::black_box(r.partials(&dev).unwrap());
@@ -296,7 +297,7 @@ fn cuda(reps: &Reps) -> Result<(), Error> {
     };
     let sync = || dev.synchronize().expect("synchronize");
     // Host time per call: batches of launches, synchronized outside.
-    let mut host = |f: &mut dyn FnMut()| {
+    let host = |f: &mut dyn FnMut()| {
         let mut s = Vec::new();
         for _ in 0..reps.rounds {
             sync();
