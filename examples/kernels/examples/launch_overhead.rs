@@ -116,10 +116,10 @@ fn lookup(reps: &Reps) -> Result<(), Error> {
     // module by the source (a map keyed by it, as `Device::module`).
     let modules: std::cell::RefCell<HashMap<String, ()>> = Default::default();
     let before = |desc: &mdh::__rt::KernelDesc,
-                      job: &dyn Fn(&mdh::__rt::Bound) -> Option<mdh::gpu::Job>,
-                      sizes: &[usize],
-                      ins: &[usize],
-                      outs: &[usize]| {
+                  job: &dyn Fn(&mdh::__rt::Bound) -> Option<mdh::gpu::Job>,
+                  sizes: &[usize],
+                  ins: &[usize],
+                  outs: &[usize]| {
         let bound = desc.bind(sizes, ins, outs).unwrap();
         let job = job(&bound).unwrap();
         let mut modules = modules.borrow_mut();
