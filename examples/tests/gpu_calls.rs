@@ -13,9 +13,7 @@
 //!   so that a kernel that read a partial result it did not write would
 //!   fail; the same call run again on the buffers the last run left.
 
-#[macro_use]
-// Shares the GPU tests' helpers; uses only a few of them.
-#[allow(dead_code, unused_macros)]
+#[allow(dead_code, unused_macros)] // what the family tests use
 mod gpu;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -147,7 +145,8 @@ fn opencl_calls_are_kept_per_sizes_and_plan() {
         let mut c = vec![0f32; i * j];
         dev.read(&dc, &mut c).unwrap();
         let got = [Buffer::from(c)];
-        check_against_interpreter(matmul::SPEC, &[i, j, k], &inputs, &got, "matmul");
+        // Sizes in order of first appearance: I, K, J.
+        check_against_interpreter(matmul::SPEC, &[i, k, j], &inputs, &got, "matmul");
     }
     for n in [5000, 5000, 300] {
         let inputs = [Buffer::from(rng.f32s(n))];
@@ -338,7 +337,7 @@ fn cuda_calls_on_the_cpu_keep_jobs_and_poisoned_partials() {
         groups: vec![2, 1, 3],
         items: vec![4, 8, 4],
         tile: vec![4, 8, 4],
-        local: vec![false, false, false],
+        local: vec![false, false],
         blocked: false,
         vector: vec![1, 1],
         transpose: vec![false, false],
@@ -346,13 +345,13 @@ fn cuda_calls_on_the_cpu_keep_jobs_and_poisoned_partials() {
     };
     let (i, j, k) = (7, 9, 40);
     let call =
-        matmul::cuda::call(&dev, Some(&plan), &[i, j, k], &[i * k, k * j], &[i * j]).unwrap();
+        matmul::cuda::call(&dev, Some(&plan), &[i, k, j], &[i * k, k * j], &[i * j]).unwrap();
     assert!(call.ready().unwrap().job().partial_len > 1);
     for _ in 0..2 {
         let inputs = [Buffer::from(rng.f32s(i * k)), Buffer::from(rng.f32s(k * j))];
         let mut out = [Buffer::from(vec![f32::NAN; i * j])];
         sim_run(&dev, &call, &inputs, &mut out, "float").unwrap();
-        check_against_interpreter(matmul::SPEC, &[i, j, k], &inputs, &out, "matmul");
+        check_against_interpreter(matmul::SPEC, &[i, k, j], &inputs, &out, "matmul");
     }
     assert_eq!(dev.compiled.load(Ordering::SeqCst), 3);
 }

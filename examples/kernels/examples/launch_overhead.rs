@@ -19,7 +19,6 @@
 //! cargo run --release -p mdh-example-kernels --example launch_overhead [-- --quick]
 //! ```
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -115,12 +114,12 @@ fn lookup(reps: &Reps) -> Result<(), Error> {
     let lim = dev.limits();
     // Before prepared calls: bind, choose, complete the source, find the
     // module by the source (a map keyed by it, as `Device::module`).
-    let modules: RefCell<HashMap<String, ()>> = RefCell::new(HashMap::new());
+    let modules: std::cell::RefCell<HashMap<String, ()>> = Default::default();
     let before = |desc: &mdh::__rt::KernelDesc,
-                      job: &dyn Fn(&mdh::__rt::Bound) -> Option<mdh::gpu::Job>,
-                      sizes: &[usize],
-                      ins: &[usize],
-                      outs: &[usize]| {
+                  job: &dyn Fn(&mdh::__rt::Bound) -> Option<mdh::gpu::Job>,
+                  sizes: &[usize],
+                  ins: &[usize],
+                  outs: &[usize]| {
         let bound = desc.bind(sizes, ins, outs).unwrap();
         let job = job(&bound).unwrap();
         let mut modules = modules.borrow_mut();
@@ -139,7 +138,7 @@ fn lookup(reps: &Reps) -> Result<(), Error> {
         }
     };
     let dot_call = || dot::cuda::call(&dev, None, &[DOT_N], &[DOT_N, DOT_N], &[1]).unwrap();
-    let mm_call = || matmul::cuda::call(&dev, None, &[i, j, k], &[i * k, k * j], &[i * j]).unwrap();
+    let mm_call = || matmul::cuda::call(&dev, None, &[i, k, j], &[i * k, k * j], &[i * j]).unwrap();
     let t = per_call(
         reps,
         &mut [
@@ -149,7 +148,7 @@ fn lookup(reps: &Reps) -> Result<(), Error> {
                 before(
                     matmul::desc(),
                     &mm_job,
-                    &[i, j, k],
+                    &[i, k, j],
                     &[i * k, k * j],
                     &[i * j],
                 )
@@ -263,7 +262,7 @@ fn cuda(reps: &Reps) -> Result<(), Error> {
     let (da, db) = (dev.buffer_from(&a)?, dev.buffer_from(&b)?);
     // Both variants write C (and the partial results): one at a time.
     let dc = std::cell::RefCell::new(dev.buffer::<f32>(i * j)?);
-    let call = matmul::cuda::call(&dev, None, &[i, j, k], &[i * k, k * j], &[i * j])?;
+    let call = matmul::cuda::call(&dev, None, &[i, k, j], &[i * k, k * j], &[i * j])?;
     let ready = call.ready().expect("matmul has something to compute");
     let part = std::cell::RefCell::new(dev.buffer::<u8>(ready.job().partial_len * 4)?);
     let funcs: Vec<_> = ready
