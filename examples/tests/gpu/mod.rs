@@ -207,7 +207,8 @@ pub fn split_kept_plan(
     let local: Vec<bool> = (0..desc.inputs.len())
         .map(|b| can_cache_locally(desc, b) && rng.below(2) == 1)
         .collect();
-    let (vector, transpose, pad) = random_layout(rng, &local, rng.below(2) == 0);
+    let vectors = rng.below(2) == 0;
+    let (vector, transpose, pad) = random_layout(rng, &local, vectors);
     let mut plan = GpuPlan {
         groups: vec![1; d],
         items: vec![1; d],
