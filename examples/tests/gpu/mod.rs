@@ -207,8 +207,8 @@ pub fn split_kept_plan(
     let local: Vec<bool> = (0..desc.inputs.len())
         .map(|b| can_cache_locally(desc, b) && rng.below(2) == 1)
         .collect();
-    let vectors = rng.below(2) == 0;
-    let (vector, transpose, pad) = random_layout(rng, &local, vectors);
+    let wide = rng.below(2) == 0;
+    let (vector, transpose, pad) = random_layout(rng, &local, wide);
     let mut plan = GpuPlan {
         groups: vec![1; d],
         items: vec![1; d],
@@ -492,6 +492,19 @@ pub fn opencl_device() -> Option<&'static mdh::opencl::Device> {
         }
     })
     .as_ref()
+}
+
+/// The CPU execution's arguments of buffers held as (bytes, C element
+/// type), in order.
+#[allow(dead_code)] // tests/opencl.rs shares this module but not cuda_sim
+pub fn sim_buffers<'a>(
+    data: &'a mut [(Vec<u8>, &'static str)],
+) -> impl Iterator<Item = mdh_gpu::cuda_sim::SimArg<'a>> {
+    data.iter_mut()
+        .map(|(bytes, elem)| mdh_gpu::cuda_sim::SimArg::Buf {
+            data: bytes.as_mut_slice(),
+            elem,
+        })
 }
 
 /// The register-tiled plan of matmul (issue 21): blocks of 16 × 16
