@@ -694,15 +694,17 @@ pub fn copy_vector(k: &KernelDesc, bound: &Bound, r: &Resolved, b: usize) -> usi
     let comps = local_box(k, bound, &r.tile, b);
     let comp = &k.inputs[b].accesses[0].components[last];
     let aligned = |n: i128| n.rem_euclid(v as i128) == 0;
-    let rows = last == 0 || shape[last] % v == 0;
-    let extent = comps[last].extent % v == 0;
+    let rows = last == 0 || shape[last].is_multiple_of(v);
+    let extent = comps[last].extent.is_multiple_of(v);
     let starts = aligned(comps[last].min)
         && comp.dims.iter().enumerate().all(|(x, &cf)| {
             cf >= 0
                 && aligned(cf as i128 * r.block[x] as i128)
                 && aligned(cf as i128 * r.tile[x] as i128)
         });
-    let store = last == 0 || innermost(k, r, b) != last || (comps[last].extent + r.pad[b]) % v == 0;
+    let store = last == 0
+        || innermost(k, r, b) != last
+        || (comps[last].extent + r.pad[b]).is_multiple_of(v);
     if rows && extent && starts && store {
         v
     } else {
@@ -752,6 +754,6 @@ pub fn fragment_vector(
     let x = fragment_dim(k, b, a, c)?;
     let comps = local_box(k, bound, &r.tile, b);
     let offset = comps[c].offsets[a] - comps[c].min;
-    let next = comps.len() == 1 || (comps[c].extent + r.pad[b]) % v == 0;
-    (r.private[x] % v == 0 && offset % v as i128 == 0 && next).then_some((x, v))
+    let next = comps.len() == 1 || (comps[c].extent + r.pad[b]).is_multiple_of(v);
+    (r.private[x].is_multiple_of(v) && offset % v as i128 == 0 && next).then_some((x, v))
 }

@@ -18,6 +18,10 @@ use crate::codegen::c_expr::{Dialect, Lowering};
 use crate::spec::ScalarType;
 use mdh_rt::names::{self, IDX, WG_ITEMS};
 
+/// The index into a register fragment of the point whose private index
+/// along each dimension `x` is the given function's C expression for `x`.
+pub(super) type FragmentIndex<'a> = dyn Fn(&dyn Fn(usize) -> String) -> String + 'a;
+
 /// The vector widths the emitter writes code for (a plan's widths above 1).
 pub(super) const WIDTHS: [usize; 2] = [4, 2];
 
@@ -221,7 +225,7 @@ impl Emit<'_> {
         (b, a): (usize, usize),
         dims: &[usize],
         frag: &str,
-        at: &dyn Fn(&dyn Fn(usize) -> String) -> String,
+        at: &FragmentIndex,
     ) {
         let desc = crate::desc::KernelDesc::from_kernel(self.k);
         let rank = self.k.inputs[b].shape.len();
