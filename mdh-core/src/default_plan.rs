@@ -118,6 +118,48 @@ fn pw_run(k: &Checked, bytes: usize) -> Option<(usize, usize)> {
     Some((pw, pow2_within(bytes.checked_div(per_point)?, 64, 4096)))
 }
 
+/// Bytes of one element of each input buffer, summed (a stencil's
+/// accesses of one buffer count once).
+fn input_bytes(k: &Checked) -> usize {
+    let mut buffers: Vec<(usize, usize)> = k
+        .analysis()
+        .inputs
+        .iter()
+        .map(|i| (i.buffer, crate::plan::elem_bytes(i.ty)))
+        .collect();
+    buffers.sort_unstable();
+    buffers.dedup();
+    buffers.iter().map(|b| b.1).sum()
+}
+
+/// The default's packed layouts: an input access that depends on the kept
+/// SIMD dimension `simd` of a register tile wider than one point, without
+/// being contiguous along it (every such access in a contraction), is
+/// packed with that dimension innermost, its others in dimension order.
+fn default_pack(
+    k: &Checked,
+    simd: Option<usize>,
+    reg: &[usize],
+    contraction: bool,
+) -> Vec<Vec<usize>> {
+    k.analysis()
+        .inputs
+        .iter()
+        .map(|i| match simd {
+            Some(s)
+                if reg[s] > 1
+                    && i.uses.contains(&s)
+                    && (contraction || i.static_coefs[s] != Some(1)) =>
+            {
+                let mut layout: Vec<usize> = i.uses.iter().copied().filter(|&x| x != s).collect();
+                layout.push(s);
+                layout
+            }
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
 /// A kernel's computation class, which picks the model of its default plan.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Class {
@@ -137,6 +179,16 @@ pub enum Class {
 }
 
 impl Class {
+    /// The kept dimension whose points are SIMD lanes, if there is one.
+    pub fn kept_simd(self) -> Option<usize> {
+        match self {
+            Class::Contraction { simd, .. }
+            | Class::Map { simd }
+            | Class::KeptReduction { simd } => Some(simd),
+            _ => None,
+        }
+    }
+
     /// The class of `k`.
     pub fn of(k: &Checked) -> Class {
         let a = k.analysis();
@@ -266,15 +318,7 @@ impl CpuPlan {
                 // (rows) such that one layer of the tile and its halo, for
                 // every input, takes at most a third of the L1 (three
                 // layers, a stencil's neighbours outward, then stay).
-                let mut buffers: Vec<(usize, usize)> = a
-                    .inputs
-                    .iter()
-                    .map(|i| (i.buffer, crate::plan::elem_bytes(i.ty)))
-                    .collect();
-                buffers.sort_unstable();
-                buffers.dedup();
-                let in_bytes: usize = buffers.iter().map(|b| b.1).sum();
-                let layer = (l1d_bytes / 3 / in_bytes.max(1)).max(1);
+                let layer = (l1d_bytes / 3 / input_bytes(k).max(1)).max(1);
                 l1 = (0..d).map(|x| whole(l1[x], reg[x])).collect();
                 if let Some(o) = outer_kept(s) {
                     let rows = (layer / (l1[s] + 2)).saturating_sub(2).max(reg[o]);
@@ -320,29 +364,8 @@ impl CpuPlan {
             }
         }
         let contraction = matches!(class, Class::Contraction { .. });
-        let simd = match class {
-            Class::Contraction { simd, .. }
-            | Class::Map { simd }
-            | Class::KeptReduction { simd } => Some(simd),
-            _ => None,
-        };
-        let pack = a
-            .inputs
-            .iter()
-            .map(|i| match simd {
-                Some(s)
-                    if reg[s] > 1
-                        && i.uses.contains(&s)
-                        && (contraction || i.static_coefs[s] != Some(1)) =>
-                {
-                    let mut layout: Vec<usize> =
-                        i.uses.iter().copied().filter(|&x| x != s).collect();
-                    layout.push(s);
-                    layout
-                }
-                _ => Vec::new(),
-            })
-            .collect();
+        let simd = class.kept_simd();
+        let pack = default_pack(k, simd, &reg, contraction);
         CpuPlan {
             nod: vec![0; d],
             cor: vec![0; d],
