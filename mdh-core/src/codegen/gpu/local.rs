@@ -124,7 +124,15 @@ impl Emit<'_> {
         for (b, buf) in self.k.inputs.iter().enumerate() {
             let f = self.access(b, 0);
             let rank = buf.shape.len();
-            let last = rank - 1;
+            let Some(last) = rank.checked_sub(1) else {
+                // A scalar input (`f32[]`): its one element, no runs.
+                l.line(&format!("#if {}", names::local(b)));
+                l.line(&format!(
+                    "if ({nonempty} && lid == 0) lmem{b}[0] = in{b}[0];"
+                ));
+                l.line("#endif");
+                continue;
+            };
             let vec = names::copy_vector(b);
             l.line(&format!("#if {}", names::local(b)));
             l.line(&format!("if ({nonempty}) {{"));
@@ -229,7 +237,8 @@ impl Emit<'_> {
     ) {
         let desc = crate::desc::KernelDesc::from_kernel(self.k);
         let rank = self.k.inputs[b].shape.len();
-        let mut candidates: Vec<usize> = [0, rank - 1]
+        // A scalar input has no component: no candidate.
+        let mut candidates: Vec<usize> = [0, rank.saturating_sub(1)]
             .into_iter()
             .filter_map(|c| mdh_rt::gpu_plan::fragment_dim(&desc, b, a, c))
             .filter(|x| dims.contains(x))
