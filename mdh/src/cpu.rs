@@ -9,9 +9,7 @@
 //! results through the output views. Everything about parallelism lives here,
 //! once.
 
-use rayon::prelude::*;
-
-use crate::parallel::{each, map};
+use crate::parallel::{each, each_index, map};
 
 use mdh_rt::{DimKind, Error};
 
@@ -612,7 +610,7 @@ fn scan_and_write<A, const D: usize>(
     {
         let spare = dense.spare_capacity_mut();
         let ptr = SyncPtr::new(spare);
-        kept_regions.par_iter().for_each(|kr| {
+        each(kept_regions, |kr| {
             let vals = values(kr);
             for_each_kept_offset(kr, full, kept, &kept_ext, |n, off| {
                 // SAFETY: kept regions partition the kept box, so every
@@ -629,7 +627,7 @@ fn scan_and_write<A, const D: usize>(
         }
     }
     let dense = &dense;
-    kept_regions.par_iter().for_each(|kr| {
+    each(kept_regions, |kr| {
         let mut vals = Vec::with_capacity(count_kept(kr, kinds));
         for_each_kept_offset(kr, full, kept, &kept_ext, |_, off| vals.push(dense[off]));
         write(kr, &vals);
@@ -681,12 +679,17 @@ fn scan_axis<A: Copy + Send + Sync>(
         return;
     }
     if lines >= threads || data.len() < SEQUENTIAL_POINTS {
-        // Enough independent lines: scan each sequentially, lines in parallel.
-        data.par_chunks_mut(n * inner).for_each(|block| {
+        // Enough independent lines: scan each sequentially, lines in parallel
+        // (a block of `inner` lines per part).
+        let block = n * inner;
+        let ptr = SyncPtr::new(data);
+        each_index(data.len() / block, |b| {
             for j in 0..inner {
                 for i in 1..n {
-                    block[i * inner + j] =
-                        combine(block[(i - 1) * inner + j], block[i * inner + j]);
+                    let at = |i: usize| b * block + i * inner + j;
+                    // SAFETY: blocks are disjoint ranges of `data`, each
+                    // touched by one part; offsets are < data.len().
+                    unsafe { ptr.write(at(i), combine(ptr.read(at(i - 1)), ptr.read(at(i)))) };
                 }
             }
         });
@@ -701,7 +704,7 @@ fn scan_axis<A: Copy + Send + Sync>(
             let at = move |i: usize| i * inner + j;
             // SAFETY (all three phases): chunks are disjoint ranges of
             // `0..n`, each touched by one task; offsets are < line.len().
-            parts.par_iter().for_each(|&(lo, hi)| {
+            each(&parts, |&(lo, hi)| {
                 for i in lo + 1..hi {
                     // SAFETY: as above: `i - 1` and `i` are in this task's chunk.
                     unsafe { ptr.write(at(i), combine(ptr.read(at(i - 1)), ptr.read(at(i)))) };
@@ -718,7 +721,8 @@ fn scan_axis<A: Copy + Send + Sync>(
                     None => total,
                 });
             }
-            parts.par_iter().zip(carries).for_each(|(&(lo, hi), c)| {
+            each_index(parts.len(), |p| {
+                let ((lo, hi), c) = (parts[p], carries[p]);
                 if let Some(c) = c {
                     for i in lo..hi {
                         // SAFETY: as above.

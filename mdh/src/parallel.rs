@@ -174,6 +174,11 @@ pub(crate) fn each<T: Sync>(items: &[T], f: impl Fn(&T) + Sync) {
     parts(items.len(), &|i| f(&items[i]));
 }
 
+/// Calls `f(i)` for every `i < n`, as [`each`] does.
+pub(crate) fn each_index(n: usize, f: impl Fn(usize) + Sync) {
+    parts(n, &f);
+}
+
 /// `f` of every item, computed as by [`each`], in the items' order.
 pub(crate) fn map<T: Sync, R: Send + Sync>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let slots: Vec<OnceLock<R>> = (0..items.len()).map(|_| OnceLock::new()).collect();
