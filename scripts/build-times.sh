@@ -8,16 +8,23 @@
 # build (with the count of the debug-build note it logs, which must be 1) and
 # its debug build with each candidate profile setting.
 #
-# usage: scripts/build-times.sh [--no-readme] [WORKDIR]   (default: a new
-# temporary folder; the registry should be downloaded already: `cargo fetch`
-# is not timed; --no-readme skips the README command's cold build)
+# usage: scripts/build-times.sh [--no-readme] [--test-command] [WORKDIR]
+# (default: a new temporary folder; the registry should be downloaded
+# already: `cargo fetch` is not timed; --no-readme skips the README
+# command's cold build; --test-command also times the README's test
+# command, scripts/test-all.sh, from a cold target dir: 15-40 minutes)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 readme=1
-if [ "${1:-}" = --no-readme ]; then
-    readme=0
+test_command=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --no-readme) readme=0 ;;
+    --test-command) test_command=1 ;;
+    *) break ;;
+    esac
     shift
-fi
+done
 work=${1:-$(mktemp -d)}
 mkdir -p "$work"
 echo "build-times: work folder $work, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -38,6 +45,10 @@ cargo fetch -q
 if [ $readme = 1 ]; then
     timed env CARGO_TARGET_DIR="$work/readme-target" cargo build --release -p mdh-examples --bin matvec
     echo "README first command (cargo build --release -p mdh-examples --bin matvec, cold target dir): ${secs} s"
+fi
+if [ $test_command = 1 ]; then
+    timed env CARGO_TARGET_DIR="$work/test-target" scripts/test-all.sh
+    echo "README test command (scripts/test-all.sh, cold target dir, packages installed): ${secs} s"
 fi
 
 crate="$work/onekernel"
@@ -113,7 +124,7 @@ debug() {
     timed cargo build
     local build=$secs ms notes
     ms=$(cargo run -q 2>"$work/stderr")
-    notes=$(grep -c "compiled in a debug build" "$work/stderr" || true)
+    notes=$(grep -c "compiled with debug assertions" "$work/stderr" || true)
     mv Cargo.toml.orig Cargo.toml
     echo "matmul 512^3, debug build ${2}: ${ms} ms ($(awk -v a="$ms" -v b="$release" 'BEGIN { printf "%.1f", a / b }')x release; build ${build} s; debug-build notes logged: ${notes})"
 }
@@ -121,3 +132,5 @@ debug "" "(default dev profile)"
 debug '\n[profile.dev]\nopt-level = 1\n' "with [profile.dev] opt-level = 1"
 debug '\n[profile.dev.package."*"]\nopt-level = 3\n' "with [profile.dev.package.\"*\"] opt-level = 3"
 debug '\n[profile.dev.package."*"]\nopt-level = 3\n[profile.dev.package.onekernel]\nopt-level = 3\n' "with opt-level = 3 for \"*\" and the kernel's crate"
+# The README's recommendation (and the note's hint).
+debug '\n[profile.dev.package."*"]\nopt-level = 3\n[profile.dev.package.onekernel]\nopt-level = 3\ndebug-assertions = false\n' "with the README's setting (opt-level = 3 for \"*\", the kernel's crate also debug-assertions = false)"
