@@ -95,10 +95,27 @@ features=(--features mdh-example-kernels/mpi,mdh-bench/mpi)
 MDH_STREAM=always cargo test --workspace "${features[@]}" --no-fail-fast
 # The example binaries (each holds its own kernel; `cargo test` skips them).
 cargo check -p mdh-examples --bins
+
+# The test binaries the workspace run built, found again without a second
+# build (a `cargo test` of fewer targets unifies features differently and
+# would compile the example kernels again). `test_bin NAME` prints the
+# package folder of test NAME (where `cargo test` runs it) and its path.
+artifacts=$(cargo test --workspace "${features[@]}" --no-run --message-format=json)
+test_bin() {
+    python3 -c '
+import json, os, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == sys.argv[1] and m.get("executable"):
+        print(os.path.dirname(m["manifest_path"]), m["executable"])' "$1" <<<"$artifacts"
+}
 # The AVX2 and baseline task bodies of every example family (this machine
 # may run AVX-512 ones otherwise; MDH_ISA caps the instruction set).
 for isa in avx2 baseline; do
-  MDH_STREAM=always MDH_ISA=$isa cargo test --workspace "${features[@]}" --test plans --test properties --no-fail-fast
+  for t in plans properties; do
+    read -r dir exe < <(test_bin $t)
+    (cd "$dir" && MDH_STREAM=always MDH_ISA=$isa "$exe")
+  done
 done
 # The CUDA runtime (NVRTC, CPU execution of CUDA C, no-GPU errors; on a GPU
 # machine also the device runs).
@@ -110,13 +127,7 @@ cargo test -p mdh-gpu --features opencl --no-fail-fast
 # The node layer (NOD) over MPI: every example family under 1 to 4 ranks on
 # this machine (the test binary the workspace run built; mpirun fails when
 # any rank exits with a failure).
-mpi_families=$(cargo test --workspace "${features[@]}" --test mpi_families --no-run \
-    --message-format=json | python3 -c '
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "mpi_families" and m.get("executable"):
-        print(m["executable"])')
+read -r dir exe < <(test_bin mpi_families)
 for np in 1 2 3 4; do
-  mpirun -np $np "$mpi_families" 3 $((23 + np))
+  (cd "$dir" && mpirun -np $np "$exe" 3 $((23 + np)))
 done
