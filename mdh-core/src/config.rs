@@ -18,6 +18,7 @@
 //!       order: [0, 1, 2]
 //!       pack: [[], [2, 1]]              # per input access: packed layout
 //!       stream: false                   # final results past the caches
+//!       exact: false                    # a body for exactly `sizes` too
 //!     provenance: { ... }               # free-form (the tuner's record)
 //!   - backend: cuda                     # or opencl
 //!     device: "H100"                    # a part of the device's name, or "*"
@@ -144,6 +145,10 @@ pub struct CpuConfig {
     /// Whether final results are streamed (see `plan::CpuPlan::stream`).
     #[serde(default)]
     pub stream: Option<Spanned<bool>>,
+    /// Whether the entry's sizes get a body of their own (see
+    /// `plan::CpuPlan::exact`).
+    #[serde(default)]
+    pub exact: Option<Spanned<bool>>,
 }
 
 /// The list fields of a CPU plan in YAML, in the order of [`CpuConfig::fields`].
@@ -429,6 +434,9 @@ pub fn cpu_entry_yaml(
     if plan.stream {
         cpu.push("stream: true".into());
     }
+    if plan.exact {
+        cpu.push("exact: true".into());
+    }
     entry_yaml(k, "cpu", device, machine, sizes, ("cpu", cpu), provenance)
 }
 
@@ -606,6 +614,10 @@ pub fn entries(k: &Checked, path: &Path, text: &str) -> Result<Entries, ConfigEr
                 if let Some(g) = &e.gpu {
                     return Err(located(path, g, "a `cpu` entry takes a `cpu:` plan, not `gpu:`; rename the key or change `backend:` to `opencl` or `cuda`"));
                 }
+                let exact = e.cpu.as_ref().and_then(|c| c.value.exact.as_ref());
+                if let (Some(x), None) = (exact.filter(|x| x.value), &sizes) {
+                    return Err(located(path, x, "`exact: true` compiles a body for the entry's sizes, and this entry has none: add `sizes:` or remove `exact`"));
+                }
                 out.cpu.push(CpuEntry {
                     plan: cpu_plan(k, path, e.cpu.as_ref())?,
                     device,
@@ -721,6 +733,9 @@ fn cpu_plan(
     }
     if let Some(st) = &v.stream {
         plan.stream = st.value;
+    }
+    if let Some(ex) = &v.exact {
+        plan.exact = ex.value;
     }
     plan.validate(k).map_err(|e| {
         // Point at the offending field where the file sets it.

@@ -375,6 +375,7 @@ impl CpuPlan {
             order,
             pack,
             stream,
+            exact: false,
         }
     }
 }

@@ -75,6 +75,14 @@ pub struct CpuPlan {
     /// whose SIMD dimension is contiguous there); other stores, and results
     /// that a later PW tile combines with, are written as usual.
     pub stream: bool,
+    /// Whether the entry's `sizes` also get a task body compiled for
+    /// exactly those sizes (constant sizes, strides and unsplit region
+    /// bounds; see `Gen::exact_binds`), taken by calls with exactly them.
+    /// It costs a body per instruction set in compile time and pays where
+    /// constant strides and trip counts matter (mcc 0.64 → 0.54 ms when it
+    /// came in); only an entry with `sizes` can ask for it.
+    #[serde(default)]
+    pub exact: bool,
 }
 
 pub use mdh_rt::PlanError;

@@ -3,6 +3,7 @@
 //! candidate, and timed by its harness; results are checked against the
 //! reference interpreter or the default plan's.
 
+use std::cell::Cell;
 use std::path::Path;
 use std::time::Instant;
 
@@ -16,7 +17,7 @@ use crate::log::Status;
 use crate::scratch::{Measured, Timing};
 use crate::space::{CpuSpace, Space};
 use crate::tuning::{
-    configured_entries, plan_entry, skip_tuned, Options, Target, Tuning, RETIME_ROUNDS,
+    configured_entries, plan_entry, skip_tuned, verdict, Options, Target, Tuning, RETIME_ROUNDS,
 };
 use crate::{bound, reference, scratch, source};
 
@@ -77,25 +78,38 @@ fn input_bytes(k: &Checked, desc: &KernelDesc, sizes: &[usize]) -> f64 {
         .sum()
 }
 
-/// The winner and today's plan in one more build, timed in turns: their
-/// samples.
+/// The winner and today's plan in one more build, timed in turns, with the
+/// winner also in a body for exactly the tuned sizes (`exact`): the
+/// winner's samples (of the exact body where it is faster beyond the
+/// noise, then `exact` is set) and today's.
 fn retime(
     scratch: &scratch::Scratch,
     reference: &Path,
     best: &CpuPlan,
     today: &CpuPlan,
+    exact: &Cell<bool>,
 ) -> Result<(Vec<f64>, Vec<f64>), String> {
-    let binary = scratch.build(&scratch::Batch::Plans(&[best.clone(), today.clone()]))?;
-    let mut samples = [Vec::new(), Vec::new()];
+    let best_exact = CpuPlan {
+        exact: true,
+        ..best.clone()
+    };
+    let plans = [best.clone(), today.clone(), best_exact];
+    let binary = scratch.build(&scratch::Batch::Plans(&plans))?;
+    let mut samples = [Vec::new(), Vec::new(), Vec::new()];
     let rounds = Timing::Interleaved {
         rounds: RETIME_ROUNDS,
     };
+    let names = [
+        "the best plan",
+        "the plan that runs today",
+        "the best plan's body for exactly these sizes",
+    ];
     scratch.run(&binary, None, rounds, reference, |m| {
-        let i = candidate(&m, 2)?;
+        let i = candidate(&m, plans.len())?;
         if m.status != "ok" {
             return Err(format!(
                 "re-timing: {} no longer runs correctly ({}): {}",
-                ["the best plan", "the plan that runs today"][i],
+                names[i],
                 m.status,
                 m.error.unwrap_or_default()
             ));
@@ -103,8 +117,16 @@ fn retime(
         samples[i] = m.samples;
         Ok(())
     })?;
-    let [best, today] = samples;
-    Ok((best, today))
+    let [general, today, exact_body] = samples;
+    // An exact body costs compile time in every build of the user's crate:
+    // kept only where it wins beyond the noise.
+    let v = verdict(&exact_body, &general);
+    eprintln!(
+        "a body for exactly these sizes (`exact`), against the general one: {}",
+        v.why
+    );
+    exact.set(v.write);
+    Ok((if exact.get() { exact_body } else { general }, today))
 }
 
 /// Tunes `found`'s kernel (in the crate of `manifest`) for this CPU.
@@ -225,14 +247,20 @@ pub fn tune(
         ));
         Ok(())
     })?;
-    let retime = |best: &CpuPlan, today: &CpuPlan| retime(&scratch, &reference, best, today);
+    let exact = Cell::new(false);
+    let retime =
+        |best: &CpuPlan, today: &CpuPlan| retime(&scratch, &reference, best, today, &exact);
     t.finish(target, retime, |plan, prov| {
+        let plan = CpuPlan {
+            exact: exact.get(),
+            ..plan.clone()
+        };
         cpu_entry_yaml(
             k,
             &target.device,
             target.machine.as_ref(),
             Some(sizes),
-            plan,
+            &plan,
             prov,
         )
     })

@@ -188,6 +188,7 @@ mod tests {
                 order: vec![0],
                 pack: vec![vec![]],
                 stream: false,
+                exact: false,
             },
             status: Status::Ok,
             time_s: Some(t),

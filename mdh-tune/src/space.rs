@@ -316,6 +316,7 @@ impl Space for CpuSpace {
             order: (0..d).collect(),
             pack: Vec::new(),
             stream: false,
+            exact: false,
         };
         // Parameters come per dimension as cor, reg, l1, l2: L1 before L2.
         for (q, &i) in self.params.iter().zip(p) {

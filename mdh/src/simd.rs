@@ -442,6 +442,39 @@ macro_rules! fused_multiply_add {
     };
 }
 
+/// Scalar floats with a multiply-add (the lane type of [`mul_add`]).
+pub trait MulAdd: Copy + core::ops::Mul<Output = Self> + core::ops::Add<Output = Self> {
+    /// `a * b + c` with one rounding.
+    fn fused(a: Self, b: Self, c: Self) -> Self;
+}
+
+impl MulAdd for f32 {
+    #[inline(always)]
+    fn fused(a: f32, b: f32, c: f32) -> f32 {
+        a.mul_add(b, c)
+    }
+}
+
+impl MulAdd for f64 {
+    #[inline(always)]
+    fn fused(a: f64, b: f64, c: f64) -> f64 {
+        a.mul_add(b, c)
+    }
+}
+
+/// Scalar `a * b + c`, as [`V::fma`] on one lane: fused where the
+/// instruction set has FMA, two operations on the baseline (where a fused
+/// multiply-add is a slow library call). One expression for every ISA
+/// keeps a task body's code the same for all of them.
+#[inline(always)]
+pub fn mul_add<const ISA: u8, T: MulAdd>(a: T, b: T, c: T) -> T {
+    if ISA >= AVX2 {
+        T::fused(a, b, c)
+    } else {
+        a * b + c
+    }
+}
+
 fused_multiply_add!(f32, 16, _mm512_fmadd_ps, __m512, 8, _mm256_fmadd_ps, __m256);
 fused_multiply_add!(
     f64,

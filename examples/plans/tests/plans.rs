@@ -10,8 +10,9 @@
 //!
 //! 1. calls the kernel with exactly each pinned size vector, which must select
 //!    that entry (checked with the driver's own `choose_plan`), so every
-//!    plan runs at least once, in its body for exactly its sizes (constant
-//!    sizes and strides, see `Gen::exact_binds` in mdh-core);
+//!    plan runs at least once: in its body for exactly its sizes (constant
+//!    sizes and strides, see `Gen::exact_binds` in mdh-core) where the plan
+//!    asks for one (`exact`, half of them), else in its general body;
 //! 2. calls it with random sizes (mostly 1, primes, the pinned sizes and
 //!    their neighbours, small and medium values, sometimes 0), which the
 //!    dispatch spreads over the plans' general bodies.

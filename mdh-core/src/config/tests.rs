@@ -46,6 +46,7 @@ fn tuned() -> CpuPlan {
         order: vec![1, 0, 2],
         pack: vec![vec![2, 0], vec![]],
         stream: true,
+        exact: true,
     }
 }
 
@@ -310,6 +311,18 @@ fn errors_name_file_line_and_column() {
         .unwrap_err();
     assert!(e.0.starts_with("configs/matmul.yaml:5:12:"), "{e}");
     assert!(e.0.contains("`nod` [2, 0, 1] mixes 0"), "{e}");
+    let e = cpu("kernel: matmul\nentries:\n  - backend: cpu\n    cpu:\n      exact: true\n")
+        .unwrap_err();
+    assert!(e.0.starts_with("configs/matmul.yaml:5:14:"), "{e}");
+    assert!(e.0.contains("add `sizes:` or remove `exact`"), "{e}");
+}
+
+#[test]
+fn exact_bodies_are_asked_for_per_sized_entry() {
+    let e = cpu("kernel: matmul\nentries:\n  - backend: cpu\n    sizes: {I: 4, J: 4, K: 4}\n    cpu: {exact: true}\n  - backend: cpu\n    sizes: {I: 8, J: 8, K: 8}\n")
+        .unwrap();
+    assert!(e[0].plan.exact);
+    assert!(!e[1].plan.exact, "off by default");
 }
 
 #[test]

@@ -270,8 +270,10 @@ impl Scratch {
             let path = configs.join(format!("{name}.yaml"));
             let renamed = mdh_core::compile(crate::source::renamed(&self.tokens, name))
                 .map_err(|e| format!("the renamed kernel does not compile: {e}"))?;
-            // For any device and sizes: the only plan compiled in.
-            let entry = cpu_entry_yaml(&renamed, "*", None, None, plan, &[]);
+            // For any device and sizes: the only plan compiled in (with
+            // the tuned sizes where it asks for a body of exactly them).
+            let exact = plan.exact.then_some(&sizes[..]);
+            let entry = cpu_entry_yaml(&renamed, "*", None, exact, plan, &[]);
             let key = EntryKey {
                 backend: "cpu",
                 device: "*",

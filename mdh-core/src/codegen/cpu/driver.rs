@@ -38,16 +38,17 @@ pub(super) fn linear_slots(accesses: &[(usize, &IndexFn)]) -> Vec<(usize, usize)
 /// (`mdh::machine`).
 pub fn cpu_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
     let g = Gen::new(k);
-    // Plans: one task body each, chosen by the nearest tuned sizes.
-    // A plan tuned for sizes also gets a body for exactly those sizes,
-    // taken when a call has them (unless they are not valid sizes). On
-    // x86-64, for AVX-512 and AVX2 only: it costs compile time, and the
-    // baseline body is a fallback for old CPUs there (elsewhere it is the
-    // only body).
+    // Plans: one task body each, chosen by the nearest tuned sizes. A
+    // plan that asks for it (`exact`) also gets a body for exactly its
+    // entry's sizes, taken when a call has them (unless they are not valid
+    // sizes); on x86-64 for AVX-512 and AVX2 only (see `plan_calls`).
     let desc = KernelDesc::from_kernel(k);
     let exact: Vec<Option<Bound>> = entries
         .iter()
-        .map(|e| e.sizes.as_ref().and_then(|s| desc.bind_sizes(s).ok()))
+        .map(|e| {
+            let sizes = e.sizes.as_ref().filter(|_| e.plan.exact)?;
+            desc.bind_sizes(sizes).ok()
+        })
         .collect();
     let compute_fns = entries.iter().enumerate().map(|(i, e)| {
         let general = g.compute_fn(&e.plan, i, None);
@@ -82,15 +83,33 @@ pub fn cpu_in_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
 /// The arms of `match __plan` that call the task body of each plan
 /// compiled for instruction set `isa` (2: AVX-512, 1: AVX2, 0: baseline),
 /// its exact body where the call has the plan's sizes.
+///
+/// On x86-64 the baseline serves only CPUs without AVX2 (made before
+/// 2013-2015, and low-end Atom-class parts): there the first plan's
+/// general body runs every task, whichever plan the call chose (a general
+/// body is correct for any region), so that a kernel compiles one baseline
+/// body rather than one per plan.
 fn plan_calls(exact: &[Option<Bound>], isa: u8) -> TokenStream {
+    if isa == 0 {
+        let all = plan_arms(exact, 0);
+        return quote! {
+            #[cfg(target_arch = "x86_64")]
+            { __compute_0::<0>(__c, __r, __o, __direct) }
+            #[cfg(not(target_arch = "x86_64"))]
+            { #all }
+        };
+    }
+    plan_arms(exact, isa)
+}
+
+/// The `match __plan` of [`plan_calls`] over every plan.
+fn plan_arms(exact: &[Option<Bound>], isa: u8) -> TokenStream {
     let arms = exact.iter().enumerate().map(move |(i, b)| {
         let f = format_ident!("__compute_{}", i);
         match b {
             Some(_) => {
                 let fx = format_ident!("__compute_{}_exact", i);
-                let only = (isa == 0).then(|| quote!(#[cfg(not(target_arch = "x86_64"))]));
                 quote! {
-                    #only
                     #i if __exact => #fx::<#isa>(__c, __r, __o, __direct),
                     #i => #f::<#isa>(__c, __r, __o, __direct),
                 }

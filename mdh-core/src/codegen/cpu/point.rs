@@ -169,10 +169,12 @@ impl<'k> Gen<'k> {
                 });
             }
         }
-        let point = self.point();
         match self.fused_mul_add(slot) {
-            Some(fused) => quote! { if ISA > 0 { #fused } else { #point #upd } },
-            None => quote! { #point #upd },
+            Some(fused) => fused,
+            None => {
+                let point = self.point();
+                quote! { #point #upd }
+            }
         }
     }
 
@@ -192,7 +194,8 @@ impl<'k> Gen<'k> {
         let (a, b) = self.fusable_product()?;
         let (a, b) = (rust_expr::expr(a), rust_expr::expr(b));
         let reads = self.reads();
-        let body = self.scalar_fn_block(quote!((#a).mul_add(#b, __acc0[#slot])));
+        let body =
+            self.scalar_fn_block(quote!(::mdh::__rt::mul_add::<ISA, _>(#a, #b, __acc0[#slot])));
         Some(quote! { #reads __acc0[#slot] = #body; })
     }
 }

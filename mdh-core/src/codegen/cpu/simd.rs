@@ -204,15 +204,18 @@ impl<'k> Gen<'k> {
                 upd.extend(quote!(#a = #c;));
             }
         }
-        let point = self.vector_point(s, n, part);
-        let plain = quote! { #point #upd };
+        // `fma::<ISA>` is two operations on the baseline, which is what
+        // `point; acc ⊕ v` computes there: one body serves every ISA.
         match self.fusable_product() {
             Some((x, y)) => {
                 let (x, y, a) = (rust_simd::expr(x, n), rust_simd::expr(y, n), acc(0));
                 let point = self.vector_point_with(s, n, part, quote!((#x).fma::<ISA>(#y, #a)));
-                quote! { if ISA > 0 { #point #a = __v0; } else { #plain } }
+                quote! { #point #a = __v0; }
             }
-            None => plain,
+            None => {
+                let point = self.vector_point(s, n, part);
+                quote! { #point #upd }
+            }
         }
     }
 }

@@ -64,20 +64,51 @@ fn streaming_plans_write_final_vectors_past_the_caches() {
     assert!(code.contains(&write.to_string()), "{code}");
 }
 
+/// `entry` with sizes `sizes` and a plan that asks for an exact body.
+fn exact_entry(k: &crate::Checked, sizes: Vec<usize>) -> CpuEntry {
+    let mut e = entry(k, Some(sizes));
+    e.plan.exact = true;
+    e
+}
+
 #[test]
-fn sized_entries_get_an_exact_body_with_constant_strides() {
+fn sized_entries_that_ask_get_an_exact_body_with_constant_strides() {
     let k = conv();
-    let code = cpu_fn(&k, &[entry(&k, Some(vec![5, 3, 4])), entry(&k, None)]).to_string();
-    // Entry 0 (P 5, R 3, C 4) has an exact body, entry 1 does not.
+    let entries = [
+        exact_entry(&k, vec![5, 3, 4]),
+        entry(&k, None),
+        entry(&k, Some(vec![7, 3, 4])),
+    ];
+    let code = cpu_fn(&k, &entries).to_string();
+    // Entry 0 (P 5, R 3, C 4) has an exact body; entry 1 has no sizes and
+    // entry 2 does not ask for one.
     assert!(code.contains("fn __compute_0_exact"), "{code}");
     assert!(!code.contains("__compute_1_exact"), "{code}");
+    assert!(!code.contains("__compute_2_exact"), "{code}");
     // Its image access strides: p by 2·C = 8, r by C = 4, c by 1.
     let ia0 = quote!(let __ia0_c: [isize; 3usize] = [8isize, 4isize, 1isize];).to_string();
     assert!(code.contains(&ia0), "{code}");
     // Sizes the entry cannot bind (the filter's R would not fit) give
     // no exact body.
-    let code = cpu_fn(&k, &[entry(&k, Some(vec![0, usize::MAX, 1]))]).to_string();
+    let code = cpu_fn(&k, &[exact_entry(&k, vec![0, usize::MAX, 1])]).to_string();
     assert!(!code.contains("__compute_0_exact"), "{code}");
+}
+
+#[test]
+fn every_isa_shares_one_body_and_the_baseline_runs_the_first_plan() {
+    let k = crate::fixtures::matmul();
+    let code = cpu_fn(&k, &[entry(&k, None), entry(&k, Some(vec![7, 5, 3]))]).to_string();
+    // The multiply-add is one call that each ISA resolves: no ISA branch.
+    assert!(!code.contains("if ISA"), "{code}");
+    assert!(code.contains(". fma :: < ISA >"), "{code}");
+    // On x86-64 the baseline runs the first plan's body for any plan.
+    let baseline = quote! {
+        #[cfg(target_arch = "x86_64")]
+        { __compute_0::<0>(__c, __r, __o, __direct) }
+    };
+    assert!(code.contains(&baseline.to_string()), "{code}");
+    // The second plan's baseline body only where x86-64's is not.
+    assert_eq!(code.matches("__compute_1 :: < 0u8 >").count(), 1, "{code}");
 }
 
 #[test]
