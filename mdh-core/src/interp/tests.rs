@@ -650,11 +650,11 @@ fn interp_value_ops() {
     );
     assert_eq!(neutral(BuiltinOp::Mul, ScalarType::I8), Some(Value::I8(1)));
     assert_eq!(
-        literal(&Lit::Int(3, None), Some(&Type::Scalar(ScalarType::F32))),
+        literal(&Lit::Int(3, None), ScalarType::F32),
         Ok(Value::F32(3.0))
     );
     assert_eq!(
-        literal(&Lit::Float(0.1, None), Some(&Type::Scalar(ScalarType::F32))),
+        literal(&Lit::Float(0.1, None), ScalarType::F32),
         Ok(Value::F32(0.1))
     );
     assert_eq!(Value::F32(1.0).to_string(), "1.0");

@@ -613,8 +613,8 @@ impl<'k> Emit<'k> {
             })
             .collect();
         match &f.body.ty {
-            Some(Type::Tuple(_)) | Some(Type::Scalar(_)) => l.assign_into(&f.body, &dests),
-            _ => l.stmt(&f.body),
+            Type::Tuple(_) | Type::Scalar(_) => l.assign_into(&f.body, &dests),
+            Type::Unit | Type::Never => l.stmt(&f.body),
         }
         dests
     }
