@@ -337,6 +337,74 @@ impl<P: Phase> Kernel<P> {
     pub fn size_index(&self, name: &str) -> Option<usize> {
         self.size_params.iter().position(|s| s == name)
     }
+
+    /// The same kernel with each expression tree mapped by `f`: the scalar
+    /// function's body (`None`), then each user-defined operator's
+    /// (`Some((dimension, operator))`). How the checker types the trees.
+    pub fn map_trees<Q: Phase, E>(
+        self,
+        mut f: impl FnMut(Option<(usize, usize)>, Expr<P>) -> Result<Expr<Q>, E>,
+    ) -> Result<Kernel<Q>, E> {
+        let ScalarFn {
+            index_params,
+            params,
+            body,
+            span,
+            params_range,
+            index_pattern_range,
+        } = self.scalar_fn;
+        let scalar_fn = ScalarFn {
+            index_params,
+            params,
+            body: f(None, body)?,
+            span,
+            params_range,
+            index_pattern_range,
+        };
+        let mut reduce = |d: usize, rs: Vec<ReduceOp<P>>| -> Result<Vec<ReduceOp<Q>>, E> {
+            let mut out = Vec::with_capacity(rs.len());
+            for (j, r) in rs.into_iter().enumerate() {
+                out.push(match r {
+                    ReduceOp::Builtin(b, s) => ReduceOp::Builtin(b, s),
+                    ReduceOp::Closure(c) => ReduceOp::Closure(Closure2 {
+                        body: f(Some((d, j)), c.body)?,
+                        lhs: c.lhs,
+                        rhs: c.rhs,
+                        text: c.text,
+                        span: c.span,
+                        range: c.range,
+                        params_range: c.params_range,
+                    }),
+                });
+            }
+            Ok(out)
+        };
+        let mut ops = Vec::with_capacity(self.ops.len());
+        for (d, op) in self.ops.into_iter().enumerate() {
+            ops.push(match op {
+                CombineOp::Cc(s) => CombineOp::Cc(s),
+                CombineOp::Pw(rs, s) => CombineOp::Pw(reduce(d, rs)?, s),
+                CombineOp::Ps(rs, s) => CombineOp::Ps(reduce(d, rs)?, s),
+            });
+        }
+        Ok(Kernel {
+            attrs: self.attrs,
+            vis: self.vis,
+            name: self.name,
+            inputs: self.inputs,
+            outputs: self.outputs,
+            params: self.params,
+            size_params: self.size_params,
+            dims: self.dims,
+            scalar_fn,
+            ops,
+            ops_span: self.ops_span,
+            md_hom_span: self.md_hom_span,
+            inp_view: self.inp_view,
+            out_view: self.out_view,
+            source: self.source,
+        })
+    }
 }
 
 // ----------------------------------------------------------------------------

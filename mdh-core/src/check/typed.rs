@@ -6,94 +6,27 @@
 //! a bug in mdh, reported as an error at the node (never a guess).
 
 use super::infer::{NodeTypes, TreeTypes};
-use crate::spec::{
-    parsed, Block, Closure2, CombineOp, Expr, ExprKind, Kernel, ReduceOp, ScalarFn, ScalarType,
-    SpanRange, Stmt, Type,
-};
+use crate::spec::{parsed, Block, Expr, ExprKind, Kernel, ScalarType, SpanRange, Stmt, Type};
 
 /// `k` with every expression typed.
 pub(super) fn typed_kernel(k: parsed::Kernel, types: NodeTypes) -> syn::Result<Kernel> {
     let NodeTypes {
         scalar_fn,
-        closures,
+        mut closures,
     } = types;
-    let parsed::Kernel {
-        attrs,
-        vis,
-        name,
-        inputs,
-        outputs,
-        params,
-        size_params,
-        dims,
-        scalar_fn: f,
-        ops,
-        ops_span,
-        md_hom_span,
-        inp_view,
-        out_view,
-        source,
-    } = k;
-    let scalar_fn = ScalarFn {
-        index_params: f.index_params,
-        params: f.params,
-        body: Cursor::new(scalar_fn).tree(f.body)?,
-        span: f.span,
-        params_range: f.params_range,
-        index_pattern_range: f.index_pattern_range,
-    };
-    let mut closures = closures;
-    let ops = ops
-        .into_iter()
-        .enumerate()
-        .map(|(d, op)| {
-            let mut reduce = |rs: Vec<parsed::ReduceOp>| -> syn::Result<Vec<ReduceOp>> {
-                rs.into_iter()
-                    .enumerate()
-                    .map(|(j, r)| match r {
-                        ReduceOp::Builtin(b, s) => Ok(ReduceOp::Builtin(b, s)),
-                        ReduceOp::Closure(c) => {
-                            let i = closures.iter().position(|(key, _)| *key == (d, j));
-                            let types = i.map(|i| closures.swap_remove(i).1);
-                            let Some(types) = types else {
-                                return Err(untyped(c.range));
-                            };
-                            Ok(ReduceOp::Closure(Closure2 {
-                                lhs: c.lhs,
-                                rhs: c.rhs,
-                                body: Cursor::new(types).tree(c.body)?,
-                                text: c.text,
-                                span: c.span,
-                                range: c.range,
-                                params_range: c.params_range,
-                            }))
-                        }
-                    })
-                    .collect()
-            };
-            Ok(match op {
-                CombineOp::Cc(s) => CombineOp::Cc(s),
-                CombineOp::Pw(rs, s) => CombineOp::Pw(reduce(rs)?, s),
-                CombineOp::Ps(rs, s) => CombineOp::Ps(reduce(rs)?, s),
-            })
-        })
-        .collect::<syn::Result<Vec<_>>>()?;
-    Ok(Kernel {
-        attrs,
-        vis,
-        name,
-        inputs,
-        outputs,
-        params,
-        size_params,
-        dims,
-        scalar_fn,
-        ops,
-        ops_span,
-        md_hom_span,
-        inp_view,
-        out_view,
-        source,
+    let mut scalar_fn = Some(scalar_fn);
+    k.map_trees(|tree, body| {
+        let types = match tree {
+            None => scalar_fn.take(),
+            Some(key) => closures
+                .iter()
+                .position(|(k, _)| *k == key)
+                .map(|i| closures.swap_remove(i).1),
+        };
+        match types {
+            Some(types) => Cursor::new(types).tree(body),
+            None => Err(untyped(body.range)),
+        }
     })
 }
 
