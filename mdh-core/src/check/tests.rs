@@ -118,28 +118,8 @@ fn matvec_with(
 }
 
 #[test]
-fn parser_available() {
-    // Reports whether the parser has landed (the other tests need it).
-    let r = crate::compile(matvec_with(
-        quote!(f32),
-        quote!(|m, x| m * x),
-        quote!((CC, PW(+))),
-    ));
-    if let Err(e) = &r {
-        assert!(
-            !e.to_string().contains("parser not written"),
-            "parser not written yet"
-        );
-    }
-}
-
-#[test]
 fn matvec_ok() {
-    let k = ok(matvec_with(
-        quote!(f32),
-        quote!(|m, x| m * x),
-        quote!((CC, PW(+))),
-    ));
+    let k = ok(fixtures::tokens(fixtures::MATVEC));
     assert_eq!(k.scalar_fn.body.ty, Type::Scalar(ScalarType::F32));
 }
 
@@ -151,15 +131,7 @@ fn matmul_ok() {
 
 #[test]
 fn jacobi1d_ok() {
-    let k = ok(quote! {
-        kernel jacobi1d {
-            inp(u: f32[N + 2]),
-            out(w: f32[N]),
-            out_view(w: |i| (i)),
-            md_hom[N](|l, c, r| 0.33333 * (l + c + r), (CC)),
-            inp_view(u: [|i| (i), |i| (i + 1), |i| (i + 2)]),
-        }
-    });
+    let k = ok(fixtures::tokens(fixtures::JACOBI1D));
     // The unsuffixed float literal takes the type of the buffer.
     assert_eq!(
         lit_types(&k.scalar_fn.body),
@@ -243,15 +215,11 @@ fn reduce2_mixed_types_ok() {
 
 #[test]
 fn scan_ok() {
-    ok(quote! {
-        kernel scan {
-            inp(x: i64[N]),
-            out(y: i64[N]),
-            out_view(y: |i| (i)),
-            md_hom[N](|a| a, (PS(+))),
-            inp_view(x: |i| (i)),
-        }
-    });
+    let k = ok(fixtures::tokens(&fixtures::in_type(
+        &fixtures::example("scan"),
+        "i64",
+    )));
+    assert_eq!(k.scalar_fn.body.ty, Type::Scalar(ScalarType::I64));
 }
 
 #[test]

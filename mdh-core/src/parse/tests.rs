@@ -1,4 +1,5 @@
 use super::parse_kernel;
+use crate::fixtures;
 use crate::spec::parsed::{CombineOp, Expr, ExprKind, Kernel, ReduceOp, Stmt};
 use crate::spec::{Affine, BinOp, BuiltinOp, Lit, Method, ScalarType, SizeExpr, View};
 use proc_macro2::{Delimiter, Group, Literal, Punct, Spacing, TokenTree};
@@ -175,15 +176,7 @@ fn parse_jacobi1d() {
 
 #[test]
 fn parse_conv2d_and_strided_mcc() {
-    let k = parse(quote! {
-        kernel conv2d {
-            inp(I: f32[P + R - 1, Q + S - 1], F: f32[R, S]),
-            out(O: f32[P, Q]),
-            out_view(O: |p, q, r, s| (p, q)),
-            md_hom[P, Q, R, S](|i, f| i * f, (CC, CC, PW(+), PW(+))),
-            inp_view(I: |p, q, r, s| (p + r, q + s), F: |p, q, r, s| (r, s)),
-        }
-    });
+    let k = parse(fixtures::tokens(&fixtures::example("conv2d")));
     assert_eq!(names(&k.size_params), ["P", "R", "Q", "S"]);
     assert_eq!(
         components(&k, &k.inp_view, "I", 0),
