@@ -36,7 +36,6 @@
 //! contraction may differ).
 
 use mdh::reference::{Buffer, Value};
-use mdh::Error;
 use mdh_examples::check::{self, len, verify, Rng};
 
 // ---------------------------------------------------------------------------
