@@ -90,6 +90,17 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 # (tests/mpi_families.rs, one rank here; `mdh-bench --mpi`).
 features=(--features mdh-example-kernels/mpi,mdh-bench/mpi)
 
+# Lints of the compiler and runtime crates first (a few minutes at most,
+# before the long runs): `[workspace.lints]` and clippy's defaults, as
+# errors. The example kernels' crates stay out (their build is the longest,
+# and their code is generated). With every feature of those crates, so
+# that the OpenCL, CUDA and MPI code is linted too.
+if ! cargo clippy --version >/dev/null 2>&1; then
+    rustup component add clippy
+fi
+cargo clippy -p mdh-rt -p mdh-core -p mdh-macros -p mdh-gpu -p mdh -p mdh-tune --all-targets \
+    --features mdh-gpu/opencl,mdh-gpu/cuda,mdh/reference,mdh/opencl,mdh/cuda,mdh/mpi -- -D warnings
+
 # MDH_STREAM=always: plans with `stream` stream at the tests' small sizes
 # too (by default only outputs larger than the cores' L2 caches stream).
 MDH_STREAM=always cargo test --workspace "${features[@]}" --no-fail-fast

@@ -451,3 +451,35 @@ pub fn against_reference(
     ));
     Ok(())
 }
+
+/// A case of the shape of most examples: `f32` inputs and one `f32` output
+/// of `out_len` elements, no params; `kernel` computes it, and the result is
+/// [`verify`]'d against the interpreter.
+pub fn f32_case(
+    spec: &str,
+    sizes: &[usize],
+    inputs: Vec<Vec<f32>>,
+    out_len: usize,
+    rtol: f64,
+    kernel: impl FnOnce(&[Vec<f32>], &mut [f32]) -> Result<(), mdh::Error>,
+) -> Result<(), String> {
+    // Half of the calls write into a 64-byte aligned output (where plans
+    // with `stream` write whole vectors past the caches), the others into
+    // one 4 bytes off.
+    let skew = sizes.iter().sum::<usize>() % 2;
+    let mut buf = vec![f32::NAN; out_len + 16];
+    let start = (buf.as_ptr().align_offset(64) + skew) % 16;
+    let r = kernel(&inputs, &mut buf[start..start + out_len]);
+    let out = buf[start..start + out_len].to_vec();
+    let ins: Vec<Buffer> = inputs.into_iter().map(Buffer::from).collect();
+    verify(
+        spec,
+        sizes,
+        &ins,
+        &[],
+        vec![vec![f32::NAN; out_len].into()],
+        r,
+        &[out.into()],
+        rtol,
+    )
+}

@@ -28,6 +28,7 @@ use mdh::reference::{Buffer, Value};
 use mdh::Error;
 use mdh_core::codegen::c_expr::Dialect;
 use mdh_core::desc::{Bound, KernelDesc};
+use mdh_core::fixtures;
 use mdh_core::gpu_plan::{GpuPlan, MAX_ITEMS};
 use mdh_example_kernels::*;
 use mdh_gpu::cuda::nvrtc_compile;
@@ -307,7 +308,7 @@ fn matmul_reference_plans_do_not_spill() {
     let tuned = "NVIDIA H100 80GB HBM3";
     let desc = KernelDesc::from_kernel(&mdh::reference::kernel(matmul::SPEC).unwrap());
     let default = GpuPlan::default_for(&desc);
-    let tiled = gpu::matmul_register_tiled();
+    let tiled = fixtures::matmul_register_tiled();
     let cases = [
         ((1024, 1024, 1024), None, "*"),
         ((1024, 1024, 1024), None, tuned),
@@ -344,7 +345,7 @@ fn matmul_register_tiled_sass() {
     if !sass_tools() {
         return;
     }
-    let (c, main, sass) = matmul_main_sass(&gpu::matmul_register_tiled(), "sm_90");
+    let (c, main, sass) = matmul_main_sass(&fixtures::matmul_register_tiled(), "sm_90");
     let hot = main.hot_loop().expect(&sass);
     let report = format!("hot loop {hot:?}\n{}", c.log);
     assert_eq!(hot.ffma, 64, "{report}");
@@ -403,7 +404,7 @@ fn matmul_vector_loads_in_sass() {
     }
     for arch in ["sm_80", "sm_90"] {
         for (plan, vectors) in [
-            (gpu::matmul_register_tiled(), false),
+            (fixtures::matmul_register_tiled(), false),
             (gpu::matmul_register_tiled_vectors(), true),
         ] {
             let (c, main, sass) = matmul_main_sass(&plan, arch);
@@ -447,7 +448,7 @@ fn matmul_register_tiled_runs_full_and_edge_tiles() {
         return;
     }
     let mut rng = mdh_examples::check::Rng::new(gpu::seed("register tiled"));
-    let plan = gpu::matmul_register_tiled();
+    let plan = fixtures::matmul_register_tiled();
     for (i, j, k) in [(128, 256, 16), (136, 130, 13)] {
         let sizes = matmul_bound(i, j, k).sizes;
         gpu::one_case(

@@ -57,30 +57,6 @@ fn verify(
         .map_err(TestCaseError::fail)
 }
 
-/// `f32` inputs and one `f32` output: the shape of most examples.
-fn f32_case(
-    spec: &str,
-    sizes: &[usize],
-    inputs: Vec<Vec<f32>>,
-    out_len: usize,
-    rtol: f64,
-    kernel: impl FnOnce(&[Vec<f32>], &mut [f32]) -> Result<(), Error>,
-) -> Result<(), TestCaseError> {
-    let mut out = nan(out_len);
-    let r = kernel(&inputs, &mut out);
-    let ins = inputs.into_iter().map(Buffer::from).collect();
-    verify(
-        spec,
-        sizes,
-        ins,
-        &[],
-        vec![nan(out_len).into()],
-        r,
-        vec![out.into()],
-        rtol,
-    )
-}
-
 // ---------------------------------------------------------------------------
 // Linear algebra
 
@@ -91,16 +67,16 @@ proptest! {
     fn dot_matches(n in size0(100_000), seed: u64) {
         let mut g = Rng::new(seed);
         let s = dot::Sizes { N: n };
-        f32_case(dot::SPEC, &s.values(), vec![g.f32s(n), g.f32s(n)], 1, sum_rtol(n),
-            |i, o| dot::cpu(&i[0], &i[1], o, s))?;
+        check::f32_case(dot::SPEC, &s.values(), vec![g.f32s(n), g.f32s(n)], 1, sum_rtol(n),
+            |i, o| dot::cpu(&i[0], &i[1], o, s)).map_err(TestCaseError::fail)?;
     }
 
     #[test]
     fn matvec_matches(i in size0(97), k in size0(300), seed: u64) {
         let mut g = Rng::new(seed);
         let s = matvec::Sizes { I: i, K: k };
-        f32_case(matvec::SPEC, &s.values(), vec![g.f32s(i * k), g.f32s(k)], i, sum_rtol(k),
-            |x, o| matvec::cpu(&x[0], &x[1], o, s))?;
+        check::f32_case(matvec::SPEC, &s.values(), vec![g.f32s(i * k), g.f32s(k)], i, sum_rtol(k),
+            |x, o| matvec::cpu(&x[0], &x[1], o, s)).map_err(TestCaseError::fail)?;
     }
 
     #[test]
@@ -108,8 +84,8 @@ proptest! {
         prop_assume!(i * j * k <= 60_000);
         let mut g = Rng::new(seed);
         let s = matmul::Sizes { I: i, J: j, K: k };
-        f32_case(matmul::SPEC, &s.values(), vec![g.f32s(i * k), g.f32s(k * j)], i * j, sum_rtol(k),
-            |x, o| matmul::cpu(&x[0], &x[1], o, s))?;
+        check::f32_case(matmul::SPEC, &s.values(), vec![g.f32s(i * k), g.f32s(k * j)], i * j, sum_rtol(k),
+            |x, o| matmul::cpu(&x[0], &x[1], o, s)).map_err(TestCaseError::fail)?;
     }
 
     #[test]
@@ -117,8 +93,8 @@ proptest! {
         prop_assume!(i * j * k <= 60_000);
         let mut g = Rng::new(seed);
         let s = matmul_t::Sizes { I: i, J: j, K: k };
-        f32_case(matmul_t::SPEC, &s.values(), vec![g.f32s(k * i), g.f32s(j * k)], j * i, sum_rtol(k),
-            |x, o| matmul_t::cpu(&x[0], &x[1], o, s))?;
+        check::f32_case(matmul_t::SPEC, &s.values(), vec![g.f32s(k * i), g.f32s(j * k)], j * i, sum_rtol(k),
+            |x, o| matmul_t::cpu(&x[0], &x[1], o, s)).map_err(TestCaseError::fail)?;
     }
 
     #[test]
@@ -126,8 +102,8 @@ proptest! {
         prop_assume!(b * i * j * k <= 60_000);
         let mut g = Rng::new(seed);
         let s = bmatmul::Sizes { NB: b, I: i, J: j, K: k };
-        f32_case(bmatmul::SPEC, &s.values(), vec![g.f32s(b * i * k), g.f32s(b * k * j)], b * i * j,
-            sum_rtol(k), |x, o| bmatmul::cpu(&x[0], &x[1], o, s))?;
+        check::f32_case(bmatmul::SPEC, &s.values(), vec![g.f32s(b * i * k), g.f32s(b * k * j)], b * i * j,
+            sum_rtol(k), |x, o| bmatmul::cpu(&x[0], &x[1], o, s)).map_err(TestCaseError::fail)?;
     }
 }
 
@@ -144,8 +120,8 @@ proptest! {
         let sz = conv2d::Sizes { P: p, Q: q, R: r, S: s };
         // P + R - 1 is negative for P = R = 0: then the kernel must fail.
         let il = len(&[p as i128 + r as i128 - 1, q as i128 + s as i128 - 1]);
-        f32_case(conv2d::SPEC, &sz.values(), vec![g.f32s(il), g.f32s(r * s)], p * q, sum_rtol(r * s),
-            |x, o| conv2d::cpu(&x[0], &x[1], o, sz))?;
+        check::f32_case(conv2d::SPEC, &sz.values(), vec![g.f32s(il), g.f32s(r * s)], p * q, sum_rtol(r * s),
+            |x, o| conv2d::cpu(&x[0], &x[1], o, sz)).map_err(TestCaseError::fail)?;
     }
 
     #[test]
@@ -157,8 +133,8 @@ proptest! {
         let mut g = Rng::new(seed);
         let sz = mcc::Sizes { N: n, P: p, Q: q, K: k, R: r, S: s, C: c };
         let il = len(&[n as i128, 2 * p as i128 + r as i128 - 2, 2 * q as i128 + s as i128 - 2, c as i128]);
-        f32_case(mcc::SPEC, &sz.values(), vec![g.f32s(il), g.f32s(k * r * s * c)], n * p * q * k,
-            sum_rtol(r * s * c), |x, o| mcc::cpu(&x[0], &x[1], o, sz))?;
+        check::f32_case(mcc::SPEC, &sz.values(), vec![g.f32s(il), g.f32s(k * r * s * c)], n * p * q * k,
+            sum_rtol(r * s * c), |x, o| mcc::cpu(&x[0], &x[1], o, sz)).map_err(TestCaseError::fail)?;
     }
 
     #[test]
@@ -170,8 +146,8 @@ proptest! {
         let mut g = Rng::new(seed);
         let sz = mcc_capsule::Sizes { N: n, P: p, Q: q, K: k, MI: mi, MJ: mj, R: r, S: s, C: c, MK: mk };
         let il = n * (p + r - 1) * (q + s - 1) * c * mi * mk;
-        f32_case(mcc_capsule::SPEC, &sz.values(), vec![g.f32s(il), g.f32s(k * r * s * c * mk * mj)],
-            n * p * q * k * mi * mj, sum_rtol(r * s * c * mk), |x, o| mcc_capsule::cpu(&x[0], &x[1], o, sz))?;
+        check::f32_case(mcc_capsule::SPEC, &sz.values(), vec![g.f32s(il), g.f32s(k * r * s * c * mk * mj)],
+            n * p * q * k * mi * mj, sum_rtol(r * s * c * mk), |x, o| mcc_capsule::cpu(&x[0], &x[1], o, sz)).map_err(TestCaseError::fail)?;
     }
 
     #[test]
@@ -182,8 +158,8 @@ proptest! {
         prop_assume!(a * b * c * d * e * f * gg <= 60_000);
         let mut g = Rng::new(seed);
         let sz = ccsdt::Sizes { NA: a, NB: b, NC: c, ND: d, NE: e, NF: f, NG: gg };
-        f32_case(ccsdt::SPEC, &sz.values(), vec![g.f32s(gg * d * a * b), g.f32s(e * f * gg * c)],
-            a * b * c * d * e * f, sum_rtol(gg), |x, o| ccsdt::cpu(&x[0], &x[1], o, sz))?;
+        check::f32_case(ccsdt::SPEC, &sz.values(), vec![g.f32s(gg * d * a * b), g.f32s(e * f * gg * c)],
+            a * b * c * d * e * f, sum_rtol(gg), |x, o| ccsdt::cpu(&x[0], &x[1], o, sz)).map_err(TestCaseError::fail)?;
     }
 }
 
@@ -208,8 +184,8 @@ proptest! {
     fn jacobi2d_matches(n in size0(97), m in size0(97), seed: u64) {
         let mut g = Rng::new(seed);
         let s = jacobi2d::Sizes { N: n, M: m };
-        f32_case(jacobi2d::SPEC, &s.values(), vec![g.f32s((n + 2) * (m + 2))], n * m, RTOL,
-            |x, o| jacobi2d::cpu(&x[0], o, s))?;
+        check::f32_case(jacobi2d::SPEC, &s.values(), vec![g.f32s((n + 2) * (m + 2))], n * m, RTOL,
+            |x, o| jacobi2d::cpu(&x[0], o, s)).map_err(TestCaseError::fail)?;
     }
 
     #[test]
@@ -217,8 +193,8 @@ proptest! {
         prop_assume!(n * m * l <= 30_000);
         let mut g = Rng::new(seed);
         let s = jacobi3d::Sizes { N: n, M: m, L: l };
-        f32_case(jacobi3d::SPEC, &s.values(), vec![g.f32s((n + 2) * (m + 2) * (l + 2))], n * m * l, RTOL,
-            |x, o| jacobi3d::cpu(&x[0], o, s))?;
+        check::f32_case(jacobi3d::SPEC, &s.values(), vec![g.f32s((n + 2) * (m + 2) * (l + 2))], n * m * l, RTOL,
+            |x, o| jacobi3d::cpu(&x[0], o, s)).map_err(TestCaseError::fail)?;
     }
 }
 
@@ -305,7 +281,7 @@ proptest! {
     fn reduce_matches(n in size0(100_000), seed: u64) {
         let mut g = Rng::new(seed);
         let s = reduce::Sizes { N: n };
-        f32_case(reduce::SPEC, &s.values(), vec![g.f32s(n)], 1, sum_rtol(n), |x, o| reduce::cpu(&x[0], o, s))?;
+        check::f32_case(reduce::SPEC, &s.values(), vec![g.f32s(n)], 1, sum_rtol(n), |x, o| reduce::cpu(&x[0], o, s)).map_err(TestCaseError::fail)?;
     }
 
     #[test]
@@ -323,14 +299,14 @@ proptest! {
     fn scan_matches(n in size0(1000), seed: u64) {
         let mut g = Rng::new(seed);
         let s = scan::Sizes { N: n };
-        f32_case(scan::SPEC, &s.values(), vec![g.f32s(n)], n, sum_rtol(n), |x, o| scan::cpu(&x[0], o, s))?;
+        check::f32_case(scan::SPEC, &s.values(), vec![g.f32s(n)], n, sum_rtol(n), |x, o| scan::cpu(&x[0], o, s)).map_err(TestCaseError::fail)?;
     }
 
     #[test]
     fn mbbs_matches(i in size0(200), j in size0(200), seed: u64) {
         let mut g = Rng::new(seed);
         let s = mbbs::Sizes { I: i, J: j };
-        f32_case(mbbs::SPEC, &s.values(), vec![g.f32s(i * j)], i, sum_rtol(i * j), |x, o| mbbs::cpu(&x[0], o, s))?;
+        check::f32_case(mbbs::SPEC, &s.values(), vec![g.f32s(i * j)], i, sum_rtol(i * j), |x, o| mbbs::cpu(&x[0], o, s)).map_err(TestCaseError::fail)?;
     }
 
     #[test]
@@ -341,6 +317,29 @@ proptest! {
         verify(mandelbrot::SPEC, &s.values(), vec![], &[Value::U32(max_iter)],
             vec![vec![0xDEAD_BEEFu32; h * w].into()], r, vec![o.into()], 0.0)?;
     }
+}
+
+/// The interpreter, every test's oracle, against the kernel's scalar
+/// function as a plain Rust loop: a check that does not go through mdh.
+#[test]
+fn interpreter_mandelbrot_is_the_plain_loop() {
+    let (h, w, max_iter) = (13, 23, 50);
+    let s = mandelbrot::Sizes { H: h, W: w };
+    let mut out = [Buffer::from(vec![0u32; h * w])];
+    check::reference(
+        mandelbrot::SPEC,
+        &s.values(),
+        &[],
+        &mut out,
+        &[Value::U32(max_iter)],
+    )
+    .unwrap();
+    let want: Vec<u32> = (0..h * w)
+        .map(|p| mandelbrot_pixel(p / w, p % w, h, w, max_iter))
+        .collect();
+    // Some points never escape, some at once: the loop and the break both ran.
+    assert!(want.contains(&max_iter) && want.iter().any(|&n| n < 5));
+    check::compare("mandelbrot", &out[0], &Buffer::from(want), 0.0).unwrap();
 }
 
 // ---------------------------------------------------------------------------

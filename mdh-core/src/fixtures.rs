@@ -1,6 +1,7 @@
 //! The test kernels that several test modules share (this crate's and the
 //! tuner's), each written once. Not part of the API: test support only.
 
+use crate::gpu_plan::GpuPlan;
 use crate::Checked;
 
 /// Matrix-vector multiplication: w = M · v.
@@ -81,6 +82,34 @@ pub fn tokens(source: &str) -> proc_macro2::TokenStream {
     source
         .parse()
         .unwrap_or_else(|e| panic!("the test kernel does not tokenize: {e}"))
+}
+
+/// The register-tiled GPU plan of matmul (issue 21): blocks of 16 × 16
+/// threads, each 8 × 8 results of a 128 × 128 tile, 8 steps of k per tile
+/// of A and B in shared memory (8 KiB).
+pub fn matmul_register_tiled() -> GpuPlan {
+    GpuPlan {
+        groups: vec![0, 0, 1],
+        items: vec![16, 16, 1],
+        tile: vec![128, 128, 8],
+        local: vec![true, true],
+        blocked: false,
+        vector: vec![1, 1],
+        transpose: vec![false, false],
+        pad: vec![0, 0],
+    }
+}
+
+/// The register-tiled plan with vectors of 4 (`float4`): A's tile
+/// transposed in local memory (k outer, i inner), so that a work-item's 8
+/// values of A per step of k are two aligned runs of 4, as its 8 values
+/// of B are; strided work-items then take their points in runs of 4.
+pub fn matmul_register_tiled_vectors() -> GpuPlan {
+    GpuPlan {
+        vector: vec![4, 4],
+        transpose: vec![true, false],
+        ..matmul_register_tiled()
+    }
 }
 
 /// `source`, parsed and checked.

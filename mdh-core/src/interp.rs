@@ -35,7 +35,7 @@ use crate::desc::{Bound, KernelDesc, Linear};
 use crate::error::Error;
 use crate::spec::{
     BinOp, Block, BufferDecl, BuiltinOp, DimKind, Expr, ExprKind, IndexFn, Lit, Method, ReduceOp,
-    ScalarType, Stmt, Type, UnOp,
+    ScalarType, Stmt, UnOp,
 };
 
 // ----------------------------------------------------------------------------
@@ -300,14 +300,7 @@ fn neutral(op: BuiltinOp, ty: ScalarType) -> Option<Value> {
 
 /// A literal of the type the checker gave it (else its suffix, else Rust's
 /// defaults `i32` / `f64`).
-fn literal(l: &Lit, ty: Option<&Type>) -> Result<Value, Error> {
-    let t = match (ty, l) {
-        (Some(Type::Scalar(t)), _) => *t,
-        (_, Lit::Int(_, Some(t)) | Lit::Float(_, Some(t))) => *t,
-        (_, Lit::Int(..)) => ScalarType::I32,
-        (_, Lit::Float(..)) => ScalarType::F64,
-        (_, Lit::Bool(_)) => ScalarType::Bool,
-    };
+fn literal(l: &Lit, t: ScalarType) -> Result<Value, Error> {
     match l {
         Lit::Int(v, _) => v.cast_to(t),
         Lit::Float(v, _) => v.cast_to(t),
@@ -381,31 +374,31 @@ impl<'k> Eval<'k> {
 
     fn eval(&mut self, e: &'k Expr) -> R<Val> {
         Ok(match &e.kind {
-            ExprKind::Lit(l) => Val::Scalar(literal(l, e.ty.as_ref())?),
+            ExprKind::Lit(l, t) => Val::Scalar(literal(l, *t)?),
             ExprKind::Var(name) => Val::Scalar(self.env[self.slot(name)?].1),
-            ExprKind::Unary(op, x) => {
+            ExprKind::Unary(op, x, _) => {
                 let v = self.scalar(x)?;
                 Val::Scalar(unary(*op, v)?)
             }
-            ExprKind::Binary(BinOp::And, a, b) => {
+            ExprKind::Binary(BinOp::And, a, b, _) => {
                 Val::Scalar(Value::Bool(self.boolean(a)? && self.boolean(b)?))
             }
-            ExprKind::Binary(BinOp::Or, a, b) => {
+            ExprKind::Binary(BinOp::Or, a, b, _) => {
                 Val::Scalar(Value::Bool(self.boolean(a)? || self.boolean(b)?))
             }
-            ExprKind::Binary(op, a, b) => {
+            ExprKind::Binary(op, a, b, _) => {
                 let x = self.scalar(a)?;
                 let y = self.scalar(b)?;
                 Val::Scalar(binary(*op, x, y)?)
             }
-            ExprKind::Cast(x, t) => {
+            ExprKind::Cast(x, t, _) => {
                 let v = self.scalar(x)?;
                 Val::Scalar(
                     v.cast(*t)
                         .ok_or_else(|| internal(format!("cast from {} to {t}", v.ty())))?,
                 )
             }
-            ExprKind::MethodCall(recv, m, args) => {
+            ExprKind::MethodCall(recv, m, args, _) => {
                 let r = self.scalar(recv)?;
                 let mut vals = [Value::Bool(false); 2];
                 if args.len() > vals.len() {
@@ -427,7 +420,7 @@ impl<'k> Eval<'k> {
             }
             ExprKind::Block(b) => self.block(b)?,
             ExprKind::Tuple(es) => Val::Tuple(es.iter().map(|x| self.scalar(x)).collect::<R<_>>()?),
-            ExprKind::Assign(name, op, rhs) => {
+            ExprKind::Assign(name, op, rhs, _) => {
                 let v = self.scalar(rhs)?;
                 let slot = self.slot(name)?;
                 self.env[slot].1 = match op {
@@ -436,7 +429,7 @@ impl<'k> Eval<'k> {
                 };
                 Val::Unit
             }
-            ExprKind::For(var, lo, hi, body) => {
+            ExprKind::For(var, lo, hi, body, _) => {
                 let lo = self.scalar(lo)?;
                 let hi = self.scalar(hi)?;
                 let one = 1u8

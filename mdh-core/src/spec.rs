@@ -164,13 +164,13 @@ impl BuiltinOp {
 // back ends match on.
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
-pub enum ReduceOp {
+pub enum ReduceOp<P: Phase = Typed> {
     Builtin(BuiltinOp, Span),
     /// `|a, b| expr`: user-defined, associative (and commutative for PW).
-    Closure(Closure2),
+    Closure(Closure2<P>),
 }
 
-impl ReduceOp {
+impl<P: Phase> ReduceOp<P> {
     pub fn span(&self) -> Span {
         match self {
             ReduceOp::Builtin(_, s) => *s,
@@ -188,7 +188,7 @@ impl ReduceOp {
 
     /// Two operators are the same if they are the same built-in or textually
     /// equal closures (used for the paper's Lemma 1).
-    pub fn same_as(&self, other: &ReduceOp) -> bool {
+    pub fn same_as(&self, other: &ReduceOp<P>) -> bool {
         match (self, other) {
             (ReduceOp::Builtin(a, _), ReduceOp::Builtin(b, _)) => a == b,
             (ReduceOp::Closure(a), ReduceOp::Closure(b)) => a.text == b.text,
@@ -206,10 +206,10 @@ impl ReduceOp {
 
 /// A user-defined binary operator `|a, b| expr`.
 #[derive(Clone, Debug)]
-pub struct Closure2 {
+pub struct Closure2<P: Phase = Typed> {
     pub lhs: Ident,
     pub rhs: Ident,
-    pub body: Expr,
+    pub body: Expr<P>,
     /// Normalized token text, for comparing operators.
     pub text: String,
     /// Span of the closure's first token `|`.
@@ -222,17 +222,17 @@ pub struct Closure2 {
 
 /// The combine operator of one dimension.
 #[derive(Clone, Debug)]
-pub enum CombineOp {
+pub enum CombineOp<P: Phase = Typed> {
     /// Concatenation `++`: the dimension is kept in the output.
     Cc(Span),
     /// Point-wise combination: the dimension is reduced, one operator per
     /// output access (a single operator applies to all).
-    Pw(Vec<ReduceOp>, Span),
+    Pw(Vec<ReduceOp<P>>, Span),
     /// Prefix-sum: the dimension is kept and scanned.
-    Ps(Vec<ReduceOp>, Span),
+    Ps(Vec<ReduceOp<P>>, Span),
 }
 
-impl CombineOp {
+impl<P: Phase> CombineOp<P> {
     pub fn span(&self) -> Span {
         match self {
             CombineOp::Cc(s) | CombineOp::Pw(_, s) | CombineOp::Ps(_, s) => *s,
@@ -248,7 +248,7 @@ impl CombineOp {
     }
 
     /// The operator applied to output access `k` (None for CC).
-    pub fn op_for(&self, k: usize) -> Option<&ReduceOp> {
+    pub fn op_for(&self, k: usize) -> Option<&ReduceOp<P>> {
         match self {
             CombineOp::Cc(_) => None,
             CombineOp::Pw(ops, _) | CombineOp::Ps(ops, _) => {
@@ -267,12 +267,12 @@ pub struct Dim {
 
 /// The scalar function `|a, b, …| body` or `|[y, x], a, …| body`.
 #[derive(Clone, Debug)]
-pub struct ScalarFn {
+pub struct ScalarFn<P: Phase = Typed> {
     /// Names bound to the MDA indices by a leading slice pattern, if any.
     pub index_params: Option<Vec<Ident>>,
     /// One parameter per input access, in `inp_view` order.
     pub params: Vec<Ident>,
-    pub body: Expr,
+    pub body: Expr<P>,
     /// Span of the closure's first token `|`.
     pub span: Span,
     /// The parameter list `|[y, x], a, b|`.
@@ -281,9 +281,10 @@ pub struct ScalarFn {
     pub index_pattern_range: Option<SpanRange>,
 }
 
-/// A whole `mdh!` kernel.
+/// A whole `mdh!` kernel: as parsed (`Kernel<Parsed>`), or as checked
+/// (`Kernel`, every expression typed; held by a [`Checked`](crate::Checked)).
 #[derive(Clone, Debug)]
-pub struct Kernel {
+pub struct Kernel<P: Phase = Typed> {
     /// `///` doc comments (the attribute tokens, re-emitted on the module).
     pub attrs: Vec<TokenStream>,
     /// The visibility tokens (`pub`, `pub(crate)`, or empty).
@@ -295,8 +296,8 @@ pub struct Kernel {
     /// Size parameters in order of first appearance (shapes, then md_hom).
     pub size_params: Vec<Ident>,
     pub dims: Vec<Dim>,
-    pub scalar_fn: ScalarFn,
-    pub ops: Vec<CombineOp>,
+    pub scalar_fn: ScalarFn<P>,
+    pub ops: Vec<CombineOp<P>>,
     /// Span of the operator tuple (for count mismatches).
     pub ops_span: Span,
     pub md_hom_span: Span,
@@ -306,7 +307,7 @@ pub struct Kernel {
     pub source: String,
 }
 
-impl Kernel {
+impl<P: Phase> Kernel<P> {
     pub fn dim_kinds(&self) -> Vec<DimKind> {
         self.ops.iter().map(CombineOp::kind).collect()
     }
@@ -336,20 +337,121 @@ impl Kernel {
     pub fn size_index(&self, name: &str) -> Option<usize> {
         self.size_params.iter().position(|s| s == name)
     }
+
+    /// The same kernel with each expression tree mapped by `f`: the scalar
+    /// function's body (`None`), then each user-defined operator's
+    /// (`Some((dimension, operator))`). How the checker types the trees.
+    pub fn map_trees<Q: Phase, E>(
+        self,
+        mut f: impl FnMut(Option<(usize, usize)>, Expr<P>) -> Result<Expr<Q>, E>,
+    ) -> Result<Kernel<Q>, E> {
+        let ScalarFn {
+            index_params,
+            params,
+            body,
+            span,
+            params_range,
+            index_pattern_range,
+        } = self.scalar_fn;
+        let scalar_fn = ScalarFn {
+            index_params,
+            params,
+            body: f(None, body)?,
+            span,
+            params_range,
+            index_pattern_range,
+        };
+        let mut reduce = |d: usize, rs: Vec<ReduceOp<P>>| -> Result<Vec<ReduceOp<Q>>, E> {
+            let mut out = Vec::with_capacity(rs.len());
+            for (j, r) in rs.into_iter().enumerate() {
+                out.push(match r {
+                    ReduceOp::Builtin(b, s) => ReduceOp::Builtin(b, s),
+                    ReduceOp::Closure(c) => ReduceOp::Closure(Closure2 {
+                        body: f(Some((d, j)), c.body)?,
+                        lhs: c.lhs,
+                        rhs: c.rhs,
+                        text: c.text,
+                        span: c.span,
+                        range: c.range,
+                        params_range: c.params_range,
+                    }),
+                });
+            }
+            Ok(out)
+        };
+        let mut ops = Vec::with_capacity(self.ops.len());
+        for (d, op) in self.ops.into_iter().enumerate() {
+            ops.push(match op {
+                CombineOp::Cc(s) => CombineOp::Cc(s),
+                CombineOp::Pw(rs, s) => CombineOp::Pw(reduce(d, rs)?, s),
+                CombineOp::Ps(rs, s) => CombineOp::Ps(reduce(d, rs)?, s),
+            });
+        }
+        Ok(Kernel {
+            attrs: self.attrs,
+            vis: self.vis,
+            name: self.name,
+            inputs: self.inputs,
+            outputs: self.outputs,
+            params: self.params,
+            size_params: self.size_params,
+            dims: self.dims,
+            scalar_fn,
+            ops,
+            ops_span: self.ops_span,
+            md_hom_span: self.md_hom_span,
+            inp_view: self.inp_view,
+            out_view: self.out_view,
+            source: self.source,
+        })
+    }
 }
 
 // ----------------------------------------------------------------------------
 // Scalar-function expressions (also the bodies of user-defined operators).
 
-/// An expression of the scalar-function subset. `ty` is filled by the checker.
+/// The phase of a kernel's expression trees: as the parser gives them
+/// ([`Parsed`], no types) or as the checker gives them ([`Typed`]). A
+/// generator or the interpreter reads only `Typed` trees, so every type it
+/// needs is there, resolved, without a fallback.
+pub trait Phase: Clone + Copy + std::fmt::Debug {
+    /// The type of an expression's value.
+    type Ty: Clone + std::fmt::Debug;
+    /// The scalar type an operation computes in: a literal's own, the
+    /// operands' of a unary or binary operator, the source's of a cast, the
+    /// receiver's of a method, the variable's of an assignment or a `let`,
+    /// the bounds' of a loop.
+    type Scalar: Clone + Copy + std::fmt::Debug;
+}
+
+/// Trees as parsed: no types yet.
+#[derive(Clone, Copy, Debug)]
+pub struct Parsed;
+
+/// Trees as checked: every expression and operation typed.
+#[derive(Clone, Copy, Debug)]
+pub struct Typed;
+
+impl Phase for Parsed {
+    type Ty = ();
+    type Scalar = ();
+}
+
+impl Phase for Typed {
+    type Ty = Type;
+    type Scalar = ScalarType;
+}
+
+/// An expression of the scalar-function subset.
 #[derive(Clone, Debug)]
-pub struct Expr {
-    pub kind: ExprKind,
+pub struct Expr<P: Phase = Typed> {
+    pub kind: ExprKind<P>,
     /// Span of the expression's first token.
     pub span: Span,
     /// All tokens of the expression (for errors).
     pub range: SpanRange,
-    pub ty: Option<Type>,
+    /// The type of its value (given by the checker).
+    pub ty: P::Ty,
 }
 
 /// Types of scalar-function expressions.
@@ -501,83 +603,101 @@ pub enum Lit {
     Bool(bool),
 }
 
+/// The last field of the operations is their [`Phase::Scalar`] type.
 #[derive(Clone, Debug)]
-pub enum ExprKind {
-    Lit(Lit),
+pub enum ExprKind<P: Phase = Typed> {
+    /// A literal, and its type.
+    Lit(Lit, P::Scalar),
     /// A closure parameter, a `let` binding, a param, a size parameter or an
     /// index name.
     Var(Ident),
-    Unary(UnOp, Box<Expr>),
-    Binary(BinOp, Box<Expr>, Box<Expr>),
-    Cast(Box<Expr>, ScalarType),
-    MethodCall(Box<Expr>, Method, Vec<Expr>),
+    /// An operator, its operand, and the operand's type.
+    Unary(UnOp, Box<Expr<P>>, P::Scalar),
+    /// An operator, its operands, and the operands' type (a comparison's
+    /// value is a `bool`).
+    Binary(BinOp, Box<Expr<P>>, Box<Expr<P>>, P::Scalar),
+    /// `e as T`: the value, the target type, and the value's type.
+    Cast(Box<Expr<P>>, ScalarType, P::Scalar),
+    /// The receiver, the method, its arguments, and the receiver's type.
+    MethodCall(Box<Expr<P>>, Method, Vec<Expr<P>>, P::Scalar),
     /// `if c { … } else …`; the else branch is a block or another `if`.
-    If(Box<Expr>, Block, Option<Box<Expr>>),
-    Block(Block),
-    Tuple(Vec<Expr>),
-    /// `x = e` or `x op= e` (compound assignment carries the operator).
-    Assign(Ident, Option<BinOp>, Box<Expr>),
-    /// `for v in lo..hi { … }` (`v` is `None` for `_`).
-    For(Option<Ident>, Box<Expr>, Box<Expr>, Block),
+    If(Box<Expr<P>>, Block<P>, Option<Box<Expr<P>>>),
+    Block(Block<P>),
+    Tuple(Vec<Expr<P>>),
+    /// `x = e` or `x op= e` (compound assignment carries the operator), and
+    /// the type of `x`.
+    Assign(Ident, Option<BinOp>, Box<Expr<P>>, P::Scalar),
+    /// `for v in lo..hi { … }` (`v` is `None` for `_`), and the type of the
+    /// bounds (and of `v`).
+    For(
+        Option<Ident>,
+        Box<Expr<P>>,
+        Box<Expr<P>>,
+        Block<P>,
+        P::Scalar,
+    ),
     Break,
 }
 
 #[derive(Clone, Debug)]
-pub struct Block {
-    pub stmts: Vec<Stmt>,
+pub struct Block<P: Phase = Typed> {
+    pub stmts: Vec<Stmt<P>>,
     /// The value of the block, if it ends in an expression without `;`.
-    pub tail: Option<Box<Expr>>,
+    pub tail: Option<Box<Expr<P>>>,
     pub span: Span,
 }
 
 #[derive(Clone, Debug)]
-pub enum Stmt {
+pub enum Stmt<P: Phase = Typed> {
     Let {
         name: Ident,
         mutable: bool,
+        /// The annotation `let x: T`, if written.
         ty: Option<ScalarType>,
-        init: Option<Expr>,
+        init: Option<Expr<P>>,
         /// Span of `let`.
         span: Span,
         /// The whole statement `let a = …;`.
         range: SpanRange,
+        /// The type of the binding (annotated, initialized or assigned).
+        var_ty: P::Scalar,
     },
-    Expr(Expr),
+    Expr(Expr<P>),
 }
 
-impl Expr {
-    pub fn new(kind: ExprKind, span: Span) -> Expr {
+impl Expr<Parsed> {
+    pub fn new(kind: ExprKind<Parsed>, span: Span) -> Expr<Parsed> {
         Expr {
             kind,
             span,
             range: SpanRange::from(span),
-            ty: None,
+            ty: (),
         }
     }
 
     /// An expression covering `range` (its `span` is the first token's).
-    pub fn with_range(kind: ExprKind, range: SpanRange) -> Expr {
+    pub fn with_range(kind: ExprKind<Parsed>, range: SpanRange) -> Expr<Parsed> {
         Expr {
             kind,
             span: range.start,
             range,
-            ty: None,
+            ty: (),
         }
     }
+}
 
-    /// The scalar type the checker gave this expression, if it is a scalar.
-    pub fn scalar_ty(&self) -> Option<ScalarType> {
-        match &self.ty {
-            Some(Type::Scalar(t)) => Some(*t),
-            _ => None,
-        }
-    }
+/// The trees as the parser gives them: the checker's input (the names
+/// without a phase are the checked trees that generators read).
+pub mod parsed {
+    use super::Parsed;
 
-    /// The scalar type of an expression of a [`Checked`](crate::Checked)
-    /// kernel, for the code generators. The checker types every node; an
-    /// untyped one is a bug in mdh, and `i32` keeps the output compilable so
-    /// that the bug shows as a failing test rather than a panic in the macro.
-    pub fn checked_ty(&self) -> ScalarType {
-        self.scalar_ty().unwrap_or(ScalarType::I32)
-    }
+    pub type Kernel = super::Kernel<Parsed>;
+    pub type ScalarFn = super::ScalarFn<Parsed>;
+    pub type CombineOp = super::CombineOp<Parsed>;
+    pub type ReduceOp = super::ReduceOp<Parsed>;
+    pub type Closure2 = super::Closure2<Parsed>;
+    pub type Expr = super::Expr<Parsed>;
+    pub type ExprKind = super::ExprKind<Parsed>;
+    pub type Block = super::Block<Parsed>;
+    pub type Stmt = super::Stmt<Parsed>;
 }

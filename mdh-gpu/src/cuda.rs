@@ -39,14 +39,11 @@ use cudarc::nvrtc::{result as nvrtc_result, sys as nvrtc_sys};
 use mdh_rt::Error;
 use std::collections::HashMap;
 use std::ffi::{c_char, CString};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-fn backend(msg: impl Into<String>) -> Error {
-    Error::Backend(msg.into())
-}
+use crate::backend;
 
 /// Runs `f`, turning a panic inside cudarc (a missing symbol in an old
 /// library, for instance) into an `Err` that names `what`.
@@ -54,14 +51,7 @@ fn guarded<R>(
     what: impl std::fmt::Display,
     f: impl FnOnce() -> Result<R, Error>,
 ) -> Result<R, Error> {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
-        let msg = p
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_default();
-        Err(backend(format!("{what}: the CUDA library failed: {msg}")))
-    })
+    crate::guarded(f, |msg| format!("{what}: the CUDA library failed: {msg}"))
 }
 
 fn driver_err(what: &str) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ {

@@ -144,9 +144,7 @@ impl<'a> SimArg<'a> {
     }
 }
 
-fn backend(msg: impl Into<String>) -> Error {
-    Error::Backend(msg.into())
-}
+use crate::backend;
 
 /// Checks launch dimensions against CUDA's limits (compute capability 3.0
 /// and later): no zero extents, at most 1024 threads per block, block z at

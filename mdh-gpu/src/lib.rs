@@ -15,3 +15,31 @@ pub mod memo;
 pub mod opencl;
 #[cfg(feature = "cuda")]
 pub mod sass;
+
+#[cfg(any(feature = "opencl", feature = "cuda"))]
+use mdh_rt::Error;
+
+/// A runtime library's failure.
+#[cfg(any(feature = "opencl", feature = "cuda"))]
+fn backend(msg: impl Into<String>) -> Error {
+    Error::Backend(msg.into())
+}
+
+/// Runs `f`, turning a panic inside a runtime's bindings (a missing symbol
+/// in an old library, an `expect` in the bindings) into an `Err` with the
+/// sentence `describe` makes of the panic's message.
+#[cfg(any(feature = "opencl", feature = "cuda"))]
+fn guarded<R>(
+    f: impl FnOnce() -> Result<R, Error>,
+    describe: impl FnOnce(&str) -> String,
+) -> Result<R, Error> {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        Err(backend(describe(&msg)))
+    })
+}

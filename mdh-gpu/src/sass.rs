@@ -9,9 +9,7 @@ use crate::cuda::pip_nvidia_dirs;
 use mdh_rt::Error;
 use std::path::PathBuf;
 
-fn backend(msg: impl Into<String>) -> Error {
-    Error::Backend(msg.into())
-}
+use crate::backend;
 
 /// `nvdisasm`: `MDH_NVDISASM` (the program), the `PATH`, then the pip
 /// wheels of a `--user` or virtualenv install (`nvidia/*/bin/nvdisasm`:

@@ -53,6 +53,17 @@ pub struct Machine {
     pub l3: Option<u64>,
 }
 
+/// A small Zen 3 (AVX2, 2 cores, 32 KiB L1d, 512 KiB L2, 32 MiB L3): the
+/// machine of the tests here and of the config parser's (test support).
+#[doc(hidden)]
+pub const ZEN3: Machine = Machine {
+    isa: Isa::Avx2,
+    cores: 2,
+    l1d: Some(32 << 10),
+    l2: Some(512 << 10),
+    l3: Some(32 << 20),
+};
+
 /// The cache fields of a [`Machine`] in configs and messages, in order.
 pub const CACHE_FIELDS: [&str; 3] = ["l1d", "l2", "l3"];
 
@@ -188,19 +199,9 @@ mod tests {
         assert_eq!(Isa::from_name("sse9"), None);
     }
 
-    fn zen3() -> Machine {
-        Machine {
-            isa: Isa::Avx2,
-            cores: 2,
-            l1d: Some(32 << 10),
-            l2: Some(512 << 10),
-            l3: Some(32 << 20),
-        }
-    }
-
     #[test]
     fn machines_are_as_far_apart_as_their_cores_and_caches() {
-        let m = zen3();
+        let m = ZEN3;
         assert_eq!(m.distance(&m), 0.0);
         let bigger_l2 = Machine {
             l2: Some(1 << 20),

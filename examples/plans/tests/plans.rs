@@ -37,7 +37,6 @@
 //! contraction may differ).
 
 use mdh::reference::{Buffer, Value};
-use mdh::Error;
 use mdh_examples::check::{self, len, verify, Rng};
 
 // ---------------------------------------------------------------------------
@@ -286,36 +285,6 @@ fn nan(n: usize) -> Vec<f32> {
     vec![f32::NAN; n]
 }
 
-/// `f32` inputs and one `f32` output of `out_len` elements, no params.
-fn f32_case(
-    spec: &str,
-    sizes: &[usize],
-    inputs: Vec<Vec<f32>>,
-    out_len: usize,
-    rtol: f64,
-    kernel: impl FnOnce(&[Vec<f32>], &mut [f32]) -> Result<(), Error>,
-) -> Result<(), String> {
-    // Half of the calls write into a 64-byte aligned output (where plans
-    // with `stream` write whole vectors past the caches), the others into
-    // one 4 bytes off.
-    let skew = sizes.iter().sum::<usize>() % 2;
-    let mut buf = nan(out_len + 16);
-    let start = (buf.as_ptr().align_offset(64) + skew) % 16;
-    let r = kernel(&inputs, &mut buf[start..start + out_len]);
-    let out = buf[start..start + out_len].to_vec();
-    let ins: Vec<Buffer> = inputs.into_iter().map(Buffer::from).collect();
-    verify(
-        spec,
-        sizes,
-        &ins,
-        &[],
-        vec![nan(out_len).into()],
-        r,
-        &[out.into()],
-        rtol,
-    )
-}
-
 const CASES: usize = 300;
 
 // ---------------------------------------------------------------------------
@@ -334,7 +303,7 @@ fn dot() {
         let s = sizes!(dot, v; N);
         let exact = g.below(2) == 0;
         let n = s.N;
-        f32_case(
+        check::f32_case(
             dot::SPEC,
             v,
             vec![g.f32s_or_ints(n, exact), g.f32s_or_ints(n, exact)],
@@ -357,7 +326,7 @@ fn matvec() {
     run_family(&f, CASES, |v, g| {
         let s = sizes!(matvec, v; I, K);
         let exact = g.below(2) == 0;
-        f32_case(
+        check::f32_case(
             matvec::SPEC,
             v,
             vec![g.f32s_or_ints(s.I * s.K, exact), g.f32s_or_ints(s.K, exact)],
@@ -380,7 +349,7 @@ fn matmul() {
     run_family(&f, CASES, |v, g| {
         let s = sizes!(matmul, v; I, J, K);
         let exact = g.below(2) == 0;
-        f32_case(
+        check::f32_case(
             matmul::SPEC,
             v,
             vec![
@@ -406,7 +375,7 @@ fn matmul_t() {
     run_family(&f, CASES, |v, g| {
         let s = sizes!(matmul_t, v; I, J, K);
         let exact = g.below(2) == 0;
-        f32_case(
+        check::f32_case(
             matmul_t::SPEC,
             v,
             vec![
@@ -436,7 +405,7 @@ fn bmatmul() {
             g.f32s_or_ints(s.NB * s.I * s.K, exact),
             g.f32s_or_ints(s.NB * s.K * s.J, exact),
         );
-        f32_case(
+        check::f32_case(
             bmatmul::SPEC,
             v,
             vec![a, b],
@@ -463,7 +432,7 @@ fn conv2d() {
         let s = sizes!(conv2d, v; P, Q, R, S);
         let exact = g.below(2) == 0;
         let il = len(&[s.P as i128 + s.R as i128 - 1, s.Q as i128 + s.S as i128 - 1]);
-        f32_case(
+        check::f32_case(
             conv2d::SPEC,
             v,
             vec![g.f32s_or_ints(il, exact), g.f32s_or_ints(s.R * s.S, exact)],
@@ -504,7 +473,7 @@ fn mcc() {
             g.f32s_or_ints(il, exact),
             g.f32s_or_ints(s.K * s.R * s.S * s.C, exact),
         );
-        f32_case(
+        check::f32_case(
             mcc::SPEC,
             v,
             vec![i, w],
@@ -540,7 +509,7 @@ fn ccsdt() {
             g.f32s_or_ints(s.NE * s.NF * s.NG * s.NC, exact),
         );
         let out = s.NA * s.NB * s.NC * s.ND * s.NE * s.NF;
-        f32_case(
+        check::f32_case(
             ccsdt::SPEC,
             v,
             vec![a, b],
@@ -596,7 +565,7 @@ fn jacobi3d() {
         let s = sizes!(jacobi3d, v; N, M, L);
         let exact = g.below(2) == 0;
         let x = g.f32s_or_ints((s.N + 2) * (s.M + 2) * (s.L + 2), exact);
-        f32_case(jacobi3d::SPEC, v, vec![x], s.N * s.M * s.L, 1e-4, |x, o| {
+        check::f32_case(jacobi3d::SPEC, v, vec![x], s.N * s.M * s.L, 1e-4, |x, o| {
             jacobi3d::cpu(&x[0], o, s)
         })
     });
@@ -714,7 +683,7 @@ fn reduce() {
     run_family(&f, CASES, |v, g| {
         let s = sizes!(reduce, v; N);
         let exact = g.below(2) == 0;
-        f32_case(
+        check::f32_case(
             reduce::SPEC,
             v,
             vec![g.f32s_or_ints(s.N, exact)],
@@ -765,7 +734,7 @@ fn scan() {
     run_family(&f, CASES, |v, g| {
         let s = sizes!(scan, v; N);
         let exact = g.below(2) == 0;
-        f32_case(
+        check::f32_case(
             scan::SPEC,
             v,
             vec![g.f32s_or_ints(s.N, exact)],
@@ -788,7 +757,7 @@ fn mbbs() {
     run_family(&f, CASES, |v, g| {
         let s = sizes!(mbbs, v; I, J);
         let exact = g.below(2) == 0;
-        f32_case(
+        check::f32_case(
             mbbs::SPEC,
             v,
             vec![g.f32s_or_ints(s.I * s.J, exact)],

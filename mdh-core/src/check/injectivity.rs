@@ -1,7 +1,8 @@
 //! Output index functions: no PW dimension, injective over kept dimensions.
 
 use crate::diagnostics::Diagnostics;
-use crate::spec::{DimKind, Kernel};
+use crate::spec::parsed::Kernel;
+use crate::spec::DimKind;
 
 pub(super) fn check_output_index_fns(k: &Kernel, errs: &mut Diagnostics) {
     let kinds = k.dim_kinds();

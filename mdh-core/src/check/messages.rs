@@ -1,6 +1,7 @@
 //! Small text helpers for messages.
 
-use crate::spec::{BufferDecl, CombineOp, Kernel, ReduceOp, ScalarType, SizeExpr};
+use crate::spec::parsed::{CombineOp, Kernel, ReduceOp};
+use crate::spec::{BufferDecl, ScalarType, SizeExpr};
 fn size_text(e: &SizeExpr) -> String {
     fn is_sum(e: &SizeExpr) -> bool {
         matches!(e, SizeExpr::Add(..) | SizeExpr::Sub(..))

@@ -53,12 +53,15 @@
 //! function. The result must match the output element types (in `out_view`
 //! access order) and have one value per output access; a user-defined
 //! operator `|a, b| e` takes and returns the element type of the output(s)
-//! it combines. After a successful check, every [`Expr::ty`] is `Some`.
+//! it combines; `break` gives no value, so it is no operand, bound or
+//! initial value. After a successful check the [`Checked`] kernel's trees (`Kernel<Typed>`) carry every type:
+//! per expression its [`Type`](crate::spec::Type), per operation the scalar
+//! type it computes in, per `let` its binding's (module `typed`).
 
 use crate::analysis::Checked;
 use crate::diagnostics::Diagnostics;
-use crate::spec::Kernel;
-use infer::{apply_types, infer_types};
+use crate::spec::parsed::Kernel;
+use infer::infer_types;
 use injectivity::check_output_index_fns;
 use names::check_names;
 use ops::{check_combine_ops, check_op_count};
@@ -69,15 +72,16 @@ mod injectivity;
 mod messages;
 mod names;
 mod ops;
+mod typed;
 mod views;
 
 #[cfg(test)]
 mod tests;
 
-/// Checks a parsed kernel, fills the types of all scalar-function and
-/// operator expressions and derives its [`Analysis`](crate::analysis::Analysis).
+/// Checks a parsed kernel, types all scalar-function and operator
+/// expressions and derives its [`Analysis`](crate::analysis::Analysis).
 /// See the module documentation for the list of checks.
-pub fn check(mut kernel: Kernel) -> syn::Result<Checked> {
+pub fn check(kernel: Kernel) -> syn::Result<Checked> {
     let k = &kernel;
     let mut errs = Diagnostics::default();
     check_names(k, &mut errs);
@@ -88,10 +92,15 @@ pub fn check(mut kernel: Kernel) -> syn::Result<Checked> {
     if ops_ok {
         check_output_index_fns(k, &mut errs);
     }
-    let typed = infer_types(k, views, &mut errs);
+    let types = infer_types(k, views, &mut errs);
     errs.finish()?;
-    if let Some(typed) = typed {
-        apply_types(&mut kernel, typed);
-    }
-    Ok(Checked::new(kernel))
+    // No error means inference typed every tree.
+    let types = types.ok_or_else(|| {
+        kernel
+            .scalar_fn
+            .body
+            .range
+            .error("internal error in mdh: the checker found no error but typed no expression; please report it with the kernel")
+    })?;
+    Ok(Checked::new(typed::typed_kernel(kernel, types)?))
 }

@@ -1,7 +1,7 @@
 //! Names: no clashes between buffers, params and size parameters.
 
 use crate::diagnostics::Diagnostics;
-use crate::spec::Kernel;
+use crate::spec::parsed::Kernel;
 use proc_macro2::Span;
 use std::collections::HashSet;
 

@@ -3,7 +3,8 @@
 use super::messages::{combine_name, dims_text, op_for, output_access_info, quoted_list};
 use super::views::ViewsOk;
 use crate::diagnostics::Diagnostics;
-use crate::spec::{CombineOp, Kernel, ReduceOp, ScalarType};
+use crate::spec::parsed::{CombineOp, Kernel, ReduceOp};
+use crate::spec::ScalarType;
 use std::collections::HashSet;
 
 pub(super) fn check_op_count(k: &Kernel, errs: &mut Diagnostics) -> bool {

@@ -5,7 +5,8 @@ use super::messages::{
 };
 use super::names::check_distinct_idents;
 use crate::diagnostics::Diagnostics;
-use crate::spec::{BufferDecl, IndexFn, Kernel, View};
+use crate::spec::parsed::Kernel;
+use crate::spec::{BufferDecl, IndexFn, View};
 use std::collections::HashSet;
 
 fn check_index_fn(k: &Kernel, buf: &BufferDecl, f: &IndexFn, errs: &mut Diagnostics) {

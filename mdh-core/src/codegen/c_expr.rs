@@ -18,7 +18,7 @@
 use std::fmt::Write;
 
 use crate::spec::{
-    BinOp, Block, BuiltinOp, Expr, ExprKind, Lit, Method, ReduceOp, ScalarType, Stmt, UnOp,
+    BinOp, Block, BuiltinOp, Expr, ExprKind, Lit, Method, ReduceOp, ScalarType, Stmt, Type, UnOp,
 };
 
 /// The two C dialects of the GPU emitter; every difference between them
@@ -185,10 +185,10 @@ pub fn identity(d: Dialect, op: BuiltinOp, t: ScalarType) -> String {
 /// Whether lowering `e` needs statements (it is not a pure C expression).
 fn needs_stmts(e: &Expr) -> bool {
     match &e.kind {
-        ExprKind::Lit(_) | ExprKind::Var(_) => false,
-        ExprKind::Unary(_, a) | ExprKind::Cast(a, _) => needs_stmts(a),
-        ExprKind::Binary(_, a, b) => needs_stmts(a) || needs_stmts(b),
-        ExprKind::MethodCall(r, _, args) => needs_stmts(r) || args.iter().any(needs_stmts),
+        ExprKind::Lit(_, _) | ExprKind::Var(_) => false,
+        ExprKind::Unary(_, a, _) | ExprKind::Cast(a, _, _) => needs_stmts(a),
+        ExprKind::Binary(_, a, b, _) => needs_stmts(a) || needs_stmts(b),
+        ExprKind::MethodCall(r, _, args, _) => needs_stmts(r) || args.iter().any(needs_stmts),
         _ => true,
     }
 }
@@ -275,16 +275,15 @@ impl Lowering {
     pub fn value(&mut self, e: &Expr) -> String {
         let d = self.d;
         match &e.kind {
-            ExprKind::Lit(Lit::Bool(b)) => b.to_string(),
-            ExprKind::Lit(Lit::Int(v, _)) => int_lit(d, *v, e.checked_ty()),
-            ExprKind::Lit(Lit::Float(v, _)) => float_lit(d, *v, e.checked_ty()),
+            ExprKind::Lit(Lit::Bool(b), _) => b.to_string(),
+            ExprKind::Lit(Lit::Int(v, _), t) => int_lit(d, *v, *t),
+            ExprKind::Lit(Lit::Float(v, _), t) => float_lit(d, *v, *t),
             ExprKind::Var(id) => self.lookup(&id.to_string()),
-            ExprKind::Unary(op, a) => {
-                let t = a.checked_ty();
+            ExprKind::Unary(op, a, t) => {
                 let a = self.value(a);
-                self.unary(*op, t, &a)
+                self.unary(*op, *t, &a)
             }
-            ExprKind::Binary(op @ (BinOp::And | BinOp::Or), a, b) if needs_stmts(b) => {
+            ExprKind::Binary(op @ (BinOp::And | BinOp::Or), a, b, _) if needs_stmts(b) => {
                 // Keep the short circuit: the statements of `b` run only
                 // when `a` does not decide.
                 let a = self.value(a);
@@ -300,22 +299,19 @@ impl Lowering {
                 self.close("}");
                 t
             }
-            ExprKind::Binary(op, a, b) => {
-                let t = a.checked_ty();
+            ExprKind::Binary(op, a, b, t) => {
                 let a = self.value(a);
                 let b = self.value(b);
-                self.binary(*op, t, &a, &b)
+                self.binary(*op, *t, &a, &b)
             }
-            ExprKind::Cast(a, to) => {
-                let from = a.checked_ty();
+            ExprKind::Cast(a, to, from) => {
                 let a = self.value(a);
-                d.cast(&a, from, *to)
+                d.cast(&a, *from, *to)
             }
-            ExprKind::MethodCall(recv, m, args) => {
-                let t = recv.checked_ty();
+            ExprKind::MethodCall(recv, m, args, t) => {
                 let r = self.value(recv);
                 let args: Vec<String> = args.iter().map(|a| self.value(a)).collect();
-                self.method(*m, t, &r, &args)
+                self.method(*m, *t, &r, &args)
             }
             ExprKind::If(c, then, Some(els))
                 if !needs_stmts(c) && simple_block(then) && !needs_stmts(els) =>
@@ -328,15 +324,17 @@ impl Lowering {
             ExprKind::Block(b) if b.stmts.is_empty() && b.tail.is_some() => {
                 self.value(b.tail.as_deref().unwrap_or(e))
             }
-            _ => match e.scalar_ty() {
-                Some(t) => {
+            _ => match &e.ty {
+                Type::Scalar(t) => {
                     let v = self.fresh("t");
-                    let ty = d.ty(t);
+                    let ty = d.ty(*t);
                     self.line(&format!("{ty} {v};"));
                     self.assign_into(e, std::slice::from_ref(&v));
                     v
                 }
-                None => {
+                // `()` (a statement), `!` (a `break`), a tuple (only the
+                // result of the scalar function, lowered by `assign_into`).
+                Type::Unit | Type::Never | Type::Tuple(_) => {
                     self.stmt(e);
                     String::new()
                 }
@@ -384,14 +382,15 @@ impl Lowering {
     }
 
     fn stmts(&mut self, b: &Block) {
-        for (i, s) in b.stmts.iter().enumerate() {
+        for s in &b.stmts {
             match s {
-                Stmt::Let { name, ty, init, .. } => {
-                    let n = name.to_string();
-                    let t = ty
-                        .or_else(|| init.as_ref().and_then(Expr::scalar_ty))
-                        .or_else(|| deferred_type(&n, &b.stmts[i + 1..]))
-                        .unwrap_or(ScalarType::I32);
+                Stmt::Let {
+                    name,
+                    init,
+                    var_ty: t,
+                    ..
+                } => {
+                    let (n, t) = (name.to_string(), *t);
                     let v = match init {
                         Some(init) => {
                             let x = self.value(init);
@@ -415,17 +414,17 @@ impl Lowering {
     /// Lowers `e` for its effects (its value, if any, is dropped).
     pub fn stmt(&mut self, e: &Expr) {
         match &e.kind {
-            ExprKind::Assign(id, op, v) => {
+            ExprKind::Assign(id, op, v, t) => {
                 let x = self.lookup(&id.to_string());
                 let val = self.value(v);
                 let rhs = match op {
                     None => val,
-                    Some(op) => self.binary(*op, v.checked_ty(), &x, &val),
+                    Some(op) => self.binary(*op, *t, &x, &val),
                 };
                 self.line(&format!("{x} = {rhs};"));
             }
-            ExprKind::For(var, lo, hi, body) => {
-                let t = lo.checked_ty();
+            ExprKind::For(var, lo, hi, body, t) => {
+                let t = *t;
                 let lo = self.value(lo);
                 let hi = self.value(hi);
                 let end = self.temp("end", t, &hi);
@@ -580,16 +579,4 @@ fn paren(c: &str) -> String {
 
 fn simple_block(b: &Block) -> bool {
     b.stmts.is_empty() && b.tail.as_deref().is_some_and(|t| !needs_stmts(t))
-}
-
-/// The type of `let x;` (no annotation, no initializer): that of the value
-/// first assigned to it in its block (the checker demands such an assignment).
-fn deferred_type(name: &str, rest: &[Stmt]) -> Option<ScalarType> {
-    rest.iter().find_map(|s| match s {
-        Stmt::Expr(Expr {
-            kind: ExprKind::Assign(id, None, v),
-            ..
-        }) if id == name => v.scalar_ty(),
-        _ => None,
-    })
 }

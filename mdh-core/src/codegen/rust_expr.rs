@@ -124,16 +124,15 @@ fn binary(op: BinOp, t: ScalarType, a: &TokenStream, b: &TokenStream) -> TokenSt
 
 pub fn expr(e: &Expr) -> TokenStream {
     match &e.kind {
-        ExprKind::Lit(Lit::Bool(b)) => quote!(#b),
-        ExprKind::Lit(Lit::Int(v, _)) => int_lit(*v, e.checked_ty()),
-        ExprKind::Lit(Lit::Float(v, _)) => float_lit(*v, e.checked_ty()),
+        ExprKind::Lit(Lit::Bool(b), _) => quote!(#b),
+        ExprKind::Lit(Lit::Int(v, _), t) => int_lit(*v, *t),
+        ExprKind::Lit(Lit::Float(v, _), t) => float_lit(*v, *t),
         ExprKind::Var(id) => quote!(#id),
-        ExprKind::Unary(UnOp::Not, a) => {
+        ExprKind::Unary(UnOp::Not, a, _) => {
             let a = expr(a);
             quote!((!#a))
         }
-        ExprKind::Unary(UnOp::Neg, a) => {
-            let t = a.checked_ty();
+        ExprKind::Unary(UnOp::Neg, a, t) => {
             let a = expr(a);
             if t.is_int() {
                 quote!((#a).wrapping_neg())
@@ -141,18 +140,17 @@ pub fn expr(e: &Expr) -> TokenStream {
                 quote!((-#a))
             }
         }
-        ExprKind::Binary(op, a, b) => {
+        ExprKind::Binary(op, a, b, t) => {
             // Operand type decides the arithmetic (comparisons return bool).
-            let t = a.checked_ty();
-            binary(*op, t, &expr(a), &expr(b))
+            binary(*op, *t, &expr(a), &expr(b))
         }
-        ExprKind::Cast(a, t) => {
+        ExprKind::Cast(a, t, _) => {
             let a = expr(a);
             let t = ty(*t);
             quote!(((#a) as #t))
         }
-        ExprKind::MethodCall(recv, m, args) => {
-            let t = recv.checked_ty();
+        ExprKind::MethodCall(recv, m, args, t) => {
+            let t = *t;
             let r = expr(recv);
             let args: Vec<TokenStream> = args.iter().map(expr).collect();
             match m {
@@ -182,16 +180,15 @@ pub fn expr(e: &Expr) -> TokenStream {
             let items = items.iter().map(expr);
             quote!((#(#items,)*))
         }
-        ExprKind::Assign(id, None, v) => {
+        ExprKind::Assign(id, None, v, _) => {
             let v = expr(v);
             quote!(#id = #v)
         }
-        ExprKind::Assign(id, Some(op), v) => {
-            let t = v.checked_ty();
-            let rhs = binary(*op, t, &quote!(#id), &expr(v));
+        ExprKind::Assign(id, Some(op), v, t) => {
+            let rhs = binary(*op, *t, &quote!(#id), &expr(v));
             quote!(#id = #rhs)
         }
-        ExprKind::For(var, lo, hi, body) => {
+        ExprKind::For(var, lo, hi, body, _) => {
             let var = match var {
                 Some(v) => quote!(#v),
                 None => quote!(_),

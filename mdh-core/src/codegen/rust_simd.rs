@@ -16,9 +16,7 @@ use crate::spec::{BinOp, Block, Expr, ExprKind, Lit, Method, ScalarType, Stmt, T
 pub fn vectorizable(e: &Expr) -> bool {
     let is_if = |x: &Expr| matches!(x.kind, ExprKind::If(..));
     let is_int_div = |x: &Expr| match &x.kind {
-        ExprKind::Binary(BinOp::Div | BinOp::Rem, a, _) => {
-            a.scalar_ty().is_some_and(|t| !t.is_float())
-        }
+        ExprKind::Binary(BinOp::Div | BinOp::Rem, _, _, t) => !t.is_float(),
         _ => false,
     };
     pure(e) && !(any(e, &is_if) && any(e, &is_int_div))
@@ -28,10 +26,10 @@ pub fn vectorizable(e: &Expr) -> bool {
 /// block has a value.
 fn pure(e: &Expr) -> bool {
     match &e.kind {
-        ExprKind::Lit(_) | ExprKind::Var(_) => true,
-        ExprKind::Unary(_, a) | ExprKind::Cast(a, _) => pure(a),
-        ExprKind::Binary(_, a, b) => pure(a) && pure(b),
-        ExprKind::MethodCall(r, _, args) => pure(r) && args.iter().all(pure),
+        ExprKind::Lit(_, _) | ExprKind::Var(_) => true,
+        ExprKind::Unary(_, a, _) | ExprKind::Cast(a, _, _) => pure(a),
+        ExprKind::Binary(_, a, b, _) => pure(a) && pure(b),
+        ExprKind::MethodCall(r, _, args, _) => pure(r) && args.iter().all(pure),
         ExprKind::If(c, then, els) => {
             pure(c) && pure_block(then) && els.as_deref().is_some_and(pure)
         }
@@ -66,16 +64,18 @@ fn any(e: &Expr, p: &dyn Fn(&Expr) -> bool) -> bool {
         }) || b.tail.as_deref().is_some_and(|t| any(t, p))
     };
     match &e.kind {
-        ExprKind::Lit(_) | ExprKind::Var(_) | ExprKind::Break => false,
-        ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Assign(_, _, a) => any(a, p),
-        ExprKind::Binary(_, a, b) => any(a, p) || any(b, p),
-        ExprKind::MethodCall(r, _, args) => any(r, p) || args.iter().any(|a| any(a, p)),
+        ExprKind::Lit(_, _) | ExprKind::Var(_) | ExprKind::Break => false,
+        ExprKind::Unary(_, a, _) | ExprKind::Cast(a, _, _) | ExprKind::Assign(_, _, a, _) => {
+            any(a, p)
+        }
+        ExprKind::Binary(_, a, b, _) => any(a, p) || any(b, p),
+        ExprKind::MethodCall(r, _, args, _) => any(r, p) || args.iter().any(|a| any(a, p)),
         ExprKind::If(c, then, els) => {
             any(c, p) || in_block(then) || els.as_deref().is_some_and(|x| any(x, p))
         }
         ExprKind::Block(b) => in_block(b),
         ExprKind::Tuple(items) => items.iter().any(|x| any(x, p)),
-        ExprKind::For(_, lo, hi, body) => any(lo, p) || any(hi, p) || in_block(body),
+        ExprKind::For(_, lo, hi, body, _) => any(lo, p) || any(hi, p) || in_block(body),
     }
 }
 
@@ -91,25 +91,21 @@ pub fn splat(x: TokenStream, t: ScalarType, n: usize) -> TokenStream {
     quote!(<#v>::splat(#x))
 }
 
-fn checked_ty(e: &Expr) -> ScalarType {
-    e.scalar_ty().unwrap_or(ScalarType::I32)
-}
-
 /// The lane-wise evaluation of a vectorizable expression with `n` lanes.
 pub fn expr(e: &Expr, n: usize) -> TokenStream {
     match &e.kind {
-        ExprKind::Lit(Lit::Bool(b)) => splat(quote!(#b), ScalarType::Bool, n),
-        ExprKind::Lit(_) => splat(rust_expr::expr(e), checked_ty(e), n),
+        ExprKind::Lit(Lit::Bool(b), _) => splat(quote!(#b), ScalarType::Bool, n),
+        ExprKind::Lit(_, t) => splat(rust_expr::expr(e), *t, n),
         ExprKind::Var(id) => quote!(#id),
-        ExprKind::Unary(UnOp::Not, a) => {
+        ExprKind::Unary(UnOp::Not, a, _) => {
             let a = expr(a, n);
             quote!((!#a))
         }
-        ExprKind::Unary(UnOp::Neg, a) => {
+        ExprKind::Unary(UnOp::Neg, a, _) => {
             let a = expr(a, n);
             quote!((-#a))
         }
-        ExprKind::Binary(op, a, b) => {
+        ExprKind::Binary(op, a, b, _) => {
             let (x, y) = (expr(a, n), expr(b, n));
             match op {
                 BinOp::Add => quote!((#x + #y)),
@@ -127,12 +123,12 @@ pub fn expr(e: &Expr, n: usize) -> TokenStream {
                 BinOp::Or => quote!((#x).or(#y)),
             }
         }
-        ExprKind::Cast(a, t) => {
+        ExprKind::Cast(a, t, _) => {
             let a = expr(a, n);
             let t = ty(*t);
             quote!((#a).cast::<#t>())
         }
-        ExprKind::MethodCall(r, m, args) => {
+        ExprKind::MethodCall(r, m, args, _) => {
             let r = expr(r, n);
             let args = args.iter().map(|a| expr(a, n));
             if *m == Method::MulAdd {
@@ -148,7 +144,7 @@ pub fn expr(e: &Expr, n: usize) -> TokenStream {
             let then = block(then, n);
             let els = els.as_ref().map(|x| expr(x, n)).unwrap_or_default();
             match &e.ty {
-                Some(Type::Tuple(ts)) => {
+                Type::Tuple(ts) => {
                     let (a, b): (Vec<_>, Vec<_>) = (0..ts.len())
                         .map(|i| {
                             (

@@ -73,21 +73,11 @@ fn written_entries_read_back_as_the_same_plan() {
     assert_eq!(e[0].sizes, Some(vec![64, 16, 32]));
 }
 
-fn zen3() -> Machine {
-    Machine {
-        isa: Isa::Avx2,
-        cores: 2,
-        l1d: Some(32 << 10),
-        l2: Some(512 << 10),
-        l3: Some(32 << 20),
-    }
-}
-
 #[test]
 fn machine_descriptions_read_back_and_key_the_entry() {
     let k = matmul();
     let path = Path::new("configs/matmul.yaml");
-    let m = zen3();
+    let m = mdh_rt::machine::ZEN3;
     let sizes: &[usize] = &[64, 16, 32];
     let entry = |m: &Machine| {
         cpu_entry_yaml(

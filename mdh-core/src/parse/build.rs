@@ -7,10 +7,8 @@ use super::syntax::{
 };
 use super::{err, single_ident, tokens_text};
 use crate::diagnostics::Diagnostics;
-use crate::spec::{
-    BufferDecl, Closure2, CombineOp, Dim, Kernel, ParamDecl, ReduceOp, ScalarFn, ScalarType,
-    SizeExpr, SpanRange, View,
-};
+use crate::spec::parsed::{Closure2, CombineOp, Kernel, ReduceOp, ScalarFn};
+use crate::spec::{BufferDecl, Dim, ParamDecl, ScalarType, SizeExpr, SpanRange, View};
 use proc_macro2::TokenStream;
 use quote::ToTokens;
 use syn::spanned::Spanned;

@@ -1,7 +1,8 @@
 //! Scalar-function expressions (also the bodies of user-defined operators).
 
 use super::{err, single_ident, tokens_text, unparen};
-use crate::spec::{BinOp, Block, Expr, ExprKind, Lit, Method, ScalarType, SpanRange, Stmt, UnOp};
+use crate::spec::parsed::{Block, Expr, ExprKind, Stmt};
+use crate::spec::{BinOp, Lit, Method, ScalarType, SpanRange, UnOp};
 use quote::ToTokens;
 use syn::spanned::Spanned;
 use syn::{Ident, Pat};
@@ -90,9 +91,9 @@ fn int_lit(l: &syn::LitInt) -> syn::Result<Expr> {
         })?;
         Lit::Int(v, ty)
     };
-    let e = Expr::with_range(ExprKind::Lit(lit), span);
+    let e = Expr::with_range(ExprKind::Lit(lit, ()), span);
     Ok(if neg {
-        Expr::with_range(ExprKind::Unary(UnOp::Neg, Box::new(e)), span)
+        Expr::with_range(ExprKind::Unary(UnOp::Neg, Box::new(e), ()), span)
     } else {
         e
     })
@@ -128,9 +129,9 @@ fn float_lit(l: &syn::LitFloat) -> syn::Result<Expr> {
             format!("float literal `{l}` is out of range; use a smaller constant"),
         ));
     }
-    let e = Expr::with_range(ExprKind::Lit(Lit::Float(v, ty)), span);
+    let e = Expr::with_range(ExprKind::Lit(Lit::Float(v, ty), ()), span);
     Ok(if neg {
-        Expr::with_range(ExprKind::Unary(UnOp::Neg, Box::new(e)), span)
+        Expr::with_range(ExprKind::Unary(UnOp::Neg, Box::new(e), ()), span)
     } else {
         e
     })
@@ -191,14 +192,14 @@ pub(super) fn expr(e: &syn::Expr) -> syn::Result<Expr> {
         E::Assign(a) => {
             no_attrs(&a.attrs)?;
             let target = assign_target(&a.left)?;
-            ExprKind::Assign(target, None, Box::new(expr(&a.right)?))
+            ExprKind::Assign(target, None, Box::new(expr(&a.right)?), ())
         }
         E::Cast(c) => {
             no_attrs(&c.attrs)?;
             let Some(ty) = scalar_type_of(&c.ty) else {
                 return Err(bad_type(&c.ty, "the target of `as`"));
             };
-            ExprKind::Cast(Box::new(expr(&c.expr)?), ty)
+            ExprKind::Cast(Box::new(expr(&c.expr)?), ty, ())
         }
         E::Tuple(t) => {
             no_attrs(&t.attrs)?;
@@ -235,7 +236,7 @@ fn lit(e: &syn::Expr, l: &syn::ExprLit) -> syn::Result<Expr> {
         syn::Lit::Int(i) => int_lit(i),
         syn::Lit::Float(f) => float_lit(f),
         syn::Lit::Bool(b) => Ok(Expr::with_range(
-            ExprKind::Lit(Lit::Bool(b.value)),
+            ExprKind::Lit(Lit::Bool(b.value), ()),
             SpanRange::of(e),
         )),
         syn::Lit::Str(_) | syn::Lit::ByteStr(_) | syn::Lit::CStr(_) => {
@@ -268,7 +269,7 @@ fn unary(e: &syn::Expr, u: &syn::ExprUnary) -> syn::Result<ExprKind> {
         syn::UnOp::Deref(_) => return Err(unsupported(e, "dereferencing with `*`")),
         _ => return Err(unsupported(e, "this unary operator")),
     };
-    Ok(ExprKind::Unary(op, Box::new(expr(&u.expr)?)))
+    Ok(ExprKind::Unary(op, Box::new(expr(&u.expr)?), ()))
 }
 
 /// A binary operator, or a compound assignment such as `acc += x`.
@@ -279,6 +280,7 @@ fn binary(e: &syn::Expr, b: &syn::ExprBinary) -> syn::Result<ExprKind> {
             op,
             Box::new(expr(&b.left)?),
             Box::new(expr(&b.right)?),
+            (),
         )),
         Some((op, true)) => {
             let target = assign_target(&b.left)?;
@@ -286,6 +288,7 @@ fn binary(e: &syn::Expr, b: &syn::ExprBinary) -> syn::Result<ExprKind> {
                 target,
                 Some(op),
                 Box::new(expr(&b.right)?),
+                (),
             ))
         }
         None => Err(unsupported(
@@ -359,7 +362,7 @@ fn for_loop(f: &syn::ExprForLoop) -> syn::Result<ExprKind> {
     let lo = expr(lo)?;
     let hi = expr(hi)?;
     let body = block(&f.body)?;
-    Ok(ExprKind::For(var, Box::new(lo), Box::new(hi), body))
+    Ok(ExprKind::For(var, Box::new(lo), Box::new(hi), body, ()))
 }
 
 fn method_call(e: &syn::Expr, m: &syn::ExprMethodCall) -> syn::Result<ExprKind> {
@@ -390,7 +393,7 @@ fn method_call(e: &syn::Expr, m: &syn::ExprMethodCall) -> syn::Result<ExprKind> 
     }
     let recv = expr(&m.receiver)?;
     let args = m.args.iter().map(expr).collect::<syn::Result<Vec<_>>>()?;
-    Ok(ExprKind::MethodCall(Box::new(recv), method, args))
+    Ok(ExprKind::MethodCall(Box::new(recv), method, args, ()))
 }
 
 /// The error for Rust syntax the scalar function does not support.
@@ -485,5 +488,6 @@ fn local(l: &syn::Local) -> syn::Result<Stmt> {
         init,
         span: l.span(),
         range: SpanRange::of(l),
+        var_ty: (),
     })
 }

@@ -30,7 +30,7 @@
 //!   `Affine::sizes` one entry per size parameter; the checker compares the
 //!   closure's arity with the number of md_hom dimensions.
 
-use crate::spec::Kernel;
+use crate::spec::parsed::Kernel;
 use build::build;
 use proc_macro2::TokenStream;
 use quote::ToTokens;

@@ -1,8 +1,7 @@
 use super::parse_kernel;
-use crate::spec::{
-    Affine, BinOp, BuiltinOp, CombineOp, Expr, ExprKind, Kernel, Lit, Method, ReduceOp, ScalarType,
-    SizeExpr, Stmt, View,
-};
+use crate::fixtures;
+use crate::spec::parsed::{CombineOp, Expr, ExprKind, Kernel, ReduceOp, Stmt};
+use crate::spec::{Affine, BinOp, BuiltinOp, Lit, Method, ScalarType, SizeExpr, View};
 use proc_macro2::{Delimiter, Group, Literal, Punct, Spacing, TokenTree};
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
@@ -110,7 +109,7 @@ fn parse_matvec() {
     assert_eq!(names(&k.scalar_fn.params), ["m", "x"]);
     assert!(k.scalar_fn.index_params.is_none());
     assert!(
-        matches!(&k.scalar_fn.body.kind, ExprKind::Binary(BinOp::Mul, a, b)
+        matches!(&k.scalar_fn.body.kind, ExprKind::Binary(BinOp::Mul, a, b, _)
         if matches!(&a.kind, ExprKind::Var(v) if v == "m")
         && matches!(&b.kind, ExprKind::Var(v) if v == "x"))
     );
@@ -177,15 +176,7 @@ fn parse_jacobi1d() {
 
 #[test]
 fn parse_conv2d_and_strided_mcc() {
-    let k = parse(quote! {
-        kernel conv2d {
-            inp(I: f32[P + R - 1, Q + S - 1], F: f32[R, S]),
-            out(O: f32[P, Q]),
-            out_view(O: |p, q, r, s| (p, q)),
-            md_hom[P, Q, R, S](|i, f| i * f, (CC, CC, PW(+), PW(+))),
-            inp_view(I: |p, q, r, s| (p + r, q + s), F: |p, q, r, s| (r, s)),
-        }
-    });
+    let k = parse(fixtures::tokens(&fixtures::example("conv2d")));
     assert_eq!(names(&k.size_params), ["P", "R", "Q", "S"]);
     assert_eq!(
         components(&k, &k.inp_view, "I", 0),
@@ -250,15 +241,15 @@ fn parse_generator_mandelbrot() {
         }
     ));
     assert!(matches!(&b.stmts[2], Stmt::Let { mutable: true,
-        init: Some(Expr { kind: ExprKind::Lit(Lit::Float(v, None)), .. }), .. } if *v == 0.0));
+        init: Some(Expr { kind: ExprKind::Lit(Lit::Float(v, None), _), .. }), .. } if *v == 0.0));
     let Stmt::Expr(Expr {
-        kind: ExprKind::For(None, lo, hi, body),
+        kind: ExprKind::For(None, lo, hi, body, _),
         ..
     }) = &b.stmts[5]
     else {
         panic!("for loop")
     };
-    assert!(matches!(lo.kind, ExprKind::Lit(Lit::Int(0, None))));
+    assert!(matches!(lo.kind, ExprKind::Lit(Lit::Int(0, None), _)));
     assert!(matches!(&hi.kind, ExprKind::Var(v) if v == "max_iter"));
     assert_eq!(body.stmts.len(), 5);
     let Stmt::Expr(Expr {
@@ -276,10 +267,10 @@ fn parse_generator_mandelbrot() {
         })
     ));
     assert!(
-        matches!(&body.stmts[4], Stmt::Expr(Expr { kind: ExprKind::Assign(n, Some(BinOp::Add), _), .. }) if n == "n")
+        matches!(&body.stmts[4], Stmt::Expr(Expr { kind: ExprKind::Assign(n, Some(BinOp::Add), _, _), .. }) if n == "n")
     );
     assert!(
-        matches!(&body.stmts[2], Stmt::Expr(Expr { kind: ExprKind::Assign(n, None, _), .. }) if n == "zi")
+        matches!(&body.stmts[2], Stmt::Expr(Expr { kind: ExprKind::Assign(n, None, _, _), .. }) if n == "zi")
     );
     // A typed `let`, a suffixed literal, `2.` and `1e-3`.
     let k = parse(quote! {
@@ -291,16 +282,16 @@ fn parse_generator_mandelbrot() {
     };
     assert!(
         matches!(&b.stmts[0], Stmt::Let { ty: Some(ScalarType::F32), mutable: false,
-        init: Some(Expr { kind: ExprKind::Lit(Lit::Float(v, Some(ScalarType::F32))), .. }), .. } if *v == 0.0)
+        init: Some(Expr { kind: ExprKind::Lit(Lit::Float(v, Some(ScalarType::F32)), _), .. }), .. } if *v == 0.0)
     );
-    let ExprKind::Binary(BinOp::Sub, _, prod) = &b.tail.as_ref().unwrap().kind else {
+    let ExprKind::Binary(BinOp::Sub, _, prod, _) = &b.tail.as_ref().unwrap().kind else {
         panic!("sub")
     };
-    let ExprKind::Binary(BinOp::Mul, two, milli) = &prod.kind else {
+    let ExprKind::Binary(BinOp::Mul, two, milli, _) = &prod.kind else {
         panic!("mul")
     };
-    assert!(matches!(two.kind, ExprKind::Lit(Lit::Float(v, None)) if v == 2.0));
-    assert!(matches!(milli.kind, ExprKind::Lit(Lit::Float(v, None)) if v == 1e-3));
+    assert!(matches!(two.kind, ExprKind::Lit(Lit::Float(v, None), _) if v == 2.0));
+    assert!(matches!(milli.kind, ExprKind::Lit(Lit::Float(v, None), _) if v == 1e-3));
     // Missing inp/inp_view clauses entirely is fine too.
     let k = parse(quote! {
         kernel gen { out(o: i32[N]), out_view(o: |i| i), md_hom[N](|[i]| i as i32, CC) }
@@ -308,7 +299,7 @@ fn parse_generator_mandelbrot() {
     assert!(k.inputs.is_empty());
     assert!(matches!(
         &k.scalar_fn.body.kind,
-        ExprKind::Cast(_, ScalarType::I32)
+        ExprKind::Cast(_, ScalarType::I32, _)
     ));
 }
 
@@ -337,7 +328,7 @@ fn parse_reduce2_prl_scan() {
     ));
     assert!(
         matches!(&k.scalar_fn.body.kind, ExprKind::Tuple(v) if v.len() == 2
-        && matches!(&v[1].kind, ExprKind::MethodCall(_, Method::Abs, a) if a.is_empty()))
+        && matches!(&v[1].kind, ExprKind::MethodCall(_, Method::Abs, a, _) if a.is_empty()))
     );
 
     let k = parse(quote! {

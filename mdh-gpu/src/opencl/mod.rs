@@ -68,7 +68,6 @@ pub use opencl3;
 
 use mdh_rt::Error;
 use opencl3::error_codes::{ClError, DLOPEN_FUNCTION_NOT_AVAILABLE, DLOPEN_RUNTIME_LOAD_FAILED};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, MutexGuard};
 
 mod device;
@@ -82,9 +81,7 @@ pub use program::{Launch, Program};
 /// [`Device::buffer`]; it is released when dropped.
 pub type Buffer<T> = opencl3::memory::Buffer<T>;
 
-fn backend(msg: impl Into<String>) -> Error {
-    Error::Backend(msg.into())
-}
+use crate::backend;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -93,14 +90,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Runs `f`, turning a panic inside `opencl3` (it `expect`s in a few places)
 /// into an `Err` that names `what`.
 fn guarded<R>(what: &str, f: impl FnOnce() -> Result<R, Error>) -> Result<R, Error> {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
-        let msg = p
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_default();
-        Err(backend(format!("OpenCL: {what} failed: {msg}")))
-    })
+    crate::guarded(f, |msg| format!("OpenCL: {what} failed: {msg}"))
 }
 
 /// The error for a failed OpenCL call `what`, with special sentences for a

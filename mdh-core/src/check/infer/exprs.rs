@@ -1,18 +1,25 @@
 //! The typing rules of expressions and blocks.
 
 use super::unify::{class_text, Class};
-use super::{describe_ity, is_literal, is_zero_int_literal, BKind, ITy, Infer};
+use super::{describe_ity, is_literal, is_zero_int_literal, BKind, ITy, Infer, Slot};
 use crate::check::messages::plural;
-use crate::spec::{BinOp, Block, Expr, ExprKind, Lit, Method, ScalarType, SpanRange, Stmt, UnOp};
+use crate::spec::parsed::{Block, Expr, ExprKind, Stmt};
+use crate::spec::{BinOp, Lit, Method, ScalarType, SpanRange, UnOp};
 use syn::Ident;
 
 impl Infer<'_> {
     pub(super) fn expr(&mut self, e: &Expr, result_pos: bool) -> ITy {
         let slot = self.slots.len();
-        self.slots.push((ITy::Unit, e.range));
+        self.slots.push(Slot {
+            ty: ITy::Unit,
+            op: None,
+            range: e.range,
+        });
         let t = self.expr_kind(e, result_pos);
+        let op = self.op.take();
         if let Some(s) = self.slots.get_mut(slot) {
-            s.0 = t.clone();
+            s.ty = t.clone();
+            s.op = op;
         }
         t
     }
@@ -20,22 +27,28 @@ impl Infer<'_> {
     fn expr_kind(&mut self, e: &Expr, result_pos: bool) -> ITy {
         let span = e.range;
         match &e.kind {
-            ExprKind::Lit(Lit::Int(value, suffix)) => self.int_lit(*value, *suffix, span),
-            ExprKind::Lit(Lit::Float(_, suffix)) => ITy::S(match suffix {
-                Some(t) => self.known(*t),
-                None => self.vars.fresh(Class::FloatLit),
-            }),
-            ExprKind::Lit(Lit::Bool(_)) => ITy::S(self.known(ScalarType::Bool)),
+            ExprKind::Lit(Lit::Int(value, suffix), _) => self.int_lit(*value, *suffix, span),
+            ExprKind::Lit(Lit::Float(_, suffix), _) => {
+                let v = match suffix {
+                    Some(t) => self.known(*t),
+                    None => self.vars.fresh(Class::FloatLit),
+                };
+                self.operation(v)
+            }
+            ExprKind::Lit(Lit::Bool(_), _) => {
+                let v = self.known(ScalarType::Bool);
+                self.operation(v)
+            }
             ExprKind::Var(id) => self.var(id),
-            ExprKind::Unary(op, a) => self.unary(op, a, span),
-            ExprKind::Binary(op, a, b) => self.binary(op, a, b, span),
-            ExprKind::Cast(a, target) => self.cast(a, target, span),
-            ExprKind::MethodCall(recv, m, args) => self.method_call(recv, m, args, span),
+            ExprKind::Unary(op, a, _) => self.unary(op, a, span),
+            ExprKind::Binary(op, a, b, _) => self.binary(op, a, b, span),
+            ExprKind::Cast(a, target, _) => self.cast(a, target, span),
+            ExprKind::MethodCall(recv, m, args, _) => self.method_call(recv, m, args, span),
             ExprKind::If(c, then, els) => self.if_else(c, then, els.as_deref(), result_pos),
             ExprKind::Block(b) => self.block(b, result_pos),
             ExprKind::Tuple(es) => self.tuple(es, result_pos, span),
-            ExprKind::Assign(id, op, rhs) => self.assign(id, op.as_ref(), rhs, span),
-            ExprKind::For(v, lo, hi, body) => self.for_loop(v.as_ref(), lo, hi, body),
+            ExprKind::Assign(id, op, rhs, _) => self.assign(id, op.as_ref(), rhs, span),
+            ExprKind::For(v, lo, hi, body, _) => self.for_loop(v.as_ref(), lo, hi, body),
             ExprKind::Break => {
                 if self.loop_depth == 0 {
                     self.errs.error(
@@ -75,6 +88,13 @@ impl Infer<'_> {
             (value > max)
                 .then(|| format!("the literal `{value}` does not fit in `{t}`; use a wider type"))
         });
+        self.operation(v)
+    }
+
+    /// Records `v` as the scalar type of the current node's operation (its
+    /// rule's last step) and gives the node that type.
+    fn operation(&mut self, v: usize) -> ITy {
+        self.op = Some(v);
         ITy::S(v)
     }
 
@@ -113,7 +133,7 @@ impl Infer<'_> {
                 self.unify_or(v, b, span, |x, _| {
                     format!("`!` needs a `bool`, but this is {x}; compare with `==` / `!=` to get a `bool`")
                 });
-                ITy::S(v)
+                self.operation(v)
             }
             UnOp::Neg => {
                 self.defer(v, span, |t| {
@@ -125,7 +145,7 @@ impl Infer<'_> {
                         }
                     })
                 });
-                ITy::S(v)
+                self.operation(v)
             }
         }
     }
@@ -137,6 +157,7 @@ impl Infer<'_> {
         let sym = op.symbol();
         let va = self.scalar(ta, a.range, &format!("`{sym}`"));
         let vb = self.scalar(tb, b.range, &format!("`{sym}`"));
+        self.op = Some(va);
         if op.is_logical() {
             for (v, s) in [(va, a.range), (vb, b.range)] {
                 let t = self.known(ScalarType::Bool);
@@ -187,6 +208,7 @@ impl Infer<'_> {
                 })
             });
         }
+        self.op = Some(v);
         ITy::S(self.known(target))
     }
 
@@ -245,7 +267,7 @@ impl Infer<'_> {
                 )
             });
         }
-        ITy::S(v)
+        self.operation(v)
     }
 
     fn if_else(&mut self, c: &Expr, then: &Block, els: Option<&Expr>, result_pos: bool) -> ITy {
@@ -330,6 +352,7 @@ impl Infer<'_> {
                             format!("`{name}` is declared without a value, and such a binding can only be initialized by a plain assignment `{name} = ...;` directly in the block of its `let`, before any other use; give it a value where it is declared instead, e.g. `let mut {name} = ...;`"),
                         );
                     }
+                    self.op = Some(var);
                     return ITy::Unit;
                 }
             }
@@ -378,6 +401,7 @@ impl Infer<'_> {
         self.unify_or(vr, var, rhs.range, |x, y| {
             format!("cannot assign {x} to `{n2}`, which is {y}; convert the value with `as`")
         });
+        self.op = Some(var);
         ITy::Unit
     }
 
@@ -414,6 +438,7 @@ impl Infer<'_> {
                 format!("the body of a `for` loop cannot produce a value, but it gives {d}; end its last expression with `;`"),
             );
         }
+        self.op = Some(vl);
         ITy::Unit
     }
 
@@ -427,6 +452,7 @@ impl Infer<'_> {
                     mutable,
                     ty,
                     init,
+                    range,
                     ..
                 } => {
                     let var = match init {
@@ -448,6 +474,7 @@ impl Infer<'_> {
                             None => self.vars.fresh(Class::Any),
                         },
                     };
+                    self.lets.push((var, *range));
                     self.bind(name.to_string(), var, BKind::Let { mutable: *mutable });
                     if init.is_none() {
                         if let Some(b) = self.scope.last_mut() {
@@ -457,7 +484,7 @@ impl Infer<'_> {
                 }
                 Stmt::Expr(e) => {
                     // `x = e;` directly in the block of `let x;` initializes it.
-                    if let ExprKind::Assign(id, None, _) = &e.kind {
+                    if let ExprKind::Assign(id, None, _, _) = &e.kind {
                         let name = id.to_string();
                         self.init_assign = self
                             .lookup_index(&name)

@@ -4,10 +4,8 @@ use super::messages::{combine_name, input_access_info, output_access_info, quote
 use super::views::ViewsOk;
 use crate::check::infer::unify::{class_text, Class, Vars};
 use crate::diagnostics::Diagnostics;
-use crate::spec::{
-    BinOp, Block, CombineOp, Expr, ExprKind, Kernel, Lit, ReduceOp, ScalarType, SpanRange, Stmt,
-    Type, UnOp,
-};
+use crate::spec::parsed::{CombineOp, Expr, ExprKind, Kernel, ReduceOp};
+use crate::spec::{BinOp, Lit, ScalarType, SpanRange, Type, UnOp};
 
 mod exprs;
 mod unify;
@@ -46,7 +44,13 @@ struct Infer<'k> {
     k: &'k Kernel,
     vars: Vars,
     scope: Vec<Binding>,
-    slots: Vec<(ITy, SpanRange)>,
+    /// Per expression node, in pre-order.
+    slots: Vec<Slot>,
+    /// Per `let`, in order: the binding's variable.
+    lets: Vec<(usize, SpanRange)>,
+    /// Set by a node's typing rule, last: the variable of the scalar type
+    /// its operation computes in (see `ExprKind`); `expr` takes it.
+    op: Option<usize>,
     loop_depth: usize,
     checks: Vec<Deferred>,
     errs: Diagnostics,
@@ -55,11 +59,28 @@ struct Infer<'k> {
     init_assign: bool,
 }
 
-/// Per tree, the types of its nodes in pre-order.
-pub(super) struct Typed {
-    scalar_fn: Vec<Type>,
-    /// Per (combine op, reduce op) index: the closure's node types.
-    closures: Vec<((usize, usize), Vec<Type>)>,
+/// What inference records of an expression node.
+struct Slot {
+    ty: ITy,
+    op: Option<usize>,
+    range: SpanRange,
+}
+
+/// Per tree, what inference records, in pre-order.
+type Slots = (Vec<Slot>, Vec<(usize, SpanRange)>);
+
+/// The resolved types of one tree, in the order of [`Infer::expr`]: per
+/// node its type and its operation's scalar type, per `let` its binding's.
+pub(super) struct TreeTypes {
+    pub(super) nodes: Vec<(Type, Option<ScalarType>)>,
+    pub(super) lets: Vec<ScalarType>,
+}
+
+/// The types of the scalar function and of the user-defined operators.
+pub(super) struct NodeTypes {
+    pub(super) scalar_fn: TreeTypes,
+    /// Per (combine op, reduce op) index: the closure's types.
+    pub(super) closures: Vec<((usize, usize), TreeTypes)>,
 }
 
 fn describe_ity(vars: &mut Vars, t: &ITy) -> String {
@@ -89,6 +110,8 @@ impl<'k> Infer<'k> {
             vars: Vars::default(),
             scope: Vec::new(),
             slots: Vec::new(),
+            lets: Vec::new(),
+            op: None,
             loop_depth: 0,
             checks: Vec::new(),
             errs: Diagnostics::default(),
@@ -154,7 +177,13 @@ impl<'k> Infer<'k> {
     fn scalar(&mut self, t: ITy, span: SpanRange, what: &str) -> usize {
         match t {
             ITy::S(v) => v,
-            ITy::Never => self.vars.fresh(Class::Any),
+            ITy::Never => {
+                self.errs.error(
+                    span,
+                    format!("{what} needs a value, but this expression leaves the loop (`break`) before it gives one; make the `break` a statement of its own, e.g. `if c {{ break; }}`"),
+                );
+                self.vars.fresh(Class::Any)
+            }
             other => {
                 let d = describe_ity(&mut self.vars, &other);
                 self.errs.error(
@@ -198,16 +227,19 @@ impl<'k> Infer<'k> {
         }
     }
 
-    fn take_slots(&mut self) -> Vec<(ITy, SpanRange)> {
-        std::mem::take(&mut self.slots)
+    fn take_slots(&mut self) -> Slots {
+        (
+            std::mem::take(&mut self.slots),
+            std::mem::take(&mut self.lets),
+        )
     }
 }
 
 /// Whether `e` is a literal, possibly negated (`1.5`, `-2`).
 fn is_literal(e: &Expr) -> bool {
     match &e.kind {
-        ExprKind::Lit(_) => true,
-        ExprKind::Unary(UnOp::Neg, x) => is_literal(x),
+        ExprKind::Lit(_, _) => true,
+        ExprKind::Unary(UnOp::Neg, x, _) => is_literal(x),
         _ => false,
     }
 }
@@ -215,8 +247,8 @@ fn is_literal(e: &Expr) -> bool {
 /// Whether `e` is the integer literal `0` (any suffix, possibly negated).
 fn is_zero_int_literal(e: &Expr) -> bool {
     match &e.kind {
-        ExprKind::Lit(Lit::Int(0, _)) => true,
-        ExprKind::Unary(UnOp::Neg, x) => is_zero_int_literal(x),
+        ExprKind::Lit(Lit::Int(0, _), _) => true,
+        ExprKind::Unary(UnOp::Neg, x, _) => is_zero_int_literal(x),
         _ => false,
     }
 }
@@ -239,7 +271,7 @@ fn result_exprs<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
     }
 }
 
-pub(super) fn infer_types(k: &Kernel, views: ViewsOk, errs: &mut Diagnostics) -> Option<Typed> {
+pub(super) fn infer_types(k: &Kernel, views: ViewsOk, errs: &mut Diagnostics) -> Option<NodeTypes> {
     let mut inf = Infer::new(k);
     let outs = output_access_info(k);
 
@@ -334,36 +366,37 @@ pub(super) fn infer_types(k: &Kernel, views: ViewsOk, errs: &mut Diagnostics) ->
     }
 
     // Default literals, then run the deferred checks on the final types.
-    let resolve_all = |inf: &mut Infer,
-                       slots: Vec<(ITy, SpanRange)>,
-                       errs: &mut Diagnostics|
-     -> Vec<Type> {
-        let mut out = Vec::with_capacity(slots.len());
-        for (t, span) in slots {
-            let mut res = |v: usize, errs: &mut Diagnostics| -> ScalarType {
-                match inf.vars.resolve(v) {
-                    Some(t) => {
-                        inf.vars.set(v, Class::Known(t));
-                        t
-                    }
-                    None => {
-                        errs.error(span, "cannot infer the type of this expression; add a type annotation or a cast with `as`");
-                        inf.vars.set(v, Class::Known(ScalarType::I32));
-                        ScalarType::I32
-                    }
+    let resolve_all = |inf: &mut Infer, (slots, lets): Slots, errs: &mut Diagnostics| {
+        let mut res = |v: usize, span: SpanRange, errs: &mut Diagnostics| -> ScalarType {
+            match inf.vars.resolve(v) {
+                Some(t) => {
+                    inf.vars.set(v, Class::Known(t));
+                    t
                 }
-            };
-            out.push(match t {
-                ITy::S(v) => Type::Scalar(res(v, errs)),
+                None => {
+                    errs.error(span, "cannot infer the type of this expression; add a type annotation or a cast with `as`");
+                    inf.vars.set(v, Class::Known(ScalarType::I32));
+                    ScalarType::I32
+                }
+            }
+        };
+        let mut nodes = Vec::with_capacity(slots.len());
+        for Slot { ty, op, range } in slots {
+            let ty = match ty {
+                ITy::S(v) => Type::Scalar(res(v, range, errs)),
                 ITy::Unit => Type::Unit,
                 ITy::Never => Type::Never,
-                ITy::Tuple(vs) => Type::Tuple(vs.into_iter().map(|v| res(v, errs)).collect()),
-            });
+                ITy::Tuple(vs) => {
+                    Type::Tuple(vs.into_iter().map(|v| res(v, range, errs)).collect())
+                }
+            };
+            nodes.push((ty, op.map(|v| res(v, range, errs))));
         }
-        out
+        let lets = lets.into_iter().map(|(v, r)| res(v, r, errs)).collect();
+        TreeTypes { nodes, lets }
     };
     let scalar_fn = resolve_all(&mut inf, scalar_slots, errs);
-    let closures: Vec<((usize, usize), Vec<Type>)> = closure_slots
+    let closures: Vec<((usize, usize), TreeTypes)> = closure_slots
         .into_iter()
         .map(|(key, s)| (key, resolve_all(&mut inf, s, errs)))
         .collect();
@@ -378,7 +411,7 @@ pub(super) fn infer_types(k: &Kernel, views: ViewsOk, errs: &mut Diagnostics) ->
     if !errs.is_empty() {
         return None;
     }
-    Some(Typed {
+    Some(NodeTypes {
         scalar_fn,
         closures,
     })
@@ -446,72 +479,5 @@ fn check_result(inf: &mut Infer, body: &Expr, t: &ITy, outs: &[(String, ScalarTy
                 }
             }
         }
-    }
-}
-
-// ----------------------------------------------------------------------------
-// Writing the inferred types back (same pre-order as `Infer::expr`).
-
-pub(super) fn apply_types(k: &mut Kernel, typed: Typed) {
-    let mut i = 0;
-    fill(&mut k.scalar_fn.body, &typed.scalar_fn, &mut i);
-    for ((d, j), tys) in typed.closures {
-        let Some(CombineOp::Pw(ops, _) | CombineOp::Ps(ops, _)) = k.ops.get_mut(d) else {
-            continue;
-        };
-        if let Some(ReduceOp::Closure(c)) = ops.get_mut(j) {
-            let mut i = 0;
-            fill(&mut c.body, &tys, &mut i);
-        }
-    }
-}
-
-fn fill(e: &mut Expr, tys: &[Type], i: &mut usize) {
-    e.ty = tys.get(*i).cloned();
-    *i += 1;
-    match &mut e.kind {
-        ExprKind::Lit(_) | ExprKind::Var(_) | ExprKind::Break => {}
-        ExprKind::Unary(_, a) | ExprKind::Cast(a, _) => fill(a, tys, i),
-        ExprKind::Binary(_, a, b) => {
-            fill(a, tys, i);
-            fill(b, tys, i);
-        }
-        ExprKind::MethodCall(r, _, args) => {
-            fill(r, tys, i);
-            for a in args {
-                fill(a, tys, i);
-            }
-        }
-        ExprKind::If(c, then, els) => {
-            fill(c, tys, i);
-            fill_block(then, tys, i);
-            if let Some(e) = els {
-                fill(e, tys, i);
-            }
-        }
-        ExprKind::Block(b) => fill_block(b, tys, i),
-        ExprKind::Tuple(es) => {
-            for e in es {
-                fill(e, tys, i);
-            }
-        }
-        ExprKind::Assign(_, _, r) => fill(r, tys, i),
-        ExprKind::For(_, lo, hi, body) => {
-            fill(lo, tys, i);
-            fill(hi, tys, i);
-            fill_block(body, tys, i);
-        }
-    }
-}
-
-fn fill_block(b: &mut Block, tys: &[Type], i: &mut usize) {
-    for s in &mut b.stmts {
-        match s {
-            Stmt::Let { init: Some(e), .. } | Stmt::Expr(e) => fill(e, tys, i),
-            Stmt::Let { init: None, .. } => {}
-        }
-    }
-    if let Some(t) = &mut b.tail {
-        fill(t, tys, i);
     }
 }

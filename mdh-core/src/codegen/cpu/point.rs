@@ -131,7 +131,7 @@ impl<'k> Gen<'k> {
             .collect();
         let body = self.scalar_fn_block(rust_expr::expr(&self.k.scalar_fn.body));
         let result_ty = match &self.k.scalar_fn.body.ty {
-            Some(t @ Type::Tuple(_)) => rust_expr::type_of(t),
+            t @ Type::Tuple(_) => rust_expr::type_of(t),
             _ => ty(self.out_tys.first().copied().unwrap_or(ScalarType::F32)),
         };
         let pat = if vals.len() == 1 {
@@ -185,7 +185,7 @@ impl<'k> Gen<'k> {
             && self.out_tys[0].is_float()
             && matches!(self.ops[0], Some(ReduceOp::Builtin(BuiltinOp::Add, _)));
         match &self.k.scalar_fn.body.kind {
-            ExprKind::Binary(BinOp::Mul, a, b) if single_float_sum => Some((a, b)),
+            ExprKind::Binary(BinOp::Mul, a, b, _) if single_float_sum => Some((a, b)),
             _ => None,
         }
     }

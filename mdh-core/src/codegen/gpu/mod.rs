@@ -613,8 +613,8 @@ impl<'k> Emit<'k> {
             })
             .collect();
         match &f.body.ty {
-            Some(Type::Tuple(_)) | Some(Type::Scalar(_)) => l.assign_into(&f.body, &dests),
-            _ => l.stmt(&f.body),
+            Type::Tuple(_) | Type::Scalar(_) => l.assign_into(&f.body, &dests),
+            Type::Unit | Type::Never => l.stmt(&f.body),
         }
         dests
     }
@@ -814,16 +814,7 @@ mod tests {
     #[test]
     fn vector_widths_follow_the_sizes_and_the_layout() {
         let (_, desc) = matmul();
-        let plan = GpuPlan {
-            groups: vec![0, 0, 1],
-            items: vec![16, 16, 1],
-            tile: vec![128, 128, 8],
-            local: vec![true, true],
-            blocked: false,
-            vector: vec![4, 4],
-            transpose: vec![true, false],
-            pad: vec![0, 0],
-        };
+        let plan = crate::fixtures::matmul_register_tiled_vectors();
         let defs = |plan: &GpuPlan, (i, j, k)| {
             let bound = desc.bind_sizes(&sizes(&desc, i, j, k)).unwrap();
             defines(&desc, &bound, &plan.resolve(&desc.kinds, &bound.extents))
