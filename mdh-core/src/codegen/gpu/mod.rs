@@ -402,7 +402,7 @@ impl<'k> Emit<'k> {
     }
 
     /// The local-memory tiles of cached inputs, `MDH_STAGES` of `L{b}_SIZE`
-    /// elements each in `lbuf{b}`: a static array, or on CUDA, where their
+    /// elements each (in `lbuf{b}` with two stages): a static array, or on CUDA, where their
     /// bytes exceed what a block may declare statically (`MDH_DYN_SHARED`),
     /// a pointer into the block's dynamic shared memory at the offset
     /// `L{b}_DOFF` (the launch passes its size and opts in to more than
@@ -428,33 +428,42 @@ impl<'k> Emit<'k> {
         }
         for (b, buf) in self.k.inputs.iter().enumerate() {
             let t = d.storage_ty(buf.ty);
-            l.line(&format!("#if {}", names::local(b)));
-            if dynamic {
-                l.line(&format!("#if {DYN_SHARED}"));
-                l.line(&format!(
-                    "{t}* const lbuf{b} = ({t}*)(mdh_dyn_shared + {});",
-                    names::dyn_offset(b)
-                ));
-                l.line("#else");
-            }
             let (size, stage) = (names::local_size(b), names::local_stage(b));
-            l.line(&format!(
-                "{} {t} lbuf{b}[{stage} * ({STAGES} - 1) + {size}] __attribute__((aligned({})));",
-                w.shared,
-                local::local_align(buf.ty)
-            ));
-            if dynamic {
-                l.line("#endif");
-            }
-            let ptr = format!("{}{t}*", w.local_ptr);
+            // The storage of the tiles, named `name`, of `elems` elements.
+            let storage = |l: &mut Lowering, name: &str, elems: &str| {
+                if dynamic {
+                    l.line(&format!("#if {DYN_SHARED}"));
+                    l.line(&format!(
+                        "{t}* const {name} = ({t}*)(mdh_dyn_shared + {});",
+                        names::dyn_offset(b)
+                    ));
+                    l.line("#else");
+                }
+                l.line(&format!(
+                    "{} {t} {name}[{elems}] __attribute__((aligned({})));",
+                    w.shared,
+                    local::local_align(buf.ty)
+                ));
+                if dynamic {
+                    l.line("#endif");
+                }
+            };
+            l.line(&format!("#if {}", names::local(b)));
             l.line(&format!("#if {STAGES} > 1"));
+            storage(
+                l,
+                &format!("lbuf{b}"),
+                &format!("{stage} * ({STAGES} - 1) + {size}"),
+            );
+            let ptr = format!("{}{t}*", w.local_ptr);
             l.line(&format!("{ptr} lmem{b} = lbuf{b};"));
             l.line(&format!("{ptr} lnext{b} = lbuf{b} + {stage};"));
             for c in 0..buf.shape.len() {
                 l.line(&format!("{IDX} lon{b}_{c} = 0;"));
             }
             l.line("#else");
-            l.line(&format!("{ptr} const lmem{b} = lbuf{b};"));
+            // One stage: the tiles are the array itself (as before stages).
+            storage(l, &format!("lmem{b}"), &size);
             l.line("#endif");
             l.line("#endif");
         }
