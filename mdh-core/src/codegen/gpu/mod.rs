@@ -950,8 +950,10 @@ mod tests {
                 Dialect::Cuda => src.matches("= *(const mdh_vec_f32_").count(),
                 Dialect::OpenCl => src.matches("= vload").count(),
             };
-            // Per width: one per fragment (A, B) and one per copy (A, B).
-            assert_eq!(vloads, 2 * 4, "{src}");
+            // Per width: one per fragment (A, B), and per copy (A, B) of
+            // each of the three (one stage; the first and the next tile of
+            // two stages) one for a transposed tile and one for another.
+            assert_eq!(vloads, 2 * (2 + 3 * 2 * 2), "{src}");
             assert!(src.contains("&& i0 < e0 && i1 < e1 && i2 < e2"), "{src}");
         }
     }
