@@ -473,13 +473,7 @@ impl<'k> Emit<'k> {
     /// complete and visible to the work-group before it is computed.
     fn first_tile(&self, l: &mut Lowering) {
         l.line("{");
-        for &x in &self.pw {
-            l.line(&format!("const {IDX} t{x} = blo{x};"));
-            l.line(&format!(
-                "const {IDX} e{x} = MDH_MIN(t{x} + {}, bhi{x});",
-                names::tile(x)
-            ));
-        }
+        self.pw_tile(l, "0");
         self.copy_tiles(l, local::Stage::Current, true);
         l.line("}");
         l.line("#if MDH_CP_ASYNC");
@@ -487,6 +481,24 @@ impl<'k> Emit<'k> {
         l.line("mdh_cp_async_wait();");
         l.line("#endif");
         l.line(self.w.barrier);
+    }
+
+    /// Declares the bounds `t{x}`, `e{x}` of the PW tile that starts
+    /// `{at}{x}` (or 0 for `at` "0") after this work-group's block start,
+    /// as [`tile_loop`] does for the current one.
+    fn pw_tile(&self, l: &mut Lowering, at: &str) {
+        for &x in &self.pw {
+            let off = if at == "0" {
+                String::new()
+            } else {
+                format!(" + {at}{x}")
+            };
+            l.line(&format!("const {IDX} t{x} = blo{x}{off};"));
+            l.line(&format!(
+                "const {IDX} e{x} = MDH_MIN(t{x} + {}, bhi{x});",
+                names::tile(x)
+            ));
+        }
     }
 
     /// Two stages: issues the copy of the next PW tile (the tile loops'
@@ -504,13 +516,7 @@ impl<'k> Emit<'k> {
             ));
         }
         l.line("if (!mdh_carry) {");
-        for &x in &self.pw {
-            l.line(&format!("const {IDX} t{x} = blo{x} + ntt{x};"));
-            l.line(&format!(
-                "const {IDX} e{x} = MDH_MIN(t{x} + {}, bhi{x});",
-                names::tile(x)
-            ));
-        }
+        self.pw_tile(l, "ntt");
         self.copy_tiles(l, local::Stage::Next, true);
         l.line("}");
         l.line("}");
