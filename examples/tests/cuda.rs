@@ -42,11 +42,11 @@ type JobFn = fn(
     mdh::gpu::DeviceLimits,
 ) -> Result<Option<mdh::gpu::Job>, Error>;
 
-/// A device as large as the model allows: CUDA's limits per block.
-const LIMITS: mdh::gpu::DeviceLimits = mdh::gpu::DeviceLimits {
-    max_items: MAX_ITEMS,
-    local_bytes: mdh::gpu::CUDA_STATIC_SHARED_BYTES,
-};
+/// The limits of the smaller of the two architectures the tests compile
+/// for (sm_80: 1024 threads and 163 KiB of shared memory per block).
+fn limits() -> mdh::gpu::DeviceLimits {
+    mdh::gpu::cuda_arch_limits("sm_80")
+}
 
 /// Random cases per family on the CPU (each compiles one C++ program).
 const SIM_CASES: usize = 5;
@@ -111,7 +111,7 @@ fn run_on_cpu(
     let kernel = mdh::reference::kernel(spec)?;
     let desc = KernelDesc::from_kernel(&kernel);
     let bound = desc.bind(sizes, &lens(inputs), &lens(outputs))?;
-    let Some(job) = job(&bound, plan, "the CPU execution of CUDA", LIMITS)? else {
+    let Some(job) = job(&bound, plan, "the CPU execution of CUDA", limits())? else {
         return Ok(());
     };
     let c = |t| Dialect::Cuda.storage_ty(t);
@@ -141,6 +141,7 @@ fn run_on_cpu(
                 args: l.arg_order(n_in, n_out, n_bufs - n_in - n_out, params.len()),
                 grid,
                 block,
+                shared: l.shared_bytes,
             })
         })
         .collect::<Result<_, Error>>()?;
@@ -162,7 +163,7 @@ fn nvrtc_sources(job: JobFn, spec: &str, budget: usize, seed: u64) {
         budget,
         seed,
         MAX_ITEMS,
-        |bound, plan| job(bound, plan, "*", LIMITS),
+        |bound, plan| job(bound, plan, "*", limits()),
         |source, what| {
             for arch in ["sm_80", "sm_90"] {
                 let out = nvrtc_compile(source, arch)
@@ -270,7 +271,7 @@ fn configured_plan_is_used() {
     let desc = KernelDesc::from_kernel(&kernel);
     let n = 1024 * 1024;
     let bound = desc.bind(&[1024, 1024, 1024], &[n, n], &[n]).unwrap();
-    let job = matmul::cuda::job(&bound, None, "NVIDIA H100 80GB HBM3", LIMITS)
+    let job = matmul::cuda::job(&bound, None, "NVIDIA H100 80GB HBM3", limits())
         .unwrap()
         .unwrap();
     for def in ["#define W0 2\n", "#define W1 256\n", "#define T1 1024\n"] {
@@ -289,7 +290,7 @@ fn matmul_bound(i: usize, j: usize, k: usize) -> Bound {
 /// (`None`: the configured entry for that device, or the default).
 fn matmul_source(sizes: (usize, usize, usize), plan: Option<&GpuPlan>, device: &str) -> String {
     let bound = matmul_bound(sizes.0, sizes.1, sizes.2);
-    matmul::cuda::job(&bound, plan, device, LIMITS)
+    matmul::cuda::job(&bound, plan, device, limits())
         .unwrap()
         .unwrap()
         .source
@@ -459,6 +460,119 @@ fn matmul_register_tiled_runs_full_and_edge_tiles() {
             &mut |plan, i, o, p, s| run_on_cpu(matmul::cuda::job, matmul::SPEC, plan, i, o, p, s),
         );
     }
+}
+
+/// Shared tiles beyond the 48 KiB of static shared memory: the tiles move
+/// to dynamic shared memory (`extern __shared__`), the launch passes its
+/// size; NVRTC compiles the kernel for sm_80 and sm_90 with no static
+/// shared memory left but the reduction tree (ptxas' report), and the CPU
+/// executes it equal to the interpreter (see `gpu::matmul_big_tiles_cases`).
+/// A plan above the architecture's opt-in limit does not fit.
+#[test]
+fn dynamic_shared_memory_beyond_48_kib() {
+    if !nvrtc_and_compiler() {
+        return;
+    }
+    let bound = matmul_bound(1024, 1024, 1024);
+    let job = matmul::cuda::job(&bound, Some(&gpu::matmul_big_tiles()), "*", limits())
+        .unwrap()
+        .unwrap();
+    assert_eq!(job.main_shared, 64 * 1024);
+    assert!(job.source.contains("#define MDH_DYN_SHARED 1\n"));
+    assert!(
+        job.source.contains("#define L1_DOFF 32768\n"),
+        "{}",
+        job.source
+    );
+    assert_eq!(job.launches()[0].shared_bytes, 64 * 1024);
+    for arch in ["sm_80", "sm_90"] {
+        let c = mdh_gpu::cuda::nvrtc_resources(&job.source, arch).unwrap();
+        let main = c.kernels.iter().find(|k| k.name == "mdh_main").unwrap();
+        assert_eq!(
+            main.shared_bytes, 0,
+            "{arch}: static shared memory\n{}",
+            c.log
+        );
+        assert_eq!((main.spill_stores, main.spill_loads), (0, 0), "{}", c.log);
+    }
+    // Within 48 KiB the tiles stay static arrays.
+    let small = matmul::cuda::job(&bound, Some(&gpu::matmul_register_tiled()), "*", limits())
+        .unwrap()
+        .unwrap();
+    assert_eq!(small.main_shared, 0);
+    assert!(small.source.contains("#define MDH_DYN_SHARED 0\n"));
+    // 2 × 128 × 256 floats: 256 KiB, above sm_90's 227 KiB.
+    let huge = GpuPlan {
+        tile: vec![128, 128, 256],
+        ..gpu::matmul_register_tiled()
+    };
+    let err = matmul::cuda::job(
+        &bound,
+        Some(&huge),
+        "*",
+        mdh::gpu::cuda_arch_limits("sm_90"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("262144 bytes of local memory"), "{err}");
+    let mut rng = mdh_examples::check::Rng::new(gpu::seed("dynamic shared"));
+    gpu::matmul_big_tiles_cases(&mut rng, &mut |plan, i, o, p, s| {
+        run_on_cpu(matmul::cuda::job, matmul::SPEC, plan, i, o, p, s)
+    });
+}
+
+/// Two pipeline stages in the SASS (sm_80 and sm_90, NVRTC → `nvdisasm`):
+/// the copies into shared memory are `cp.async` (`LDGSTS`; 128-bit with
+/// vectors) exactly when the plan asks for two stages, and the hot loop
+/// keeps its 64 FMAs, without spills or division calls.
+#[test]
+fn matmul_pipeline_stages_in_sass() {
+    if !sass_tools() {
+        return;
+    }
+    for arch in ["sm_80", "sm_90"] {
+        for base in [
+            gpu::matmul_register_tiled(),
+            gpu::matmul_register_tiled_vectors(),
+        ] {
+            for stages in [1, 2] {
+                let vectors = base.vector[0] > 1;
+                let plan = GpuPlan {
+                    stages,
+                    ..base.clone()
+                };
+                let (c, main, sass) = matmul_main_sass(&plan, arch);
+                let hot = main.hot_loop().expect(&sass);
+                let (ldgsts, wide) = (main.count("LDGSTS"), main.wide("LDGSTS"));
+                let report = format!(
+                    "{arch}, vectors {vectors}, stages {stages}: LDGSTS {ldgsts} ({wide} of 128 bits), LDG {}, hot loop {hot:?}\n{}",
+                    main.count("LDG"),
+                    c.log
+                );
+                eprintln!("{report}");
+                assert_eq!(ldgsts > 0, stages == 2, "{report}\n{sass}");
+                assert_eq!(wide > 0, stages == 2 && vectors, "{report}\n{sass}");
+                assert_eq!(hot.ffma, 64, "{report}");
+                assert_eq!(main.division_calls(), 0, "{report}");
+                for k in &c.kernels {
+                    assert_eq!((k.spill_stores, k.spill_loads), (0, 0), "{report}");
+                }
+            }
+        }
+    }
+}
+
+/// matmul's register-tiled plans in two pipeline stages executed on the
+/// CPU (`cp.async` as plain copies; see `gpu::matmul_stages_cases`).
+#[test]
+fn matmul_pipeline_stages_run() {
+    if !nvrtc_and_compiler() {
+        return;
+    }
+    let mut rng = mdh_examples::check::Rng::new(gpu::seed("pipeline stages"));
+    gpu::matmul_stages_cases(&mut rng, &mut |plan, i, o, p, s| {
+        run_on_cpu(matmul::cuda::job, matmul::SPEC, plan, i, o, p, s)
+    });
 }
 
 /// Without a CUDA driver, opening a device is an `Err` that says so, not a

@@ -64,6 +64,7 @@ fn dot_split(groups: usize) -> GpuPlan {
         vector: vec![1, 1],
         transpose: vec![false, false],
         pad: vec![0, 0],
+        stages: 1,
     }
 }
 
@@ -264,6 +265,7 @@ fn sim_run(
                 args: l.arg_order(n_in, n_out, n_parts, 0),
                 grid,
                 block,
+                shared: l.shared_bytes,
             })
         })
         .collect::<Result<_, Error>>()?;
@@ -342,6 +344,7 @@ fn cuda_calls_on_the_cpu_keep_jobs_and_poisoned_partials() {
         vector: vec![1, 1],
         transpose: vec![false, false],
         pad: vec![0, 0],
+        stages: 1,
     };
     let (i, j, k) = (7, 9, 40);
     let call =

@@ -93,6 +93,7 @@ fn conv2d_split_kept_groups_with_pw_items() {
         vector: vec![1, 1],
         transpose: vec![false, false],
         pad: vec![0, 0],
+        stages: 1,
     };
     let (p, r, q, s) = (7, 1, 4, 13);
     let image = vec![1.0f32; (p + r - 1) * (q + s - 1)];
@@ -168,6 +169,43 @@ fn matmul_vector_layouts() {
     let Some(dev) = device() else { return };
     let mut rng = mdh_examples::check::Rng::new(gpu::seed("vector layouts"));
     gpu::matmul_vector_layouts(&mut rng, &mut |plan, i, o, p, s| {
+        matmul::opencl::run_dyn(dev, plan, i, o, p, s)
+    });
+}
+
+/// Local tiles beyond 48 KiB (CUDA's static limit; OpenCL declares them in
+/// the kernel up to the device's local memory), on PoCL (see
+/// `gpu::matmul_big_tiles_cases`).
+#[test]
+fn matmul_big_local_tiles() {
+    let Some(dev) = device() else { return };
+    if dev.local_mem_bytes() < 80 * 1024 {
+        eprintln!(
+            "skipped: the device has {} bytes of local memory",
+            dev.local_mem_bytes()
+        );
+        return;
+    }
+    let mut rng = mdh_examples::check::Rng::new(gpu::seed("big local tiles"));
+    gpu::matmul_big_tiles_cases(&mut rng, &mut |plan, i, o, p, s| {
+        matmul::opencl::run_dyn(dev, plan, i, o, p, s)
+    });
+}
+
+/// matmul's register-tiled plans in two pipeline stages (double-buffered
+/// local tiles, plain copies), on PoCL (see `gpu::matmul_stages_cases`).
+#[test]
+fn matmul_pipeline_stages() {
+    let Some(dev) = device() else { return };
+    if dev.local_mem_bytes() < 160 * 1024 {
+        eprintln!(
+            "skipped: the device has {} bytes of local memory",
+            dev.local_mem_bytes()
+        );
+        return;
+    }
+    let mut rng = mdh_examples::check::Rng::new(gpu::seed("pipeline stages"));
+    gpu::matmul_stages_cases(&mut rng, &mut |plan, i, o, p, s| {
         matmul::opencl::run_dyn(dev, plan, i, o, p, s)
     });
 }

@@ -32,6 +32,7 @@
 //!       vector: [1, 4]                  # per input: float4 copies and loads
 //!       transpose: [false, false]       # per input: local tile transposed
 //!       pad: [0, 4]                     # per input: local tile's row padding
+//!       stages: 2                       # prefetch the next tile (1: off)
 //! ```
 //!
 //! Lists have one entry per md_hom dimension, in md_hom order (`local`,
@@ -188,6 +189,8 @@ pub struct GpuConfig {
     pub transpose: Option<Spanned<Vec<bool>>>,
     #[serde(default)]
     pub pad: Option<Spanned<Vec<usize>>>,
+    #[serde(default)]
+    pub stages: Option<Spanned<usize>>,
 }
 
 impl GpuConfig {
@@ -215,6 +218,9 @@ impl GpuConfig {
         if let Some(v) = &self.blocked {
             plan.blocked = v.value;
         }
+        if let Some(v) = &self.stages {
+            plan.stages = v.value;
+        }
     }
 
     /// Where field `name` is set in the file, if it is.
@@ -228,6 +234,7 @@ impl GpuConfig {
             "vector" => self.vector.as_ref().map(|f| &f.referenced),
             "transpose" => self.transpose.as_ref().map(|f| &f.referenced),
             "pad" => self.pad.as_ref().map(|f| &f.referenced),
+            "stages" => self.stages.as_ref().map(|f| &f.referenced),
             _ => None,
         }
     }
@@ -471,6 +478,9 @@ pub fn gpu_entry_yaml(
     }
     if plan.pad.iter().any(|&p| p != 0) {
         gpu.push(format!("pad: {}", yaml_list(&plan.pad)));
+    }
+    if plan.stages != 1 {
+        gpu.push(format!("stages: {}", plan.stages));
     }
     entry_yaml(k, backend, device, None, sizes, ("gpu", gpu), provenance)
 }

@@ -97,6 +97,7 @@ pub fn matmul_register_tiled() -> GpuPlan {
         vector: vec![1, 1],
         transpose: vec![false, false],
         pad: vec![0, 0],
+        stages: 1,
     }
 }
 

@@ -432,6 +432,7 @@ pub struct Device {
     arch: String,
     max_threads: usize,
     shared_bytes: u64,
+    shared_optin_bytes: u64,
     sm_count: Option<usize>,
     clock_khz: Option<u32>,
     modules: Arc<Mutex<HashMap<String, Arc<Module>>>>,
@@ -493,6 +494,11 @@ impl Device {
                 A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
                 "reading the shared memory per block",
             )? as u64;
+            // Devices before Volta cannot opt in: their limit is the default.
+            let shared_optin_bytes = ctx
+                .attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+                .map(|v| (v.max(0) as u64).max(shared_bytes))
+                .unwrap_or(shared_bytes);
             // Informative only (the tuner's lower bounds): unknown when the
             // driver does not answer.
             let known = |a| ctx.attribute(a).ok().filter(|&v| v > 0);
@@ -507,6 +513,7 @@ impl Device {
                 arch: format!("sm_{}{}", cc.0, cc.1),
                 max_threads,
                 shared_bytes,
+                shared_optin_bytes,
                 sm_count,
                 clock_khz,
                 modules: Arc::new(Mutex::new(HashMap::new())),
@@ -559,6 +566,14 @@ impl Device {
         self.shared_bytes
     }
 
+    /// The shared memory one block may use when its launch opts in to
+    /// more than [`Device::shared_mem_per_block`] (static and dynamic
+    /// together; `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`:
+    /// 163 KiB on an A100, 227 KiB on an H100).
+    pub fn shared_mem_per_block_optin(&self) -> u64 {
+        self.shared_optin_bytes
+    }
+
     /// The device's streaming multiprocessors
     /// (`CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT`; `None` if the driver does
     /// not say).
@@ -593,6 +608,7 @@ impl Device {
             arch: self.arch.clone(),
             max_threads: self.max_threads,
             shared_bytes: self.shared_bytes,
+            shared_optin_bytes: self.shared_optin_bytes,
             sm_count: self.sm_count,
             clock_khz: self.clock_khz,
             modules: self.modules.clone(),
@@ -887,14 +903,21 @@ impl<'a> Kernel<'a> {
         // Formatted only on failure: a launch does no string work.
         let what = Launching(&name);
         guarded(&what, || {
-            if shared_bytes > 48 * 1024 {
+            // The default limit of dynamic shared memory is 48 KiB less the
+            // kernel's static shared memory: any dynamic size opts in (one
+            // driver call; only kernels with dynamic shared memory pay it).
+            if shared_bytes > 0 {
                 func.set_attribute(
                     CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                     shared_bytes as i32,
                 )
-                .map_err(driver_err(&format!(
-                    "allowing {shared_bytes} bytes of dynamic shared memory for `{name}`"
-                )))?;
+                .map_err(|e| {
+                    driver_err(&format!(
+                        "allowing {shared_bytes} bytes of dynamic shared memory for `{name}` (the \
+                         device's limit per block, static shared memory included, is \
+                         CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)"
+                    ))(e)
+                })?;
             }
             let cfg = LaunchConfig {
                 grid_dim: (grid[0], grid[1], grid[2]),

@@ -28,11 +28,18 @@
 // * Only light C/C++ headers are included, to keep compile times short: the
 //   tests compile one program per generated kernel.
 //
-// Limits (documented in `cuda_sim.rs`): no dynamic shared memory
-// (`extern __shared__`), no cooperative groups, no textures/surfaces, no
+// * Dynamic shared memory (`extern __shared__ T name[];`, which `cuda_sim.rs`
+//   rewrites into `#define name ((T*)mdh_sim::dynamic_shared())`) is one area
+//   per worker of the launch's size, filled with 0xFF bytes at the start and
+//   followed by an inaccessible page: an access past its end faults.
+// * `MDH_CUDA_SIM` is defined: sources may emulate what the CPU cannot run
+//   (inline PTX) under it.
+//
+// Limits (documented in `cuda_sim.rs`): no cooperative groups, no textures/surfaces, no
 // `__constant__` uploads from the host, shuffle/vote masks are ignored (all
 // live lanes of the warp must take part), shuffled values are at most 8 bytes.
 #pragma once
+#define MDH_CUDA_SIM 1
 
 #include <errno.h>
 #include <math.h>
@@ -135,6 +142,9 @@ struct Block {
     unsigned long long exchange[kMaxThreads]; // 32 slots per warp
     void (*body)(void*) = nullptr;
     void* body_ctx = nullptr;
+    char* dyn_map = nullptr; // dynamic shared memory, then a guard page
+    size_t dyn_map_bytes = 0;
+    char* dyn = nullptr;
 };
 
 inline thread_local Block* tl_block = nullptr;
@@ -247,7 +257,11 @@ struct Launch {
     size_t stack_bytes, page;
     void (*body)(void*);
     void* body_ctx;
+    size_t shared_bytes; // dynamic shared memory per block
 };
+
+// The dynamic shared memory of the calling thread's block.
+inline void* dynamic_shared() { return tl_block->dyn; }
 
 inline void* worker(void* p) {
     Launch& L = *static_cast<Launch*>(p);
@@ -270,6 +284,15 @@ inline void* worker(void* p) {
         f.warp = i / 32;
         f.lane = i % 32;
     }
+    // Dynamic shared memory ending at a guard page (16-byte aligned start).
+    const size_t dyn = (L.shared_bytes + 15) / 16 * 16, dyn_pages = (dyn + L.page - 1) / L.page * L.page;
+    b->dyn_map_bytes = dyn_pages + L.page;
+    b->dyn_map = static_cast<char*>(
+        mmap(nullptr, b->dyn_map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+    if (b->dyn_map == MAP_FAILED) fail("cannot map the dynamic shared memory");
+    mprotect(b->dyn_map + dyn_pages, L.page, PROT_NONE);
+    b->dyn = b->dyn_map + (dyn_pages - dyn);
+    memset(b->dyn, 0xFF, dyn);
     tl_block = b;
     for (;;) {
         unsigned long long id = __atomic_fetch_add(&L.next, 1ull, __ATOMIC_RELAXED);
@@ -279,6 +302,7 @@ inline void* worker(void* p) {
         run_block(*b, bi);
     }
     tl_block = nullptr;
+    munmap(b->dyn_map, b->dyn_map_bytes);
     munmap(b->stack_map, b->stack_map_bytes);
     delete[] b->fibers;
     delete b;
@@ -286,11 +310,11 @@ inline void* worker(void* p) {
 }
 
 // Runs `body(ctx)` (a call of the kernel) for every thread of every block.
-inline void launch_raw(dim3 grid, dim3 block, void (*body)(void*), void* ctx) {
+inline void launch_raw(dim3 grid, dim3 block, size_t shared_bytes, void (*body)(void*), void* ctx) {
     gridDim = grid;
     blockDim = block;
     const unsigned long long nthreads = 1ull * block.x * block.y * block.z;
-    Launch L{grid, block, 1ull * grid.x * grid.y * grid.z, 0, 0, 0, body, ctx};
+    Launch L{grid, block, 1ull * grid.x * grid.y * grid.z, 0, 0, 0, body, ctx, shared_bytes};
     if (nthreads == 0 || L.nblocks == 0) return;
     if (nthreads > kMaxThreads) fail("more than 1024 threads per block");
     L.page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -316,11 +340,14 @@ inline void launch_raw(dim3 grid, dim3 block, void (*body)(void*), void* ctx) {
     delete[] pool;
 }
 
-// Runs the callable `f` (a lambda that calls the kernel) for every thread.
-template <class F> inline void launch(dim3 grid, dim3 block, const F& f) {
+// Runs the callable `f` (a lambda that calls the kernel) for every thread,
+// with `shared_bytes` of dynamic shared memory per block.
+template <class F> inline void launch(dim3 grid, dim3 block, size_t shared_bytes, const F& f) {
     launch_raw(
-        grid, block, [](void* p) { (*static_cast<const F*>(p))(); }, const_cast<void*>(static_cast<const void*>(&f)));
+        grid, block, shared_bytes, [](void* p) { (*static_cast<const F*>(p))(); },
+        const_cast<void*>(static_cast<const void*>(&f)));
 }
+template <class F> inline void launch(dim3 grid, dim3 block, const F& f) { launch(grid, block, 0, f); }
 
 // ---- warp exchange: every live lane writes, waits, reads, waits.
 template <class T> inline unsigned long long to_bits(T v) {
@@ -655,6 +682,13 @@ template <class T> inline T load_scalar(const char* dir, int i) {
     memcpy(&x, v.data, sizeof(T));
     free(v.data);
     return x;
+}
+
+inline size_t parse_bytes(const char* s) {
+    char* end = nullptr;
+    unsigned long v = strtoul(s, &end, 10);
+    if (!end || *end != '\0' || v > 0xffffffffu) fail("bad shared memory size on the command line");
+    return static_cast<size_t>(v);
 }
 
 inline unsigned int parse_dim(const char* s) {

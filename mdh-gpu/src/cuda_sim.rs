@@ -31,9 +31,12 @@
 //!
 //! # Limits
 //!
-//! At most 1024 threads per block (as on a GPU); no dynamic shared memory
-//! (`extern __shared__`); no cooperative groups, textures, surfaces,
-//! `__constant__` uploads, inline PTX or `#include`s of CUDA headers;
+//! At most 1024 threads per block (as on a GPU); dynamic shared memory
+//! only as `extern __shared__ [attributes] T name[];` (one declaration per
+//! statement; [`SimLaunch::shared`] sizes it); no cooperative groups,
+//! textures, surfaces, `__constant__` uploads, inline PTX (sources emulate
+//! it under `#ifdef MDH_CUDA_SIM`, which the prelude defines) or
+//! `#include`s of CUDA headers;
 //! shuffle and vote masks are ignored (every live lane of the warp must take
 //! part, as in the usual full-mask code) and shuffled values are at most
 //! 8 bytes; `float4` and friends have 4-byte alignment. Each fiber has a
@@ -195,23 +198,107 @@ pub struct SimLaunch<'a> {
     pub args: Vec<usize>,
     pub grid: [u32; 3],
     pub block: [u32; 3],
+    /// Bytes of dynamic shared memory per block (`extern __shared__`).
+    pub shared: u32,
 }
 
+/// The source with each `extern __shared__ [attributes] T name[];` (dynamic
+/// shared memory, which C++ cannot declare so) replaced by the definition
+/// `#define name ((T*)mdh_sim::dynamic_shared())` on lines of its own: as
+/// on a GPU, every such array starts at the block's dynamic shared memory.
+fn dynamic_shared(source: &str) -> Result<String, Error> {
+    const KEY: &str = "extern __shared__";
+    let mut out = String::with_capacity(source.len());
+    let mut rest = source;
+    while let Some(at) = rest.find(KEY) {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at + KEY.len()..];
+        let end = tail.find(';').ok_or_else(|| {
+            backend("CPU execution of CUDA: an `extern __shared__` declaration has no `;`")
+        })?;
+        let (name, ty) = dynamic_shared_decl(&tail[..end]).ok_or_else(|| {
+            backend(format!(
+                "CPU execution of CUDA: cannot read the dynamic shared memory declaration `{KEY}{};`; write it as `extern __shared__ [__align__(N)] T name[];`",
+                &tail[..end]
+            ))
+        })?;
+        let _ = write!(
+            out,
+            "\n#undef {name}\n#define {name} (({ty}*)mdh_sim::dynamic_shared())\n"
+        );
+        rest = &tail[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The name and element type of the declarator of `extern __shared__`
+/// (after the keyword, before the `;`): attributes dropped, `[]` last.
+fn dynamic_shared_decl(decl: &str) -> Option<(String, String)> {
+    let decl = decl.trim().strip_suffix("[]")?;
+    // Drop `__align__(…)` and `__attribute__((…))` (balanced parentheses).
+    let mut kept = String::new();
+    let mut s = decl;
+    while !s.is_empty() {
+        let attr = ["__align__", "__attribute__"]
+            .iter()
+            .find(|a| s.starts_with(*a))
+            .copied();
+        match attr {
+            Some(a) => {
+                let after = s[a.len()..].trim_start();
+                let mut depth = 0usize;
+                let mut close = None;
+                for (i, ch) in after.char_indices() {
+                    match ch {
+                        '(' => depth += 1,
+                        ')' => {
+                            depth = depth.checked_sub(1)?;
+                            if depth == 0 {
+                                close = Some(i);
+                                break;
+                            }
+                        }
+                        _ if depth == 0 => return None,
+                        _ => {}
+                    }
+                }
+                s = &after[close? + 1..];
+                kept.push(' ');
+            }
+            None => {
+                let ch = s.chars().next()?;
+                kept.push(ch);
+                s = &s[ch.len_utf8()..];
+            }
+        }
+    }
+    let kept = kept.trim();
+    let split = kept.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))?;
+    let (ty, name) = (kept[..split + 1].trim(), kept[split + 1..].trim());
+    let ty_ok = is_c_type(&ty.replace('*', " "));
+    (is_ident(name) && ty_ok).then(|| (name.to_owned(), ty.to_owned()))
+}
+
+/// The command-line arguments of one launch: grid, block, dynamic shared
+/// memory.
+const ARGS_PER_LAUNCH: usize = 7;
+
 /// The C++ program for `launches` with the given argument kinds: prelude,
-/// source, and a `main(dir, then gx gy gz bx by bz per launch)` that loads
+/// source, and a `main(dir, then gx gy gz bx by bz shared per launch)` that loads
 /// `dir/argN.bin`, runs the launches in order and stores the buffers back.
 /// The geometry is read at run time, so one binary serves every geometry.
 fn program(source: &str, args: &[SimArg], launches: &[SimLaunch]) -> Result<String, Error> {
     let mut p = String::with_capacity(PRELUDE.len() + source.len() + 2048);
     p.push_str(PRELUDE);
     p.push_str("\n#line 1 \"kernel.cu\"\n");
-    p.push_str(source);
+    p.push_str(&dynamic_shared(source)?);
     p.push_str("\n#line 1 \"mdh_sim_main.cpp\"\n");
     p.push_str("int main(int argc, char** argv) {\n");
     let _ = writeln!(
         p,
-        "    if (argc != {}) mdh_sim::fail(\"usage: sim DIR (GX GY GZ BX BY BZ) x {}\");",
-        2 + 6 * launches.len(),
+        "    if (argc != {}) mdh_sim::fail(\"usage: sim DIR (GX GY GZ BX BY BZ SHARED) x {}\");",
+        2 + ARGS_PER_LAUNCH * launches.len(),
         launches.len()
     );
     p.push_str("    const char* dir = argv[1];\n");
@@ -252,16 +339,18 @@ fn program(source: &str, args: &[SimArg], launches: &[SimLaunch]) -> Result<Stri
             )));
         }
         let call: Vec<String> = l.args.iter().map(|i| format!("a{i}")).collect();
-        let dim = |k: usize| format!("mdh_sim::parse_dim(argv[{}])", 2 + 6 * n + k);
+        let arg = |k: usize| format!("argv[{}]", 2 + ARGS_PER_LAUNCH * n + k);
+        let dim = |k: usize| format!("mdh_sim::parse_dim({})", arg(k));
         let _ = writeln!(
             p,
-            "    mdh_sim::launch(dim3({}, {}, {}), dim3({}, {}, {}), [&]() {{ {kernel}({}); }});",
+            "    mdh_sim::launch(dim3({}, {}, {}), dim3({}, {}, {}), mdh_sim::parse_bytes({}), [&]() {{ {kernel}({}); }});",
             dim(0),
             dim(1),
             dim(2),
             dim(3),
             dim(4),
             dim(5),
+            arg(6),
             call.join(", ")
         );
     }
@@ -454,6 +543,7 @@ pub fn run_on_cpu(
         args: (0..args.len()).collect(),
         grid,
         block,
+        shared: 0,
     };
     run_launches_on_cpu(source, args, &[launch])
 }
@@ -504,7 +594,7 @@ pub fn run_launches_on_cpu(
         .args(
             launches
                 .iter()
-                .flat_map(|l| l.grid.iter().chain(&l.block))
+                .flat_map(|l| l.grid.iter().chain(&l.block).chain([&l.shared]))
                 .map(|d| d.to_string()),
         )
         .stdin(Stdio::null())
@@ -590,10 +680,78 @@ mod tests {
             args,
             grid: [1; 3],
             block: [1; 3],
+            shared: 0,
         };
         assert!(program("", &args, &[launch("k", vec![0])]).is_err());
         assert!(program("", &[], &[launch("k-1", vec![])]).is_err());
         assert!(program("", &[], &[launch("k", vec![1])]).is_err());
         assert!(is_c_type("unsigned long long"));
+    }
+
+    #[test]
+    fn dynamic_shared_declarations_become_the_blocks_area() {
+        let src = "  extern __shared__ __align__(16) unsigned char smem[];\nx;";
+        let got = dynamic_shared(src).unwrap();
+        assert!(
+            got.contains("#define smem ((unsigned char*)mdh_sim::dynamic_shared())\n"),
+            "{got}"
+        );
+        assert!(got.ends_with("\nx;"), "{got}");
+        assert_eq!(
+            dynamic_shared_decl(" float __attribute__((aligned(32))) s[]"),
+            Some(("s".into(), "float".into()))
+        );
+        assert!(dynamic_shared("extern __shared__ float s[4] x").is_err());
+        assert!(dynamic_shared("extern __shared__ float s[4];").is_err());
+    }
+
+    /// Dynamic shared memory is shared by the threads of a block, private
+    /// to the block, and as large as the launch asks.
+    #[test]
+    fn dynamic_shared_memory_runs() {
+        if !cpu_sim_available() {
+            eprintln!("skipped: no C++ compiler for the CPU execution of CUDA");
+            return;
+        }
+        let src = r#"
+extern "C" __global__ void k(float* out, int n) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    float* s = (float*)smem;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) s[i] = (float)((i + blockIdx.x) % 7);
+    __syncthreads();
+    float sum = 0;
+    for (int i = 0; i < n; i++) sum += s[(i + threadIdx.x) % n];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}
+"#;
+        // 60 KiB: beyond the static limit.
+        let n: u32 = 15 * 1024;
+        let mut out = vec![0f32; 4 * 32];
+        let mut args = [SimArg::buf(&mut out), SimArg::scalar(n as i32)];
+        let launch = SimLaunch {
+            kernel: "k",
+            args: vec![0, 1],
+            grid: [4, 1, 1],
+            block: [32, 1, 1],
+            shared: 4 * n,
+        };
+        run_launches_on_cpu(src, &mut args, &[launch]).unwrap();
+        for (t, &v) in out.iter().enumerate() {
+            let b = (t / 32) as u32;
+            // Small integers: the sums are exact.
+            let want = (0..n).map(|i| (i + b) % 7).sum::<u32>() as f32;
+            assert_eq!(v, want, "thread {t}");
+        }
+        // Four elements too few (the area is rounded up to 16 bytes): the
+        // last ones lie past it (a fault).
+        let launch = SimLaunch {
+            kernel: "k",
+            args: vec![0, 1],
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            shared: 4 * n - 16,
+        };
+        let mut args = [SimArg::buf(&mut out), SimArg::scalar(n as i32)];
+        assert!(run_launches_on_cpu(src, &mut args, &[launch]).is_err());
     }
 }

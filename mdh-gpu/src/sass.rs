@@ -205,6 +205,12 @@ impl Function {
             .max_by(|a, b| a.ffma.cmp(&b.ffma).then(b.instrs.cmp(&a.instrs)))
     }
 
+    /// The instructions `base` (any modifiers: `LDGSTS` counts
+    /// `LDGSTS.E.BYPASS.128`).
+    pub fn count(&self, base: &str) -> usize {
+        self.instrs.iter().filter(|i| i.is(base)).count()
+    }
+
     /// The instructions `base` of 128-bit accesses (`LDS.128`,
     /// `LDG.E.128`, `STS.128`: one per vector of 16 bytes).
     pub fn wide(&self, base: &str) -> usize {

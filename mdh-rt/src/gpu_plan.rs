@@ -70,7 +70,24 @@ pub struct GpuPlan {
     /// its local-memory tile (padding against bank conflicts).
     #[cfg_attr(feature = "serde", serde(default))]
     pub pad: Vec<usize>,
+    /// The pipeline stages of the local-memory tiles (1 or 2): with 2, each
+    /// cached input has two tiles in local memory, and the copy of the next
+    /// PW tile is issued before the current one is computed (on CUDA sm_80
+    /// and later by `cp.async`, which runs beside the computation; else
+    /// plain copies the compiler may interleave with it), one barrier per
+    /// tile instead of two. Without a cached input there is nothing to
+    /// prefetch (resolved to 1).
+    #[cfg_attr(feature = "serde", serde(default = "one_stage"))]
+    pub stages: usize,
 }
+
+#[cfg(feature = "serde")]
+fn one_stage() -> usize {
+    1
+}
+
+/// The most pipeline stages a plan may ask for.
+pub const MAX_STAGES: usize = 2;
 
 /// The vector widths a plan may ask for.
 pub const VECTOR_WIDTHS: [usize; 3] = [1, 2, 4];
@@ -139,15 +156,34 @@ impl GpuPlan {
                 }
             })
             .collect();
-        GpuPlan {
+        let mut plan = GpuPlan {
             groups: vec![0; d],
             items,
             tile,
             local: vec![false; k.inputs.len()],
             blocked: false,
-            vector: vec![1; k.inputs.len()],
-            transpose: vec![false; k.inputs.len()],
-            pad: vec![0; k.inputs.len()],
+            vector: Vec::new(),
+            transpose: Vec::new(),
+            pad: Vec::new(),
+            stages: 1,
+        };
+        plan.fill_layout_defaults(k);
+        plan
+    }
+
+    /// Gives the per-input layout fields that are empty (a plan written
+    /// before they existed, e.g. in a tuner's log) their defaults, one per
+    /// input of `k`: scalar, row-major, unpadded.
+    pub fn fill_layout_defaults(&mut self, k: &KernelDesc) {
+        let n = k.inputs.len();
+        if self.vector.is_empty() {
+            self.vector = vec![1; n];
+        }
+        if self.transpose.is_empty() {
+            self.transpose = vec![false; n];
+        }
+        if self.pad.is_empty() {
+            self.pad = vec![0; n];
         }
     }
 
@@ -248,6 +284,15 @@ impl GpuPlan {
                 ),
             ));
         }
+        if !(1..=MAX_STAGES).contains(&self.stages) {
+            return Err(err(
+                "stages",
+                format!(
+                    "`stages` is {}; it must be 1 (copy, then compute each tile) or {MAX_STAGES} (prefetch the next tile)",
+                    self.stages
+                ),
+            ));
+        }
         if let Some(b) = (0..n).find(|&b| self.pad[b] > MAX_PAD) {
             return Err(err(
                 "pad",
@@ -294,6 +339,8 @@ pub struct Resolved {
     pub vector: Vec<usize>,
     pub transpose: Vec<bool>,
     pub pad: Vec<usize>,
+    /// 1 without a cached input.
+    pub stages: usize,
 }
 
 impl Resolved {
@@ -380,6 +427,11 @@ impl GpuPlan {
             vector: self.vector.clone(),
             transpose: self.transpose.clone(),
             pad: self.pad.clone(),
+            stages: if self.local.iter().any(|&l| l) {
+                self.stages
+            } else {
+                1
+            },
         }
     }
 }
@@ -414,6 +466,7 @@ pub fn defines(k: &KernelDesc, bound: &Bound, r: &Resolved) -> String {
     }
     def(names::WG_ITEMS.into(), num(&r.threads_per_group()));
     def(names::BLOCKED.into(), u8::from(r.blocked).to_string());
+    def(names::STAGES.into(), r.stages.to_string());
     let kinds = &k.kinds;
     def(names::PW_GROUPS.into(), num(&r.pw_groups(kinds)));
     def(names::KEPT_POINTS.into(), num(&kept_points(k, bound)));
@@ -462,6 +515,7 @@ pub fn defines(k: &KernelDesc, bound: &Bound, r: &Resolved) -> String {
             def(names::local_stride(b, c), num(&layout.strides[c]));
         }
         def(names::local_size(b), format!("{}", layout.size));
+        def(names::local_stage(b), format!("{}", layout.stage()));
         def(names::local_box(b), num(&layout.elems));
         def(
             names::local_transposed(b),
@@ -626,6 +680,13 @@ struct LocalLayout {
 }
 
 impl LocalLayout {
+    /// The elements from one pipeline stage of the tile to the next: its
+    /// size rounded up to the widest vector (4 elements), so that every
+    /// stage keeps the alignment of the first.
+    fn stage(&self) -> usize {
+        self.size.next_multiple_of(4)
+    }
+
     fn new(comps: &[LocalComponent], transpose: bool, pad: usize) -> LocalLayout {
         let rank = comps.len();
         let mut order: Vec<usize> = (0..rank).collect();
@@ -648,20 +709,29 @@ impl LocalLayout {
 }
 
 /// Per input buffer: the elements of local memory its tiles take under `r`
-/// (0 when it is not cached there), padding included. The definitions'
-/// `L{b}_SIZE`, and what plan fitting weighs against a device's local
-/// (shared) memory.
+/// (0 when it is not cached there), padding and every pipeline stage
+/// included: the definitions' `L{b}_SIZE` for the last stage, `L{b}_STAGE`
+/// for each one before it; what plan fitting weighs against a device's
+/// local (shared) memory.
 pub fn local_elems(k: &KernelDesc, bound: &Bound, r: &Resolved) -> Vec<usize> {
     (0..k.inputs.len())
         .map(|b| {
             if r.local.get(b).copied().unwrap_or(false) {
                 let comps = local_box(k, bound, &r.tile, b);
-                LocalLayout::new(&comps, r.transpose[b], r.pad[b]).size
+                let layout = LocalLayout::new(&comps, r.transpose[b], r.pad[b]);
+                layout.stage() * (r.stages - 1) + layout.size
             } else {
                 0
             }
         })
         .collect()
+}
+
+/// The bytes a local-memory tile of elements of `elem_bytes` bytes is
+/// aligned to: a vector of the widest width (4), and at least 16 (CUDA's
+/// 16-byte loads and stores, `cp.async`'s 16-byte copies).
+pub fn local_align(elem_bytes: usize) -> usize {
+    (4 * elem_bytes).max(16)
 }
 
 /// The component of input `b`'s tile that is innermost in local memory.

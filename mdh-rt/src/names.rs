@@ -113,6 +113,26 @@ pub fn local_size(b: usize) -> String {
     format!("L{b}_SIZE")
 }
 
+/// The pipeline stages of the local tiles (see `GpuPlan::stages`).
+pub const STAGES: &str = "MDH_STAGES";
+
+/// 1 when `mdh_main` takes the tiles of locally cached inputs from
+/// dynamic shared memory (CUDA: their bytes exceed the 48 KiB a block may
+/// declare statically), 0 when they are static arrays.
+pub const DYN_SHARED: &str = "MDH_DYN_SHARED";
+
+/// The byte offset of input `b`'s tiles in dynamic shared memory (see
+/// [`DYN_SHARED`]).
+pub fn dyn_offset(b: usize) -> String {
+    format!("L{b}_DOFF")
+}
+
+/// The elements from one pipeline stage of input `b`'s tile in local
+/// memory to the next (at least [`local_size`], aligned).
+pub fn local_stage(b: usize) -> String {
+    format!("L{b}_STAGE")
+}
+
 /// The elements of input `b`'s box (unpadded; [`local_size`] counts the
 /// padding the layout adds).
 pub fn local_box(b: usize) -> String {

@@ -303,6 +303,7 @@ pub(crate) fn fitted_default(
         vector: r.vector,
         transpose: r.transpose,
         pad: r.pad,
+        stages: r.stages,
     }
 }
 
@@ -540,6 +541,7 @@ mod tests {
             vector: vec![1, 1],
             transpose: vec![false, false],
             pad: vec![0, 0],
+            stages: 1,
         };
         let small = plan([4, 32], [4, 256], [false, false]);
         let large = plan([16, 32], [16, 8192], [false, true]);
@@ -654,6 +656,7 @@ mod tests {
             vector: vec![1, 1],
             transpose: vec![false, false],
             pad: vec![0, 0],
+            stages: 1,
         };
         let alone = plan([1, 1], [1, 1], [1, 1]);
         let extents = bench.bound.extents.clone();

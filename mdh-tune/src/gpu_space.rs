@@ -2,7 +2,8 @@
 //! CUDA ASMs as [`GpuPlan`] fields (work-groups, work-items and the local
 //! tile per dimension, local-memory caching per input, blocked or strided
 //! work-items, and per input that can be cached: the vector width, a
-//! transposed or padded local tile), each a list of values.
+//! transposed or padded local tile; the pipeline stages of the local
+//! tiles), each a list of values.
 //!
 //! Structural constraints are built into the values: work-items and tile
 //! factors are powers of two, work-items at most the extent's next power of
@@ -19,7 +20,7 @@
 use mdh::gpu::{fit, DeviceLimits, KernelInfo};
 use mdh_core::desc::{Bound, KernelDesc};
 use mdh_core::gpu_plan::{
-    can_cache_locally, GpuPlan, MAX_ITEMS, MAX_PRIVATE_ACCUMULATORS, VECTOR_WIDTHS,
+    can_cache_locally, GpuPlan, MAX_ITEMS, MAX_PRIVATE_ACCUMULATORS, MAX_STAGES, VECTOR_WIDTHS,
 };
 use mdh_core::spec::DimKind;
 
@@ -53,13 +54,15 @@ pub enum Param {
     Transpose(usize, Vec<bool>),
     /// Per input: its local tile's padding (where cached).
     Pad(usize, Vec<usize>),
+    /// The pipeline stages of the local tiles (where some are cached).
+    Stages(Vec<usize>),
 }
 
 impl Param {
     fn len(&self) -> usize {
         match self {
             Param::Groups(_, v) | Param::Items(_, v) | Param::Tile(_, v) => v.len(),
-            Param::Vector(_, v) | Param::Pad(_, v) => v.len(),
+            Param::Vector(_, v) | Param::Pad(_, v) | Param::Stages(v) => v.len(),
             Param::Local(_, v) | Param::Blocked(v) | Param::Transpose(_, v) => v.len(),
         }
     }
@@ -123,6 +126,9 @@ impl GpuSpace {
             }
         }
         params.push(Param::Blocked(vec![false, true]));
+        if (0..desc.inputs.len()).any(|b| can_cache_locally(desc, b)) {
+            params.push(Param::Stages((1..=MAX_STAGES).collect()));
+        }
         GpuSpace {
             params,
             desc,
@@ -169,6 +175,7 @@ impl Space for GpuSpace {
             vector: vec![1; n],
             transpose: vec![false; n],
             pad: vec![0; n],
+            stages: 1,
         };
         // Parameters come per dimension as groups, items, tile: items first.
         for (q, &i) in self.params.iter().zip(p) {
@@ -186,7 +193,12 @@ impl Space for GpuSpace {
                 Param::Vector(b, v) => plan.vector[*b] = v[i],
                 Param::Transpose(b, v) => plan.transpose[*b] = v[i],
                 Param::Pad(b, v) => plan.pad[*b] = v[i],
+                Param::Stages(v) => plan.stages = v[i],
             }
+        }
+        // Stages without a cached tile prefetch nothing.
+        if !plan.local.iter().any(|&l| l) {
+            plan.stages = 1;
         }
         // The layout of a tile that is not cached is no layout: such plans
         // are the plan without it (vectors apply only to cached tiles).
@@ -208,6 +220,12 @@ impl Space for GpuSpace {
         plan
     }
 
+    /// Logs written before the layout fields existed hold empty lists.
+    fn complete(&self, mut plan: GpuPlan) -> GpuPlan {
+        plan.fill_layout_defaults(self.desc);
+        plan
+    }
+
     /// Plans that resolve alike at these extents launch the same kernel.
     fn runs_alike(&self, a: &GpuPlan, b: &GpuPlan) -> bool {
         let (kinds, extents) = (&self.desc.kinds, &self.bound.extents);
@@ -224,13 +242,15 @@ impl Space for GpuSpace {
             Param::Vector(i, _) => a.vector[*i] == b.vector[*i],
             Param::Transpose(i, _) => a.transpose[*i] == b.transpose[*i],
             Param::Pad(i, _) => a.pad[*i] == b.pad[*i],
+            Param::Stages(_) => a.stages == b.stages,
         }
     }
 
     /// Shrinks `p` until the device can run it: too many work-items per
     /// group, the largest work-item count halves; too many private
     /// accumulators, the largest kept tile factor; else (local memory) the
-    /// largest tile factor, then caching goes, then work-items.
+    /// pipeline stages, then the largest tile factor, then caching goes,
+    /// then work-items.
     fn repair(&self, mut p: Point) -> Point {
         while !self.fits(&p) {
             let plan = self.decode(&p);
@@ -240,6 +260,11 @@ impl Space for GpuSpace {
             let items = |q: &Param| matches!(q, Param::Items(..));
             let kept_tiles = |q: &Param| matches!(q, Param::Tile(x, _) if kinds[*x].is_kept());
             let tiles = |q: &Param| matches!(q, Param::Tile(..));
+            let stages = self
+                .params
+                .iter()
+                .position(|q| matches!(q, Param::Stages(..)))
+                .filter(|&s| p[s] > 0);
             let local = self
                 .params
                 .iter()
@@ -251,7 +276,8 @@ impl Space for GpuSpace {
             } else if private > MAX_PRIVATE_ACCUMULATORS {
                 self.largest(&p, kept_tiles)
             } else {
-                self.largest(&p, tiles)
+                stages
+                    .or_else(|| self.largest(&p, tiles))
                     .or(local)
                     .or_else(|| self.largest(&p, items))
             };
@@ -329,6 +355,28 @@ mod tests {
             }
             assert!(s.size() > 1e3, "{}", s.size());
         }
+    }
+
+    /// A plan from a log written before the per-input layout fields and
+    /// the stages existed (`--resume`): the lists read empty, which no
+    /// kernel validates; completed, they are the defaults per input.
+    #[test]
+    fn plans_of_old_logs_get_their_layout_defaults() {
+        let k = mdh_core::fixtures::matmul();
+        let s = space(&k, &[64, 100, 48], mdh::gpu::cuda_arch_limits("sm_90"));
+        let old = r#"{"groups":[0,0,1],"items":[16,16,1],"tile":[64,64,8],"local":[true,false],"blocked":false}"#;
+        let plan: GpuPlan = serde_json::from_str(old).unwrap();
+        assert!(plan.validate(s.desc).is_err());
+        let plan = s.complete(plan);
+        assert_eq!(
+            (&plan.vector, &plan.transpose, &plan.pad, plan.stages),
+            (&vec![1, 1], &vec![false, false], &vec![0, 0], 1)
+        );
+        assert!(plan.validate(s.desc).is_ok());
+        // A complete plan stays as it is.
+        let mut full = plan.clone();
+        full.vector[0] = 4;
+        assert_eq!(s.complete(full.clone()), full);
     }
 
     #[test]

@@ -46,6 +46,12 @@ pub trait Space: Clone + 'static {
     /// The number of points that satisfy the constraints (or an estimate).
     fn size(&self) -> f64;
 
+    /// `plan` as read from a log, completed where it was written before
+    /// some of its fields existed (by default: as it is).
+    fn complete(&self, plan: Self::Plan) -> Self::Plan {
+        plan
+    }
+
     /// Whether two plans run alike at these sizes (by default: equal).
     fn runs_alike(&self, a: &Self::Plan, b: &Self::Plan) -> bool {
         a == b

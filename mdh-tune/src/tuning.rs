@@ -130,7 +130,10 @@ where
     ) -> Result<Tuning<'a, S>, String> {
         let budget = &opts.budget;
         let log_path = target.file(dir, "jsonl");
-        let (log, done) = Log::open::<S::Plan>(&log_path, &target.start(), opts.resume)?;
+        let (log, mut done) = Log::open::<S::Plan>(&log_path, &target.start(), opts.resume)?;
+        for c in &mut done {
+            c.plan = space.complete(c.plan.clone());
+        }
         let mut ensemble = Ensemble::new(space.cards(), opts.seed);
         let sampler = space.clone();
         ensemble.history.sampler = Some(Box::new(move |rng| sampler.sample(rng)));

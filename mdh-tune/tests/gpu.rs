@@ -60,6 +60,7 @@ fn tune_and_check(backend: &str, device: &str, limits: DeviceLimits) {
         vector: vec![1, 1],
         transpose: vec![false, false],
         pad: vec![0, 0],
+        stages: 1,
     };
     let path = out.join("matvec.yaml");
     std::fs::create_dir_all(&out).unwrap();

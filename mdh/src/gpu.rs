@@ -6,8 +6,9 @@
 
 use mdh_rt::desc::{Bound, BufDesc, KernelDesc};
 use mdh_rt::gpu_plan::{
-    defines, local_elems, GpuPlan, Resolved, MAX_ITEMS, PASS_ITEMS, SCAN_CHUNK,
+    defines, local_align, local_elems, GpuPlan, Resolved, MAX_ITEMS, PASS_ITEMS, SCAN_CHUNK,
 };
+use mdh_rt::names;
 use mdh_rt::types::{elem_bytes, DimKind};
 use mdh_rt::value::{Buffer, Value};
 use mdh_rt::Error;
@@ -61,6 +62,9 @@ pub struct Job {
     /// Work-items in all and per work-group of `mdh_main`.
     pub main_global: usize,
     pub main_local: usize,
+    /// Bytes of dynamic shared memory of `mdh_main` (CUDA; 0 when its
+    /// local tiles are static arrays, see [`SharedLayout`]).
+    pub main_shared: usize,
     /// Elements of each output access's buffer of partial results (1 when
     /// unused: devices refuse empty buffers).
     pub partial_len: usize,
@@ -84,6 +88,9 @@ pub struct Launch {
     /// Work-items in all (a multiple of `local`) and per work-group.
     pub global: usize,
     pub local: usize,
+    /// Bytes of dynamic shared memory (CUDA; OpenCL kernels declare all
+    /// of their local memory).
+    pub shared_bytes: u32,
 }
 
 impl Launch {
@@ -112,6 +119,7 @@ impl Job {
             partials,
             global,
             local: self.pass_local,
+            shared_bytes: 0,
         };
         let mut l = vec![Launch {
             kernel: "mdh_main".into(),
@@ -119,6 +127,8 @@ impl Job {
             partials: true,
             global: self.main_global,
             local: self.main_local,
+            // At most a device's opt-in limit (a few hundred KiB).
+            shared_bytes: u32::try_from(self.main_shared).unwrap_or(u32::MAX),
         }];
         l.extend(
             self.combine_global
@@ -176,16 +186,48 @@ impl GpuDevice for mdh_gpu::opencl::Device {
     }
 }
 
-/// Shared memory one block may declare statically (`__shared__` arrays, as
-/// the generated CUDA C does), on every architecture.
+/// Shared memory one block may declare statically (`__shared__` arrays),
+/// on every architecture; more is dynamic shared memory that the launch
+/// opts in to (see [`SharedLayout`]).
 pub const CUDA_STATIC_SHARED_BYTES: u64 = 48 * 1024;
+
+/// The shared memory one block may use after opting in, by CUDA
+/// architecture (`sm_80`: 163 KiB, `sm_90`: 227 KiB; the CUDA C
+/// Programming Guide's table of compute capabilities), for fitting plans
+/// without a device; `None` for an architecture not in the table. A
+/// device reports its own (`Device::shared_mem_per_block_optin`).
+pub fn cuda_optin_shared_bytes(arch: &str) -> Option<u64> {
+    let kib = match arch
+        .trim_start_matches("sm_")
+        .trim_start_matches("compute_")
+    {
+        "70" | "72" => 96,
+        "75" => 64,
+        "80" | "87" => 163,
+        "86" | "89" => 99,
+        "90" | "90a" | "100" | "100a" | "103" => 227,
+        "120" => 99,
+        _ => return None,
+    };
+    Some(kib * 1024)
+}
+
+/// The limits of CUDA architecture `arch` (e.g. `"sm_90"`) for plans fitted
+/// without a device: 1024 threads per block and the architecture's opt-in
+/// shared memory (48 KiB for an architecture not in the table).
+pub fn cuda_arch_limits(arch: &str) -> DeviceLimits {
+    DeviceLimits {
+        max_items: MAX_ITEMS,
+        local_bytes: cuda_optin_shared_bytes(arch).unwrap_or(CUDA_STATIC_SHARED_BYTES),
+    }
+}
 
 #[cfg(feature = "cuda")]
 impl GpuDevice for mdh_gpu::cuda::Device {
     fn limits(&self) -> DeviceLimits {
         DeviceLimits {
             max_items: self.max_threads_per_block(),
-            local_bytes: self.shared_mem_per_block().min(CUDA_STATIC_SHARED_BYTES),
+            local_bytes: self.shared_mem_per_block_optin(),
         }
     }
 }
@@ -201,27 +243,105 @@ fn distance(a: &[usize], b: &[usize]) -> f64 {
         .sum()
 }
 
-/// Local memory a resolved plan needs, in bytes: the tiles of cached
-/// inputs and, when PW dimensions are split across work-items, the
-/// reduction tree (a partial result and a flag per work-item and output
-/// access).
+/// Where `mdh_main`'s local memory lies: the tiles of cached inputs, laid
+/// out one after the other (each aligned to [`local_align`]), and the
+/// reduction tree when PW dimensions are split across work-items (a partial
+/// result and a flag per work-item and output access). On CUDA the tiles
+/// are static `__shared__` arrays while all of it fits the 48 KiB a block
+/// may declare statically, else they move to dynamic shared memory
+/// (`extern __shared__`, at `offsets`; the tree stays static), which the
+/// launch sizes and opts in to up to the device's limit. OpenCL kernels
+/// declare all of it (the definitions of the dynamic layout go unused).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SharedLayout {
+    /// Per input: the byte offset of its tiles in dynamic shared memory.
+    pub offsets: Vec<u64>,
+    /// Bytes of the tiles (alignment gaps included).
+    pub tiles: u64,
+    /// Bytes of the reduction tree.
+    pub tree: u64,
+    /// Whether the tiles are in dynamic shared memory (on CUDA).
+    pub dynamic: bool,
+}
+
+impl SharedLayout {
+    pub fn new(desc: &KernelDesc, info: &KernelInfo, bound: &Bound, r: &Resolved) -> Self {
+        let mut offsets = Vec::new();
+        let mut end = 0u64;
+        for (&n, &eb) in local_elems(desc, bound, r).iter().zip(info.in_bytes) {
+            let bytes = (n as u64).saturating_mul(eb as u64);
+            let align = local_align(eb) as u64;
+            let at = if bytes == 0 {
+                end
+            } else {
+                end.div_ceil(align) * align
+            };
+            offsets.push(at);
+            end = at.saturating_add(bytes);
+        }
+        let pw_items: usize = (0..r.items.len())
+            .filter(|&x| desc.kinds[x] == DimKind::Pw)
+            .map(|x| r.items[x])
+            .product();
+        let tree = if pw_items > 1 {
+            let per_item: usize = info.acc_bytes.iter().map(|b| b + 1).sum();
+            (r.threads_per_group() * per_item) as u64
+        } else {
+            0
+        };
+        SharedLayout {
+            offsets,
+            tiles: end,
+            tree,
+            dynamic: end.saturating_add(tree) > CUDA_STATIC_SHARED_BYTES,
+        }
+    }
+
+    /// All bytes of local memory.
+    pub fn total(&self) -> u64 {
+        self.tiles.saturating_add(self.tree)
+    }
+
+    /// Bytes of dynamic shared memory the launch of `mdh_main` passes.
+    pub fn dynamic_bytes(&self) -> u64 {
+        if self.dynamic {
+            self.tiles
+        } else {
+            0
+        }
+    }
+
+    /// The definitions of the layout (see `mdh_rt::names::DYN_SHARED`).
+    fn defines(&self) -> String {
+        use std::fmt::Write;
+        let mut s = format!("#define {} {}\n", names::DYN_SHARED, u8::from(self.dynamic));
+        for (b, o) in self.offsets.iter().enumerate() {
+            let _ = writeln!(s, "#define {} {o}", names::dyn_offset(b));
+        }
+        s
+    }
+}
+
+/// Local memory a resolved plan needs, in bytes ([`SharedLayout::total`]):
+/// what plan fitting weighs against a device's local (shared) memory.
 pub fn local_bytes(desc: &KernelDesc, info: &KernelInfo, bound: &Bound, r: &Resolved) -> u64 {
-    let tiles: u64 = local_elems(desc, bound, r)
-        .iter()
-        .zip(info.in_bytes)
-        .map(|(&n, &eb)| (n as u64).saturating_mul(eb as u64))
-        .fold(0, u64::saturating_add);
-    let pw_items: usize = (0..r.items.len())
-        .filter(|&x| desc.kinds[x] == DimKind::Pw)
-        .map(|x| r.items[x])
-        .product();
-    let tree = if pw_items > 1 {
-        let per_item: usize = info.acc_bytes.iter().map(|b| b + 1).sum();
-        (r.threads_per_group() * per_item) as u64
-    } else {
-        0
-    };
-    tiles.saturating_add(tree)
+    SharedLayout::new(desc, info, bound, r).total()
+}
+
+/// Whether resolved plan `r` fits a device of limits `lim`: its work-items
+/// per work-group, its local memory, and its reduction tree, which stays a
+/// static array on CUDA (see [`SharedLayout`]), within the static limit.
+fn fits(
+    desc: &KernelDesc,
+    info: &KernelInfo,
+    bound: &Bound,
+    r: &Resolved,
+    lim: DeviceLimits,
+) -> bool {
+    let shared = SharedLayout::new(desc, info, bound, r);
+    r.threads_per_group() <= lim.max_items
+        && shared.total() <= lim.local_bytes
+        && shared.tree <= CUDA_STATIC_SHARED_BYTES
 }
 
 /// The default plan shrunk until it fits the device: fewer work-items,
@@ -235,9 +355,7 @@ fn fitted_default(
     let mut plan = GpuPlan::default_for(desc);
     loop {
         let r = plan.resolve(&desc.kinds, &bound.extents);
-        let fits = r.threads_per_group() <= lim.max_items
-            && local_bytes(desc, info, bound, &r) <= lim.local_bytes;
-        if fits {
+        if fits(desc, info, bound, &r, lim) {
             return r;
         }
         if plan.local.iter().any(|&l| l) {
@@ -286,9 +404,7 @@ pub fn choose(
     });
     for e in candidates {
         let r = e.plan.resolve(&desc.kinds, &bound.extents);
-        if r.threads_per_group() <= lim.max_items
-            && local_bytes(desc, info, bound, &r) <= lim.local_bytes
-        {
+        if fits(desc, info, bound, &r, lim) {
             return r;
         }
     }
@@ -345,12 +461,14 @@ pub fn fit(
         ))
     })?;
     let r = plan.resolve(&desc.kinds, &bound.extents);
-    let bytes = local_bytes(desc, info, bound, &r);
-    if r.threads_per_group() > lim.max_items || bytes > lim.local_bytes {
+    if !fits(desc, info, bound, &r, lim) {
+        let shared = SharedLayout::new(desc, info, bound, &r);
         return Err(Error::Argument(format!(
-            "kernel `{}`: the plan needs {} work-items and {bytes} bytes of local memory per work-group; the device allows {} and {}",
+            "kernel `{}`: the plan needs {} work-items and {} bytes of local memory per work-group ({} of them for the reduction tree, which may take at most {CUDA_STATIC_SHARED_BYTES}); the device allows {} and {}: make `items` or `tile` smaller, or cache fewer inputs in local memory",
             desc.name,
             r.threads_per_group(),
+            shared.total(),
+            shared.tree,
             lim.max_items,
             lim.local_bytes
         )));
@@ -383,11 +501,18 @@ pub fn job_for(desc: &KernelDesc, bound: &Bound, info: &KernelInfo, r: &Resolved
     let ext = &bound.extents;
     let kept_points: usize = DimKind::kept(kinds).into_iter().map(|x| ext[x]).product();
     let pw_groups = r.pw_groups(kinds);
-    let source = format!("{}\n{}", defines(desc, bound, r), info.template);
+    let shared = SharedLayout::new(desc, info, bound, r);
+    let source = format!(
+        "{}{}\n{}",
+        defines(desc, bound, r),
+        shared.defines(),
+        info.template
+    );
     Job {
         source,
         main_global: r.group_count() * r.threads_per_group(),
         main_local: r.threads_per_group(),
+        main_shared: shared.dynamic_bytes() as usize,
         partial_len: if pw_groups > 1 {
             pw_groups * kept_points
         } else {
@@ -749,7 +874,7 @@ impl RawDevice for mdh_gpu::cuda::Device {
             };
         }
         let (grid, block) = l.grid_block()?;
-        k.run(grid, block, 0)
+        k.run(grid, block, l.shared_bytes)
     }
 }
 
@@ -765,6 +890,7 @@ mod tests {
             partials: true,
             global: 64,
             local: 64,
+            shared_bytes: 0,
         };
         assert_eq!(main.arg_order(2, 1, 1, 1), vec![0, 1, 2, 3, 4]);
         let scan = Launch {

@@ -149,7 +149,7 @@ impl Backend {
             // Asynchronous on the device's stream: reads wait for it.
             Backend::Cuda => quote! {
                 let (__grid, __block) = __l.grid_block()?;
-                __k.launch(__grid, __block, 0)?;
+                __k.launch(__grid, __block, __l.shared_bytes)?;
             },
         }
     }
@@ -176,6 +176,7 @@ fn entries_tokens(entries: &[GpuEntryCfg]) -> TokenStream {
             vector,
             transpose,
             pad,
+            stages,
         } = &e.plan;
         let device = &e.device;
         let sizes = match &e.sizes {
@@ -193,6 +194,7 @@ fn entries_tokens(entries: &[GpuEntryCfg]) -> TokenStream {
                     vector: ::std::vec![#(#vector),*],
                     transpose: ::std::vec![#(#transpose),*],
                     pad: ::std::vec![#(#pad),*],
+                    stages: #stages,
                 },
                 device: #device,
                 sizes: #sizes,

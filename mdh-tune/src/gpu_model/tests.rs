@@ -10,6 +10,7 @@ fn plan(groups: &[usize], items: &[usize], tile: &[usize], local: &[bool]) -> Gp
         vector: vec![1; local.len()],
         transpose: vec![false; local.len()],
         pad: vec![0; local.len()],
+        stages: 1,
     }
 }
 

@@ -25,10 +25,10 @@ pub(super) type FragmentIndex<'a> = dyn Fn(&dyn Fn(usize) -> String) -> String +
 /// The vector widths the emitter writes code for (a plan's widths above 1).
 pub(super) const WIDTHS: [usize; 2] = [4, 2];
 
-/// The bytes local memory arrays are aligned to: a vector of the widest
-/// width of their element type, and at least 16.
+/// The bytes local memory arrays are aligned to (see
+/// `gpu_plan::local_align`, which places them in dynamic shared memory).
 pub(super) fn local_align(t: ScalarType) -> usize {
-    (WIDTHS[0] * mdh_rt::types::elem_bytes(t)).max(16)
+    mdh_rt::gpu_plan::local_align(mdh_rt::types::elem_bytes(t))
 }
 
 /// The CUDA struct of `w` elements of `t` (aligned to its size, so that it
@@ -103,10 +103,102 @@ fn per_width(l: &mut Lowering, width: &str, mut body: impl FnMut(&mut Lowering, 
     l.line("#endif");
 }
 
+/// Where a copy of tiles goes: the tile being computed (`lmem{b}`, its box
+/// starting at `lo{b}_{c}`) or, with two pipeline stages, the next one
+/// (`lnext{b}`, `lon{b}_{c}`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stage {
+    Current,
+    Next,
+}
+
+impl Stage {
+    fn names(self) -> (&'static str, &'static str) {
+        match self {
+            Stage::Current => ("lmem", "lo"),
+            Stage::Next => ("lnext", "lon"),
+        }
+    }
+}
+
+/// The sizes in bytes `cp.async` copies (`mdh_cp_async{n}`).
+const ASYNC_BYTES: [usize; 3] = [4, 8, 16];
+
+/// The CUDA helpers of `cp.async` (global → shared copies that bypass the
+/// registers and run beside the computation; sm_80 and later: `LDGSTS`):
+/// a copy of 4, 8 or 16 bytes, the commit of the copies issued so far as
+/// one group, the wait for all groups. Inline PTX, as NVRTC has no
+/// `cuda_pipeline` header for certain. The CPU execution of CUDA
+/// (`MDH_CUDA_SIM`) copies at once, which satisfies every wait. Elsewhere
+/// `MDH_CP_ASYNC` is 0 and copies are plain stores.
+pub(super) fn cuda_cp_async() -> String {
+    let mut s = String::from(
+        "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\n#define MDH_CP_ASYNC 1\n",
+    );
+    for n in ASYNC_BYTES {
+        // `.cg` (L2 only) takes 16 bytes alone.
+        let cache = if n == 16 { "cg" } else { "ca" };
+        let _ = writeln!(
+            s,
+            "__device__ __forceinline__ void mdh_cp_async{n}(void* s, const void* g) {{ asm volatile(\"cp.async.{cache}.shared.global [%0], [%1], {n};\\n\" :: \"r\"((unsigned)__cvta_generic_to_shared(s)), \"l\"(g) : \"memory\"); }}"
+        );
+    }
+    s.push_str("__device__ __forceinline__ void mdh_cp_async_commit() { asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\"); }\n");
+    s.push_str("__device__ __forceinline__ void mdh_cp_async_wait() { asm volatile(\"cp.async.wait_group 0;\\n\" ::: \"memory\"); }\n");
+    s.push_str("#elif defined(MDH_CUDA_SIM)\n#define MDH_CP_ASYNC 1\n");
+    for n in ASYNC_BYTES {
+        let _ = writeln!(
+            s,
+            "inline void mdh_cp_async{n}(void* s, const void* g) {{ memcpy(s, g, {n}); }}"
+        );
+    }
+    s.push_str("inline void mdh_cp_async_commit() {}\ninline void mdh_cp_async_wait() {}\n");
+    s.push_str("#else\n#define MDH_CP_ASYNC 0\n#endif\n");
+    s
+}
+
 impl Emit<'_> {
-    /// Cooperative copies of the current tile of locally cached inputs
-    /// (nothing for an empty tile, whose box would be meaningless; the
-    /// barrier after the copies is reached either way).
+    /// Cooperative copies of the current tile of locally cached inputs,
+    /// then the barrier (see [`Self::copy_tiles`]).
+    pub(super) fn local_copies(&self, l: &mut Lowering) {
+        self.copy_tiles(l, Stage::Current, false);
+        l.line("#if ANY_LOCAL");
+        l.line(self.w.barrier);
+        l.line("#endif");
+    }
+
+    /// Stores `bytes` bytes from `src` to `dst` (C lvalues of local and
+    /// global memory): with `pipelined` on CUDA, where `cp.async` copies
+    /// that many bytes, by `mdh_cp_async{bytes}` (`#if MDH_CP_ASYNC`), else
+    /// by `plain`.
+    fn store(
+        &self,
+        l: &mut Lowering,
+        pipelined: bool,
+        bytes: usize,
+        (dst, src): (&str, &str),
+        plain: &mut dyn FnMut(&mut Lowering),
+    ) {
+        let async_ok = self.copies_async(pipelined, bytes);
+        if async_ok {
+            l.line("#if MDH_CP_ASYNC");
+            l.line(&format!("mdh_cp_async{bytes}(&{dst}, &{src});"));
+            l.line("#else");
+        }
+        plain(l);
+        if async_ok {
+            l.line("#endif");
+        }
+    }
+
+    /// Whether a pipelined copy of `bytes` bytes may be a `cp.async`.
+    fn copies_async(&self, pipelined: bool, bytes: usize) -> bool {
+        pipelined && self.d == Dialect::Cuda && ASYNC_BYTES.contains(&bytes)
+    }
+
+    /// Cooperative copies of a tile of locally cached inputs into `stage`
+    /// (nothing for an empty tile, whose box would be meaningless), by
+    /// `cp.async` where `pipelined` (see [`Self::store`]).
     ///
     /// The elements are numbered over the box of a full tile, whose extents
     /// `L{b}_E{c}` are constants (the compiler decodes them by
@@ -116,7 +208,8 @@ impl Emit<'_> {
     /// whole where the last component is innermost in local memory, else
     /// element by element), a run cut by an edge tile's smaller box
     /// (`ext{c}`) element by element.
-    pub(super) fn local_copies(&self, l: &mut Lowering) {
+    pub(super) fn copy_tiles(&self, l: &mut Lowering, stage: Stage, pipelined: bool) {
+        let (dst, lo_) = stage.names();
         let mut nonempty = String::from("1");
         for x in 0..self.dims {
             let _ = write!(nonempty, " && t{x} < e{x}");
@@ -128,11 +221,12 @@ impl Emit<'_> {
                 // A scalar input (`f32[]`): its one element, no runs.
                 l.line(&format!("#if {}", names::local(b)));
                 l.line(&format!(
-                    "if ({nonempty} && lid == 0) lmem{b}[0] = in{b}[0];"
+                    "if ({nonempty} && lid == 0) {dst}{b}[0] = in{b}[0];"
                 ));
                 l.line("#endif");
                 continue;
             };
+            let eb = mdh_rt::types::elem_bytes(buf.ty);
             let vec = names::copy_vector(b);
             l.line(&format!("#if {}", names::local(b)));
             l.line(&format!("if ({nonempty}) {{"));
@@ -150,8 +244,8 @@ impl Emit<'_> {
                         let _ = write!(hi, " + (({IDX}){cf}L) * t{x}");
                     }
                 }
-                l.line(&format!("lo{b}_{c} = {lo};"));
-                l.line(&format!("const {IDX} ext{c} = {hi} - lo{b}_{c} + 1;"));
+                l.line(&format!("{lo_}{b}_{c} = {lo};"));
+                l.line(&format!("const {IDX} ext{c} = {hi} - {lo_}{b}_{c} + 1;"));
             }
             l.line(&format!(
                 "for ({IDX} e = lid; e < {} / {vec}; e += {WG_ITEMS}) {{",
@@ -185,7 +279,7 @@ impl Emit<'_> {
                 let _ = write!(lidx, " + x{c} * {}", names::local_stride(b, c));
                 let _ = write!(
                     gidx,
-                    " + (lo{b}_{c} + x{c}) * {}",
+                    " + ({lo_}{b}_{c} + x{c}) * {}",
                     names::input_stride(b, c)
                 );
             }
@@ -196,30 +290,52 @@ impl Emit<'_> {
             l.line(&format!("#if {vec} > 1"));
             l.line(&format!("if ({inside} && x{last} + {vec} <= ext{last}) {{"));
             per_width(l, &vec, |l, w| {
+                l.line(&format!("#if {}", names::local_transposed(b)));
+                let elems_async = self.copies_async(pipelined, eb);
+                if elems_async {
+                    // Element by element, as the plain path stores them.
+                    l.line("#if MDH_CP_ASYNC");
+                    for r in 0..w {
+                        l.line(&format!(
+                            "mdh_cp_async{eb}(&{dst}{b}[li + {r} * {lstride}], &in{b}[gi + {r}]);"
+                        ));
+                    }
+                    l.line("#else");
+                }
                 let v = l.fresh("v");
                 let elems = vec_load(l, self.d, t, w, &v, &format!("&in{b}[gi]"));
-                l.line(&format!("#if {}", names::local_transposed(b)));
                 for (r, e) in elems.iter().enumerate() {
-                    l.line(&format!("lmem{b}[li + {r} * {lstride}] = {e};"));
+                    l.line(&format!("{dst}{b}[li + {r} * {lstride}] = {e};"));
+                }
+                if elems_async {
+                    l.line("#endif");
                 }
                 l.line("#else");
-                vec_store(l, self.d, t, w, &v, &format!("&lmem{b}[li]"));
+                let (to, from) = (format!("{dst}{b}[li]"), format!("in{b}[gi]"));
+                self.store(l, pipelined, w * eb, (&to, &from), &mut |l| {
+                    let v = l.fresh("v");
+                    vec_load(l, self.d, t, w, &v, &format!("&{from}"));
+                    vec_store(l, self.d, t, w, &v, &format!("&{to}"));
+                });
                 l.line("#endif");
             });
             l.line("} else");
             l.line("#endif");
             l.line(&format!("for ({IDX} r = 0; r < {vec}; r++) {{"));
-            l.line(&format!(
-                "if ({inside} && x{last} + r < ext{last}) lmem{b}[li + r * {lstride}] = in{b}[gi + r];"
-            ));
-            l.line("}");
-            l.line("}");
-            l.line("}");
+            l.line(&format!("if ({inside} && x{last} + r < ext{last}) {{"));
+            let (to, from) = (
+                format!("{dst}{b}[li + r * {lstride}]"),
+                format!("in{b}[gi + r]"),
+            );
+            self.store(l, pipelined, eb, (&to, &from), &mut |l| {
+                l.line(&format!("{to} = {from};"));
+            });
+            // The element, the run, the box's loop, the tile.
+            for _ in 0..4 {
+                l.line("}");
+            }
             l.line("#endif");
         }
-        l.line("#if ANY_LOCAL");
-        l.line(self.w.barrier);
-        l.line("#endif");
     }
 
     /// The loads of access `(b, a)`'s register fragment `frag` (indexed by

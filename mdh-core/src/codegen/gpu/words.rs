@@ -18,6 +18,8 @@ pub(super) struct Words {
     pub(super) global: &'static str,
     pub(super) restrict: &'static str,
     pub(super) shared: &'static str,
+    /// The qualifier of a pointer into local memory (with its space).
+    pub(super) local_ptr: &'static str,
     pub(super) barrier: &'static str,
     /// The built-in ids (unsigned), cast to the index type by
     /// [`Words::group_id`] and [`Words::local_id`].
@@ -56,6 +58,7 @@ pub(super) fn words(d: Dialect) -> Words {
             global: "__global ",
             restrict: "restrict",
             shared: "__local",
+            local_ptr: "__local ",
             barrier: "barrier(CLK_LOCAL_MEM_FENCE);",
             group: "get_group_id(0)",
             local: "get_local_id(0)",
@@ -67,6 +70,7 @@ pub(super) fn words(d: Dialect) -> Words {
             global: "",
             restrict: "__restrict__",
             shared: "__shared__",
+            local_ptr: "",
             barrier: "__syncthreads();",
             group: "blockIdx.x",
             local: "threadIdx.x",
