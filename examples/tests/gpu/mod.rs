@@ -513,8 +513,8 @@ pub fn sim_buffers<'a>(
         })
 }
 
-/// The register-tiled plan of matmul with vectors (issue 21), written once.
-pub use mdh_core::fixtures::matmul_register_tiled_vectors;
+/// The register-tiled plans of matmul (issue 21), written once.
+pub use mdh_core::fixtures::{matmul_register_tiled, matmul_register_tiled_vectors};
 
 /// The register-tiled plan with vectors under layouts of the local tiles
 /// (transposed or not, padded or not), through `run` at sizes of full
