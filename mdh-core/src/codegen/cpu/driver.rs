@@ -14,7 +14,8 @@ use crate::config::CpuEntry;
 use crate::desc::{Bound, KernelDesc, Linear};
 use crate::plan::CpuPlan;
 use crate::spec::IndexFn;
-use mdh_rt::machine::Machine;
+use crate::default_plan::REFERENCE_MACHINE;
+use mdh_rt::machine::{Isa, Machine};
 
 /// Where each access (in the order of `accesses`) is in a [`Bound`]'s
 /// `in_linear` / `out_linear`: its buffer, and its rank among that
@@ -55,6 +56,9 @@ pub fn cpu_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
         let exact = exact[i].as_ref().map(|b| g.compute_fn(&e.plan, i, Some(b)));
         quote!(#general #exact)
     });
+    // The baseline body of x86-64 (see `plan_calls`), numbered after the
+    // entries' bodies.
+    let baseline = g.compute_fn(&baseline_plan(k), entries.len(), None);
     // The context: inputs, sizes, flattened input accesses, params.
     let (field_names, field_tys): (Vec<_>, Vec<_>) = g.ctx_fields().into_iter().unzip();
     let dispatch = g.isa_dispatch(&exact);
@@ -67,6 +71,8 @@ pub fn cpu_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
         }
 
         #(#compute_fns)*
+
+        #baseline
 
         #dispatch
 
@@ -85,21 +91,34 @@ pub fn cpu_in_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
 /// its exact body where the call has the plan's sizes.
 ///
 /// On x86-64 the baseline serves only CPUs without AVX2 (made before
-/// 2013-2015, and low-end Atom-class parts): there the first plan's
-/// general body runs every task, whichever plan the call chose (a general
-/// body is correct for any region), so that a kernel compiles one baseline
-/// body rather than one per plan.
+/// 2013-2015, and low-end Atom-class parts): there one body runs every
+/// task, whichever plan the call chose (a general body is correct for any
+/// region), the analytical default plan for such a machine
+/// ([`baseline_plan`]), so that a kernel compiles one small baseline body
+/// rather than one per plan.
 fn plan_calls(exact: &[Option<Bound>], isa: u8) -> TokenStream {
     if isa == 0 {
         let all = plan_arms(exact, 0);
+        let f = format_ident!("__compute_{}", exact.len());
         return quote! {
             #[cfg(target_arch = "x86_64")]
-            { __compute_0::<0>(__c, __r, __o, __direct) }
+            { #f::<0>(__c, __r, __o, __direct) }
             #[cfg(not(target_arch = "x86_64"))]
             { #all }
         };
     }
     plan_arms(exact, isa)
+}
+
+/// The plan of x86-64's baseline body: the analytical default for the
+/// reference machine with the baseline's register file (16 SSE registers:
+/// register tiles a fraction of AVX-512's, so a body LLVM compiles fast).
+pub(super) fn baseline_plan(k: &Checked) -> CpuPlan {
+    let m = Machine {
+        isa: Isa::Baseline,
+        ..REFERENCE_MACHINE
+    };
+    CpuPlan::default_for_machine(k, &m)
 }
 
 /// The `match __plan` of [`plan_calls`] over every plan.

@@ -95,18 +95,23 @@ fn sized_entries_that_ask_get_an_exact_body_with_constant_strides() {
 }
 
 #[test]
-fn every_isa_shares_one_body_and_the_baseline_runs_the_first_plan() {
+fn every_isa_shares_one_body_and_the_baseline_runs_one_small_plan() {
     let k = crate::fixtures::matmul();
     let code = cpu_fn(&k, &[entry(&k, None), entry(&k, Some(vec![7, 5, 3]))]).to_string();
     // The multiply-add is one call that each ISA resolves: no ISA branch.
     assert!(!code.contains("if ISA"), "{code}");
     assert!(code.contains(". fma :: < ISA >"), "{code}");
-    // On x86-64 the baseline runs the first plan's body for any plan.
+    // On x86-64 the baseline runs one body for any plan: the default plan
+    // for a baseline machine, numbered after the entries' bodies, with a
+    // smaller register tile than the AVX-512 default's.
     let baseline = quote! {
         #[cfg(target_arch = "x86_64")]
-        { __compute_0::<0>(__c, __r, __o, __direct) }
+        { __compute_2::<0>(__c, __r, __o, __direct) }
     };
     assert!(code.contains(&baseline.to_string()), "{code}");
+    assert!(code.contains("fn __compute_2 < const ISA : u8 >"), "{code}");
+    let tile = |p: &CpuPlan| p.reg.iter().product::<usize>();
+    assert!(tile(&super::driver::baseline_plan(&k)) < tile(&CpuPlan::default_for(&k)));
     // The second plan's baseline body only where x86-64's is not.
     assert_eq!(code.matches("__compute_1 :: < 0u8 >").count(), 1, "{code}");
 }
