@@ -11,10 +11,10 @@ use crate::analysis::Checked;
 use crate::codegen::host_args;
 use crate::codegen::rust_expr::ty;
 use crate::config::CpuEntry;
+use crate::default_plan::REFERENCE_MACHINE;
 use crate::desc::{Bound, KernelDesc, Linear};
 use crate::plan::CpuPlan;
 use crate::spec::IndexFn;
-use crate::default_plan::REFERENCE_MACHINE;
 use mdh_rt::machine::{Isa, Machine};
 
 /// Where each access (in the order of `accesses`) is in a [`Bound`]'s
