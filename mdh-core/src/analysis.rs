@@ -9,7 +9,10 @@
 
 use std::ops::Deref;
 
-use crate::spec::{DimKind, IndexFn, Kernel, ReduceOp, ScalarType};
+use crate::spec::{
+    BinOp, BuiltinOp, Closure2, DimKind, Expr, ExprKind, IndexFn, Kernel, Method, ReduceOp,
+    ScalarType,
+};
 
 /// A kernel that passed the checker, with its [`Analysis`]. Derefs to the
 /// [`Kernel`] for what the source says (names, views, scalar function).
@@ -17,6 +20,9 @@ use crate::spec::{DimKind, IndexFn, Kernel, ReduceOp, ScalarType};
 pub struct Checked {
     kernel: Kernel,
     analysis: Analysis,
+    /// Per output access: its operator as the CPU code runs it (see
+    /// [`Checked::cpu_op`]).
+    cpu_ops: Vec<Option<ReduceOp>>,
 }
 
 /// What the checker derived about a kernel (see the module documentation).
@@ -56,7 +62,23 @@ impl Checked {
     /// Wraps a kernel the checker accepted (only the checker calls this).
     pub(crate) fn new(kernel: Kernel) -> Checked {
         let analysis = Analysis::of(&kernel);
-        Checked { kernel, analysis }
+        let cpu_ops = (0..analysis.outputs.len())
+            .map(|o| {
+                let op = kernel.ops[analysis.op_dim?].op_for(o)?;
+                Some(match op {
+                    ReduceOp::Closure(c) => match builtin_of(c, analysis.outputs[o].ty) {
+                        Some(b) => ReduceOp::Builtin(b, c.span),
+                        None => op.clone(),
+                    },
+                    _ => op.clone(),
+                })
+            })
+            .collect();
+        Checked {
+            kernel,
+            analysis,
+            cpu_ops,
+        }
     }
 
     pub fn analysis(&self) -> &Analysis {
@@ -71,6 +93,18 @@ impl Checked {
     pub fn op(&self, o: usize) -> Option<&ReduceOp> {
         let d = self.analysis.op_dim?;
         self.kernel.ops[d].op_for(o)
+    }
+
+    /// Output access `o`'s combine operator as the CPU code runs it: a
+    /// user-defined operator that computes a built-in one (`|a, b| if a > b
+    /// { a } else { b }` on integers is `max`) as that built-in, whose
+    /// identity starts the accumulators, so that SIMD lanes apply and LLVM
+    /// vectorizes the reduction (prl on the 2-core AMD EPYC: 0.56 s with the
+    /// closure's `Option` accumulators, 0.18 s as `max`). The kernel's
+    /// semantics stay the closure's: [`Checked::has_identity`] (an empty PW
+    /// dimension is still an error), the GPU and MPI code use [`Checked::op`].
+    pub fn cpu_op(&self, o: usize) -> Option<&ReduceOp> {
+        self.cpu_ops.get(o)?.as_ref()
     }
 
     /// Whether output access `o` has a neutral element: a built-in
@@ -145,6 +179,58 @@ pub fn static_coef(f: &IndexFn, d: usize) -> Option<i64> {
         .then(|| last.dims.get(d).copied().unwrap_or(0))
 }
 
+/// The built-in operator a user-defined one computes on values of type
+/// `t`, if it is one spelled out: `a + b`, `a * b`, `a.max(b)`, `a.min(b)`
+/// (operands in either order), and on integers `if a > b { a } else { b }`
+/// with any comparison and branch order (on floats it differs from `max`
+/// where a NaN is compared).
+fn builtin_of(c: &Closure2, t: ScalarType) -> Option<BuiltinOp> {
+    let var = |e: &Expr| match &bare(e).kind {
+        ExprKind::Var(v) if *v == c.lhs => Some(0),
+        ExprKind::Var(v) if *v == c.rhs => Some(1),
+        _ => None,
+    };
+    // The operands are `a` and `b`, one each.
+    let both = |x: &Expr, y: &Expr| matches!((var(x), var(y)), (Some(p), Some(q)) if p != q);
+    match &bare(&c.body).kind {
+        ExprKind::Binary(BinOp::Add, x, y, _) if both(x, y) => Some(BuiltinOp::Add),
+        ExprKind::Binary(BinOp::Mul, x, y, _) if both(x, y) => Some(BuiltinOp::Mul),
+        ExprKind::MethodCall(r, m, args, _) if args.len() == 1 && both(r, &args[0]) => match m {
+            Method::Max => Some(BuiltinOp::Max),
+            Method::Min => Some(BuiltinOp::Min),
+            _ => None,
+        },
+        ExprKind::If(cond, then, Some(els)) if t.is_int() => {
+            let ExprKind::Binary(cmp, x, y, _) = &bare(cond).kind else {
+                return None;
+            };
+            let then: &Expr = match (then.stmts.is_empty(), then.tail.as_deref()) {
+                (true, Some(v)) => v,
+                _ => return None,
+            };
+            if !(both(x, y) && both(then, els) && var(then)? != var(els)?) {
+                return None;
+            }
+            // `x > y` (or `>=`) choosing `x` is max; choosing `y`, min.
+            let first = var(then) == var(x);
+            match cmp {
+                BinOp::Gt | BinOp::Ge => Some(if first { BuiltinOp::Max } else { BuiltinOp::Min }),
+                BinOp::Lt | BinOp::Le => Some(if first { BuiltinOp::Min } else { BuiltinOp::Max }),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// `e` without the blocks around it that only hold a value (`{ e }`).
+fn bare(e: &Expr) -> &Expr {
+    match &e.kind {
+        ExprKind::Block(b) if b.stmts.is_empty() => b.tail.as_deref().map_or(e, bare),
+        _ => e,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::fixtures::{compiled, matvec};
@@ -194,5 +280,45 @@ mod tests {
         );
         assert!(map.op(0).is_none() && map.has_identity(0));
         assert!(map.analysis().reduced.is_empty());
+    }
+
+    /// The operator a closure runs as on the CPU, for `kernel k`'s single
+    /// output of type `t`.
+    fn cpu_op(t: &str, closure: &str) -> Option<BuiltinOp> {
+        let k = compiled(&format!(
+            "kernel k {{ inp(x: {t}[N]), out(m: {t}[]), out_view(m: |n| ()), \
+             md_hom[N](|a| a, (PW({closure}))), inp_view(x: |n| (n)) }}"
+        ));
+        assert!(!k.has_identity(0), "the kernel's semantics stay the closure's");
+        match k.cpu_op(0) {
+            Some(ReduceOp::Builtin(b, _)) => Some(*b),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn closures_that_compute_a_builtin_run_as_it() {
+        use BuiltinOp::{Add, Max, Min, Mul};
+        for (t, closure, want) in [
+            ("i64", "|a, b| if a > b { a } else { b }", Some(Max)),
+            ("i64", "|a, b| if a >= b { a } else { b }", Some(Max)),
+            ("i32", "|p, q| if q < p { p } else { q }", Some(Max)),
+            ("u8", "|a, b| if a < b { a } else { b }", Some(Min)),
+            ("i32", "|a, b| if b > a { a } else { b }", Some(Min)),
+            ("i32", "|a, b| { if a <= b { b } else { a } }", Some(Max)),
+            ("f32", "|a, b| b + a", Some(Add)),
+            ("i32", "|a, b| a * b", Some(Mul)),
+            ("f64", "|a, b| a.max(b)", Some(Max)),
+            ("f32", "|a, b| b.min(a)", Some(Min)),
+            // Not a built-in: NaN order on floats, other values, one operand twice.
+            ("f32", "|a, b| if a > b { a } else { b }", None),
+            ("i32", "|a, b| if a > b { a } else { b + 1 }", None),
+            ("i32", "|a, b| if a > b { a } else { a }", None),
+            ("i32", "|a, b| if a == b { a } else { b }", None),
+            ("i32", "|a, b| a + a", None),
+            ("i32", "|a, b| a - b", None),
+        ] {
+            assert_eq!(cpu_op(t, closure), want, "{t}: {closure}");
+        }
     }
 }

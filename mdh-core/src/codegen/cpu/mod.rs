@@ -77,7 +77,7 @@ impl<'k> Gen<'k> {
             kinds: a.kinds.clone(),
             kept: a.kept.clone(),
             reduced: a.reduced.clone(),
-            ops: (0..out_tys.len()).map(|o| k.op(o)).collect(),
+            ops: (0..out_tys.len()).map(|o| k.cpu_op(o)).collect(),
             out_tys,
             a_ty: quote!((#(#tys,)*)),
             pack: vec![Vec::new(); a.inputs.len()],

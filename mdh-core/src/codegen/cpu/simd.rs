@@ -32,11 +32,12 @@ pub(super) fn vcombine(op: BuiltinOp, x: &TokenStream, y: &TokenStream) -> Token
 }
 
 /// Whether register tiles of `k` can run on SIMD lanes at all: its scalar
-/// function is pure and every combine operator is a built-in one (lanes
-/// start at its identity; a closure has none).
+/// function is pure and every combine operator runs as a built-in one
+/// ([`Checked::cpu_op`]; lanes start at its identity, a closure has none).
 pub fn lanes_apply(k: &Checked) -> bool {
     rust_simd::vectorizable(&k.scalar_fn.body)
-        && (0..k.analysis().outputs.len()).all(|o| !matches!(k.op(o), Some(ReduceOp::Closure(_))))
+        && (0..k.analysis().outputs.len())
+            .all(|o| !matches!(k.cpu_op(o), Some(ReduceOp::Closure(_))))
 }
 
 impl<'k> Gen<'k> {
