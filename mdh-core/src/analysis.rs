@@ -214,8 +214,16 @@ fn builtin_of(c: &Closure2, t: ScalarType) -> Option<BuiltinOp> {
             // `x > y` (or `>=`) choosing `x` is max; choosing `y`, min.
             let first = var(then) == var(x);
             match cmp {
-                BinOp::Gt | BinOp::Ge => Some(if first { BuiltinOp::Max } else { BuiltinOp::Min }),
-                BinOp::Lt | BinOp::Le => Some(if first { BuiltinOp::Min } else { BuiltinOp::Max }),
+                BinOp::Gt | BinOp::Ge => Some(if first {
+                    BuiltinOp::Max
+                } else {
+                    BuiltinOp::Min
+                }),
+                BinOp::Lt | BinOp::Le => Some(if first {
+                    BuiltinOp::Min
+                } else {
+                    BuiltinOp::Max
+                }),
                 _ => None,
             }
         }
@@ -289,7 +297,10 @@ mod tests {
             "kernel k {{ inp(x: {t}[N]), out(m: {t}[]), out_view(m: |n| ()), \
              md_hom[N](|a| a, (PW({closure}))), inp_view(x: |n| (n)) }}"
         ));
-        assert!(!k.has_identity(0), "the kernel's semantics stay the closure's");
+        assert!(
+            !k.has_identity(0),
+            "the kernel's semantics stay the closure's"
+        );
         match k.cpu_op(0) {
             Some(ReduceOp::Builtin(b, _)) => Some(*b),
             _ => None,
