@@ -94,6 +94,7 @@ fn conv2d_split_kept_groups_with_pw_items() {
         transpose: vec![false, false],
         pad: vec![0, 0],
         stages: 1,
+        mma: Mma::Off,
     };
     let (p, r, q, s) = (7, 1, 4, 13);
     let image = vec![1.0f32; (p + r - 1) * (q + s - 1)];

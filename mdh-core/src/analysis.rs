@@ -9,7 +9,7 @@
 
 use std::ops::Deref;
 
-use crate::spec::{DimKind, IndexFn, Kernel, ReduceOp, ScalarType};
+use crate::spec::{BinOp, BuiltinOp, DimKind, Expr, ExprKind, IndexFn, Kernel, ReduceOp, ScalarType};
 
 /// A kernel that passed the checker, with its [`Analysis`]. Derefs to the
 /// [`Kernel`] for what the source says (names, views, scalar function).
@@ -67,6 +67,34 @@ impl Checked {
         &self.kernel
     }
 
+    /// Whether the kernel is contraction-shaped (`KernelDesc::contraction`):
+    /// two `f32` input buffers of one access each, their product (in either
+    /// order) as the scalar function, one `f32` output access combined by
+    /// PW(+) along at least one dimension, no PS dimension.
+    pub fn contraction(&self) -> bool {
+        let a = &self.analysis;
+        let f = &self.kernel.scalar_fn;
+        let var = |e: &Expr| match &e.kind {
+            ExprKind::Var(v) => f.params.iter().position(|p| p == v),
+            _ => None,
+        };
+        let product = match &value_of(&f.body).kind {
+            ExprKind::Binary(BinOp::Mul, x, y, ScalarType::F32) => {
+                matches!((var(x), var(y)), (Some(0), Some(1)) | (Some(1), Some(0)))
+            }
+            _ => false,
+        };
+        product
+            && self.kernel.inputs.len() == 2
+            && a.inputs.len() == 2
+            && a.inputs.iter().all(|x| x.ty == ScalarType::F32)
+            && a.outputs.len() == 1
+            && a.outputs[0].ty == ScalarType::F32
+            && !a.reduced.is_empty()
+            && !a.kinds.contains(&DimKind::Ps)
+            && matches!(self.op(0), Some(ReduceOp::Builtin(BuiltinOp::Add, _)))
+    }
+
     /// The combine operator ⊕ of output access `o`, if any dimension is PW or PS.
     pub fn op(&self, o: usize) -> Option<&ReduceOp> {
         let d = self.analysis.op_dim?;
@@ -120,6 +148,15 @@ impl Analysis {
     /// The element type of each output access (one partial result each).
     pub fn output_types(&self) -> Vec<ScalarType> {
         self.outputs.iter().map(|a| a.ty).collect()
+    }
+}
+
+/// The expression a block without statements evaluates to (`{ a * b }` is
+/// `a * b`).
+fn value_of(e: &Expr) -> &Expr {
+    match &e.kind {
+        ExprKind::Block(b) if b.stmts.is_empty() => b.tail.as_deref().map_or(e, value_of),
+        _ => e,
     }
 }
 

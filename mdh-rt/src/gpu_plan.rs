@@ -79,6 +79,124 @@ pub struct GpuPlan {
     /// prefetch (resolved to 1).
     #[cfg_attr(feature = "serde", serde(default = "one_stage"))]
     pub stages: usize,
+    /// Tensor cores, an explicit precision choice for contraction-shaped
+    /// kernels on CUDA (see [`Mma`]); off by default: exact FP32.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub mma: Mma,
+}
+
+/// Whether and how a contraction's full tiles run on the tensor cores
+/// (`mma.sync.m16n8k8` on TF32 operands, sm_80 and later): the precision is
+/// the plan's choice, never implied.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Mma {
+    /// FP32 FMAs: results as exact as the FP32 path computes them.
+    #[default]
+    #[cfg_attr(feature = "serde", serde(rename = "off"))]
+    Off,
+    /// Operands rounded to TF32 (10-bit mantissa), products summed in
+    /// FP32: relative errors about 1e-3.
+    #[cfg_attr(feature = "serde", serde(rename = "tf32"))]
+    Tf32,
+    /// Each operand split into a TF32 part and a TF32 remainder, three
+    /// mmas (big · big + big · small + small · big): about FP32 accuracy
+    /// at three times the tensor-core work.
+    #[cfg_attr(feature = "serde", serde(rename = "3xtf32"))]
+    Tf32x3,
+}
+
+impl Mma {
+    pub const ALL: [Mma; 3] = [Mma::Off, Mma::Tf32, Mma::Tf32x3];
+
+    /// Its name in configs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mma::Off => "off",
+            Mma::Tf32 => "tf32",
+            Mma::Tf32x3 => "3xtf32",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Mma> {
+        Mma::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// The value of [`names::MMA`]: 0 off, else the mmas per product.
+    fn define(self) -> usize {
+        match self {
+            Mma::Off => 0,
+            Mma::Tf32 => 1,
+            Mma::Tf32x3 => 3,
+        }
+    }
+}
+
+/// The md_hom dimensions a contraction's tensor-core tiles (16 rows × 8
+/// columns × 8 steps of the reduction) take: `n`, the last kept dimension
+/// that exactly one input uses (input `b`, the mma's B operand: columns),
+/// `m`, the last kept dimension before it that only the other input `a`
+/// uses (rows), `k`, the last PW dimension both use. Other dimensions are
+/// looped over around the mmas.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MmaDims {
+    pub a: usize,
+    pub b: usize,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+}
+
+/// The [`MmaDims`] of a contraction-shaped kernel, `None` for any other
+/// kernel or a contraction without such dimensions.
+pub fn mma_dims(k: &KernelDesc) -> Option<MmaDims> {
+    if !k.contraction {
+        return None;
+    }
+    let uses = |b: usize, x: usize| {
+        k.inputs[b].accesses[0]
+            .components
+            .iter()
+            .any(|c| c.dims[x] != 0)
+    };
+    let kept = DimKind::kept(&k.kinds);
+    let n = *kept.iter().rev().find(|&&x| uses(0, x) != uses(1, x))?;
+    let b = usize::from(uses(1, n));
+    let a = 1 - b;
+    let m = *kept
+        .iter()
+        .rev()
+        .find(|&&x| x < n && uses(a, x) && !uses(b, x))?;
+    let k = (0..k.kinds.len())
+        .rev()
+        .find(|&x| k.kinds[x] == DimKind::Pw && uses(0, x) && uses(1, x))?;
+    Some(MmaDims { a, b, m, n, k })
+}
+
+/// Whether work-items `items` and tiles `tile` give every warp whole
+/// tensor-core tiles, with the reason where not: the lanes of a warp are
+/// the mma's 8 row groups × 4 column pairs (4 work-items along `n`, a
+/// multiple of 8 along `m`, 1 elsewhere: a warp's lanes share every other
+/// index), each lane holds pairs of rows and of columns (even points per
+/// work-item along `m` and `n`), and tiles step the reduction by 8.
+fn mma_geometry(dims: &MmaDims, items: &[usize], tile: &[usize]) -> Result<(), PlanError> {
+    let MmaDims { m, n, k, .. } = *dims;
+    let lanes = (0..items.len()).all(|x| match x {
+        _ if x == n => items[x] == 4,
+        _ if x == m => items[x] % 8 == 0,
+        _ => items[x] == 1,
+    });
+    if !lanes {
+        return Err(err("items", format!(
+            "`mma` makes the lanes of a warp the tensor cores' 8 row groups × 4 column pairs: `items` must be 4 along dimension {n} (the columns), a multiple of 8 along dimension {m} (the rows) and 1 elsewhere, not {items:?}"
+        )));
+    }
+    if tile[m] % (2 * items[m]) != 0 || tile[n] % 8 != 0 || tile[k] % 8 != 0 {
+        return Err(err("tile", format!(
+            "`mma` computes tiles of 16 rows × 8 columns × 8 steps: `tile` must be a multiple of 2 × `items` along dimension {m} (the rows), of 8 along dimension {n} (the columns) and along dimension {k} (the reduction), not {tile:?}"
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(feature = "serde")]
@@ -166,6 +284,7 @@ impl GpuPlan {
             transpose: Vec::new(),
             pad: Vec::new(),
             stages: 1,
+            mma: Mma::Off,
         };
         plan.fill_layout_defaults(k);
         plan
@@ -246,6 +365,7 @@ impl GpuPlan {
             ));
         }
         self.validate_layout(k)?;
+        self.validate_mma(k)?;
         if let Some(b) = (0..k.inputs.len()).find(|&b| self.local[b] && !can_cache_locally(k, b)) {
             return Err(err(
                 "local",
@@ -256,6 +376,30 @@ impl GpuPlan {
             ));
         }
         Ok(())
+    }
+
+    /// Tensor cores only for a contraction with [`MmaDims`] and a plan whose
+    /// warps hold whole mma tiles ([`mma_geometry`]).
+    fn validate_mma(&self, k: &KernelDesc) -> Result<(), PlanError> {
+        if self.mma == Mma::Off {
+            return Ok(());
+        }
+        let Some(dims) = mma_dims(k) else {
+            let why = if k.contraction {
+                "it has no kept dimension that one input alone uses beside one that only the other uses"
+            } else {
+                "it is not the f32 product of two inputs combined with PW(+)"
+            };
+            return Err(err(
+                "mma",
+                format!(
+                    "`mma: {}` runs contraction-shaped kernels on tensor cores, and `{}` is not one ({why}); drop `mma` (exact FP32)",
+                    self.mma.name(),
+                    k.name
+                ),
+            ));
+        };
+        mma_geometry(&dims, &self.items, &self.tile)
     }
 
     /// The per-input fields of the local-memory layout: one entry per input,
@@ -341,6 +485,9 @@ pub struct Resolved {
     pub pad: Vec<usize>,
     /// 1 without a cached input.
     pub stages: usize,
+    /// The plan's choice; whether a call's tiles run on tensor cores is
+    /// decided in [`defines`] ([`names::MMA`]).
+    pub mma: Mma,
 }
 
 impl Resolved {
@@ -350,6 +497,15 @@ impl Resolved {
 
     pub fn group_count(&self) -> usize {
         self.groups.iter().product()
+    }
+
+    /// Whether this call's full tiles run on tensor cores: the plan asks
+    /// for them and its work-items and tiles, clamped to the call's
+    /// extents, still make whole mma tiles (FP32 elsewhere: a plan is valid
+    /// at every size).
+    pub fn tensor_cores(&self, k: &KernelDesc) -> bool {
+        self.mma != Mma::Off
+            && mma_dims(k).is_some_and(|dims| mma_geometry(&dims, &self.items, &self.tile).is_ok())
     }
 
     /// Work-groups that split PW dimensions (their partial results need the
@@ -432,6 +588,7 @@ impl GpuPlan {
             } else {
                 1
             },
+            mma: self.mma,
         }
     }
 }
@@ -467,6 +624,8 @@ pub fn defines(k: &KernelDesc, bound: &Bound, r: &Resolved) -> String {
     def(names::WG_ITEMS.into(), num(&r.threads_per_group()));
     def(names::BLOCKED.into(), u8::from(r.blocked).to_string());
     def(names::STAGES.into(), r.stages.to_string());
+    let mma = if r.tensor_cores(k) { r.mma.define() } else { 0 };
+    def(names::MMA.into(), mma.to_string());
     let kinds = &k.kinds;
     def(names::PW_GROUPS.into(), num(&r.pw_groups(kinds)));
     def(names::KEPT_POINTS.into(), num(&kept_points(k, bound)));

@@ -113,6 +113,10 @@ pub fn local_size(b: usize) -> String {
     format!("L{b}_SIZE")
 }
 
+/// 0, or the tensor-core mmas per product of a contraction's full tiles:
+/// 1 (TF32) or 3 (3xTF32); see `GpuPlan::mma`.
+pub const MMA: &str = "MDH_MMA";
+
 /// The pipeline stages of the local tiles (see `GpuPlan::stages`).
 pub const STAGES: &str = "MDH_STAGES";
 

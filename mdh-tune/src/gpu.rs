@@ -19,7 +19,7 @@ use mdh_core::codegen::gpu::template;
 use mdh_core::codegen::gpu_api::KernelTables;
 use mdh_core::config::gpu_entry_yaml;
 use mdh_core::desc::{Bound, KernelDesc};
-use mdh_core::gpu_plan::GpuPlan;
+use mdh_core::gpu_plan::{GpuPlan, Mma};
 use mdh_core::plan::elem_bytes;
 use mdh_core::Checked;
 
@@ -542,6 +542,7 @@ mod tests {
             transpose: vec![false, false],
             pad: vec![0, 0],
             stages: 1,
+            mma: Mma::Off,
         };
         let small = plan([4, 32], [4, 256], [false, false]);
         let large = plan([16, 32], [16, 8192], [false, true]);
@@ -657,6 +658,7 @@ mod tests {
             transpose: vec![false, false],
             pad: vec![0, 0],
             stages: 1,
+            mma: Mma::Off,
         };
         let alone = plan([1, 1], [1, 1], [1, 1]);
         let extents = bench.bound.extents.clone();

@@ -3,7 +3,7 @@
 //! tile per dimension, local-memory caching per input, blocked or strided
 //! work-items, and per input that can be cached: the vector width, a
 //! transposed or padded local tile; the pipeline stages of the local
-//! tiles), each a list of values.
+//! tiles; for CUDA contractions, tensor cores), each a list of values.
 //!
 //! Structural constraints are built into the values: work-items and tile
 //! factors are powers of two, work-items at most the extent's next power of
@@ -20,7 +20,8 @@
 use mdh::gpu::{fit, DeviceLimits, KernelInfo};
 use mdh_core::desc::{Bound, KernelDesc};
 use mdh_core::gpu_plan::{
-    can_cache_locally, GpuPlan, MAX_ITEMS, MAX_PRIVATE_ACCUMULATORS, MAX_STAGES, VECTOR_WIDTHS,
+    can_cache_locally, mma_dims, GpuPlan, Mma, MmaDims, MAX_ITEMS, MAX_PRIVATE_ACCUMULATORS,
+    MAX_STAGES, VECTOR_WIDTHS,
 };
 use mdh_core::spec::DimKind;
 
@@ -56,6 +57,8 @@ pub enum Param {
     Pad(usize, Vec<usize>),
     /// The pipeline stages of the local tiles (where some are cached).
     Stages(Vec<usize>),
+    /// Tensor cores (CUDA contractions).
+    Mma(Vec<Mma>),
 }
 
 impl Param {
@@ -64,6 +67,7 @@ impl Param {
             Param::Groups(_, v) | Param::Items(_, v) | Param::Tile(_, v) => v.len(),
             Param::Vector(_, v) | Param::Pad(_, v) | Param::Stages(v) => v.len(),
             Param::Local(_, v) | Param::Blocked(v) | Param::Transpose(_, v) => v.len(),
+            Param::Mma(v) => v.len(),
         }
     }
 
@@ -129,6 +133,10 @@ impl GpuSpace {
         if (0..desc.inputs.len()).any(|b| can_cache_locally(desc, b)) {
             params.push(Param::Stages((1..=MAX_STAGES).collect()));
         }
+        // The CUDA template of a contraction holds the tensor-core path.
+        if mma_dims(desc).is_some() && info.template.contains("mma.sync") {
+            params.push(Param::Mma(Mma::ALL.to_vec()));
+        }
         GpuSpace {
             params,
             desc,
@@ -141,6 +149,41 @@ impl GpuSpace {
     /// Whether the device can run the plan of `p` (the facade's check).
     pub fn fits(&self, p: &Point) -> bool {
         fit(self.desc, &self.bound, self.info, &self.decode(p), self.lim).is_ok()
+    }
+
+    /// A plan that asks for tensor cores given the shape they need (see
+    /// `gpu_plan::MmaDims`): 4 work-items along `n`, at least 8 along `m`,
+    /// 1 elsewhere, tiles of whole mma tiles (the tile factors are powers
+    /// of two, so rounding up is taking the larger); where that shape does
+    /// not run on tensor cores at these extents, the plan without them.
+    fn tensor_core_shape(&self, plan: GpuPlan) -> GpuPlan {
+        let Some(MmaDims { m, n, k, .. }) = mma_dims(self.desc).filter(|_| plan.mma != Mma::Off)
+        else {
+            return plan;
+        };
+        let mut mma = plan.clone();
+        for x in 0..mma.items.len() {
+            mma.items[x] = match x {
+                _ if x == n => 4,
+                _ if x == m => mma.items[x].max(8),
+                _ => 1,
+            };
+            let unit = match x {
+                _ if x == m => 2 * mma.items[x],
+                _ if x == n || x == k => 8,
+                _ => 1,
+            };
+            mma.tile[x] = mma.tile[x].max(unit).next_multiple_of(mma.items[x]);
+        }
+        let (kinds, extents) = (&self.desc.kinds, &self.bound.extents);
+        if mma.resolve(kinds, extents).tensor_cores(self.desc) {
+            mma
+        } else {
+            GpuPlan {
+                mma: Mma::Off,
+                ..plan
+            }
+        }
     }
 
     /// The slot of the largest value among the parameters `which` selects
@@ -176,6 +219,7 @@ impl Space for GpuSpace {
             transpose: vec![false; n],
             pad: vec![0; n],
             stages: 1,
+            mma: Mma::Off,
         };
         // Parameters come per dimension as groups, items, tile: items first.
         for (q, &i) in self.params.iter().zip(p) {
@@ -194,8 +238,10 @@ impl Space for GpuSpace {
                 Param::Transpose(b, v) => plan.transpose[*b] = v[i],
                 Param::Pad(b, v) => plan.pad[*b] = v[i],
                 Param::Stages(v) => plan.stages = v[i],
+                Param::Mma(v) => plan.mma = v[i],
             }
         }
+        plan = self.tensor_core_shape(plan);
         // Stages without a cached tile prefetch nothing.
         if !plan.local.iter().any(|&l| l) {
             plan.stages = 1;
@@ -243,6 +289,7 @@ impl Space for GpuSpace {
             Param::Transpose(i, _) => a.transpose[*i] == b.transpose[*i],
             Param::Pad(i, _) => a.pad[*i] == b.pad[*i],
             Param::Stages(_) => a.stages == b.stages,
+            Param::Mma(_) => a.mma == b.mma,
         }
     }
 

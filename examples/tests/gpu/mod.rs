@@ -7,7 +7,7 @@
 use mdh::reference::{Buffer, Value};
 use mdh::Error;
 use mdh_core::desc::{Bound, BufDesc, KernelDesc};
-use mdh_core::gpu_plan::{can_cache_locally, GpuPlan};
+use mdh_core::gpu_plan::{can_cache_locally, GpuPlan, Mma};
 use mdh_core::spec::ScalarType;
 use mdh_examples::check::{self, Rng};
 
@@ -156,6 +156,7 @@ pub fn random_plan(rng: &mut Rng, desc: &KernelDesc, max_items: usize, sizes: &[
             transpose,
             pad,
             stages: 1 + rng.below(2),
+            mma: Mma::Off,
         };
         let threads: usize = plan.items.iter().product();
         if plan.validate(desc).is_ok() && threads <= max_items {
@@ -224,6 +225,7 @@ pub fn split_kept_plan(
         // of 2, transposed and padded tiles, one stage) crashes PoCL (issue
         // left open; it passes on the CPU execution of CUDA).
         stages: 1,
+        mma: Mma::Off,
     };
     for x in 0..d {
         if x == outer {

@@ -177,7 +177,9 @@ fn entries_tokens(entries: &[GpuEntryCfg]) -> TokenStream {
             transpose,
             pad,
             stages,
+            mma,
         } = &e.plan;
+        let mma = format_ident!("{mma:?}");
         let device = &e.device;
         let sizes = match &e.sizes {
             Some(s) => quote!(::core::option::Option::Some(&[#(#s),*])),
@@ -195,6 +197,7 @@ fn entries_tokens(entries: &[GpuEntryCfg]) -> TokenStream {
                     transpose: ::std::vec![#(#transpose),*],
                     pad: ::std::vec![#(#pad),*],
                     stages: #stages,
+                    mma: ::mdh::__rt::Mma::#mma,
                 },
                 device: #device,
                 sizes: #sizes,

@@ -11,6 +11,7 @@ fn plan(groups: &[usize], items: &[usize], tile: &[usize], local: &[bool]) -> Gp
         transpose: vec![false; local.len()],
         pad: vec![0; local.len()],
         stages: 1,
+        mma: Mma::Off,
     }
 }
 

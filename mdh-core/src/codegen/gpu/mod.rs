@@ -42,6 +42,7 @@ use std::cell::RefCell;
 use std::fmt::Write;
 
 mod local;
+mod mma;
 mod reduce;
 mod scan;
 mod words;
@@ -50,7 +51,7 @@ use crate::analysis::Checked;
 use crate::codegen::c_expr::{identity, int_div_helpers, Dialect, Lowering};
 use crate::spec::{DimKind, ReduceOp, ScalarType, Type};
 use mdh_rt::names::{
-    self, BLOCKED, DYN_SHARED, IDX, KEPT_POINTS, PW_GROUPS, PW_ITEMS, STAGES, WG_ITEMS,
+    self, BLOCKED, DYN_SHARED, IDX, KEPT_POINTS, MMA, PW_GROUPS, PW_ITEMS, STAGES, WG_ITEMS,
 };
 use words::{words, Words};
 
@@ -551,10 +552,7 @@ impl<'k> Emit<'k> {
         for &x in &self.kept {
             pk = format!("{pk} * {}", names::private(x));
         }
-        let mut q = String::from("0");
-        for &x in &self.kept {
-            q = format!("({q}) * {} + p{x}", names::private(x));
-        }
+        let q = self.kept_index(&|x| format!("p{x}"));
         l.line(&format!("#define PK ({pk})"));
         for (o, &(_, _, t)) in self.outs.iter().enumerate() {
             let init = match self.ops[o] {
@@ -574,6 +572,14 @@ impl<'k> Emit<'k> {
             l.line("}");
         }
         q
+    }
+
+    /// The index of the private accumulator at the point whose private index
+    /// along each kept dimension `x` is `p(x)` (row-major).
+    fn kept_index(&self, p: &dyn Fn(usize) -> String) -> String {
+        self.kept.iter().fold(String::from("0"), |q, &x| {
+            format!("({q}) * {} + {}", names::private(x), p(x))
+        })
     }
 
     /// The points of this work-item's PM tile within the current LM tile:
@@ -600,7 +606,16 @@ impl<'k> Emit<'k> {
         }
         l.line(&format!("#if {}", covers.join(" && ")));
         l.line(&format!("if ({full}) {{"));
-        self.points(l, q, true);
+        match self.mma_dims() {
+            Some(dims) => {
+                l.line(&format!("#if {MMA}"));
+                self.mma_points(l, &dims, &|p| self.kept_index(p));
+                l.line("#else");
+                self.points(l, q, true);
+                l.line("#endif");
+            }
+            None => self.points(l, q, true),
+        }
         l.line("} else");
         l.line("#endif");
         l.line("{");
@@ -818,6 +833,9 @@ impl<'k> Emit<'k> {
                 }
                 src.push_str(&local::cuda_vec_types(&types));
                 src.push_str(&local::cuda_cp_async());
+                if self.mma_dims().is_some() {
+                    src.push_str(&mma::cuda_mma());
+                }
             }
         }
         if self.d == Dialect::OpenCl {
@@ -1030,5 +1048,34 @@ mod tests {
                 "L0_VEC 1", "L1_VEC 1", "FV0_0 1", "FV1_0 1", "VG0 1", "VG1 1",
             ],
         );
+    }
+
+    /// Tensor cores: the CUDA template of a contraction has the mma path
+    /// beside the FP32 one, OpenCL's and other kernels' have none; a call
+    /// gets `MDH_MMA` 1 or 3 where its clamped plan keeps whole mma tiles,
+    /// 0 at sizes that cut them (FP32 there).
+    #[test]
+    fn tensor_cores_follow_the_kernel_the_dialect_and_the_sizes() {
+        use mdh_rt::gpu_plan::Mma;
+        let (k, desc) = matmul();
+        assert!(desc.contraction);
+        let cuda = template(&k, Dialect::Cuda);
+        assert!(cuda.contains("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), "{cuda}");
+        assert!(cuda.contains("cvt.rna.tf32.f32"), "{cuda}");
+        assert!(cuda.contains("mdh_mma1(acc0["), "{cuda}");
+        assert!(!template(&k, Dialect::OpenCl).contains("mma"));
+        let stencil = crate::fixtures::compiled(&crate::fixtures::example("jacobi1d"));
+        assert!(!KernelDesc::from_kernel(&stencil).contraction);
+        assert!(!template(&stencil, Dialect::Cuda).contains("mma"));
+        for (mma, want) in [(Mma::Off, 0), (Mma::Tf32, 1), (Mma::Tf32x3, 3)] {
+            let plan = crate::fixtures::matmul_tensor_cores(mma);
+            plan.validate(&desc).unwrap();
+            for ((i, j, kk), fits) in [((256, 128, 64), true), ((20, 128, 64), false), ((256, 128, 12), false)] {
+                let bound = desc.bind_sizes(&sizes(&desc, i, j, kk)).unwrap();
+                let defs = defines(&desc, &bound, &plan.resolve(&desc.kinds, &bound.extents));
+                let got = if fits { want } else { 0 };
+                assert!(defs.contains(&format!("#define MDH_MMA {got}\n")), "{i}×{j}×{kk}: {defs}");
+            }
+        }
     }
 }
