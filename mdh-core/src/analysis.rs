@@ -9,7 +9,9 @@
 
 use std::ops::Deref;
 
-use crate::spec::{BinOp, BuiltinOp, DimKind, Expr, ExprKind, IndexFn, Kernel, ReduceOp, ScalarType};
+use crate::spec::{
+    BinOp, BuiltinOp, DimKind, Expr, ExprKind, IndexFn, Kernel, ReduceOp, ScalarType,
+};
 
 /// A kernel that passed the checker, with its [`Analysis`]. Derefs to the
 /// [`Kernel`] for what the source says (names, views, scalar function).

@@ -7,7 +7,7 @@
 use mdh::reference::{Buffer, Value};
 use mdh::Error;
 use mdh_core::desc::{Bound, BufDesc, KernelDesc};
-use mdh_core::gpu_plan::{can_cache_locally, GpuPlan, Mma};
+use mdh_core::gpu_plan::{can_cache_locally, mma_dims, GpuPlan, Mma, MmaDims};
 use mdh_core::spec::ScalarType;
 use mdh_examples::check::{self, Rng};
 
@@ -376,6 +376,19 @@ pub fn one_case(
     rng: &mut Rng,
     run: &mut RunDyn,
 ) {
+    one_case_within(spec, sizes, plan, rng, run, 0.0);
+}
+
+/// [`one_case`] with `extra` added to the relative tolerance of floats
+/// (a plan's own precision: [`mma_rtol`]).
+pub fn one_case_within(
+    spec: &str,
+    sizes: &[usize],
+    plan: Option<&GpuPlan>,
+    rng: &mut Rng,
+    run: &mut RunDyn,
+    extra: f64,
+) {
     let kernel = mdh::reference::kernel(spec).expect("the example's spec checks");
     let desc = KernelDesc::from_kernel(&kernel);
     let inputs: Vec<Buffer> = kernel
@@ -410,7 +423,7 @@ pub fn one_case(
         init,
         result,
         &got,
-        check::sum_rtol(points),
+        check::sum_rtol(points) + extra,
     ) {
         panic!(
             "kernel `{}`, sizes {sizes:?}, plan {plan:?}: {msg}",
@@ -622,4 +635,101 @@ pub fn matmul_sizes(i: usize, j: usize, k: usize) -> Vec<usize> {
             _ => k,
         })
         .collect()
+}
+
+/// The relative error that tensor cores add to a contraction of terms of
+/// one sign (README, "Tensor cores"): TF32 rounds each operand to within
+/// 2^-11, so each product and the sum to within 2^-10; 3xTF32 drops the
+/// product of the remainders and rounds them (3 · 2^-22, bounded by 2^-20).
+#[allow(dead_code)] // tests/opencl.rs shares this module but has no tensor cores
+pub fn mma_rtol(mma: Mma) -> f64 {
+    match mma {
+        Mma::Off => 0.0,
+        Mma::Tf32 => 2f64.powi(-10),
+        Mma::Tf32x3 => 2f64.powi(-20),
+    }
+}
+
+/// A random plan on tensor cores for a contraction with `MmaDims`: 4
+/// work-items along `n`, 8 or 16 along `m` (one or two warps), 1
+/// elsewhere; pairs of rows and columns per work-item, steps of 8 or 16
+/// along `k`, 1 to 3 points along other dimensions (fewer than 64
+/// accumulators); local tiles, layouts, stages and work-item order at
+/// random; TF32 or 3xTF32.
+pub fn mma_plan(rng: &mut Rng, desc: &KernelDesc, dims: &MmaDims) -> GpuPlan {
+    let d = desc.dims.len();
+    let pick = |rng: &mut Rng, xs: &[usize]| xs[rng.below(xs.len())];
+    loop {
+        let mut items = vec![1; d];
+        items[dims.n] = 4;
+        items[dims.m] = pick(rng, &[8, 16]);
+        let tile: Vec<usize> = (0..d)
+            .map(|x| match x {
+                _ if x == dims.m => items[x] * pick(rng, &[2, 4]),
+                _ if x == dims.n => pick(rng, &[8, 16, 32]),
+                _ if x == dims.k => pick(rng, &[8, 16]),
+                _ => 1 + rng.below(3),
+            })
+            .collect();
+        let local: Vec<bool> = (0..desc.inputs.len())
+            .map(|b| can_cache_locally(desc, b) && rng.below(2) == 1)
+            .collect();
+        let vectors = rng.below(2) == 0;
+        let (vector, transpose, pad) = random_layout(rng, &local, vectors);
+        let plan = GpuPlan {
+            groups: (0..d).map(|_| pick(rng, &[0, 0, 1, 2])).collect(),
+            items,
+            tile,
+            local,
+            blocked: rng.below(2) == 1,
+            vector,
+            transpose,
+            pad,
+            stages: 1 + rng.below(2),
+            mma: [Mma::Tf32, Mma::Tf32x3][rng.below(2)],
+        };
+        if plan.validate(desc).is_ok() {
+            return plan;
+        }
+    }
+}
+
+/// `cases` random sizes (at most `budget` points, sizes up to 48 so that
+/// full tiles occur beside cut ones) with random [`mma_plan`]s of the
+/// contraction `spec` through `run`, each compared with the interpreter
+/// with `extra` of its mode added to the tolerance (CUDA: [`mma_rtol`];
+/// OpenCL, which has no tensor cores and computes such plans in FP32:
+/// none); every other case at sizes where the plan's tiles are whole mma
+/// tiles (so that they run on tensor cores).
+pub fn mma_cases(
+    spec: &str,
+    cases: usize,
+    budget: usize,
+    rng: &mut Rng,
+    run: &mut RunDyn,
+    extra: fn(Mma) -> f64,
+) {
+    let kernel = mdh::reference::kernel(spec).expect("the example's spec checks");
+    let desc = KernelDesc::from_kernel(&kernel);
+    let dims = mma_dims(&desc).expect("a contraction with mma dimensions");
+    for case in 0..cases {
+        let plan = mma_plan(rng, &desc, &dims);
+        let sizes = (0..)
+            .map(|_| -> Vec<usize> {
+                (0..desc.size_params.len())
+                    .map(|_| [1, 2, 3, 5, 8, 16, 24, 32, 48, 64][rng.below(10)] + rng.below(2))
+                    .collect()
+            })
+            .find(|sizes| {
+                let extents: Vec<usize> = desc
+                    .dims
+                    .iter()
+                    .map(|c| KernelDesc::eval_size(c, sizes).unwrap_or(0))
+                    .collect();
+                within(&desc, sizes, budget)
+                    && (case % 2 == 1 || plan.resolve(&desc.kinds, &extents).tensor_cores(&desc))
+            })
+            .expect("an endless search");
+        one_case_within(spec, &sizes, Some(&plan), rng, run, extra(plan.mma));
+    }
 }

@@ -437,7 +437,11 @@ fn gpu_mma_reads_back_and_is_checked() {
         ))
     };
     assert_eq!(
-        cfg("cuda", &format!("{plan}      mma: off\n")).unwrap().cuda[0].plan.mma,
+        cfg("cuda", &format!("{plan}      mma: off\n"))
+            .unwrap()
+            .cuda[0]
+            .plan
+            .mma,
         Mma::Off
     );
     let bad = |backend: &str, gpu: &str| cfg(backend, gpu).unwrap_err().0;
@@ -452,12 +456,18 @@ fn gpu_mma_reads_back_and_is_checked() {
         "{e}"
     );
     // Work-items that are not 8 row groups × 4 column pairs per warp.
-    let e = bad("cuda", "      items: [16, 16, 1]\n      tile: [128, 128, 8]\n      mma: tf32\n");
+    let e = bad(
+        "cuda",
+        "      items: [16, 16, 1]\n      tile: [128, 128, 8]\n      mma: tf32\n",
+    );
     assert!(
         e.starts_with("configs/matmul.yaml:5:") && e.contains("must be 4 along dimension 1"),
         "{e}"
     );
-    let e = bad("cuda", "      items: [32, 4, 1]\n      tile: [32, 64, 8]\n      mma: tf32\n");
+    let e = bad(
+        "cuda",
+        "      items: [32, 4, 1]\n      tile: [32, 64, 8]\n      mma: tf32\n",
+    );
     assert!(
         e.starts_with("configs/matmul.yaml:6:") && e.contains("multiple of 2 × `items`"),
         "{e}"

@@ -99,7 +99,12 @@ impl Emit<'_> {
         let mut open = 0;
         for x in others(true).chain([usize::MAX]).chain(others(false)) {
             if x == usize::MAX {
-                l.line(&format!("for ({IDX} mdh_k = 0; mdh_k < {pk}; mdh_k += 8) {{"));
+                // One step of 8 per trip, whatever the tile's extent along
+                // `k`: the code stays small, the fragments in registers.
+                l.line("#pragma unroll 1");
+                l.line(&format!(
+                    "for ({IDX} mdh_k = 0; mdh_k < {pk}; mdh_k += 8) {{"
+                ));
             } else {
                 private_loop(l, x);
                 if used(x) {
@@ -117,13 +122,17 @@ impl Emit<'_> {
             l.line(&format!("#if {MMA} == 3\nfloat {frag}s[{len}];\n#endif"));
         }
         // A at this lane's rows.
-        l.line(&format!("for ({IDX} p{m} = 0; p{m} < {pm}; p{m}++) for (int e = 0; e < 2; e++) {{"));
+        l.line(&format!(
+            "for ({IDX} p{m} = 0; p{m} < {pm}; p{m}++) for (int e = 0; e < 2; e++) {{"
+        ));
         l.line(&step);
         l.line(&format!("const {IDX} i{m} = {};", item_index(m)));
         self.operand(l, "mdh_a", &format!("p{m} * 2 + e"), a);
         l.line("}");
         // B at the columns of row group g: those of the lane with w{n} = g / 2.
-        l.line(&format!("for ({IDX} s = 0; s < {pn} / 2; s++) for (int e = 0; e < 2; e++) {{"));
+        l.line(&format!(
+            "for ({IDX} s = 0; s < {pn} / 2; s++) for (int e = 0; e < 2; e++) {{"
+        ));
         l.line(&step);
         l.line(&format!(
             "const {IDX} w{n} = mdh_g / 2; const {IDX} p{n} = 2 * s + mdh_g % 2;"
@@ -131,7 +140,9 @@ impl Emit<'_> {
         l.line(&format!("const {IDX} i{n} = {};", item_index(n)));
         self.operand(l, "mdh_b", "s * 2 + e", b);
         l.line("}");
-        l.line(&format!("for ({IDX} r = 0; r < {pm} / 2; r++) for ({IDX} s = 0; s < {pn} / 2; s++) {{"));
+        l.line(&format!(
+            "for ({IDX} r = 0; r < {pm} / 2; r++) for ({IDX} s = 0; s < {pn} / 2; s++) {{"
+        ));
         let acc = |h: usize, c: usize| {
             let at = q(&|x| {
                 if x == m {

@@ -1060,7 +1060,10 @@ mod tests {
         let (k, desc) = matmul();
         assert!(desc.contraction);
         let cuda = template(&k, Dialect::Cuda);
-        assert!(cuda.contains("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), "{cuda}");
+        assert!(
+            cuda.contains("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
+            "{cuda}"
+        );
         assert!(cuda.contains("cvt.rna.tf32.f32"), "{cuda}");
         assert!(cuda.contains("mdh_mma1(acc0["), "{cuda}");
         assert!(!template(&k, Dialect::OpenCl).contains("mma"));
@@ -1070,11 +1073,18 @@ mod tests {
         for (mma, want) in [(Mma::Off, 0), (Mma::Tf32, 1), (Mma::Tf32x3, 3)] {
             let plan = crate::fixtures::matmul_tensor_cores(mma);
             plan.validate(&desc).unwrap();
-            for ((i, j, kk), fits) in [((256, 128, 64), true), ((20, 128, 64), false), ((256, 128, 12), false)] {
+            for ((i, j, kk), fits) in [
+                ((256, 128, 64), true),
+                ((20, 128, 64), false),
+                ((256, 128, 12), false),
+            ] {
                 let bound = desc.bind_sizes(&sizes(&desc, i, j, kk)).unwrap();
                 let defs = defines(&desc, &bound, &plan.resolve(&desc.kinds, &bound.extents));
                 let got = if fits { want } else { 0 };
-                assert!(defs.contains(&format!("#define MDH_MMA {got}\n")), "{i}×{j}×{kk}: {defs}");
+                assert!(
+                    defs.contains(&format!("#define MDH_MMA {got}\n")),
+                    "{i}×{j}×{kk}: {defs}"
+                );
             }
         }
     }
