@@ -677,10 +677,6 @@ pub fn defines(k: &KernelDesc, bound: &Bound, r: &Resolved) -> String {
         def(names::local_stage(b), format!("{}", layout.stage()));
         def(names::local_box(b), num(&layout.elems));
         def(
-            names::local_transposed(b),
-            u8::from(r.transpose[b]).to_string(),
-        );
-        def(
             names::copy_vector(b),
             copy_vector(k, bound, r, b).to_string(),
         );
@@ -910,9 +906,12 @@ fn innermost(k: &KernelDesc, r: &Resolved, b: usize) -> usize {
 /// the first element of a tile's row too, for every tile (its box's least
 /// value in the last component moves with the tiles' starts, by the
 /// coefficients times the blocks and tiles; a negative coefficient moves
-/// it with a tile's end, which the sizes do not align). When the last
-/// component is also innermost in local memory, the vectors are stored
-/// whole, so its padded extent must be a multiple too.
+/// it with a tile's end, which the sizes do not align). The vectors are
+/// stored whole, so the last component must be innermost in local memory
+/// (a transposed tile of rank 2 and more is copied element by element: its
+/// vectors would be stored element by element anyway, and PoCL 3 turned
+/// that path into an endless loop, `bmatmul_split_kept_vector_tiles` in
+/// tests/opencl.rs) and its padded extent a multiple of the width.
 pub fn copy_vector(k: &KernelDesc, bound: &Bound, r: &Resolved, b: usize) -> usize {
     let v = r.vector[b];
     let shape = &bound.in_shapes[b];
@@ -932,8 +931,7 @@ pub fn copy_vector(k: &KernelDesc, bound: &Bound, r: &Resolved, b: usize) -> usi
                 && aligned(cf as i128 * r.tile[x] as i128)
         });
     let store = last == 0
-        || innermost(k, r, b) != last
-        || (comps[last].extent + r.pad[b]).is_multiple_of(v);
+        || (innermost(k, r, b) == last && (comps[last].extent + r.pad[b]).is_multiple_of(v));
     if rows && extent && starts && store {
         v
     } else {

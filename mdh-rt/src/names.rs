@@ -143,12 +143,6 @@ pub fn local_box(b: usize) -> String {
     format!("L{b}_BOX")
 }
 
-/// 1 when input `b`'s tile is stored in local memory with its components
-/// in reverse order (the first innermost: the transposed layout).
-pub fn local_transposed(b: usize) -> String {
-    format!("L{b}_TR")
-}
-
 /// The vector width of the copies of input `b`'s tiles into local memory
 /// (1: scalar copies).
 pub fn copy_vector(b: usize) -> String {

@@ -192,7 +192,8 @@ pub fn random_layout(
 /// work-group (several trips), every other kept dimension split across 2 or
 /// 3 work-groups with one tile per group and one point per work-item (one
 /// trip), PW dimensions on 2 to 4 work-items (a reduction tree with
-/// barriers). `None` when the kernel has no such shape at `sizes`.
+/// barriers); local tiles, layouts and stages at random. `None` when the
+/// kernel has no such shape at `sizes`.
 pub fn split_kept_plan(
     rng: &mut Rng,
     desc: &KernelDesc,
@@ -220,11 +221,7 @@ pub fn split_kept_plan(
         vector,
         transpose,
         pad,
-        // One stage: a draw here would change the sequence of these plans,
-        // and one of the new sequence (bmatmul, sizes [32, 3, 1, 4], vectors
-        // of 2, transposed and padded tiles, one stage) crashes PoCL (issue
-        // left open; it passes on the CPU execution of CUDA).
-        stages: 1,
+        stages: 1 + rng.below(2),
         mma: Mma::Off,
     };
     for x in 0..d {
