@@ -50,6 +50,8 @@ fn limits() -> mdh::gpu::DeviceLimits {
 
 /// Random cases per family on the CPU (each compiles one C++ program).
 const SIM_CASES: usize = 5;
+/// Random cases per family with a warp layer, on the CPU.
+const WARP_CASES: usize = 2;
 /// Random cases per family on a GPU.
 const GPU_CASES: usize = 24;
 /// Sources per family compiled by NVRTC (per architecture).
@@ -189,6 +191,9 @@ macro_rules! cuda_tests {
                 let seed = gpu::seed(stringify!($name));
                 nvrtc_sources($name::cuda::job, $name::SPEC, $budget, seed);
                 gpu::family($name::SPEC, SIM_CASES, $budget, seed, SIM_ITEMS, |plan, i, o, p, s| {
+                    run_on_cpu($name::cuda::job, $name::SPEC, plan, i, o, p, s)
+                });
+                gpu::warp_cases($name::SPEC, WARP_CASES, $budget, seed, SIM_ITEMS, &mut |plan, i, o, p, s| {
                     run_on_cpu($name::cuda::job, $name::SPEC, plan, i, o, p, s)
                 });
                 if let Some(dev) = device() {

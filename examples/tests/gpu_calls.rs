@@ -66,6 +66,7 @@ fn dot_split(groups: usize) -> GpuPlan {
         pad: vec![0, 0],
         stages: 1,
         mma: Mma::Off,
+        warps: Vec::new(),
     }
 }
 
@@ -347,6 +348,7 @@ fn cuda_calls_on_the_cpu_keep_jobs_and_poisoned_partials() {
         pad: vec![0, 0],
         stages: 1,
         mma: Mma::Off,
+        warps: Vec::new(),
     };
     let (i, j, k) = (7, 9, 40);
     let call =

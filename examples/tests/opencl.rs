@@ -21,6 +21,8 @@ fn device() -> Option<&'static Device> {
 }
 
 const CASES: usize = 24;
+/// Random cases per family with a warp layer.
+const WARP_CASES: usize = 6;
 
 macro_rules! opencl_tests {
     ($($name:ident: $budget:expr;)*) => {
@@ -31,6 +33,8 @@ macro_rules! opencl_tests {
                 let max_items = dev.max_work_group_size().min(256);
                 gpu::family($name::SPEC, CASES, $budget, gpu::seed(stringify!($name)), max_items,
                     |plan, i, o, p, s| $name::opencl::run_dyn(dev, plan, i, o, p, s));
+                gpu::warp_cases($name::SPEC, WARP_CASES, $budget, gpu::seed(stringify!($name)), max_items,
+                    &mut |plan, i, o, p, s| $name::opencl::run_dyn(dev, plan, i, o, p, s));
             }
         )*
     };
@@ -96,6 +100,7 @@ fn conv2d_split_kept_groups_with_pw_items() {
         pad: vec![0, 0],
         stages: 1,
         mma: mdh::__rt::Mma::Off,
+        warps: Vec::new(),
     };
     let (p, r, q, s) = (7, 1, 4, 13);
     let image = vec![1.0f32; (p + r - 1) * (q + s - 1)];
@@ -166,6 +171,7 @@ fn bmatmul_split_kept_vector_tiles() {
                 pad: vec![3, 1],
                 stages: 1,
                 mma: mdh::__rt::Mma::Off,
+                warps: Vec::new(),
             };
             gpu::one_case(
                 bmatmul::SPEC,

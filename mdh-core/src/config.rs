@@ -34,6 +34,7 @@
 //!       pad: [0, 4]                     # per input: local tile's row padding
 //!       stages: 2                       # prefetch the next tile (1: off)
 //!       mma: tf32                       # CUDA tensor cores: tf32 | 3xtf32 (default off)
+//!       warps: [2, 2, 1]                # the warp layer: warps per dimension
 //! ```
 //!
 //! Lists have one entry per md_hom dimension, in md_hom order (`local`,
@@ -195,6 +196,8 @@ pub struct GpuConfig {
     /// `off`, `tf32` or `3xtf32` (CUDA only).
     #[serde(default)]
     pub mma: Option<Spanned<String>>,
+    #[serde(default)]
+    pub warps: Option<Spanned<Vec<usize>>>,
 }
 
 impl GpuConfig {
@@ -206,6 +209,7 @@ impl GpuConfig {
             (&mut plan.tile, &self.tile),
             (&mut plan.vector, &self.vector),
             (&mut plan.pad, &self.pad),
+            (&mut plan.warps, &self.warps),
         ] {
             if let Some(v) = src {
                 dst.clone_from(&v.value);
@@ -240,6 +244,7 @@ impl GpuConfig {
             "pad" => self.pad.as_ref().map(|f| &f.referenced),
             "stages" => self.stages.as_ref().map(|f| &f.referenced),
             "mma" => self.mma.as_ref().map(|f| &f.referenced),
+            "warps" => self.warps.as_ref().map(|f| &f.referenced),
             _ => None,
         }
     }
@@ -489,6 +494,9 @@ pub fn gpu_entry_yaml(
     }
     if plan.mma != Mma::Off {
         gpu.push(format!("mma: {}", plan.mma.name()));
+    }
+    if plan.warps.iter().any(|&w| w != 1) {
+        gpu.push(format!("warps: {}", yaml_list(&plan.warps)));
     }
     entry_yaml(k, backend, device, None, sizes, ("gpu", gpu), provenance)
 }

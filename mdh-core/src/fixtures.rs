@@ -99,6 +99,7 @@ pub fn matmul_register_tiled() -> GpuPlan {
         pad: vec![0, 0],
         stages: 1,
         mma: Mma::Off,
+        warps: Vec::new(),
     }
 }
 

@@ -83,7 +83,21 @@ pub struct GpuPlan {
     /// kernels on CUDA (see [`Mma`]); off by default: exact FP32.
     #[cfg_attr(feature = "serde", serde(default))]
     pub mma: Mma,
+    /// The warp layer (the paper's WRP): per md_hom dimension, the warps
+    /// of a work-group along it (empty: no warp layer, as 1 everywhere).
+    /// `items[x]` are then `warps[x]` warps of `items[x] / warps[x]` lanes,
+    /// the lanes of all dimensions make one warp of [`WARP_LANES`], and each
+    /// warp owns a contiguous part of the tile along `x` (`tile[x] /
+    /// warps[x]` indices) whose points its lanes take strided or blocked: a
+    /// warp's accesses stay in its sub-tile (fewer shared-memory bank
+    /// conflicts, whole tensor-core tiles). Only kept dimensions have warps:
+    /// the work-items that combine a PW result stay lanes of one warp.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub warps: Vec<usize>,
 }
+
+/// The lanes of a warp of the warp layer (CUDA's warp size).
+pub const WARP_LANES: usize = 32;
 
 /// Whether and how a contraction's full tiles run on the tensor cores
 /// (`mma.sync.m16n8k8` on TF32 operands, sm_80 and later): the precision is
@@ -173,30 +187,44 @@ pub fn mma_dims(k: &KernelDesc) -> Option<MmaDims> {
     Some(MmaDims { a, b, m, n, k })
 }
 
-/// Whether work-items `items` and tiles `tile` give every warp whole
-/// tensor-core tiles, with the reason where not: the lanes of a warp are
-/// the mma's 8 row groups × 4 column pairs (4 work-items along `n`, a
-/// multiple of 8 along `m`, 1 elsewhere: a warp's lanes share every other
-/// index), each lane holds pairs of rows and of columns (even points per
-/// work-item along `m` and `n`), and tiles step the reduction by 8.
-fn mma_geometry(dims: &MmaDims, items: &[usize], tile: &[usize]) -> Result<(), PlanError> {
+/// Whether work-items `items` of `lanes` lanes per warp (`items` /
+/// warps) and tiles `tile` give every warp whole tensor-core tiles, with
+/// the reason where not: a warp's lanes are the mma's 8 row groups × 4
+/// column pairs (4 lanes along `n`, a multiple of 8 along `m`, 1
+/// elsewhere: a warp's lanes share every other index), each lane holds
+/// pairs of rows and of columns (even points per work-item along `m` and
+/// `n`), and tiles step the reduction by 8.
+fn mma_geometry(
+    dims: &MmaDims,
+    lanes: &[usize],
+    items: &[usize],
+    tile: &[usize],
+) -> Result<(), PlanError> {
     let MmaDims { m, n, k, .. } = *dims;
-    let lanes = (0..items.len()).all(|x| match x {
-        _ if x == n => items[x] == 4,
-        _ if x == m => items[x] % 8 == 0,
-        _ => items[x] == 1,
+    let fit = (0..lanes.len()).all(|x| match x {
+        _ if x == n => lanes[x] == 4,
+        _ if x == m => lanes[x] % 8 == 0,
+        _ => lanes[x] == 1,
     });
-    if !lanes {
+    if !fit {
         return Err(err("items", format!(
-            "`mma` makes the lanes of a warp the tensor cores' 8 row groups × 4 column pairs: `items` must be 4 along dimension {n} (the columns), a multiple of 8 along dimension {m} (the rows) and 1 elsewhere, not {items:?}"
+            "`mma` makes the lanes of a warp the tensor cores' 8 row groups × 4 column pairs: `items` (per warp: `items` / `warps`) must be 4 along dimension {n} (the columns), a multiple of 8 along dimension {m} (the rows) and 1 elsewhere, not {lanes:?}"
         )));
     }
-    if tile[m] % (2 * items[m]) != 0 || tile[n] % 8 != 0 || tile[k] % 8 != 0 {
+    if tile[m] % (2 * items[m]) != 0 || tile[n] % (2 * items[n]) != 0 || tile[k] % 8 != 0 {
         return Err(err("tile", format!(
-            "`mma` computes tiles of 16 rows × 8 columns × 8 steps: `tile` must be a multiple of 2 × `items` along dimension {m} (the rows), of 8 along dimension {n} (the columns) and along dimension {k} (the reduction), not {tile:?}"
+            "`mma` computes tiles of 16 rows × 8 columns × 8 steps: `tile` must be a multiple of 2 × `items` along dimension {m} (the rows) and {n} (the columns), of 8 along dimension {k} (the reduction), not {tile:?}"
         )));
     }
     Ok(())
+}
+
+/// The lanes of a warp along each dimension: `items` / `warps` (`warps`
+/// empty: no warp layer, every work-item a lane).
+fn lanes_of(items: &[usize], warps: &[usize]) -> Vec<usize> {
+    (0..items.len())
+        .map(|x| items[x] / warps.get(x).copied().unwrap_or(1).max(1))
+        .collect()
 }
 
 #[cfg(feature = "serde")]
@@ -285,6 +313,7 @@ impl GpuPlan {
             pad: Vec::new(),
             stages: 1,
             mma: Mma::Off,
+            warps: Vec::new(),
         };
         plan.fill_layout_defaults(k);
         plan
@@ -365,6 +394,7 @@ impl GpuPlan {
             ));
         }
         self.validate_layout(k)?;
+        self.validate_warps(k)?;
         self.validate_mma(k)?;
         if let Some(b) = (0..k.inputs.len()).find(|&b| self.local[b] && !can_cache_locally(k, b)) {
             return Err(err(
@@ -399,7 +429,61 @@ impl GpuPlan {
                 ),
             ));
         };
-        mma_geometry(&dims, &self.items, &self.tile)
+        mma_geometry(
+            &dims,
+            &lanes_of(&self.items, &self.warps),
+            &self.items,
+            &self.tile,
+        )
+    }
+
+    /// The warp layer: none (empty), or per dimension at least 1 warp, 1
+    /// along PW dimensions, dividing the work-items, whose lanes make one
+    /// warp.
+    pub fn validate_warps(&self, k: &KernelDesc) -> Result<(), PlanError> {
+        let w = &self.warps;
+        if w.is_empty() {
+            return Ok(());
+        }
+        let d = k.dims.len();
+        if w.len() != d {
+            return Err(err(
+                "warps",
+                format!(
+                    "`warps` has {} entries but the kernel has {d} dimensions; give one per md_hom dimension (or none)",
+                    w.len()
+                ),
+            ));
+        }
+        if let Some(x) = (0..d).find(|&x| w[x] == 0 || self.items[x] % w[x] != 0) {
+            return Err(err(
+                "warps",
+                format!(
+                    "`warps` of dimension {x} is {}; it must be at least 1 and divide `items` ({}), each warp taking `items` / `warps` lanes",
+                    w[x], self.items[x]
+                ),
+            ));
+        }
+        if let Some(x) = (0..d).find(|&x| w[x] > 1 && k.kinds[x] == DimKind::Pw) {
+            return Err(err(
+                "warps",
+                format!(
+                    "`warps` of dimension {x} is {}, a PW dimension: the work-items that combine a result stay lanes of one warp; give 1",
+                    w[x]
+                ),
+            ));
+        }
+        let lanes: usize = lanes_of(&self.items, w).iter().product();
+        if w.iter().any(|&n| n > 1) && lanes != WARP_LANES {
+            return Err(err(
+                "warps",
+                format!(
+                    "`items` / `warps` {:?} gives {lanes} lanes per warp; a warp has {WARP_LANES}: change `warps` or `items`",
+                    lanes_of(&self.items, w)
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// The per-input fields of the local-memory layout: one entry per input,
@@ -488,6 +572,9 @@ pub struct Resolved {
     /// The plan's choice; whether a call's tiles run on tensor cores is
     /// decided in [`defines`] ([`names::MMA`]).
     pub mma: Mma,
+    /// Per dimension, the warps of the warp layer (1 everywhere without
+    /// one, or where the clamped work-items no longer make whole warps).
+    pub warps: Vec<usize>,
 }
 
 impl Resolved {
@@ -505,7 +592,14 @@ impl Resolved {
     /// at every size).
     pub fn tensor_cores(&self, k: &KernelDesc) -> bool {
         self.mma != Mma::Off
-            && mma_dims(k).is_some_and(|dims| mma_geometry(&dims, &self.items, &self.tile).is_ok())
+            && mma_dims(k).is_some_and(|dims| {
+                mma_geometry(&dims, &self.lanes(), &self.items, &self.tile).is_ok()
+            })
+    }
+
+    /// The lanes of a warp along each dimension.
+    pub fn lanes(&self) -> Vec<usize> {
+        lanes_of(&self.items, &self.warps)
     }
 
     /// Work-groups that split PW dimensions (their partial results need the
@@ -572,6 +666,16 @@ impl GpuPlan {
             groups[x] = if n == 0 { 1 } else { n.div_ceil(block[x]) };
         }
         let private = (0..d).map(|x| tile[x].div_ceil(items[x])).collect();
+        // Work-items clamped to small extents may no longer make whole
+        // warps: then no warp layer for this call.
+        let warps = if self.warps.len() == d
+            && (0..d).all(|x| items[x] % self.warps[x] == 0)
+            && lanes_of(&items, &self.warps).iter().product::<usize>() == WARP_LANES
+        {
+            self.warps.clone()
+        } else {
+            vec![1; d]
+        };
         Resolved {
             groups,
             items,
@@ -589,6 +693,7 @@ impl GpuPlan {
                 1
             },
             mma: self.mma,
+            warps,
         }
     }
 }
@@ -620,7 +725,11 @@ pub fn defines(k: &KernelDesc, bound: &Bound, r: &Resolved) -> String {
         def(names::tile(x), num(&r.tile[x]));
         def(names::block(x), num(&r.block[x]));
         def(names::private(x), num(&r.private[x]));
+        def(names::warps(x), num(&r.warps[x]));
+        def(names::lanes(x), num(&(r.items[x] / r.warps[x])));
     }
+    let lanes: usize = r.lanes().iter().product();
+    def(names::LANES.into(), num(&lanes));
     def(names::WG_ITEMS.into(), num(&r.threads_per_group()));
     def(names::BLOCKED.into(), u8::from(r.blocked).to_string());
     def(names::STAGES.into(), r.stages.to_string());

@@ -38,6 +38,21 @@ pub fn private(x: usize) -> String {
     format!("P{x}")
 }
 
+/// The warps of a work-group along dimension `x` (the warp layer; 1
+/// without it).
+pub fn warps(x: usize) -> String {
+    format!("WP{x}")
+}
+
+/// The lanes of a warp along dimension `x` (`W{x} / WP{x}`).
+pub fn lanes(x: usize) -> String {
+    format!("LN{x}")
+}
+
+/// The lanes of one warp of the warp layer (all work-items of a
+/// work-group without one).
+pub const LANES: &str = "MDH_LANES";
+
 /// Work-items per work-group.
 pub const WG_ITEMS: &str = "WG_ITEMS";
 /// 1 when work-items take consecutive indices of a tile, 0 when strided.

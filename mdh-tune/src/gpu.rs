@@ -304,6 +304,8 @@ pub(crate) fn fitted_default(
         transpose: r.transpose,
         pad: r.pad,
         stages: r.stages,
+        mma: r.mma,
+        warps: r.warps,
     }
 }
 
@@ -543,6 +545,7 @@ mod tests {
             pad: vec![0, 0],
             stages: 1,
             mma: Mma::Off,
+            warps: Vec::new(),
         };
         let small = plan([4, 32], [4, 256], [false, false]);
         let large = plan([16, 32], [16, 8192], [false, true]);
@@ -659,6 +662,7 @@ mod tests {
             pad: vec![0, 0],
             stages: 1,
             mma: Mma::Off,
+            warps: Vec::new(),
         };
         let alone = plan([1, 1], [1, 1], [1, 1]);
         let extents = bench.bound.extents.clone();

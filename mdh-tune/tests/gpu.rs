@@ -62,6 +62,7 @@ fn tune_and_check(backend: &str, device: &str, limits: DeviceLimits) {
         pad: vec![0, 0],
         stages: 1,
         mma: Mma::Off,
+        warps: Vec::new(),
     };
     let path = out.join("matvec.yaml");
     std::fs::create_dir_all(&out).unwrap();

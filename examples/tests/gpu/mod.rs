@@ -157,10 +157,60 @@ pub fn random_plan(rng: &mut Rng, desc: &KernelDesc, max_items: usize, sizes: &[
             pad,
             stages: 1 + rng.below(2),
             mma: Mma::Off,
+            warps: Vec::new(),
         };
         let threads: usize = plan.items.iter().product();
         if plan.validate(desc).is_ok() && threads <= max_items {
             return plan;
+        }
+    }
+}
+
+/// A random plan (of [`random_plan`]) with a warp layer: 32 lanes split
+/// over the kept dimensions in powers of two (over fewer along kept
+/// dimensions when PW dimensions take 2 or 4 of them), 1, 2 or 4 warps along
+/// each kept dimension, work-items = lanes × warps, tiles of 1, 2 or 4
+/// points per work-item. `None` for a kernel without kept dimensions.
+pub fn warp_plan(
+    rng: &mut Rng,
+    desc: &KernelDesc,
+    max_items: usize,
+    sizes: &[usize],
+) -> Option<GpuPlan> {
+    let kinds = &desc.kinds;
+    let kept: Vec<usize> = (0..kinds.len()).filter(|&x| kinds[x].is_kept()).collect();
+    let pw: Vec<usize> = (0..kinds.len()).filter(|&x| !kinds[x].is_kept()).collect();
+    if kept.is_empty() {
+        return None;
+    }
+    loop {
+        let mut plan = random_plan(rng, desc, max_items, sizes);
+        let mut lanes = vec![1; kinds.len()];
+        if let Some(&x) = pw.get(rng.below(pw.len() + 1)) {
+            lanes[x] = [1, 2, 4][rng.below(3)];
+        }
+        let mut left = 32 / lanes.iter().product::<usize>();
+        while left > 1 {
+            lanes[kept[rng.below(kept.len())]] *= 2;
+            left /= 2;
+        }
+        let warps: Vec<usize> = (0..kinds.len())
+            .map(|x| {
+                if kinds[x].is_kept() {
+                    [1, 1, 2, 4][rng.below(4)]
+                } else {
+                    1
+                }
+            })
+            .collect();
+        for x in 0..kinds.len() {
+            plan.items[x] = lanes[x] * warps[x];
+            plan.tile[x] = plan.items[x] * [1, 2, 4][rng.below(3)];
+        }
+        plan.warps = warps;
+        let threads: usize = plan.items.iter().product();
+        if plan.validate(desc).is_ok() && threads <= max_items {
+            return Some(plan);
         }
     }
 }
@@ -223,6 +273,7 @@ pub fn split_kept_plan(
         pad,
         stages: 1 + rng.below(2),
         mma: Mma::Off,
+        warps: Vec::new(),
     };
     for x in 0..d {
         if x == outer {
@@ -360,6 +411,33 @@ pub fn family(
         };
         let plan = (case > 0).then(|| random_plan(&mut rng, &desc, max_items, &sizes));
         one_case(spec, &sizes, plan.as_ref(), &mut rng, &mut run);
+    }
+}
+
+/// `cases` random sizes (as [`family`]'s) with plans of [`warp_plan`] of
+/// one family through `run`, each compared with the reference interpreter
+/// (nothing for a family without kept dimensions).
+pub fn warp_cases(
+    spec: &str,
+    cases: usize,
+    budget: usize,
+    seed: u64,
+    max_items: usize,
+    run: &mut RunDyn,
+) {
+    let kernel = mdh::reference::kernel(spec).expect("the example's spec checks");
+    let desc = KernelDesc::from_kernel(&kernel);
+    let mut rng = Rng::new(seed ^ 0x3a7f);
+    for case in 0..cases {
+        let sizes = if case % 2 == 1 {
+            round_sizes(&mut rng, &desc, budget)
+        } else {
+            random_sizes(&mut rng, &desc, budget, true)
+        };
+        let Some(plan) = warp_plan(&mut rng, &desc, max_items, &sizes) else {
+            return;
+        };
+        one_case(spec, &sizes, Some(&plan), &mut rng, run);
     }
 }
 
@@ -647,23 +725,28 @@ pub fn mma_rtol(mma: Mma) -> f64 {
     }
 }
 
-/// A random plan on tensor cores for a contraction with `MmaDims`: 4
-/// work-items along `n`, 8 or 16 along `m` (one or two warps), 1
-/// elsewhere; pairs of rows and columns per work-item, steps of 8 or 16
-/// along `k`, 1 to 3 points along other dimensions (fewer than 64
-/// accumulators); local tiles, layouts, stages and work-item order at
-/// random; TF32 or 3xTF32.
+/// A random plan on tensor cores for a contraction with `MmaDims`: per
+/// warp 4 lanes along `n` and 8 along `m`, 1 elsewhere, in one or two
+/// warps along `m` (without a warp layer: 16 work-items along `m`) or,
+/// with a warp layer, one or two warps along `m` and `n`; pairs of rows
+/// and columns per work-item, steps of 8 or 16 along `k`, 1 to 3 points
+/// along other dimensions (fewer than 64 accumulators); local tiles,
+/// layouts, stages and work-item order at random; TF32 or 3xTF32.
 pub fn mma_plan(rng: &mut Rng, desc: &KernelDesc, dims: &MmaDims) -> GpuPlan {
     let d = desc.dims.len();
     let pick = |rng: &mut Rng, xs: &[usize]| xs[rng.below(xs.len())];
     loop {
+        let mut warps = vec![1; d];
+        if rng.below(2) == 0 {
+            warps[dims.m] = pick(rng, &[1, 2]);
+            warps[dims.n] = pick(rng, &[1, 2]);
+        }
         let mut items = vec![1; d];
-        items[dims.n] = 4;
-        items[dims.m] = pick(rng, &[8, 16]);
+        items[dims.n] = 4 * warps[dims.n];
+        items[dims.m] = 8 * pick(rng, &[1, 2]) * warps[dims.m];
         let tile: Vec<usize> = (0..d)
             .map(|x| match x {
-                _ if x == dims.m => items[x] * pick(rng, &[2, 4]),
-                _ if x == dims.n => pick(rng, &[8, 16, 32]),
+                _ if x == dims.m || x == dims.n => items[x] * pick(rng, &[2, 4]),
                 _ if x == dims.k => pick(rng, &[8, 16]),
                 _ => 1 + rng.below(3),
             })
@@ -684,6 +767,7 @@ pub fn mma_plan(rng: &mut Rng, desc: &KernelDesc, dims: &MmaDims) -> GpuPlan {
             pad,
             stages: 1 + rng.below(2),
             mma: [Mma::Tf32, Mma::Tf32x3][rng.below(2)],
+            warps,
         };
         if plan.validate(desc).is_ok() {
             return plan;

@@ -178,6 +178,7 @@ fn entries_tokens(entries: &[GpuEntryCfg]) -> TokenStream {
             pad,
             stages,
             mma,
+            warps,
         } = &e.plan;
         let mma = format_ident!("{mma:?}");
         let device = &e.device;
@@ -198,6 +199,7 @@ fn entries_tokens(entries: &[GpuEntryCfg]) -> TokenStream {
                     pad: ::std::vec![#(#pad),*],
                     stages: #stages,
                     mma: ::mdh::__rt::Mma::#mma,
+                    warps: ::std::vec![#(#warps),*],
                 },
                 device: #device,
                 sizes: #sizes,

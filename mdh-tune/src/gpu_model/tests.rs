@@ -1,4 +1,5 @@
 use super::*;
+use mdh_core::gpu_plan::Mma;
 
 fn plan(groups: &[usize], items: &[usize], tile: &[usize], local: &[bool]) -> GpuPlan {
     GpuPlan {
@@ -12,6 +13,7 @@ fn plan(groups: &[usize], items: &[usize], tile: &[usize], local: &[bool]) -> Gp
         pad: vec![0; local.len()],
         stages: 1,
         mma: Mma::Off,
+        warps: Vec::new(),
     }
 }
 

@@ -3,14 +3,15 @@
 //! operands, through inline PTX (NVRTC has no `<mma.h>`).
 //!
 //! A warp's 32 lanes are the mma's 8 row groups × 4 column pairs: lane
-//! `4g + t` is the work-item with `w{n} = t` and `w{m} % 8 = g` (the plan
-//! has 4 work-items along `n`, a multiple of 8 along `m`, 1 elsewhere; see
-//! `gpu_plan::MmaDims`). Its private points along `m` come in pairs (rows
+//! `4g + t` is the work-item with `wl{n} = t` and `wl{m} % 8 = g` (the
+//! plan's warps have 4 lanes along `n`, a multiple of 8 along `m`, 1
+//! elsewhere; see `gpu_plan::MmaDims`). Its private points along `m` come in pairs (rows
 //! `g` and `g + 8` of one mma tile), along `n` too (columns `2t`, `2t + 1`),
 //! so its accumulators are exactly its C fragments, whatever indices the
 //! plan gives its points: the result path stays the one of the FP32 path.
 //! A lane loads A at its own rows and B at the columns lane `4g' + t'` holds
-//! with `t' = g / 2` (the B fragment's column is the lane's row group).
+//! with `t' = g / 2` (the B fragment's column is the lane's row group), in
+//! its own warp's part of the tile.
 
 use std::fmt::Write;
 
@@ -129,13 +130,13 @@ impl Emit<'_> {
         l.line(&format!("const {IDX} i{m} = {};", item_index(m)));
         self.operand(l, "mdh_a", &format!("p{m} * 2 + e"), a);
         l.line("}");
-        // B at the columns of row group g: those of the lane with w{n} = g / 2.
+        // B at the columns of row group g: those of the lane with wl{n} = g / 2.
         l.line(&format!(
             "for ({IDX} s = 0; s < {pn} / 2; s++) for (int e = 0; e < 2; e++) {{"
         ));
         l.line(&step);
         l.line(&format!(
-            "const {IDX} w{n} = mdh_g / 2; const {IDX} p{n} = 2 * s + mdh_g % 2;"
+            "const {IDX} wl{n} = mdh_g / 2; const {IDX} p{n} = 2 * s + mdh_g % 2;"
         ));
         l.line(&format!("const {IDX} i{n} = {};", item_index(n)));
         self.operand(l, "mdh_b", "s * 2 + e", b);

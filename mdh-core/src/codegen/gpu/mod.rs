@@ -51,7 +51,7 @@ use crate::analysis::Checked;
 use crate::codegen::c_expr::{identity, int_div_helpers, Dialect, Lowering};
 use crate::spec::{DimKind, ReduceOp, ScalarType, Type};
 use mdh_rt::names::{
-    self, BLOCKED, DYN_SHARED, IDX, KEPT_POINTS, MMA, PW_GROUPS, PW_ITEMS, STAGES, WG_ITEMS,
+    self, BLOCKED, DYN_SHARED, IDX, KEPT_POINTS, LANES, MMA, PW_GROUPS, PW_ITEMS, STAGES, WG_ITEMS,
 };
 use words::{words, Words};
 
@@ -106,13 +106,15 @@ fn private_loop(l: &mut Lowering, x: usize) {
 }
 
 /// The index along dimension `x` of a work-item's point `p{x}` of the tile:
-/// consecutive per work-item when blocked, strided by the work-items else,
-/// in runs of `VG{x}` consecutive indices (1, or the width of the vectors
-/// that fragments load along `x`: a run is one vector).
+/// in its warp's part of the tile (`wp{x}`: the warp layer's contiguous
+/// sub-tiles, 0 without one), consecutive per lane (`wl{x}`) when blocked,
+/// strided by the lanes else, in runs of `VG{x}` consecutive indices (1,
+/// or the width of the vectors that fragments load along `x`: a run is one
+/// vector).
 fn item_index(x: usize) -> String {
-    let (items, private, run) = (names::items(x), names::private(x), names::vector_group(x));
+    let (lanes, private, run) = (names::lanes(x), names::private(x), names::vector_group(x));
     format!(
-        "t{x} + ({BLOCKED} ? w{x} * {private} + p{x} : ((p{x} / {run}) * {items} + w{x}) * {run} + p{x} % {run})"
+        "t{x} + wp{x} * {private} * {lanes} + ({BLOCKED} ? wl{x} * {private} + p{x} : ((p{x} / {run}) * {lanes} + wl{x}) * {run} + p{x} % {run})"
     )
 }
 
@@ -342,11 +344,28 @@ impl<'k> Emit<'k> {
         l.line(&format!("const {IDX} gid = {};", w.group_id()));
         l.line(&format!("const {IDX} lid = {};", w.local_id()));
         self.decode(l, "gid", "g", names::groups, &all);
-        // Kept coordinates outer, PW coordinates inner: the work-items that
-        // combine one result are consecutive (`lid = kl * PW_ITEMS + pwl`),
-        // so they share a warp where the dialect has warps.
+        // The warp layer: the warp's coordinates (`wp{x}`, 0 along PW
+        // dimensions) from `lid / MDH_LANES`, the lane's (`wl{x}`) from
+        // `lid % MDH_LANES`, kept coordinates outer and PW coordinates
+        // inner: the work-items that combine one result are consecutive
+        // (`lid = kl * PW_ITEMS + pwl`), so they share a warp where the
+        // dialect has warps. Without a warp layer `MDH_LANES` is the
+        // work-group and `wl{x}` the work-item's coordinate.
         let kept_then_pw: Vec<usize> = self.kept.iter().chain(&self.pw).copied().collect();
-        self.decode(l, "lid", "w", names::items, &kept_then_pw);
+        self.decode(
+            l,
+            &format!("lid % {LANES}"),
+            "wl",
+            names::lanes,
+            &kept_then_pw,
+        );
+        self.decode(
+            l,
+            &format!("lid / {LANES}"),
+            "wp",
+            names::warps,
+            &kept_then_pw,
+        );
         if let Some(warp) = self.w.warp {
             // The lanes of this work-item's warp (the last warp of a
             // work-group may be partial).
@@ -387,18 +406,10 @@ impl<'k> Emit<'k> {
         }
         l.line("#endif");
         // The linear index of this work-item among the PW work-items, and
-        // of its kept work-item coordinates.
-        let mut pwl = String::from("0");
-        for &x in &self.pw {
-            pwl = format!("({pwl}) * {} + w{x}", names::items(x));
-        }
-        let mut kl = String::from("0");
-        for &x in &self.kept {
-            kl = format!("({kl}) * {} + w{x}", names::items(x));
-        }
-        l.line(&format!("const {IDX} pwl = {pwl};"));
+        // of its kept work-item coordinates (see the decoding above).
+        l.line(&format!("const {IDX} pwl = lid % {PW_ITEMS};"));
         l.line(&format!("#if {PW_ITEMS} > MDH_SHFL"));
-        l.line(&format!("const {IDX} kl = {kl};"));
+        l.line(&format!("const {IDX} kl = lid / {PW_ITEMS};"));
         l.line("#endif");
     }
 
