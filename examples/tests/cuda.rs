@@ -417,7 +417,8 @@ fn matmul_vector_loads_in_sass() {
             let hot = main.hot_loop().expect(&sass);
             let (ldg, lds) = (main.wide("LDG"), main.wide("LDS"));
             let report = format!(
-                "{arch}, vectors {vectors}: LDG.E.128 {ldg}, LDS.128 {lds}, hot loop {hot:?}\n{}",
+                "{arch}, vectors {vectors}: LDG.E.128 {ldg}, LDS.128 {lds}, STS.128 {}, hot loop {hot:?}\n{}",
+                main.wide("STS"),
                 c.log
             );
             eprintln!("{report}");

@@ -509,13 +509,17 @@ fn gpu_warps_read_back_and_are_checked() {
     };
     let e = bad("      warps: [2, 2, 1]\n");
     assert!(
-        e.starts_with("configs/matmul.yaml:6:") && e.contains("gives 128 lanes per warp; a warp has 32"),
+        e.starts_with("configs/matmul.yaml:6:")
+            && e.contains("gives 128 lanes per warp; a warp has 32"),
         "{e}"
     );
     let e = bad("      warps: [2, 4, 2]\n");
     assert!(e.contains("a PW dimension"), "{e}");
     let e = bad("      warps: [3, 4, 1]\n");
-    assert!(e.contains("must be at least 1 and divide `items` (16)"), "{e}");
+    assert!(
+        e.contains("must be at least 1 and divide `items` (16)"),
+        "{e}"
+    );
     let e = bad("      warps: [2, 4]\n");
     assert!(e.contains("`warps` has 2 entries"), "{e}");
 }
