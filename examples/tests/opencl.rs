@@ -22,7 +22,7 @@ fn device() -> Option<&'static Device> {
 
 const CASES: usize = 24;
 /// Random cases per family with a warp layer.
-const WARP_CASES: usize = 6;
+const WARP_CASES: usize = 2;
 
 macro_rules! opencl_tests {
     ($($name:ident: $budget:expr;)*) => {

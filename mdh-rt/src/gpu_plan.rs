@@ -203,7 +203,7 @@ fn mma_geometry(
     let MmaDims { m, n, k, .. } = *dims;
     let fit = (0..lanes.len()).all(|x| match x {
         _ if x == n => lanes[x] == 4,
-        _ if x == m => lanes[x] % 8 == 0,
+        _ if x == m => lanes[x].is_multiple_of(8),
         _ => lanes[x] == 1,
     });
     if !fit {
@@ -211,7 +211,10 @@ fn mma_geometry(
             "`mma` makes the lanes of a warp the tensor cores' 8 row groups × 4 column pairs: `items` (per warp: `items` / `warps`) must be 4 along dimension {n} (the columns), a multiple of 8 along dimension {m} (the rows) and 1 elsewhere, not {lanes:?}"
         )));
     }
-    if tile[m] % (2 * items[m]) != 0 || tile[n] % (2 * items[n]) != 0 || tile[k] % 8 != 0 {
+    if !tile[m].is_multiple_of(2 * items[m])
+        || !tile[n].is_multiple_of(2 * items[n])
+        || !tile[k].is_multiple_of(8)
+    {
         return Err(err("tile", format!(
             "`mma` computes tiles of 16 rows × 8 columns × 8 steps: `tile` must be a multiple of 2 × `items` along dimension {m} (the rows) and {n} (the columns), of 8 along dimension {k} (the reduction), not {tile:?}"
         )));
@@ -455,7 +458,7 @@ impl GpuPlan {
                 ),
             ));
         }
-        if let Some(x) = (0..d).find(|&x| w[x] == 0 || self.items[x] % w[x] != 0) {
+        if let Some(x) = (0..d).find(|&x| w[x] == 0 || !self.items[x].is_multiple_of(w[x])) {
             return Err(err(
                 "warps",
                 format!(
@@ -669,7 +672,7 @@ impl GpuPlan {
         // Work-items clamped to small extents may no longer make whole
         // warps: then no warp layer for this call.
         let warps = if self.warps.len() == d
-            && (0..d).all(|x| items[x] % self.warps[x] == 0)
+            && (0..d).all(|x| self.warps[x] > 0 && items[x].is_multiple_of(self.warps[x]))
             && lanes_of(&items, &self.warps).iter().product::<usize>() == WARP_LANES
         {
             self.warps.clone()

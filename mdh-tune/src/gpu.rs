@@ -19,7 +19,7 @@ use mdh_core::codegen::gpu::template;
 use mdh_core::codegen::gpu_api::KernelTables;
 use mdh_core::config::gpu_entry_yaml;
 use mdh_core::desc::{Bound, KernelDesc};
-use mdh_core::gpu_plan::{GpuPlan, Mma};
+use mdh_core::gpu_plan::GpuPlan;
 use mdh_core::plan::elem_bytes;
 use mdh_core::Checked;
 
@@ -517,6 +517,7 @@ pub fn tune<D: RawDevice>(
 mod tests {
     use super::*;
     use mdh::gpu::GpuDevice;
+    use mdh_core::gpu_plan::Mma;
 
     #[test]
     fn the_configured_plan_is_the_entry_the_wrappers_choose() {

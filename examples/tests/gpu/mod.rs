@@ -142,23 +142,7 @@ pub fn random_plan(rng: &mut Rng, desc: &KernelDesc, max_items: usize, sizes: &[
                 };
             }
         }
-        let local: Vec<bool> = (0..desc.inputs.len())
-            .map(|b| can_cache_locally(desc, b) && rng.below(2) == 1)
-            .collect();
-        let (vector, transpose, pad) = random_layout(rng, &local, vectors);
-        let plan = GpuPlan {
-            groups,
-            items,
-            tile,
-            local,
-            blocked: rng.below(2) == 1,
-            vector,
-            transpose,
-            pad,
-            stages: 1 + rng.below(2),
-            mma: Mma::Off,
-            warps: Vec::new(),
-        };
+        let plan = with_random_memory(rng, desc, groups, items, tile, vectors);
         let threads: usize = plan.items.iter().product();
         if plan.validate(desc).is_ok() && threads <= max_items {
             return plan;
@@ -215,6 +199,37 @@ pub fn warp_plan(
     }
 }
 
+/// The plan of `groups`, `items` and `tile` with its memory at random:
+/// local tiles where they can be, their layout ([`random_layout`], vectors
+/// where `vectors`), blocked or strided work-items, one or two stages (no
+/// tensor cores, no warp layer).
+fn with_random_memory(
+    rng: &mut Rng,
+    desc: &KernelDesc,
+    groups: Vec<usize>,
+    items: Vec<usize>,
+    tile: Vec<usize>,
+    vectors: bool,
+) -> GpuPlan {
+    let local: Vec<bool> = (0..desc.inputs.len())
+        .map(|b| can_cache_locally(desc, b) && rng.below(2) == 1)
+        .collect();
+    let (vector, transpose, pad) = random_layout(rng, &local, vectors);
+    GpuPlan {
+        groups,
+        items,
+        tile,
+        local,
+        blocked: rng.below(2) == 1,
+        vector,
+        transpose,
+        pad,
+        stages: 1 + rng.below(2),
+        mma: Mma::Off,
+        warps: Vec::new(),
+    }
+}
+
 /// Random layout fields of a plan whose inputs `local` are cached in local
 /// memory: vector widths of 2 or 4 (1 without `vectors`), and for cached
 /// inputs a transposed tile (a third of them) and padding of 0, 1, 3 or 4
@@ -257,24 +272,8 @@ pub fn split_kept_plan(
     if inner.is_empty() || kept.len() == d || extent(outer) < 2 {
         return None;
     }
-    let local: Vec<bool> = (0..desc.inputs.len())
-        .map(|b| can_cache_locally(desc, b) && rng.below(2) == 1)
-        .collect();
     let wide = rng.below(2) == 0;
-    let (vector, transpose, pad) = random_layout(rng, &local, wide);
-    let mut plan = GpuPlan {
-        groups: vec![1; d],
-        items: vec![1; d],
-        tile: vec![1; d],
-        local,
-        blocked: rng.below(2) == 1,
-        vector,
-        transpose,
-        pad,
-        stages: 1 + rng.below(2),
-        mma: Mma::Off,
-        warps: Vec::new(),
-    };
+    let mut plan = with_random_memory(rng, desc, vec![1; d], vec![1; d], vec![1; d], wide);
     for x in 0..d {
         if x == outer {
             continue;
@@ -348,6 +347,22 @@ fn within(desc: &KernelDesc, sizes: &[usize], budget: usize) -> bool {
         .is_some_and(|p| p <= budget)
 }
 
+/// The sizes of random case `case`: multiples of 4 for every other one
+/// ([`round_sizes`]), else [`random_sizes`] (0 only when `zeros`).
+fn case_sizes(
+    rng: &mut Rng,
+    desc: &KernelDesc,
+    budget: usize,
+    case: usize,
+    zeros: bool,
+) -> Vec<usize> {
+    if case % 2 == 1 {
+        round_sizes(rng, desc, budget)
+    } else {
+        random_sizes(rng, desc, budget, zeros)
+    }
+}
+
 /// Random sizes that are multiples of 4 (where rows of 4 elements are
 /// aligned, so that plans asking for vectors get them), with at most
 /// `budget` points in the index space.
@@ -404,11 +419,7 @@ pub fn family(
     let desc = KernelDesc::from_kernel(&kernel);
     let mut rng = Rng::new(seed);
     for case in 0..cases {
-        let sizes = if case % 2 == 1 {
-            round_sizes(&mut rng, &desc, budget)
-        } else {
-            random_sizes(&mut rng, &desc, budget, true)
-        };
+        let sizes = case_sizes(&mut rng, &desc, budget, case, true);
         let plan = (case > 0).then(|| random_plan(&mut rng, &desc, max_items, &sizes));
         one_case(spec, &sizes, plan.as_ref(), &mut rng, &mut run);
     }
@@ -429,11 +440,7 @@ pub fn warp_cases(
     let desc = KernelDesc::from_kernel(&kernel);
     let mut rng = Rng::new(seed ^ 0x3a7f);
     for case in 0..cases {
-        let sizes = if case % 2 == 1 {
-            round_sizes(&mut rng, &desc, budget)
-        } else {
-            random_sizes(&mut rng, &desc, budget, true)
-        };
+        let sizes = case_sizes(&mut rng, &desc, budget, case, true);
         let Some(plan) = warp_plan(&mut rng, &desc, max_items, &sizes) else {
             return;
         };
@@ -524,11 +531,7 @@ pub fn sources(
     let desc = KernelDesc::from_kernel(&kernel);
     let mut rng = Rng::new(seed ^ 0x4e56);
     for case in 0..count {
-        let sizes = if case % 2 == 1 {
-            round_sizes(&mut rng, &desc, budget)
-        } else {
-            random_sizes(&mut rng, &desc, budget, false)
-        };
+        let sizes = case_sizes(&mut rng, &desc, budget, case, false);
         let plan = (case > 0).then(|| random_plan(&mut rng, &desc, max_items, &sizes));
         let len =
             |b: &[BufDesc]| -> Vec<usize> { b.iter().map(|d| buffer_len(d, &sizes)).collect() };
@@ -751,23 +754,12 @@ pub fn mma_plan(rng: &mut Rng, desc: &KernelDesc, dims: &MmaDims) -> GpuPlan {
                 _ => 1 + rng.below(3),
             })
             .collect();
-        let local: Vec<bool> = (0..desc.inputs.len())
-            .map(|b| can_cache_locally(desc, b) && rng.below(2) == 1)
-            .collect();
+        let groups = (0..d).map(|_| pick(rng, &[0, 0, 1, 2])).collect();
         let vectors = rng.below(2) == 0;
-        let (vector, transpose, pad) = random_layout(rng, &local, vectors);
         let plan = GpuPlan {
-            groups: (0..d).map(|_| pick(rng, &[0, 0, 1, 2])).collect(),
-            items,
-            tile,
-            local,
-            blocked: rng.below(2) == 1,
-            vector,
-            transpose,
-            pad,
-            stages: 1 + rng.below(2),
             mma: [Mma::Tf32, Mma::Tf32x3][rng.below(2)],
             warps,
+            ..with_random_memory(rng, desc, groups, items, tile, vectors)
         };
         if plan.validate(desc).is_ok() {
             return plan;
