@@ -120,7 +120,9 @@ impl Emit<'_> {
         );
         for (frag, len) in [("mdh_a", format!("{pm} * 2")), ("mdh_b", pn.clone())] {
             l.line(&format!("float {frag}[{len}];"));
-            l.line(&format!("#if {MMA} == 3\nfloat {frag}s[{len}];\n#endif"));
+            l.line(&format!("#if {MMA} == 3"));
+            l.line(&format!("float {frag}s[{len}];"));
+            l.line("#endif");
         }
         // A at this lane's rows.
         l.line(&format!(
@@ -180,8 +182,8 @@ impl Emit<'_> {
             "const float v = {}; {frag}[{at}] = mdh_tf32(v);",
             self.load(b, 0)
         ));
-        l.line(&format!(
-            "#if {MMA} == 3\n{frag}s[{at}] = mdh_tf32(v - {frag}[{at}]);\n#endif"
-        ));
+        l.line(&format!("#if {MMA} == 3"));
+        l.line(&format!("{frag}s[{at}] = mdh_tf32(v - {frag}[{at}]);"));
+        l.line("#endif");
     }
 }
