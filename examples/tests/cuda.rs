@@ -29,7 +29,7 @@ use mdh::Error;
 use mdh_core::codegen::c_expr::Dialect;
 use mdh_core::desc::{Bound, KernelDesc};
 use mdh_core::fixtures;
-use mdh_core::gpu_plan::{GpuPlan, MAX_ITEMS};
+use mdh_core::gpu_plan::{GpuPlan, Mma, MAX_ITEMS};
 use mdh_example_kernels::*;
 use mdh_gpu::cuda::nvrtc_compile;
 use mdh_gpu::cuda_sim::{cpu_sim_available, run_launches_on_cpu, SimArg, SimLaunch};
@@ -50,6 +50,8 @@ fn limits() -> mdh::gpu::DeviceLimits {
 
 /// Random cases per family on the CPU (each compiles one C++ program).
 const SIM_CASES: usize = 5;
+/// Random cases per family with a warp layer, on the CPU.
+const WARP_CASES: usize = 2;
 /// Random cases per family on a GPU.
 const GPU_CASES: usize = 24;
 /// Sources per family compiled by NVRTC (per architecture).
@@ -189,6 +191,9 @@ macro_rules! cuda_tests {
                 let seed = gpu::seed(stringify!($name));
                 nvrtc_sources($name::cuda::job, $name::SPEC, $budget, seed);
                 gpu::family($name::SPEC, SIM_CASES, $budget, seed, SIM_ITEMS, |plan, i, o, p, s| {
+                    run_on_cpu($name::cuda::job, $name::SPEC, plan, i, o, p, s)
+                });
+                gpu::warp_cases($name::SPEC, WARP_CASES, $budget, seed, SIM_ITEMS, &mut |plan, i, o, p, s| {
                     run_on_cpu($name::cuda::job, $name::SPEC, plan, i, o, p, s)
                 });
                 if let Some(dev) = device() {
@@ -412,7 +417,8 @@ fn matmul_vector_loads_in_sass() {
             let hot = main.hot_loop().expect(&sass);
             let (ldg, lds) = (main.wide("LDG"), main.wide("LDS"));
             let report = format!(
-                "{arch}, vectors {vectors}: LDG.E.128 {ldg}, LDS.128 {lds}, hot loop {hot:?}\n{}",
+                "{arch}, vectors {vectors}: LDG.E.128 {ldg}, LDS.128 {lds}, STS.128 {}, hot loop {hot:?}\n{}",
+                main.wide("STS"),
                 c.log
             );
             eprintln!("{report}");
@@ -573,6 +579,185 @@ fn matmul_pipeline_stages_run() {
     gpu::matmul_stages_cases(&mut rng, &mut |plan, i, o, p, s| {
         run_on_cpu(matmul::cuda::job, matmul::SPEC, plan, i, o, p, s)
     });
+}
+
+/// The contraction-shaped families with tensor-core dimensions
+/// (`gpu_plan::MmaDims`): matmul, its transposed layout, batched, a tensor
+/// contraction and a convolution (as an implicit GEMM: the mma's rows are
+/// output columns `q`, its columns filters `k`, its steps channels `c`).
+fn contractions() -> [(&'static str, JobFn); 5] {
+    [
+        (matmul::SPEC, matmul::cuda::job),
+        (matmul_t::SPEC, matmul_t::cuda::job),
+        (bmatmul::SPEC, bmatmul::cuda::job),
+        (ccsdt::SPEC, ccsdt::cuda::job),
+        (mcc::SPEC, mcc::cuda::job),
+    ]
+}
+
+/// Random plans on tensor cores (TF32, 3xTF32) of every contraction,
+/// executed on the CPU (the mma emulated in the PTX fragment layout,
+/// operands rounded as the hardware rounds them) over sizes with full and
+/// cut tiles: equal to the interpreter within each mode's tolerance
+/// (`gpu::mma_rtol`).
+#[test]
+fn tensor_cores_run_contractions_at_their_precision() {
+    if !nvrtc_and_compiler() {
+        return;
+    }
+    for (spec, job) in contractions() {
+        let mut rng = mdh_examples::check::Rng::new(gpu::seed(spec) ^ 0x3a3a);
+        gpu::mma_cases(
+            spec,
+            8,
+            1 << 15,
+            &mut rng,
+            &mut |plan, i, o, p, s| run_on_cpu(job, spec, plan, i, o, p, s),
+            gpu::mma_rtol,
+        );
+    }
+}
+
+/// NVRTC compiles random tensor-core plans of every contraction for sm_80
+/// and sm_90 with an empty log, at sizes where they run on tensor cores.
+#[test]
+fn tensor_core_sources_compile() {
+    if !mdh_gpu::cuda::nvrtc_available() {
+        gpu::skip_or_fail("MDH_REQUIRE_NVRTC", "NVRTC is not available");
+        return;
+    }
+    for (spec, job) in contractions() {
+        let desc = KernelDesc::from_kernel(&mdh::reference::kernel(spec).unwrap());
+        let dims = mdh_core::gpu_plan::mma_dims(&desc).unwrap();
+        let mut rng = mdh_examples::check::Rng::new(gpu::seed(spec) ^ 0x5c5c);
+        let bound = mdh::gpu::bind_sizes(&desc, &vec![64; desc.size_params.len()]).unwrap();
+        for _ in 0..2 {
+            let plan = gpu::mma_plan(&mut rng, &desc, &dims);
+            let source = job(&bound, Some(&plan), "*", limits())
+                .unwrap()
+                .unwrap()
+                .source;
+            let what = format!("kernel `{}`, plan {plan:?}", desc.name);
+            let define = match plan.mma {
+                Mma::Tf32 => "#define MDH_MMA 1\n",
+                _ => "#define MDH_MMA 3\n",
+            };
+            assert!(source.contains(define), "{what}\n{source}");
+            for arch in ["sm_80", "sm_90"] {
+                let out = nvrtc_compile(&source, arch)
+                    .unwrap_or_else(|e| panic!("{what}, {arch}: {e}\n{source}"));
+                assert!(
+                    out.log.is_empty(),
+                    "{what}, {arch}: NVRTC warned:\n{}",
+                    out.log
+                );
+            }
+        }
+    }
+}
+
+/// The SASS of matmul 1024³ (sm_80, sm_90): `HMMA` exactly when the plan
+/// asks for tensor cores (none under the register-tiled plan or the
+/// tensor-core plan's shape in FP32), three times as many per step of k
+/// with 3xTF32 as with TF32, no FP32 FMAs in their hot loop, no spills.
+#[test]
+fn matmul_tensor_cores_in_sass() {
+    if !sass_tools() {
+        return;
+    }
+    for arch in ["sm_80", "sm_90"] {
+        let mut hmma_per_mode = Vec::new();
+        for (plan, name) in [
+            (fixtures::matmul_register_tiled(), "register-tiled"),
+            (
+                fixtures::matmul_tensor_cores(Mma::Off),
+                "tensor-core shape, off",
+            ),
+            (fixtures::matmul_tensor_cores(Mma::Tf32), "tf32"),
+            (fixtures::matmul_tensor_cores(Mma::Tf32x3), "3xtf32"),
+        ] {
+            let (c, main, sass) = matmul_main_sass(&plan, arch);
+            let hot = main.hot_loop().expect(&sass);
+            let hmma = main.count("HMMA");
+            let report = format!(
+                "{arch}, {name}: HMMA {hmma}, FFMA {}, hot loop {hot:?}, registers {:?}\n{}",
+                main.count("FFMA"),
+                c.kernels
+                    .iter()
+                    .map(|k| (k.name.clone(), k.registers))
+                    .collect::<Vec<_>>(),
+                c.log
+            );
+            eprintln!("{report}");
+            assert_eq!(hmma > 0, plan.mma != Mma::Off, "{report}\n{sass}");
+            if plan.mma != Mma::Off {
+                assert_eq!(hot.ffma, 0, "{report}\n{sass}");
+                hmma_per_mode.push(hot.hmma);
+            }
+            assert_eq!(main.division_calls(), 0, "{report}");
+            for k in &c.kernels {
+                assert_eq!((k.spill_stores, k.spill_loads), (0, 0), "{report}");
+            }
+        }
+        assert_eq!(
+            hmma_per_mode[1],
+            3 * hmma_per_mode[0],
+            "{arch}: {hmma_per_mode:?}"
+        );
+    }
+}
+
+/// The precision of each mode, seen on the CPU execution of matmul
+/// 64 × 64 × 128 over values in [0, 1), against products summed in f64:
+/// TF32's largest relative error is far above FP32's (its operands keep 10
+/// of 23 mantissa bits) and within 2^-10; 3xTF32's is at FP32's level.
+#[test]
+fn tensor_core_precision_per_mode() {
+    if !nvrtc_and_compiler() {
+        return;
+    }
+    let (m, n, k) = (64, 64, 128);
+    let mut rng = mdh_examples::check::Rng::new(gpu::seed("tensor core precision"));
+    let (a, b) = (rng.f32s(m * k), rng.f32s(k * n));
+    let exact: Vec<f64> = (0..m * n)
+        .map(|p| {
+            (0..k)
+                .map(|q| a[p / n * k + q] as f64 * b[q * n + p % n] as f64)
+                .sum()
+        })
+        .collect();
+    let sizes = matmul_bound(m, n, k).sizes;
+    let error = |mma: Mma| {
+        let plan = GpuPlan {
+            tile: vec![64, 32, 16],
+            ..fixtures::matmul_tensor_cores(mma)
+        };
+        let inputs = [Buffer::from(a.clone()), Buffer::from(b.clone())];
+        let mut out = [Buffer::zeros(mdh_core::spec::ScalarType::F32, m * n)];
+        run_on_cpu(
+            matmul::cuda::job,
+            matmul::SPEC,
+            Some(&plan),
+            &inputs,
+            &mut out,
+            &[],
+            &sizes,
+        )
+        .unwrap();
+        (0..m * n)
+            .map(|p| match out[0].get(p) {
+                Value::F32(v) => (v as f64 - exact[p]).abs() / exact[p],
+                v => panic!("{v:?}"),
+            })
+            .fold(0.0, f64::max)
+    };
+    let (fp32, tf32, tf32x3) = (error(Mma::Off), error(Mma::Tf32), error(Mma::Tf32x3));
+    eprintln!("largest relative error: FP32 {fp32:e}, TF32 {tf32:e}, 3xTF32 {tf32x3:e}");
+    assert!(
+        tf32 > 16.0 * fp32 && tf32 <= 2f64.powi(-10),
+        "{fp32:e} {tf32:e}"
+    );
+    assert!(tf32x3 <= 2.0 * fp32 + 2f64.powi(-20), "{fp32:e} {tf32x3:e}");
 }
 
 /// Without a CUDA driver, opening a device is an `Err` that says so, not a

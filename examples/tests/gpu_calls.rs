@@ -23,7 +23,7 @@ use mdh::gpu::{from_bytes, param_bytes, to_bytes, Call, CallDevice, DeviceLimits
 use mdh::reference::{Buffer, Value};
 use mdh::Error;
 use mdh_core::codegen::c_expr::Dialect;
-use mdh_core::gpu_plan::{GpuPlan, MAX_ITEMS};
+use mdh_core::gpu_plan::{GpuPlan, Mma, MAX_ITEMS};
 use mdh_example_kernels::{dot, matmul, scan};
 use mdh_examples::check::{self, Rng};
 use mdh_gpu::cuda_sim::{cpu_sim_available, run_launches_on_cpu, SimArg, SimLaunch};
@@ -65,6 +65,8 @@ fn dot_split(groups: usize) -> GpuPlan {
         transpose: vec![false, false],
         pad: vec![0, 0],
         stages: 1,
+        mma: Mma::Off,
+        warps: Vec::new(),
     }
 }
 
@@ -345,6 +347,8 @@ fn cuda_calls_on_the_cpu_keep_jobs_and_poisoned_partials() {
         transpose: vec![false, false],
         pad: vec![0, 0],
         stages: 1,
+        mma: Mma::Off,
+        warps: Vec::new(),
     };
     let (i, j, k) = (7, 9, 40);
     let call =

@@ -13,6 +13,7 @@
 mod gpu;
 
 use mdh::opencl::Device;
+use mdh_core::desc::KernelDesc;
 use mdh_example_kernels::*;
 
 fn device() -> Option<&'static Device> {
@@ -20,6 +21,8 @@ fn device() -> Option<&'static Device> {
 }
 
 const CASES: usize = 24;
+/// Random cases per family with a warp layer.
+const WARP_CASES: usize = 2;
 
 macro_rules! opencl_tests {
     ($($name:ident: $budget:expr;)*) => {
@@ -30,6 +33,8 @@ macro_rules! opencl_tests {
                 let max_items = dev.max_work_group_size().min(256);
                 gpu::family($name::SPEC, CASES, $budget, gpu::seed(stringify!($name)), max_items,
                     |plan, i, o, p, s| $name::opencl::run_dyn(dev, plan, i, o, p, s));
+                gpu::warp_cases($name::SPEC, WARP_CASES, $budget, gpu::seed(stringify!($name)), max_items,
+                    &mut |plan, i, o, p, s| $name::opencl::run_dyn(dev, plan, i, o, p, s));
             }
         )*
     };
@@ -94,6 +99,8 @@ fn conv2d_split_kept_groups_with_pw_items() {
         transpose: vec![false, false],
         pad: vec![0, 0],
         stages: 1,
+        mma: mdh::__rt::Mma::Off,
+        warps: Vec::new(),
     };
     let (p, r, q, s) = (7, 1, 4, 13);
     let image = vec![1.0f32; (p + r - 1) * (q + s - 1)];
@@ -127,6 +134,71 @@ fn conv2d_split_kept_groups_with_pw_items() {
             );
         }
     }
+}
+
+/// Regression: the split-kept plan of bmatmul at NB 32, I 3, K 1, J 4
+/// (two and three work-groups along i and j, two PW work-items over one
+/// index of k) with both inputs in local memory, vectors of 2, tiles
+/// transposed and padded by 3 and 1, crashed PoCL: its compiler turned the
+/// loop of the vector copy into B's transposed tile (vectors loaded whole,
+/// stored element by element) into an endless one. Transposed tiles are
+/// now copied element by element (`gpu_plan::copy_vector`).
+#[test]
+fn bmatmul_split_kept_vector_tiles() {
+    let Some(dev) = device() else { return };
+    let desc = KernelDesc::from_kernel(&mdh::reference::kernel(bmatmul::SPEC).unwrap());
+    let sizes: Vec<usize> = desc
+        .size_params
+        .iter()
+        .map(|p| match p.as_ref() {
+            "NB" => 32,
+            "I" => 3,
+            "K" => 1,
+            _ => 4,
+        })
+        .collect();
+    let mut rng = mdh_examples::check::Rng::new(gpu::seed("bmatmul split"));
+    for transpose in [[true, true], [true, false], [false, true], [false, false]] {
+        for blocked in [false, true] {
+            let plan = mdh::__rt::GpuPlan {
+                groups: vec![1, 3, 3, 1],
+                items: vec![1, 1, 2, 2],
+                tile: vec![1, 1, 2, 2],
+                local: vec![true, true],
+                blocked,
+                vector: vec![2, 2],
+                transpose: transpose.to_vec(),
+                pad: vec![3, 1],
+                stages: 1,
+                mma: mdh::__rt::Mma::Off,
+                warps: Vec::new(),
+            };
+            gpu::one_case(
+                bmatmul::SPEC,
+                &sizes,
+                Some(&plan),
+                &mut rng,
+                &mut |plan, i, o, p, s| bmatmul::opencl::run_dyn(dev, plan, i, o, p, s),
+            );
+        }
+    }
+}
+
+/// OpenCL has no tensor cores: plans that ask for them (configs reject
+/// `mma` in `opencl` entries; a plan handed to `run_with` may still carry
+/// it) compute in FP32, at the FP32 tolerance.
+#[test]
+fn tensor_core_plans_compute_in_fp32() {
+    let Some(dev) = device() else { return };
+    let mut rng = mdh_examples::check::Rng::new(gpu::seed("opencl mma"));
+    gpu::mma_cases(
+        matmul::SPEC,
+        4,
+        1 << 15,
+        &mut rng,
+        &mut |plan, i, o, p, s| matmul::opencl::run_dyn(dev, plan, i, o, p, s),
+        |_| 0.0,
+    );
 }
 
 /// Scans along lines longer than a chunk of the scan pass (64 elements):

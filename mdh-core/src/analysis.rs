@@ -89,6 +89,34 @@ impl Checked {
         &self.kernel
     }
 
+    /// Whether the kernel is contraction-shaped (`KernelDesc::contraction`):
+    /// two `f32` input buffers of one access each, their product (in either
+    /// order) as the scalar function, one `f32` output access combined by
+    /// PW(+) along at least one dimension, no PS dimension.
+    pub fn contraction(&self) -> bool {
+        let a = &self.analysis;
+        let f = &self.kernel.scalar_fn;
+        let var = |e: &Expr| match &e.kind {
+            ExprKind::Var(v) => f.params.iter().position(|p| p == v),
+            _ => None,
+        };
+        let product = match &value_of(&f.body).kind {
+            ExprKind::Binary(BinOp::Mul, x, y, ScalarType::F32) => {
+                matches!((var(x), var(y)), (Some(0), Some(1)) | (Some(1), Some(0)))
+            }
+            _ => false,
+        };
+        product
+            && self.kernel.inputs.len() == 2
+            && a.inputs.len() == 2
+            && a.inputs.iter().all(|x| x.ty == ScalarType::F32)
+            && a.outputs.len() == 1
+            && a.outputs[0].ty == ScalarType::F32
+            && !a.reduced.is_empty()
+            && !a.kinds.contains(&DimKind::Ps)
+            && matches!(self.op(0), Some(ReduceOp::Builtin(BuiltinOp::Add, _)))
+    }
+
     /// The combine operator ⊕ of output access `o`, if any dimension is PW or PS.
     pub fn op(&self, o: usize) -> Option<&ReduceOp> {
         let d = self.analysis.op_dim?;
@@ -157,6 +185,15 @@ impl Analysis {
     }
 }
 
+/// The expression a block without statements evaluates to (`{ a * b }` is
+/// `a * b`).
+fn value_of(e: &Expr) -> &Expr {
+    match &e.kind {
+        ExprKind::Block(b) if b.stmts.is_empty() => b.tail.as_deref().map_or(e, value_of),
+        _ => e,
+    }
+}
+
 /// The dimensions an access depends on (a non-zero coefficient in some
 /// component), in increasing order.
 pub fn used_dims(f: &IndexFn, dims: usize) -> Vec<usize> {
@@ -185,14 +222,14 @@ pub fn static_coef(f: &IndexFn, d: usize) -> Option<i64> {
 /// with any comparison and branch order (on floats it differs from `max`
 /// where a NaN is compared).
 fn builtin_of(c: &Closure2, t: ScalarType) -> Option<BuiltinOp> {
-    let var = |e: &Expr| match &bare(e).kind {
+    let var = |e: &Expr| match &value_of(e).kind {
         ExprKind::Var(v) if *v == c.lhs => Some(0),
         ExprKind::Var(v) if *v == c.rhs => Some(1),
         _ => None,
     };
     // The operands are `a` and `b`, one each.
     let both = |x: &Expr, y: &Expr| matches!((var(x), var(y)), (Some(p), Some(q)) if p != q);
-    match &bare(&c.body).kind {
+    match &value_of(&c.body).kind {
         ExprKind::Binary(BinOp::Add, x, y, _) if both(x, y) => Some(BuiltinOp::Add),
         ExprKind::Binary(BinOp::Mul, x, y, _) if both(x, y) => Some(BuiltinOp::Mul),
         ExprKind::MethodCall(r, m, args, _) if args.len() == 1 && both(r, &args[0]) => match m {
@@ -201,7 +238,7 @@ fn builtin_of(c: &Closure2, t: ScalarType) -> Option<BuiltinOp> {
             _ => None,
         },
         ExprKind::If(cond, then, Some(els)) if t.is_int() => {
-            let ExprKind::Binary(cmp, x, y, _) = &bare(cond).kind else {
+            let ExprKind::Binary(cmp, x, y, _) = &value_of(cond).kind else {
                 return None;
             };
             let then: &Expr = match (then.stmts.is_empty(), then.tail.as_deref()) {
@@ -228,14 +265,6 @@ fn builtin_of(c: &Closure2, t: ScalarType) -> Option<BuiltinOp> {
             }
         }
         _ => None,
-    }
-}
-
-/// `e` without the blocks around it that only hold a value (`{ e }`).
-fn bare(e: &Expr) -> &Expr {
-    match &e.kind {
-        ExprKind::Block(b) if b.stmts.is_empty() => b.tail.as_deref().map_or(e, bare),
-        _ => e,
     }
 }
 

@@ -33,6 +33,8 @@
 //!       transpose: [false, false]       # per input: local tile transposed
 //!       pad: [0, 4]                     # per input: local tile's row padding
 //!       stages: 2                       # prefetch the next tile (1: off)
+//!       mma: tf32                       # CUDA tensor cores: tf32 | 3xtf32 (default off)
+//!       warps: [2, 2, 1]                # the warp layer: warps per dimension
 //! ```
 //!
 //! Lists have one entry per md_hom dimension, in md_hom order (`local`,
@@ -73,7 +75,7 @@ use serde_saphyr::{Location, Spanned};
 
 use crate::analysis::Checked;
 use crate::desc::KernelDesc;
-use crate::gpu_plan::GpuPlan;
+use crate::gpu_plan::{GpuPlan, Mma};
 use crate::plan::CpuPlan;
 
 #[derive(Debug, Deserialize)]
@@ -191,6 +193,11 @@ pub struct GpuConfig {
     pub pad: Option<Spanned<Vec<usize>>>,
     #[serde(default)]
     pub stages: Option<Spanned<usize>>,
+    /// `off`, `tf32` or `3xtf32` (CUDA only).
+    #[serde(default)]
+    pub mma: Option<Spanned<String>>,
+    #[serde(default)]
+    pub warps: Option<Spanned<Vec<usize>>>,
 }
 
 impl GpuConfig {
@@ -202,6 +209,7 @@ impl GpuConfig {
             (&mut plan.tile, &self.tile),
             (&mut plan.vector, &self.vector),
             (&mut plan.pad, &self.pad),
+            (&mut plan.warps, &self.warps),
         ] {
             if let Some(v) = src {
                 dst.clone_from(&v.value);
@@ -235,6 +243,8 @@ impl GpuConfig {
             "transpose" => self.transpose.as_ref().map(|f| &f.referenced),
             "pad" => self.pad.as_ref().map(|f| &f.referenced),
             "stages" => self.stages.as_ref().map(|f| &f.referenced),
+            "mma" => self.mma.as_ref().map(|f| &f.referenced),
+            "warps" => self.warps.as_ref().map(|f| &f.referenced),
             _ => None,
         }
     }
@@ -482,6 +492,12 @@ pub fn gpu_entry_yaml(
     if plan.stages != 1 {
         gpu.push(format!("stages: {}", plan.stages));
     }
+    if plan.mma != Mma::Off {
+        gpu.push(format!("mma: {}", plan.mma.name()));
+    }
+    if plan.warps.iter().any(|&w| w != 1) {
+        gpu.push(format!("warps: {}", yaml_list(&plan.warps)));
+    }
     entry_yaml(k, backend, device, None, sizes, ("gpu", gpu), provenance)
 }
 
@@ -644,7 +660,7 @@ pub fn entries(k: &Checked, path: &Path, text: &str) -> Result<Entries, ConfigEr
                     return Err(located(path, m, format!("`machine:` describes a CPU; an `{backend}` entry is chosen by `device:` (a part of the device's name): remove `machine:`")));
                 }
                 let entry = GpuEntryCfg {
-                    plan: gpu_plan(k, path, e.gpu.as_ref())?,
+                    plan: gpu_plan(k, path, e.gpu.as_ref(), backend)?,
                     device,
                     sizes,
                 };
@@ -770,11 +786,20 @@ fn gpu_plan(
     k: &Checked,
     path: &Path,
     g: Option<&Spanned<GpuConfig>>,
+    backend: &str,
 ) -> Result<GpuPlan, ConfigError> {
     let desc = KernelDesc::from_kernel(k);
     let mut plan = GpuPlan::default_for(&desc);
     let Some(g) = g else { return Ok(plan) };
     g.value.apply(&mut plan);
+    if let Some(m) = &g.value.mma {
+        plan.mma = Mma::from_name(&m.value).ok_or_else(|| {
+            located(path, m, format!("unknown `mma: {}`; use `off` (exact FP32), `tf32` (tensor cores, TF32 operands: relative errors about 1e-3) or `3xtf32` (tensor cores, about FP32 accuracy)", m.value))
+        })?;
+        if plan.mma != Mma::Off && backend != "cuda" {
+            return Err(located(path, m, format!("`mma` runs on CUDA's tensor cores, and this is an `{backend}` entry; drop `mma` or make it a `cuda` entry")));
+        }
+    }
     plan.validate(&desc)
         .map_err(|e| match g.value.span_of(e.field) {
             Some(at) => located_at(path, at, e.message),

@@ -78,6 +78,7 @@ impl Describe for Checked {
             kinds: Cow::Owned(k.analysis().kinds.clone()),
             inputs: Cow::Owned(bufs(&k.inputs, &k.inp_view)),
             outputs: Cow::Owned(bufs(&k.outputs, &k.out_view)),
+            contraction: k.contraction(),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The test kernels that several test modules share (this crate's and the
 //! tuner's), each written once. Not part of the API: test support only.
 
-use crate::gpu_plan::GpuPlan;
+use crate::gpu_plan::{GpuPlan, Mma};
 use crate::Checked;
 
 /// Matrix-vector multiplication: w = M · v.
@@ -98,6 +98,8 @@ pub fn matmul_register_tiled() -> GpuPlan {
         transpose: vec![false, false],
         pad: vec![0, 0],
         stages: 1,
+        mma: Mma::Off,
+        warps: Vec::new(),
     }
 }
 
@@ -109,6 +111,19 @@ pub fn matmul_register_tiled_vectors() -> GpuPlan {
     GpuPlan {
         vector: vec![4, 4],
         transpose: vec![true, false],
+        ..matmul_register_tiled()
+    }
+}
+
+/// Matmul on tensor cores (`mma`): blocks of 4 warps, each lane 8 rows
+/// group × column pair of the mma tiles (`items` 32 × 4), each thread
+/// 4 × 16 results (2 × 8 tiles of 16 × 8 per warp and step of 8 along k) of
+/// a 128 × 64 tile, 16 steps of k per tile of A and B in shared memory.
+pub fn matmul_tensor_cores(mma: Mma) -> GpuPlan {
+    GpuPlan {
+        items: vec![32, 4, 1],
+        tile: vec![128, 64, 16],
+        mma,
         ..matmul_register_tiled()
     }
 }

@@ -113,9 +113,19 @@ pub struct LoopMix {
     pub ffma: usize,
     /// Loads from shared memory (`LDS`, any width).
     pub lds: usize,
+    /// Tensor-core matrix multiply-adds (`HMMA`, TF32 included).
+    pub hmma: usize,
 }
 
+/// The multiply-adds of one thread in an `HMMA.1688` (a warp's 16 × 8 × 8).
+pub const HMMA_1688_FMAS: usize = 16 * 8 * 8 / 32;
+
 impl LoopMix {
+    /// The multiply-adds per thread: FP32 FMAs and the tensor cores'.
+    pub fn fmas(&self) -> usize {
+        self.ffma + HMMA_1688_FMAS * self.hmma
+    }
+
     pub fn ffma_share(&self) -> f64 {
         self.ffma as f64 / self.instrs.max(1) as f64
     }
@@ -185,12 +195,14 @@ impl Function {
             m.instrs += 1;
             m.ffma += usize::from(i.is("FFMA"));
             m.lds += usize::from(i.is("LDS"));
+            m.hmma += usize::from(i.is("HMMA"));
         }
         m
     }
 
     /// The hot loop: among the innermost loops (containing no other), the
-    /// one with the most FMAs; of equals, the shortest.
+    /// one with the most multiply-adds per thread ([`LoopMix::fmas`]); of
+    /// equals, the shortest.
     pub fn hot_loop(&self) -> Option<LoopMix> {
         let loops = self.loops();
         loops
@@ -201,8 +213,8 @@ impl Function {
                     .any(|&(h2, e2)| (h2, e2) != (h, e) && h <= h2 && e2 <= e)
             })
             .map(|&r| self.mix(r))
-            .filter(|m| m.ffma > 0)
-            .max_by(|a, b| a.ffma.cmp(&b.ffma).then(b.instrs.cmp(&a.instrs)))
+            .filter(|m| m.fmas() > 0)
+            .max_by(|a, b| a.fmas().cmp(&b.fmas()).then(b.instrs.cmp(&a.instrs)))
     }
 
     /// The instructions `base` (any modifiers: `LDGSTS` counts
@@ -278,7 +290,8 @@ mod tests {
             LoopMix {
                 instrs: 5,
                 ffma: 2,
-                lds: 2
+                lds: 2,
+                hmma: 0,
             }
         );
         assert_eq!(m.lds_per_ffma(), 1.0);

@@ -49,6 +49,11 @@ pub struct KernelDesc {
     pub kinds: Cow<'static, [DimKind]>,
     pub inputs: Cow<'static, [BufDesc]>,
     pub outputs: Cow<'static, [BufDesc]>,
+    /// Whether the kernel is contraction-shaped: its scalar function is the
+    /// product of two `f32` inputs (one access each) into one `f32` output
+    /// combined with PW(+) (matmul, batched matmul, tensor contractions),
+    /// what tensor cores compute (see `GpuPlan::mma`).
+    pub contraction: bool,
 }
 
 /// The validated sizes of one call: all lengths checked, all accesses in bounds.

@@ -79,6 +79,155 @@ pub struct GpuPlan {
     /// prefetch (resolved to 1).
     #[cfg_attr(feature = "serde", serde(default = "one_stage"))]
     pub stages: usize,
+    /// Tensor cores, an explicit precision choice for contraction-shaped
+    /// kernels on CUDA (see [`Mma`]); off by default: exact FP32.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub mma: Mma,
+    /// The warp layer (the paper's WRP): per md_hom dimension, the warps
+    /// of a work-group along it (empty: no warp layer, as 1 everywhere).
+    /// `items[x]` are then `warps[x]` warps of `items[x] / warps[x]` lanes,
+    /// the lanes of all dimensions make one warp of [`WARP_LANES`], and each
+    /// warp owns a contiguous part of the tile along `x` (`tile[x] /
+    /// warps[x]` indices) whose points its lanes take strided or blocked: a
+    /// warp's accesses stay in its sub-tile (fewer shared-memory bank
+    /// conflicts, whole tensor-core tiles). Only kept dimensions have warps:
+    /// the work-items that combine a PW result stay lanes of one warp.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub warps: Vec<usize>,
+}
+
+/// The lanes of a warp of the warp layer (CUDA's warp size).
+pub const WARP_LANES: usize = 32;
+
+/// Whether and how a contraction's full tiles run on the tensor cores
+/// (`mma.sync.m16n8k8` on TF32 operands, sm_80 and later): the precision is
+/// the plan's choice, never implied.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Mma {
+    /// FP32 FMAs: results as exact as the FP32 path computes them.
+    #[default]
+    #[cfg_attr(feature = "serde", serde(rename = "off"))]
+    Off,
+    /// Operands rounded to TF32 (10-bit mantissa), products summed in
+    /// FP32: relative errors about 1e-3.
+    #[cfg_attr(feature = "serde", serde(rename = "tf32"))]
+    Tf32,
+    /// Each operand split into a TF32 part and a TF32 remainder, three
+    /// mmas (big · big + big · small + small · big): about FP32 accuracy
+    /// at three times the tensor-core work.
+    #[cfg_attr(feature = "serde", serde(rename = "3xtf32"))]
+    Tf32x3,
+}
+
+impl Mma {
+    pub const ALL: [Mma; 3] = [Mma::Off, Mma::Tf32, Mma::Tf32x3];
+
+    /// Its name in configs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mma::Off => "off",
+            Mma::Tf32 => "tf32",
+            Mma::Tf32x3 => "3xtf32",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Mma> {
+        Mma::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// The value of [`names::MMA`]: 0 off, else the mmas per product.
+    fn define(self) -> usize {
+        match self {
+            Mma::Off => 0,
+            Mma::Tf32 => 1,
+            Mma::Tf32x3 => 3,
+        }
+    }
+}
+
+/// The md_hom dimensions a contraction's tensor-core tiles (16 rows × 8
+/// columns × 8 steps of the reduction) take: `n`, the last kept dimension
+/// that exactly one input uses (input `b`, the mma's B operand: columns),
+/// `m`, the last kept dimension before it that only the other input `a`
+/// uses (rows), `k`, the last PW dimension both use. Other dimensions are
+/// looped over around the mmas.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MmaDims {
+    pub a: usize,
+    pub b: usize,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+}
+
+/// The [`MmaDims`] of a contraction-shaped kernel, `None` for any other
+/// kernel or a contraction without such dimensions.
+pub fn mma_dims(k: &KernelDesc) -> Option<MmaDims> {
+    if !k.contraction {
+        return None;
+    }
+    let uses = |b: usize, x: usize| {
+        k.inputs[b].accesses[0]
+            .components
+            .iter()
+            .any(|c| c.dims[x] != 0)
+    };
+    let kept = DimKind::kept(&k.kinds);
+    let n = *kept.iter().rev().find(|&&x| uses(0, x) != uses(1, x))?;
+    let b = usize::from(uses(1, n));
+    let a = 1 - b;
+    let m = *kept
+        .iter()
+        .rev()
+        .find(|&&x| x < n && uses(a, x) && !uses(b, x))?;
+    let k = (0..k.kinds.len())
+        .rev()
+        .find(|&x| k.kinds[x] == DimKind::Pw && uses(0, x) && uses(1, x))?;
+    Some(MmaDims { a, b, m, n, k })
+}
+
+/// Whether work-items `items` of `lanes` lanes per warp (`items` /
+/// warps) and tiles `tile` give every warp whole tensor-core tiles, with
+/// the reason where not: a warp's lanes are the mma's 8 row groups × 4
+/// column pairs (4 lanes along `n`, a multiple of 8 along `m`, 1
+/// elsewhere: a warp's lanes share every other index), each lane holds
+/// pairs of rows and of columns (even points per work-item along `m` and
+/// `n`), and tiles step the reduction by 8.
+fn mma_geometry(
+    dims: &MmaDims,
+    lanes: &[usize],
+    items: &[usize],
+    tile: &[usize],
+) -> Result<(), PlanError> {
+    let MmaDims { m, n, k, .. } = *dims;
+    let fit = (0..lanes.len()).all(|x| match x {
+        _ if x == n => lanes[x] == 4,
+        _ if x == m => lanes[x].is_multiple_of(8),
+        _ => lanes[x] == 1,
+    });
+    if !fit {
+        return Err(err("items", format!(
+            "`mma` makes the lanes of a warp the tensor cores' 8 row groups × 4 column pairs: `items` (per warp: `items` / `warps`) must be 4 along dimension {n} (the columns), a multiple of 8 along dimension {m} (the rows) and 1 elsewhere, not {lanes:?}"
+        )));
+    }
+    if !tile[m].is_multiple_of(2 * items[m])
+        || !tile[n].is_multiple_of(2 * items[n])
+        || !tile[k].is_multiple_of(8)
+    {
+        return Err(err("tile", format!(
+            "`mma` computes tiles of 16 rows × 8 columns × 8 steps: `tile` must be a multiple of 2 × `items` along dimension {m} (the rows) and {n} (the columns), of 8 along dimension {k} (the reduction), not {tile:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// The lanes of a warp along each dimension: `items` / `warps` (`warps`
+/// empty: no warp layer, every work-item a lane).
+fn lanes_of(items: &[usize], warps: &[usize]) -> Vec<usize> {
+    (0..items.len())
+        .map(|x| items[x] / warps.get(x).copied().unwrap_or(1).max(1))
+        .collect()
 }
 
 #[cfg(feature = "serde")]
@@ -166,6 +315,8 @@ impl GpuPlan {
             transpose: Vec::new(),
             pad: Vec::new(),
             stages: 1,
+            mma: Mma::Off,
+            warps: Vec::new(),
         };
         plan.fill_layout_defaults(k);
         plan
@@ -246,12 +397,92 @@ impl GpuPlan {
             ));
         }
         self.validate_layout(k)?;
+        self.validate_warps(k)?;
+        self.validate_mma(k)?;
         if let Some(b) = (0..k.inputs.len()).find(|&b| self.local[b] && !can_cache_locally(k, b)) {
             return Err(err(
                 "local",
                 format!(
                     "input `{}` cannot be cached in local memory: its index functions move differently with the dimensions; set its `local` entry to false",
                     k.inputs[b].name
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Tensor cores only for a contraction with [`MmaDims`] and a plan whose
+    /// warps hold whole mma tiles ([`mma_geometry`]).
+    fn validate_mma(&self, k: &KernelDesc) -> Result<(), PlanError> {
+        if self.mma == Mma::Off {
+            return Ok(());
+        }
+        let Some(dims) = mma_dims(k) else {
+            let why = if k.contraction {
+                "it has no kept dimension that one input alone uses beside one that only the other uses"
+            } else {
+                "it is not the f32 product of two inputs combined with PW(+)"
+            };
+            return Err(err(
+                "mma",
+                format!(
+                    "`mma: {}` runs contraction-shaped kernels on tensor cores, and `{}` is not one ({why}); drop `mma` (exact FP32)",
+                    self.mma.name(),
+                    k.name
+                ),
+            ));
+        };
+        mma_geometry(
+            &dims,
+            &lanes_of(&self.items, &self.warps),
+            &self.items,
+            &self.tile,
+        )
+    }
+
+    /// The warp layer: none (empty), or per dimension at least 1 warp, 1
+    /// along PW dimensions, dividing the work-items, whose lanes make one
+    /// warp.
+    pub fn validate_warps(&self, k: &KernelDesc) -> Result<(), PlanError> {
+        let w = &self.warps;
+        if w.is_empty() {
+            return Ok(());
+        }
+        let d = k.dims.len();
+        if w.len() != d {
+            return Err(err(
+                "warps",
+                format!(
+                    "`warps` has {} entries but the kernel has {d} dimensions; give one per md_hom dimension (or none)",
+                    w.len()
+                ),
+            ));
+        }
+        if let Some(x) = (0..d).find(|&x| w[x] == 0 || !self.items[x].is_multiple_of(w[x])) {
+            return Err(err(
+                "warps",
+                format!(
+                    "`warps` of dimension {x} is {}; it must be at least 1 and divide `items` ({}), each warp taking `items` / `warps` lanes",
+                    w[x], self.items[x]
+                ),
+            ));
+        }
+        if let Some(x) = (0..d).find(|&x| w[x] > 1 && k.kinds[x] == DimKind::Pw) {
+            return Err(err(
+                "warps",
+                format!(
+                    "`warps` of dimension {x} is {}, a PW dimension: the work-items that combine a result stay lanes of one warp; give 1",
+                    w[x]
+                ),
+            ));
+        }
+        let lanes: usize = lanes_of(&self.items, w).iter().product();
+        if w.iter().any(|&n| n > 1) && lanes != WARP_LANES {
+            return Err(err(
+                "warps",
+                format!(
+                    "`items` / `warps` {:?} gives {lanes} lanes per warp; a warp has {WARP_LANES}: change `warps` or `items`",
+                    lanes_of(&self.items, w)
                 ),
             ));
         }
@@ -341,6 +572,12 @@ pub struct Resolved {
     pub pad: Vec<usize>,
     /// 1 without a cached input.
     pub stages: usize,
+    /// The plan's choice; whether a call's tiles run on tensor cores is
+    /// decided in [`defines`] ([`names::MMA`]).
+    pub mma: Mma,
+    /// Per dimension, the warps of the warp layer (1 everywhere without
+    /// one, or where the clamped work-items no longer make whole warps).
+    pub warps: Vec<usize>,
 }
 
 impl Resolved {
@@ -350,6 +587,22 @@ impl Resolved {
 
     pub fn group_count(&self) -> usize {
         self.groups.iter().product()
+    }
+
+    /// Whether this call's full tiles run on tensor cores: the plan asks
+    /// for them and its work-items and tiles, clamped to the call's
+    /// extents, still make whole mma tiles (FP32 elsewhere: a plan is valid
+    /// at every size).
+    pub fn tensor_cores(&self, k: &KernelDesc) -> bool {
+        self.mma != Mma::Off
+            && mma_dims(k).is_some_and(|dims| {
+                mma_geometry(&dims, &self.lanes(), &self.items, &self.tile).is_ok()
+            })
+    }
+
+    /// The lanes of a warp along each dimension.
+    pub fn lanes(&self) -> Vec<usize> {
+        lanes_of(&self.items, &self.warps)
     }
 
     /// Work-groups that split PW dimensions (their partial results need the
@@ -416,6 +669,16 @@ impl GpuPlan {
             groups[x] = if n == 0 { 1 } else { n.div_ceil(block[x]) };
         }
         let private = (0..d).map(|x| tile[x].div_ceil(items[x])).collect();
+        // Work-items clamped to small extents may no longer make whole
+        // warps: then no warp layer for this call.
+        let warps = if self.warps.len() == d
+            && (0..d).all(|x| self.warps[x] > 0 && items[x].is_multiple_of(self.warps[x]))
+            && lanes_of(&items, &self.warps).iter().product::<usize>() == WARP_LANES
+        {
+            self.warps.clone()
+        } else {
+            vec![1; d]
+        };
         Resolved {
             groups,
             items,
@@ -432,6 +695,8 @@ impl GpuPlan {
             } else {
                 1
             },
+            mma: self.mma,
+            warps,
         }
     }
 }
@@ -463,10 +728,16 @@ pub fn defines(k: &KernelDesc, bound: &Bound, r: &Resolved) -> String {
         def(names::tile(x), num(&r.tile[x]));
         def(names::block(x), num(&r.block[x]));
         def(names::private(x), num(&r.private[x]));
+        def(names::warps(x), num(&r.warps[x]));
+        def(names::lanes(x), num(&(r.items[x] / r.warps[x])));
     }
+    let lanes: usize = r.lanes().iter().product();
+    def(names::LANES.into(), num(&lanes));
     def(names::WG_ITEMS.into(), num(&r.threads_per_group()));
     def(names::BLOCKED.into(), u8::from(r.blocked).to_string());
     def(names::STAGES.into(), r.stages.to_string());
+    let mma = if r.tensor_cores(k) { r.mma.define() } else { 0 };
+    def(names::MMA.into(), mma.to_string());
     let kinds = &k.kinds;
     def(names::PW_GROUPS.into(), num(&r.pw_groups(kinds)));
     def(names::KEPT_POINTS.into(), num(&kept_points(k, bound)));
@@ -517,10 +788,6 @@ pub fn defines(k: &KernelDesc, bound: &Bound, r: &Resolved) -> String {
         def(names::local_size(b), format!("{}", layout.size));
         def(names::local_stage(b), format!("{}", layout.stage()));
         def(names::local_box(b), num(&layout.elems));
-        def(
-            names::local_transposed(b),
-            u8::from(r.transpose[b]).to_string(),
-        );
         def(
             names::copy_vector(b),
             copy_vector(k, bound, r, b).to_string(),
@@ -751,9 +1018,12 @@ fn innermost(k: &KernelDesc, r: &Resolved, b: usize) -> usize {
 /// the first element of a tile's row too, for every tile (its box's least
 /// value in the last component moves with the tiles' starts, by the
 /// coefficients times the blocks and tiles; a negative coefficient moves
-/// it with a tile's end, which the sizes do not align). When the last
-/// component is also innermost in local memory, the vectors are stored
-/// whole, so its padded extent must be a multiple too.
+/// it with a tile's end, which the sizes do not align). The vectors are
+/// stored whole, so the last component must be innermost in local memory
+/// (a transposed tile of rank 2 and more is copied element by element: its
+/// vectors would be stored element by element anyway, and PoCL 3 turned
+/// that path into an endless loop, `bmatmul_split_kept_vector_tiles` in
+/// tests/opencl.rs) and its padded extent a multiple of the width.
 pub fn copy_vector(k: &KernelDesc, bound: &Bound, r: &Resolved, b: usize) -> usize {
     let v = r.vector[b];
     let shape = &bound.in_shapes[b];
@@ -773,8 +1043,7 @@ pub fn copy_vector(k: &KernelDesc, bound: &Bound, r: &Resolved, b: usize) -> usi
                 && aligned(cf as i128 * r.tile[x] as i128)
         });
     let store = last == 0
-        || innermost(k, r, b) != last
-        || (comps[last].extent + r.pad[b]).is_multiple_of(v);
+        || (innermost(k, r, b) == last && (comps[last].extent + r.pad[b]).is_multiple_of(v));
     if rows && extent && starts && store {
         v
     } else {

@@ -38,6 +38,21 @@ pub fn private(x: usize) -> String {
     format!("P{x}")
 }
 
+/// The warps of a work-group along dimension `x` (the warp layer; 1
+/// without it).
+pub fn warps(x: usize) -> String {
+    format!("WP{x}")
+}
+
+/// The lanes of a warp along dimension `x` (`W{x} / WP{x}`).
+pub fn lanes(x: usize) -> String {
+    format!("LN{x}")
+}
+
+/// The lanes of one warp of the warp layer (all work-items of a
+/// work-group without one).
+pub const LANES: &str = "MDH_LANES";
+
 /// Work-items per work-group.
 pub const WG_ITEMS: &str = "WG_ITEMS";
 /// 1 when work-items take consecutive indices of a tile, 0 when strided.
@@ -113,6 +128,10 @@ pub fn local_size(b: usize) -> String {
     format!("L{b}_SIZE")
 }
 
+/// 0, or the tensor-core mmas per product of a contraction's full tiles:
+/// 1 (TF32) or 3 (3xTF32); see `GpuPlan::mma`.
+pub const MMA: &str = "MDH_MMA";
+
 /// The pipeline stages of the local tiles (see `GpuPlan::stages`).
 pub const STAGES: &str = "MDH_STAGES";
 
@@ -137,12 +156,6 @@ pub fn local_stage(b: usize) -> String {
 /// padding the layout adds).
 pub fn local_box(b: usize) -> String {
     format!("L{b}_BOX")
-}
-
-/// 1 when input `b`'s tile is stored in local memory with its components
-/// in reverse order (the first innermost: the transposed layout).
-pub fn local_transposed(b: usize) -> String {
-    format!("L{b}_TR")
 }
 
 /// The vector width of the copies of input `b`'s tiles into local memory

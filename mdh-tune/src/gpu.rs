@@ -304,6 +304,8 @@ pub(crate) fn fitted_default(
         transpose: r.transpose,
         pad: r.pad,
         stages: r.stages,
+        mma: r.mma,
+        warps: r.warps,
     }
 }
 
@@ -515,6 +517,7 @@ pub fn tune<D: RawDevice>(
 mod tests {
     use super::*;
     use mdh::gpu::GpuDevice;
+    use mdh_core::gpu_plan::Mma;
 
     #[test]
     fn the_configured_plan_is_the_entry_the_wrappers_choose() {
@@ -542,6 +545,8 @@ mod tests {
             transpose: vec![false, false],
             pad: vec![0, 0],
             stages: 1,
+            mma: Mma::Off,
+            warps: Vec::new(),
         };
         let small = plan([4, 32], [4, 256], [false, false]);
         let large = plan([16, 32], [16, 8192], [false, true]);
@@ -657,6 +662,8 @@ mod tests {
             transpose: vec![false, false],
             pad: vec![0, 0],
             stages: 1,
+            mma: Mma::Off,
+            warps: Vec::new(),
         };
         let alone = plan([1, 1], [1, 1], [1, 1]);
         let extents = bench.bound.extents.clone();

@@ -12,7 +12,12 @@
 //! The geometry is the facade's ([`GpuPlan::resolve`], as `mdh::gpu::job`
 //! launches it). Per work-group (block) of the first, whole block:
 //! - the FMA pipe: one operation per point, `fma_lanes` per cycle and unit
-//!   (`4 / bytes` times that for narrower types);
+//!   (`4 / bytes` times that for narrower types); on tensor cores
+//!   (`GpuPlan::mma` where the call runs them) [`TF32_PER_FP32`] times
+//!   that, divided by the mmas per product (3 for 3xTF32), an `HMMA` per
+//!   32 of a thread's products issued, and a quarter of the fragment loads
+//!   (a lane loads per step of 8 along k the rows and columns it shares
+//!   with 3 or 7 others);
 //! - loads: per point and input access, one value per step of the
 //!   reduction for each register fragment, i.e. `1 / reuse` where `reuse`
 //!   is the product of the thread's private extents along the kept
@@ -45,7 +50,8 @@
 //! can beat any count of them) and the inputs at the L2's peak when they
 //! fit there; wave quantization counts only when every block is whole.
 
-use mdh_core::gpu_plan::GpuPlan;
+use mdh_core::desc::KernelDesc;
+use mdh_core::gpu_plan::{GpuPlan, Mma};
 use mdh_core::plan::elem_bytes;
 use mdh_core::spec::DimKind;
 use mdh_core::Checked;
@@ -59,6 +65,13 @@ use mdh::gpu::DeviceCompute;
 /// 0.36 with 4 × 2, 0.19 with 8 × 8.
 pub const OTHER_BASE: f64 = 0.16;
 pub const OTHER_PER_STEP: f64 = 2.14;
+/// TF32 tensor-core multiply-adds per FP32 FMA of an SM and cycle: dense
+/// TF32 is 8 times FP32 on the H100 (494.7 vs 66.9 TFLOPS, SXM) and the
+/// A100 (156 vs 19.5).
+pub const TF32_PER_FP32: f64 = 8.0;
+/// The products of a warp's `HMMA.1688` per thread (16 × 8 × 8 / 32).
+const MMA_PRODUCTS: f64 = 32.0;
+
 /// The most independent operations per thread the latency model counts.
 pub const MAX_ILP: f64 = 8.0;
 
@@ -302,11 +315,29 @@ struct Shape {
     kept_points: f64,
     /// 4 / the bytes of the smallest element type (at least 1).
     narrow: f64,
+    /// The mmas per product on tensor cores (0: FP32 FMAs).
+    mmas: f64,
+}
+
+impl Shape {
+    /// How many times the FP32 FMA rate the plan's products run at.
+    fn fma_speedup(&self) -> f64 {
+        if self.mmas > 0.0 {
+            self.narrow * TF32_PER_FP32 / self.mmas
+        } else {
+            self.narrow
+        }
+    }
 }
 
 fn shape(k: &Checked, plan: &GpuPlan, extents: &[usize]) -> Shape {
     let kinds = &k.analysis().kinds;
     let r = plan.resolve(kinds, extents);
+    let mmas = match plan.mma {
+        _ if !r.tensor_cores(&KernelDesc::from_kernel(k)) => 0.0,
+        Mma::Tf32x3 => 3.0,
+        _ => 1.0,
+    };
     let kept = DimKind::kept(kinds);
     let prod = |xs: &mut dyn Iterator<Item = usize>| xs.map(|v| v as f64).product::<f64>();
     let private_kept = prod(&mut kept.iter().map(|&x| r.private[x]));
@@ -323,6 +354,8 @@ fn shape(k: &Checked, plan: &GpuPlan, extents: &[usize]) -> Shape {
         );
         let footprint = prod(&mut a.uses.iter().map(|&x| r.block[x]));
         let bytes = elem_bytes(a.ty) as f64;
+        // Tensor-core fragments: a quarter of the loads (module docs).
+        let reuse = if mmas > 0.0 { 4.0 * reuse } else { reuse };
         if r.local.get(a.buffer).copied().unwrap_or(false) {
             shared_loads += 1.0 / reuse;
             let tile = prod(&mut a.uses.iter().map(|&x| r.tile[x]));
@@ -366,6 +399,7 @@ fn shape(k: &Checked, plan: &GpuPlan, extents: &[usize]) -> Shape {
         pw_groups: r.pw_groups(kinds),
         kept_points: prod(&mut kept.iter().map(|&x| extents[x])),
         narrow: (4.0 / smallest as f64).max(1.0),
+        mmas,
     }
 }
 
@@ -453,9 +487,14 @@ pub fn predict(
     }
     // One block's cycles at the unit's full rate, by what limits them.
     let gp = s.block_points;
-    let instructions = gp * (1.0 + s.global_loads + s.shared_loads + s.other) + 4.0 * s.copies;
+    let products = if s.mmas > 0.0 {
+        s.mmas / MMA_PRODUCTS
+    } else {
+        1.0
+    };
+    let instructions = gp * (products + s.global_loads + s.shared_loads + s.other) + 4.0 * s.copies;
     let per_block = [
-        ("fma", gp / (m.fma_lanes * s.narrow)),
+        ("fma", gp / (m.fma_lanes * s.fma_speedup())),
         ("issue", instructions / m.issue),
         ("shared", (gp * s.shared_loads + s.copies) / m.shared),
         ("lsu", (gp * s.lsu_loads + s.copies) / m.lsu),
@@ -517,7 +556,7 @@ pub fn predict(
 
 /// The lower bound of the module documentation.
 fn bound(s: &Shape, bytes: Bytes, m: &GpuModel) -> f64 {
-    let per_lane = s.narrow * m.clock_hz;
+    let per_lane = s.fma_speedup() * m.clock_hz;
     let units = s.groups.min(m.units.max(1)) as f64;
     let threads = s.threads as f64;
     let lanes = (s.groups as f64 * threads * m.item_lanes).min(units * m.fma_lanes);

@@ -3,7 +3,7 @@
 //! tile per dimension, local-memory caching per input, blocked or strided
 //! work-items, and per input that can be cached: the vector width, a
 //! transposed or padded local tile; the pipeline stages of the local
-//! tiles), each a list of values.
+//! tiles; for CUDA contractions, tensor cores), each a list of values.
 //!
 //! Structural constraints are built into the values: work-items and tile
 //! factors are powers of two, work-items at most the extent's next power of
@@ -20,7 +20,8 @@
 use mdh::gpu::{fit, DeviceLimits, KernelInfo};
 use mdh_core::desc::{Bound, KernelDesc};
 use mdh_core::gpu_plan::{
-    can_cache_locally, GpuPlan, MAX_ITEMS, MAX_PRIVATE_ACCUMULATORS, MAX_STAGES, VECTOR_WIDTHS,
+    can_cache_locally, mma_dims, GpuPlan, Mma, MmaDims, MAX_ITEMS, MAX_PRIVATE_ACCUMULATORS,
+    MAX_STAGES, VECTOR_WIDTHS,
 };
 use mdh_core::spec::DimKind;
 
@@ -37,6 +38,9 @@ const GROUPS: [usize; 12] = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
 /// Paddings of a local tile's innermost extent: none, one element (rows of
 /// 32-bit elements then fall on different banks), one vector of 4.
 const PADS: [usize; 3] = [0, 1, 4];
+/// Warps of the warp layer per kept dimension (a plan whose work-items do
+/// not make warps of 32 lanes with them is the plan without the layer).
+const WARPS: [usize; 4] = [1, 2, 4, 8];
 /// Uniform samples behind the estimate of the space's size.
 const SIZE_SAMPLES: usize = 2000;
 
@@ -56,20 +60,29 @@ pub enum Param {
     Pad(usize, Vec<usize>),
     /// The pipeline stages of the local tiles (where some are cached).
     Stages(Vec<usize>),
+    /// Tensor cores (CUDA contractions).
+    Mma(Vec<Mma>),
+    /// The warps of the warp layer along a kept dimension.
+    Warps(usize, Vec<usize>),
 }
 
 impl Param {
     fn len(&self) -> usize {
         match self {
-            Param::Groups(_, v) | Param::Items(_, v) | Param::Tile(_, v) => v.len(),
+            Param::Groups(_, v) | Param::Items(_, v) | Param::Tile(_, v) | Param::Warps(_, v) => {
+                v.len()
+            }
             Param::Vector(_, v) | Param::Pad(_, v) | Param::Stages(v) => v.len(),
             Param::Local(_, v) | Param::Blocked(v) | Param::Transpose(_, v) => v.len(),
+            Param::Mma(v) => v.len(),
         }
     }
 
     fn counts(&self) -> Option<&[usize]> {
         match self {
-            Param::Groups(_, v) | Param::Items(_, v) | Param::Tile(_, v) => Some(v),
+            Param::Groups(_, v) | Param::Items(_, v) | Param::Tile(_, v) | Param::Warps(_, v) => {
+                Some(v)
+            }
             _ => None,
         }
     }
@@ -129,6 +142,13 @@ impl GpuSpace {
         if (0..desc.inputs.len()).any(|b| can_cache_locally(desc, b)) {
             params.push(Param::Stages((1..=MAX_STAGES).collect()));
         }
+        for x in DimKind::kept(&desc.kinds) {
+            params.push(Param::Warps(x, WARPS.to_vec()));
+        }
+        // The CUDA template of a contraction holds the tensor-core path.
+        if mma_dims(desc).is_some() && info.template.contains("mma.sync") {
+            params.push(Param::Mma(Mma::ALL.to_vec()));
+        }
         GpuSpace {
             params,
             desc,
@@ -141,6 +161,47 @@ impl GpuSpace {
     /// Whether the device can run the plan of `p` (the facade's check).
     pub fn fits(&self, p: &Point) -> bool {
         fit(self.desc, &self.bound, self.info, &self.decode(p), self.lim).is_ok()
+    }
+
+    /// A plan that asks for tensor cores given the shape they need (see
+    /// `gpu_plan::MmaDims`): per warp 4 lanes along `n`, at least 8 along
+    /// `m` (exactly 8 with a warp layer: its warps have 32 lanes), 1
+    /// elsewhere, tiles of whole mma tiles (the tile factors are powers of
+    /// two, so rounding up is taking the larger); where that shape does not
+    /// run on tensor cores at these extents, the plan without them.
+    fn tensor_core_shape(&self, plan: GpuPlan) -> GpuPlan {
+        let Some(MmaDims { m, n, k, .. }) = mma_dims(self.desc).filter(|_| plan.mma != Mma::Off)
+        else {
+            return plan;
+        };
+        let mut mma = plan.clone();
+        let layer = mma.warps.iter().any(|&w| w > 1);
+        for x in 0..mma.items.len() {
+            let warps = if layer { mma.warps[x] } else { 1 };
+            mma.items[x] = warps
+                * match x {
+                    _ if x == n => 4,
+                    _ if x == m && layer => 8,
+                    _ if x == m => mma.items[x].max(8),
+                    _ => 1,
+                };
+            let unit = match x {
+                _ if x == m || x == n => 2 * mma.items[x],
+                _ if x == k => 8,
+                _ => 1,
+            };
+            mma.tile[x] = mma.tile[x].max(unit).next_multiple_of(mma.items[x]);
+        }
+        let (kinds, extents) = (&self.desc.kinds, &self.bound.extents);
+        if mma.resolve(kinds, extents).tensor_cores(self.desc) {
+            mma
+        } else {
+            GpuPlan {
+                mma: Mma::Off,
+                warps: Vec::new(),
+                ..plan
+            }
+        }
     }
 
     /// The slot of the largest value among the parameters `which` selects
@@ -176,6 +237,8 @@ impl Space for GpuSpace {
             transpose: vec![false; n],
             pad: vec![0; n],
             stages: 1,
+            mma: Mma::Off,
+            warps: Vec::new(),
         };
         // Parameters come per dimension as groups, items, tile: items first.
         for (q, &i) in self.params.iter().zip(p) {
@@ -194,7 +257,17 @@ impl Space for GpuSpace {
                 Param::Transpose(b, v) => plan.transpose[*b] = v[i],
                 Param::Pad(b, v) => plan.pad[*b] = v[i],
                 Param::Stages(v) => plan.stages = v[i],
+                Param::Mma(v) => plan.mma = v[i],
+                Param::Warps(x, v) => {
+                    plan.warps.resize(d, 1);
+                    plan.warps[*x] = v[i];
+                }
             }
+        }
+        plan = self.tensor_core_shape(plan);
+        // Warps whose lanes are not one warp: the plan without the layer.
+        if plan.validate_warps(self.desc).is_err() || plan.warps.iter().all(|&w| w == 1) {
+            plan.warps.clear();
         }
         // Stages without a cached tile prefetch nothing.
         if !plan.local.iter().any(|&l| l) {
@@ -232,6 +305,19 @@ impl Space for GpuSpace {
         a.resolve(kinds, extents) == b.resolve(kinds, extents)
     }
 
+    /// The warps and the tensor cores are read off the plan: a partial
+    /// point decodes them away (warps whose lanes are no warp yet, tiles
+    /// not yet of the tensor cores' shape), so no search would agree.
+    fn value_of(&self, s: usize, plan: &GpuPlan) -> Option<usize> {
+        match &self.params[s] {
+            Param::Warps(x, v) => v
+                .iter()
+                .position(|&w| w == plan.warps.get(*x).copied().unwrap_or(1)),
+            Param::Mma(v) => v.iter().position(|&m| m == plan.mma),
+            _ => None,
+        }
+    }
+
     fn agrees(&self, s: usize, a: &GpuPlan, b: &GpuPlan) -> bool {
         match &self.params[s] {
             Param::Groups(x, _) => a.groups[*x] == b.groups[*x],
@@ -243,6 +329,8 @@ impl Space for GpuSpace {
             Param::Transpose(i, _) => a.transpose[*i] == b.transpose[*i],
             Param::Pad(i, _) => a.pad[*i] == b.pad[*i],
             Param::Stages(_) => a.stages == b.stages,
+            Param::Mma(_) => a.mma == b.mma,
+            Param::Warps(x, _) => a.warps.get(*x) == b.warps.get(*x),
         }
     }
 
@@ -257,7 +345,8 @@ impl Space for GpuSpace {
             let threads: usize = plan.items.iter().product();
             let kinds = &self.desc.kinds;
             let private = plan.private_points(kinds);
-            let items = |q: &Param| matches!(q, Param::Items(..));
+            // The warps set work-items too (lanes × warps).
+            let items = |q: &Param| matches!(q, Param::Items(..) | Param::Warps(..));
             let kept_tiles = |q: &Param| matches!(q, Param::Tile(x, _) if kinds[*x].is_kept());
             let tiles = |q: &Param| matches!(q, Param::Tile(..));
             let stages = self

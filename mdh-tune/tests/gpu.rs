@@ -16,7 +16,7 @@ use common::{speedup, tune};
 use mdh::gpu::{choose, DeviceLimits, GpuEntry, KernelInfo};
 use mdh_core::config::{entries, gpu_entry_yaml};
 use mdh_core::desc::KernelDesc;
-use mdh_core::gpu_plan::GpuPlan;
+use mdh_core::gpu_plan::{GpuPlan, Mma};
 
 use mdh_core::fixtures::matvec;
 
@@ -61,6 +61,8 @@ fn tune_and_check(backend: &str, device: &str, limits: DeviceLimits) {
         transpose: vec![false, false],
         pad: vec![0, 0],
         stages: 1,
+        mma: Mma::Off,
+        warps: Vec::new(),
     };
     let path = out.join("matvec.yaml");
     std::fs::create_dir_all(&out).unwrap();

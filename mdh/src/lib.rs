@@ -146,7 +146,7 @@ pub mod __rt {
     pub use crate::simd::{mul_add, V};
     pub use crate::stream::{pays as stream_pays, StreamWriter};
     pub use mdh_rt::desc::{AccessDesc, AffineDesc, Bound, BufDesc, KernelDesc, SizeOp};
-    pub use mdh_rt::gpu_plan::GpuPlan;
+    pub use mdh_rt::gpu_plan::{GpuPlan, Mma};
     pub use mdh_rt::DimKind;
     pub use std::borrow::Cow;
     pub use std::sync::OnceLock;

@@ -7,7 +7,7 @@
 use mdh::reference::{Buffer, Value};
 use mdh::Error;
 use mdh_core::desc::{Bound, BufDesc, KernelDesc};
-use mdh_core::gpu_plan::{can_cache_locally, GpuPlan};
+use mdh_core::gpu_plan::{can_cache_locally, mma_dims, GpuPlan, Mma, MmaDims};
 use mdh_core::spec::ScalarType;
 use mdh_examples::check::{self, Rng};
 
@@ -142,25 +142,91 @@ pub fn random_plan(rng: &mut Rng, desc: &KernelDesc, max_items: usize, sizes: &[
                 };
             }
         }
-        let local: Vec<bool> = (0..desc.inputs.len())
-            .map(|b| can_cache_locally(desc, b) && rng.below(2) == 1)
-            .collect();
-        let (vector, transpose, pad) = random_layout(rng, &local, vectors);
-        let plan = GpuPlan {
-            groups,
-            items,
-            tile,
-            local,
-            blocked: rng.below(2) == 1,
-            vector,
-            transpose,
-            pad,
-            stages: 1 + rng.below(2),
-        };
+        let plan = with_random_memory(rng, desc, groups, items, tile, vectors);
         let threads: usize = plan.items.iter().product();
         if plan.validate(desc).is_ok() && threads <= max_items {
             return plan;
         }
+    }
+}
+
+/// A random plan (of [`random_plan`]) with a warp layer: 32 lanes split
+/// over the kept dimensions in powers of two (over fewer along kept
+/// dimensions when PW dimensions take 2 or 4 of them), 1, 2 or 4 warps along
+/// each kept dimension, work-items = lanes × warps, tiles of 1, 2 or 4
+/// points per work-item. `None` for a kernel without kept dimensions.
+pub fn warp_plan(
+    rng: &mut Rng,
+    desc: &KernelDesc,
+    max_items: usize,
+    sizes: &[usize],
+) -> Option<GpuPlan> {
+    let kinds = &desc.kinds;
+    let kept: Vec<usize> = (0..kinds.len()).filter(|&x| kinds[x].is_kept()).collect();
+    let pw: Vec<usize> = (0..kinds.len()).filter(|&x| !kinds[x].is_kept()).collect();
+    if kept.is_empty() {
+        return None;
+    }
+    loop {
+        let mut plan = random_plan(rng, desc, max_items, sizes);
+        let mut lanes = vec![1; kinds.len()];
+        if let Some(&x) = pw.get(rng.below(pw.len() + 1)) {
+            lanes[x] = [1, 2, 4][rng.below(3)];
+        }
+        let mut left = 32 / lanes.iter().product::<usize>();
+        while left > 1 {
+            lanes[kept[rng.below(kept.len())]] *= 2;
+            left /= 2;
+        }
+        let warps: Vec<usize> = (0..kinds.len())
+            .map(|x| {
+                if kinds[x].is_kept() {
+                    [1, 1, 2, 4][rng.below(4)]
+                } else {
+                    1
+                }
+            })
+            .collect();
+        for x in 0..kinds.len() {
+            plan.items[x] = lanes[x] * warps[x];
+            plan.tile[x] = plan.items[x] * [1, 2, 4][rng.below(3)];
+        }
+        plan.warps = warps;
+        let threads: usize = plan.items.iter().product();
+        if plan.validate(desc).is_ok() && threads <= max_items {
+            return Some(plan);
+        }
+    }
+}
+
+/// The plan of `groups`, `items` and `tile` with its memory at random:
+/// local tiles where they can be, their layout ([`random_layout`], vectors
+/// where `vectors`), blocked or strided work-items, one or two stages (no
+/// tensor cores, no warp layer).
+fn with_random_memory(
+    rng: &mut Rng,
+    desc: &KernelDesc,
+    groups: Vec<usize>,
+    items: Vec<usize>,
+    tile: Vec<usize>,
+    vectors: bool,
+) -> GpuPlan {
+    let local: Vec<bool> = (0..desc.inputs.len())
+        .map(|b| can_cache_locally(desc, b) && rng.below(2) == 1)
+        .collect();
+    let (vector, transpose, pad) = random_layout(rng, &local, vectors);
+    GpuPlan {
+        groups,
+        items,
+        tile,
+        local,
+        blocked: rng.below(2) == 1,
+        vector,
+        transpose,
+        pad,
+        stages: 1 + rng.below(2),
+        mma: Mma::Off,
+        warps: Vec::new(),
     }
 }
 
@@ -191,7 +257,8 @@ pub fn random_layout(
 /// work-group (several trips), every other kept dimension split across 2 or
 /// 3 work-groups with one tile per group and one point per work-item (one
 /// trip), PW dimensions on 2 to 4 work-items (a reduction tree with
-/// barriers). `None` when the kernel has no such shape at `sizes`.
+/// barriers); local tiles, layouts and stages at random. `None` when the
+/// kernel has no such shape at `sizes`.
 pub fn split_kept_plan(
     rng: &mut Rng,
     desc: &KernelDesc,
@@ -205,26 +272,8 @@ pub fn split_kept_plan(
     if inner.is_empty() || kept.len() == d || extent(outer) < 2 {
         return None;
     }
-    let local: Vec<bool> = (0..desc.inputs.len())
-        .map(|b| can_cache_locally(desc, b) && rng.below(2) == 1)
-        .collect();
     let wide = rng.below(2) == 0;
-    let (vector, transpose, pad) = random_layout(rng, &local, wide);
-    let mut plan = GpuPlan {
-        groups: vec![1; d],
-        items: vec![1; d],
-        tile: vec![1; d],
-        local,
-        blocked: rng.below(2) == 1,
-        vector,
-        transpose,
-        pad,
-        // One stage: a draw here would change the sequence of these plans,
-        // and one of the new sequence (bmatmul, sizes [32, 3, 1, 4], vectors
-        // of 2, transposed and padded tiles, one stage) crashes PoCL (issue
-        // left open; it passes on the CPU execution of CUDA).
-        stages: 1,
-    };
+    let mut plan = with_random_memory(rng, desc, vec![1; d], vec![1; d], vec![1; d], wide);
     for x in 0..d {
         if x == outer {
             continue;
@@ -298,6 +347,22 @@ fn within(desc: &KernelDesc, sizes: &[usize], budget: usize) -> bool {
         .is_some_and(|p| p <= budget)
 }
 
+/// The sizes of random case `case`: multiples of 4 for every other one
+/// ([`round_sizes`]), else [`random_sizes`] (0 only when `zeros`).
+fn case_sizes(
+    rng: &mut Rng,
+    desc: &KernelDesc,
+    budget: usize,
+    case: usize,
+    zeros: bool,
+) -> Vec<usize> {
+    if case % 2 == 1 {
+        round_sizes(rng, desc, budget)
+    } else {
+        random_sizes(rng, desc, budget, zeros)
+    }
+}
+
 /// Random sizes that are multiples of 4 (where rows of 4 elements are
 /// aligned, so that plans asking for vectors get them), with at most
 /// `budget` points in the index space.
@@ -354,13 +419,32 @@ pub fn family(
     let desc = KernelDesc::from_kernel(&kernel);
     let mut rng = Rng::new(seed);
     for case in 0..cases {
-        let sizes = if case % 2 == 1 {
-            round_sizes(&mut rng, &desc, budget)
-        } else {
-            random_sizes(&mut rng, &desc, budget, true)
-        };
+        let sizes = case_sizes(&mut rng, &desc, budget, case, true);
         let plan = (case > 0).then(|| random_plan(&mut rng, &desc, max_items, &sizes));
         one_case(spec, &sizes, plan.as_ref(), &mut rng, &mut run);
+    }
+}
+
+/// `cases` random sizes (as [`family`]'s) with plans of [`warp_plan`] of
+/// one family through `run`, each compared with the reference interpreter
+/// (nothing for a family without kept dimensions).
+pub fn warp_cases(
+    spec: &str,
+    cases: usize,
+    budget: usize,
+    seed: u64,
+    max_items: usize,
+    run: &mut RunDyn,
+) {
+    let kernel = mdh::reference::kernel(spec).expect("the example's spec checks");
+    let desc = KernelDesc::from_kernel(&kernel);
+    let mut rng = Rng::new(seed ^ 0x3a7f);
+    for case in 0..cases {
+        let sizes = case_sizes(&mut rng, &desc, budget, case, true);
+        let Some(plan) = warp_plan(&mut rng, &desc, max_items, &sizes) else {
+            return;
+        };
+        one_case(spec, &sizes, Some(&plan), &mut rng, run);
     }
 }
 
@@ -373,6 +457,19 @@ pub fn one_case(
     plan: Option<&GpuPlan>,
     rng: &mut Rng,
     run: &mut RunDyn,
+) {
+    one_case_within(spec, sizes, plan, rng, run, 0.0);
+}
+
+/// [`one_case`] with `extra` added to the relative tolerance of floats
+/// (a plan's own precision: [`mma_rtol`]).
+pub fn one_case_within(
+    spec: &str,
+    sizes: &[usize],
+    plan: Option<&GpuPlan>,
+    rng: &mut Rng,
+    run: &mut RunDyn,
+    extra: f64,
 ) {
     let kernel = mdh::reference::kernel(spec).expect("the example's spec checks");
     let desc = KernelDesc::from_kernel(&kernel);
@@ -408,7 +505,7 @@ pub fn one_case(
         init,
         result,
         &got,
-        check::sum_rtol(points),
+        check::sum_rtol(points) + extra,
     ) {
         panic!(
             "kernel `{}`, sizes {sizes:?}, plan {plan:?}: {msg}",
@@ -434,11 +531,7 @@ pub fn sources(
     let desc = KernelDesc::from_kernel(&kernel);
     let mut rng = Rng::new(seed ^ 0x4e56);
     for case in 0..count {
-        let sizes = if case % 2 == 1 {
-            round_sizes(&mut rng, &desc, budget)
-        } else {
-            random_sizes(&mut rng, &desc, budget, false)
-        };
+        let sizes = case_sizes(&mut rng, &desc, budget, case, false);
         let plan = (case > 0).then(|| random_plan(&mut rng, &desc, max_items, &sizes));
         let len =
             |b: &[BufDesc]| -> Vec<usize> { b.iter().map(|d| buffer_len(d, &sizes)).collect() };
@@ -620,4 +713,96 @@ pub fn matmul_sizes(i: usize, j: usize, k: usize) -> Vec<usize> {
             _ => k,
         })
         .collect()
+}
+
+/// The relative error that tensor cores add to a contraction of terms of
+/// one sign (README, "Tensor cores"): TF32 rounds each operand to within
+/// 2^-11, so each product and the sum to within 2^-10; 3xTF32 drops the
+/// product of the remainders and rounds them (3 · 2^-22, bounded by 2^-20).
+#[allow(dead_code)] // tests/opencl.rs shares this module but has no tensor cores
+pub fn mma_rtol(mma: Mma) -> f64 {
+    match mma {
+        Mma::Off => 0.0,
+        Mma::Tf32 => 2f64.powi(-10),
+        Mma::Tf32x3 => 2f64.powi(-20),
+    }
+}
+
+/// A random plan on tensor cores for a contraction with `MmaDims`: per
+/// warp 4 lanes along `n` and 8 along `m`, 1 elsewhere, in one or two
+/// warps along `m` (without a warp layer: 16 work-items along `m`) or,
+/// with a warp layer, one or two warps along `m` and `n`; pairs of rows
+/// and columns per work-item, steps of 8 or 16 along `k`, 1 to 3 points
+/// along other dimensions (fewer than 64 accumulators); local tiles,
+/// layouts, stages and work-item order at random; TF32 or 3xTF32.
+pub fn mma_plan(rng: &mut Rng, desc: &KernelDesc, dims: &MmaDims) -> GpuPlan {
+    let d = desc.dims.len();
+    let pick = |rng: &mut Rng, xs: &[usize]| xs[rng.below(xs.len())];
+    loop {
+        let mut warps = vec![1; d];
+        if rng.below(2) == 0 {
+            warps[dims.m] = pick(rng, &[1, 2]);
+            warps[dims.n] = pick(rng, &[1, 2]);
+        }
+        let mut items = vec![1; d];
+        items[dims.n] = 4 * warps[dims.n];
+        items[dims.m] = 8 * pick(rng, &[1, 2]) * warps[dims.m];
+        let tile: Vec<usize> = (0..d)
+            .map(|x| match x {
+                _ if x == dims.m || x == dims.n => items[x] * pick(rng, &[2, 4]),
+                _ if x == dims.k => pick(rng, &[8, 16]),
+                _ => 1 + rng.below(3),
+            })
+            .collect();
+        let groups = (0..d).map(|_| pick(rng, &[0, 0, 1, 2])).collect();
+        let vectors = rng.below(2) == 0;
+        let plan = GpuPlan {
+            mma: [Mma::Tf32, Mma::Tf32x3][rng.below(2)],
+            warps,
+            ..with_random_memory(rng, desc, groups, items, tile, vectors)
+        };
+        if plan.validate(desc).is_ok() {
+            return plan;
+        }
+    }
+}
+
+/// `cases` random sizes (at most `budget` points, sizes up to 48 so that
+/// full tiles occur beside cut ones) with random [`mma_plan`]s of the
+/// contraction `spec` through `run`, each compared with the interpreter
+/// with `extra` of its mode added to the tolerance (CUDA: [`mma_rtol`];
+/// OpenCL, which has no tensor cores and computes such plans in FP32:
+/// none); every other case at sizes where the plan's tiles are whole mma
+/// tiles (so that they run on tensor cores).
+pub fn mma_cases(
+    spec: &str,
+    cases: usize,
+    budget: usize,
+    rng: &mut Rng,
+    run: &mut RunDyn,
+    extra: fn(Mma) -> f64,
+) {
+    let kernel = mdh::reference::kernel(spec).expect("the example's spec checks");
+    let desc = KernelDesc::from_kernel(&kernel);
+    let dims = mma_dims(&desc).expect("a contraction with mma dimensions");
+    for case in 0..cases {
+        let plan = mma_plan(rng, &desc, &dims);
+        let sizes = (0..)
+            .map(|_| -> Vec<usize> {
+                (0..desc.size_params.len())
+                    .map(|_| [1, 2, 3, 5, 8, 16, 24, 32, 48, 64][rng.below(10)] + rng.below(2))
+                    .collect()
+            })
+            .find(|sizes| {
+                let extents: Vec<usize> = desc
+                    .dims
+                    .iter()
+                    .map(|c| KernelDesc::eval_size(c, sizes).unwrap_or(0))
+                    .collect();
+                within(&desc, sizes, budget)
+                    && (case % 2 == 1 || plan.resolve(&desc.kinds, &extents).tensor_cores(&desc))
+            })
+            .expect("an endless search");
+        one_case_within(spec, &sizes, Some(&plan), rng, run, extra(plan.mma));
+    }
 }

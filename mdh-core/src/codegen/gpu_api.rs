@@ -177,7 +177,10 @@ fn entries_tokens(entries: &[GpuEntryCfg]) -> TokenStream {
             transpose,
             pad,
             stages,
+            mma,
+            warps,
         } = &e.plan;
+        let mma = format_ident!("{mma:?}");
         let device = &e.device;
         let sizes = match &e.sizes {
             Some(s) => quote!(::core::option::Option::Some(&[#(#s),*])),
@@ -195,6 +198,8 @@ fn entries_tokens(entries: &[GpuEntryCfg]) -> TokenStream {
                     transpose: ::std::vec![#(#transpose),*],
                     pad: ::std::vec![#(#pad),*],
                     stages: #stages,
+                    mma: ::mdh::__rt::Mma::#mma,
+                    warps: ::std::vec![#(#warps),*],
                 },
                 device: #device,
                 sizes: #sizes,

@@ -153,6 +153,7 @@ fn desc_tokens(d: &KernelDesc) -> TokenStream {
     let kinds = cow_slice(d.kinds.iter().map(|k| dim_kind(*k)).collect());
     let inputs = cow_slice(d.inputs.iter().map(buf).collect());
     let outputs = cow_slice(d.outputs.iter().map(buf).collect());
+    let contraction = d.contraction;
     quote! {
         ::mdh::__rt::KernelDesc {
             name: ::mdh::__rt::Cow::Borrowed(#name),
@@ -161,6 +162,7 @@ fn desc_tokens(d: &KernelDesc) -> TokenStream {
             kinds: #kinds,
             inputs: #inputs,
             outputs: #outputs,
+            contraction: #contraction,
         }
     }
 }

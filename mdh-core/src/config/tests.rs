@@ -237,6 +237,8 @@ fn gpu_entries_merge_per_backend_and_read_back() {
         transpose: vec![true, false],
         pad: vec![4, 0],
         stages: 2,
+        mma: Mma::Off,
+        warps: Vec::new(),
     };
     let old = "kernel: matmul\nentries:\n  # hand-written\n  - backend: cpu\n    sizes: {I: 64, J: 32, K: 16}\n";
     let entry = |b| gpu_entry_yaml(&k, b, "H100", Some(&[64, 16, 32]), &plan, &[]);
@@ -401,9 +403,9 @@ fn gpu_errors_name_file_line_and_column() {
         .unwrap_err();
     assert!(e.0.starts_with("configs/matmul.yaml:5:13:"), "{e}");
     assert!(e.0.contains("`tile` has 2 entries"), "{e}");
-    let e = read("kernel: matmul\nentries:\n  - backend: cuda\n    gpu:\n      warps: 4\n")
+    let e = read("kernel: matmul\nentries:\n  - backend: cuda\n    gpu:\n      lanes: 4\n")
         .unwrap_err();
-    assert!(e.0.contains("unknown field `warps`"), "{e}");
+    assert!(e.0.contains("unknown field `lanes`"), "{e}");
     let e = read("kernel: matmul\nentries:\n  - backend: cuda\n    cpu:\n      reg: [1, 1, 1]\n")
         .unwrap_err();
     assert!(
@@ -416,4 +418,108 @@ fn gpu_errors_name_file_line_and_column() {
         e.0.contains(":4:") && e.0.contains("takes a `cpu:` plan"),
         "{e}"
     );
+}
+
+#[test]
+fn gpu_mma_reads_back_and_is_checked() {
+    let k = matmul();
+    let path = Path::new("configs/matmul.yaml");
+    for mma in [Mma::Tf32, Mma::Tf32x3] {
+        let plan = crate::fixtures::matmul_tensor_cores(mma);
+        let entry = gpu_entry_yaml(&k, "cuda", "H100", None, &plan, &[]);
+        assert!(entry.contains(&format!("mma: {}", mma.name())), "{entry}");
+        let text = merge_entry(&k, path, None, key("cuda", "H100", &[]), &entry).unwrap();
+        assert_eq!(entries(&k, path, &text).unwrap().cuda[0].plan, plan);
+    }
+    let plan = "      items: [32, 4, 1]\n      tile: [128, 64, 16]\n";
+    let cfg = |backend: &str, gpu: &str| {
+        read(&format!(
+            "kernel: matmul\nentries:\n  - backend: {backend}\n    gpu:\n{gpu}"
+        ))
+    };
+    assert_eq!(
+        cfg("cuda", &format!("{plan}      mma: off\n"))
+            .unwrap()
+            .cuda[0]
+            .plan
+            .mma,
+        Mma::Off
+    );
+    let bad = |backend: &str, gpu: &str| cfg(backend, gpu).unwrap_err().0;
+    let e = bad("cuda", &format!("{plan}      mma: fp16\n"));
+    assert!(
+        e.starts_with("configs/matmul.yaml:7:12:") && e.contains("unknown `mma: fp16`; use `off`"),
+        "{e}"
+    );
+    let e = bad("opencl", &format!("{plan}      mma: tf32\n"));
+    assert!(
+        e.starts_with("configs/matmul.yaml:7:") && e.contains("make it a `cuda` entry"),
+        "{e}"
+    );
+    // Work-items that are not 8 row groups × 4 column pairs per warp.
+    let e = bad(
+        "cuda",
+        "      items: [16, 16, 1]\n      tile: [128, 128, 8]\n      mma: tf32\n",
+    );
+    assert!(
+        e.starts_with("configs/matmul.yaml:5:") && e.contains("must be 4 along dimension 1"),
+        "{e}"
+    );
+    let e = bad(
+        "cuda",
+        "      items: [32, 4, 1]\n      tile: [32, 64, 8]\n      mma: tf32\n",
+    );
+    assert!(
+        e.starts_with("configs/matmul.yaml:6:") && e.contains("multiple of 2 × `items`"),
+        "{e}"
+    );
+    // Not a contraction: a sum instead of a product.
+    let sum = crate::fixtures::compiled(&crate::fixtures::MATMUL.replace("a * b", "a + b"));
+    let e = entries(
+        &sum,
+        path,
+        &format!("kernel: matmul\nentries:\n  - backend: cuda\n    gpu:\n{plan}      mma: tf32\n"),
+    )
+    .unwrap_err()
+    .0;
+    assert!(
+        e.starts_with("configs/matmul.yaml:7:") && e.contains("not the f32 product of two inputs"),
+        "{e}"
+    );
+}
+
+#[test]
+fn gpu_warps_read_back_and_are_checked() {
+    let k = matmul();
+    let path = Path::new("configs/matmul.yaml");
+    let plan = GpuPlan {
+        warps: vec![2, 4, 1],
+        ..crate::fixtures::matmul_register_tiled()
+    };
+    let entry = gpu_entry_yaml(&k, "opencl", "*", None, &plan, &[]);
+    assert!(entry.contains("warps: [2, 4, 1]"), "{entry}");
+    let text = merge_entry(&k, path, None, key("opencl", "*", &[]), &entry).unwrap();
+    assert_eq!(entries(&k, path, &text).unwrap().opencl[0].plan, plan);
+    let bad = |gpu: &str| {
+        read(&format!(
+            "kernel: matmul\nentries:\n  - backend: cuda\n    gpu:\n      items: [16, 16, 2]\n{gpu}"
+        ))
+        .unwrap_err()
+        .0
+    };
+    let e = bad("      warps: [2, 2, 1]\n");
+    assert!(
+        e.starts_with("configs/matmul.yaml:6:")
+            && e.contains("gives 128 lanes per warp; a warp has 32"),
+        "{e}"
+    );
+    let e = bad("      warps: [2, 4, 2]\n");
+    assert!(e.contains("a PW dimension"), "{e}");
+    let e = bad("      warps: [3, 4, 1]\n");
+    assert!(
+        e.contains("must be at least 1 and divide `items` (16)"),
+        "{e}"
+    );
+    let e = bad("      warps: [2, 4]\n");
+    assert!(e.contains("`warps` has 2 entries"), "{e}");
 }

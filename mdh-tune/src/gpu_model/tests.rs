@@ -1,4 +1,5 @@
 use super::*;
+use mdh_core::gpu_plan::Mma;
 
 fn plan(groups: &[usize], items: &[usize], tile: &[usize], local: &[bool]) -> GpuPlan {
     GpuPlan {
@@ -11,6 +12,8 @@ fn plan(groups: &[usize], items: &[usize], tile: &[usize], local: &[bool]) -> Gp
         transpose: vec![false; local.len()],
         pad: vec![0; local.len()],
         stages: 1,
+        mma: Mma::Off,
+        warps: Vec::new(),
     }
 }
 
@@ -174,6 +177,64 @@ fn compute_bound_and_memory_bound() {
     let dram = bytes.inputs / m.dram_bw;
     assert!(p.time_s >= dram && p.time_s < 1.2 * dram, "{p:?}");
     assert!(p.bound_s <= bytes.inputs / m.dram_peak_bw * 1.0001);
+}
+
+/// matmul 4096³ on tensor cores (`fixtures::matmul_tensor_cores`): the
+/// bound is 8 times lower with TF32 than in FP32 (the peak TF32 rate) and 3
+/// times higher with 3xTF32 than with TF32; the prediction is below the
+/// same shape's in FP32, above the bound and not below TF32's with 3xTF32;
+/// at sizes that cut the mma tiles (a call in FP32) nothing changes.
+#[test]
+fn tensor_cores_raise_the_fma_pipe() {
+    let (m, mm) = (h100(), mdh_core::fixtures::matmul());
+    let at = |mma: Mma, n: usize| {
+        let plan = mdh_core::fixtures::matmul_tensor_cores(mma);
+        let res = Some(Resources {
+            registers: 137,
+            shared_bytes: 12288,
+        });
+        predict(
+            &mm,
+            &plan,
+            &[n, n, n],
+            matmul_bytes(n, n, n),
+            &m,
+            res,
+            12288,
+        )
+    };
+    let n = 4096;
+    let (fp32, tf32, x3) = (at(Mma::Off, n), at(Mma::Tf32, n), at(Mma::Tf32x3, n));
+    let ratio = |a: f64, b: f64| a / b;
+    assert!(
+        (ratio(fp32.bound_s, tf32.bound_s) - 8.0).abs() < 1e-6,
+        "{fp32:?} {tf32:?}"
+    );
+    assert!(
+        (ratio(x3.bound_s, tf32.bound_s) - 3.0).abs() < 1e-6,
+        "{x3:?} {tf32:?}"
+    );
+    assert!(
+        tf32.time_s < fp32.time_s && tf32.time_s >= tf32.bound_s,
+        "{fp32:?} {tf32:?}"
+    );
+    // Both wait on L2 here (the blocks' 128 × 64 tiles load their
+    // footprints again and again): 3xTF32 costs nothing more.
+    assert!(x3.time_s >= tf32.time_s, "{x3:?} {tf32:?}");
+    // 100 rows: fewer than the plan's 128 per tile, no mma tiles.
+    let cut = |mma: Mma| {
+        let plan = mdh_core::fixtures::matmul_tensor_cores(mma);
+        predict(
+            &mm,
+            &plan,
+            &[100, n, n],
+            matmul_bytes(100, n, n),
+            &m,
+            None,
+            0,
+        )
+    };
+    assert_eq!(cut(Mma::Tf32), cut(Mma::Off));
 }
 
 #[test]

@@ -204,9 +204,9 @@ impl Emit<'_> {
     /// `L{b}_E{c}` are constants (the compiler decodes them by
     /// multiplications and shifts, not division calls), the last component
     /// (contiguous in global memory) fastest and in runs of `L{b}_VEC`
-    /// elements: a run inside the tile's box is copied as one vector (stored
-    /// whole where the last component is innermost in local memory, else
-    /// element by element), a run cut by an edge tile's smaller box
+    /// elements: a run inside the tile's box is copied as one vector (the
+    /// last component is then innermost in local memory too, see
+    /// `gpu_plan::copy_vector`), a run cut by an edge tile's smaller box
     /// (`ext{c}`) element by element.
     pub(super) fn copy_tiles(&self, l: &mut Lowering, stage: Stage, pipelined: bool) {
         let (dst, lo_) = stage.names();
@@ -290,34 +290,12 @@ impl Emit<'_> {
             l.line(&format!("#if {vec} > 1"));
             l.line(&format!("if ({inside} && x{last} + {vec} <= ext{last}) {{"));
             per_width(l, &vec, |l, w| {
-                l.line(&format!("#if {}", names::local_transposed(b)));
-                let elems_async = self.copies_async(pipelined, eb);
-                if elems_async {
-                    // Element by element, as the plain path stores them.
-                    l.line("#if MDH_CP_ASYNC");
-                    for r in 0..w {
-                        l.line(&format!(
-                            "mdh_cp_async{eb}(&{dst}{b}[li + {r} * {lstride}], &in{b}[gi + {r}]);"
-                        ));
-                    }
-                    l.line("#else");
-                }
-                let v = l.fresh("v");
-                let elems = vec_load(l, self.d, t, w, &v, &format!("&in{b}[gi]"));
-                for (r, e) in elems.iter().enumerate() {
-                    l.line(&format!("{dst}{b}[li + {r} * {lstride}] = {e};"));
-                }
-                if elems_async {
-                    l.line("#endif");
-                }
-                l.line("#else");
                 let (to, from) = (format!("{dst}{b}[li]"), format!("in{b}[gi]"));
                 self.store(l, pipelined, w * eb, (&to, &from), &mut |l| {
                     let v = l.fresh("v");
                     vec_load(l, self.d, t, w, &v, &format!("&{from}"));
                     vec_store(l, self.d, t, w, &v, &format!("&{to}"));
                 });
-                l.line("#endif");
             });
             l.line("} else");
             l.line("#endif");

@@ -42,6 +42,7 @@ use std::cell::RefCell;
 use std::fmt::Write;
 
 mod local;
+mod mma;
 mod reduce;
 mod scan;
 mod words;
@@ -50,7 +51,7 @@ use crate::analysis::Checked;
 use crate::codegen::c_expr::{identity, int_div_helpers, Dialect, Lowering};
 use crate::spec::{DimKind, ReduceOp, ScalarType, Type};
 use mdh_rt::names::{
-    self, BLOCKED, DYN_SHARED, IDX, KEPT_POINTS, PW_GROUPS, PW_ITEMS, STAGES, WG_ITEMS,
+    self, BLOCKED, DYN_SHARED, IDX, KEPT_POINTS, LANES, MMA, PW_GROUPS, PW_ITEMS, STAGES, WG_ITEMS,
 };
 use words::{words, Words};
 
@@ -105,13 +106,15 @@ fn private_loop(l: &mut Lowering, x: usize) {
 }
 
 /// The index along dimension `x` of a work-item's point `p{x}` of the tile:
-/// consecutive per work-item when blocked, strided by the work-items else,
-/// in runs of `VG{x}` consecutive indices (1, or the width of the vectors
-/// that fragments load along `x`: a run is one vector).
+/// in its warp's part of the tile (`wp{x}`: the warp layer's contiguous
+/// sub-tiles, 0 without one), consecutive per lane (`wl{x}`) when blocked,
+/// strided by the lanes else, in runs of `VG{x}` consecutive indices (1,
+/// or the width of the vectors that fragments load along `x`: a run is one
+/// vector).
 fn item_index(x: usize) -> String {
-    let (items, private, run) = (names::items(x), names::private(x), names::vector_group(x));
+    let (lanes, private, run) = (names::lanes(x), names::private(x), names::vector_group(x));
     format!(
-        "t{x} + ({BLOCKED} ? w{x} * {private} + p{x} : ((p{x} / {run}) * {items} + w{x}) * {run} + p{x} % {run})"
+        "t{x} + wp{x} * {private} * {lanes} + ({BLOCKED} ? wl{x} * {private} + p{x} : ((p{x} / {run}) * {lanes} + wl{x}) * {run} + p{x} % {run})"
     )
 }
 
@@ -341,11 +344,28 @@ impl<'k> Emit<'k> {
         l.line(&format!("const {IDX} gid = {};", w.group_id()));
         l.line(&format!("const {IDX} lid = {};", w.local_id()));
         self.decode(l, "gid", "g", names::groups, &all);
-        // Kept coordinates outer, PW coordinates inner: the work-items that
-        // combine one result are consecutive (`lid = kl * PW_ITEMS + pwl`),
-        // so they share a warp where the dialect has warps.
+        // The warp layer: the warp's coordinates (`wp{x}`, 0 along PW
+        // dimensions) from `lid / MDH_LANES`, the lane's (`wl{x}`) from
+        // `lid % MDH_LANES`, kept coordinates outer and PW coordinates
+        // inner: the work-items that combine one result are consecutive
+        // (`lid = kl * PW_ITEMS + pwl`), so they share a warp where the
+        // dialect has warps. Without a warp layer `MDH_LANES` is the
+        // work-group and `wl{x}` the work-item's coordinate.
         let kept_then_pw: Vec<usize> = self.kept.iter().chain(&self.pw).copied().collect();
-        self.decode(l, "lid", "w", names::items, &kept_then_pw);
+        self.decode(
+            l,
+            &format!("lid % {LANES}"),
+            "wl",
+            names::lanes,
+            &kept_then_pw,
+        );
+        self.decode(
+            l,
+            &format!("lid / {LANES}"),
+            "wp",
+            names::warps,
+            &kept_then_pw,
+        );
         if let Some(warp) = self.w.warp {
             // The lanes of this work-item's warp (the last warp of a
             // work-group may be partial).
@@ -386,18 +406,10 @@ impl<'k> Emit<'k> {
         }
         l.line("#endif");
         // The linear index of this work-item among the PW work-items, and
-        // of its kept work-item coordinates.
-        let mut pwl = String::from("0");
-        for &x in &self.pw {
-            pwl = format!("({pwl}) * {} + w{x}", names::items(x));
-        }
-        let mut kl = String::from("0");
-        for &x in &self.kept {
-            kl = format!("({kl}) * {} + w{x}", names::items(x));
-        }
-        l.line(&format!("const {IDX} pwl = {pwl};"));
+        // of its kept work-item coordinates (see the decoding above).
+        l.line(&format!("const {IDX} pwl = lid % {PW_ITEMS};"));
         l.line(&format!("#if {PW_ITEMS} > MDH_SHFL"));
-        l.line(&format!("const {IDX} kl = {kl};"));
+        l.line(&format!("const {IDX} kl = lid / {PW_ITEMS};"));
         l.line("#endif");
     }
 
@@ -551,10 +563,7 @@ impl<'k> Emit<'k> {
         for &x in &self.kept {
             pk = format!("{pk} * {}", names::private(x));
         }
-        let mut q = String::from("0");
-        for &x in &self.kept {
-            q = format!("({q}) * {} + p{x}", names::private(x));
-        }
+        let q = self.kept_index(&|x| format!("p{x}"));
         l.line(&format!("#define PK ({pk})"));
         for (o, &(_, _, t)) in self.outs.iter().enumerate() {
             let init = match self.ops[o] {
@@ -574,6 +583,14 @@ impl<'k> Emit<'k> {
             l.line("}");
         }
         q
+    }
+
+    /// The index of the private accumulator at the point whose private index
+    /// along each kept dimension `x` is `p(x)` (row-major).
+    fn kept_index(&self, p: &dyn Fn(usize) -> String) -> String {
+        self.kept.iter().fold(String::from("0"), |q, &x| {
+            format!("({q}) * {} + {}", names::private(x), p(x))
+        })
     }
 
     /// The points of this work-item's PM tile within the current LM tile:
@@ -600,7 +617,16 @@ impl<'k> Emit<'k> {
         }
         l.line(&format!("#if {}", covers.join(" && ")));
         l.line(&format!("if ({full}) {{"));
-        self.points(l, q, true);
+        match self.mma_dims() {
+            Some(dims) => {
+                l.line(&format!("#if {MMA}"));
+                self.mma_points(l, &dims, &|p| self.kept_index(p));
+                l.line("#else");
+                self.points(l, q, true);
+                l.line("#endif");
+            }
+            None => self.points(l, q, true),
+        }
         l.line("} else");
         l.line("#endif");
         l.line("{");
@@ -818,6 +844,9 @@ impl<'k> Emit<'k> {
                 }
                 src.push_str(&local::cuda_vec_types(&types));
                 src.push_str(&local::cuda_cp_async());
+                if self.mma_dims().is_some() {
+                    src.push_str(&mma::cuda_mma());
+                }
             }
         }
         if self.d == Dialect::OpenCl {
@@ -956,18 +985,19 @@ mod tests {
                 Dialect::Cuda => src.matches("= *(const mdh_vec_f32_").count(),
                 Dialect::OpenCl => src.matches("= vload").count(),
             };
-            // Per width: one per fragment (A, B), and per copy (A, B) of
-            // each of the three (one stage; the first and the next tile of
-            // two stages) one for a transposed tile and one for another.
-            assert_eq!(vloads, 2 * (2 + 3 * 2 * 2), "{src}");
+            // Per width: one per fragment (A, B), and one per copy (A, B)
+            // of each of the three (one stage; the first and the next tile
+            // of two stages).
+            assert_eq!(vloads, 2 * (2 + 3 * 2), "{src}");
             assert!(src.contains("&& i0 < e0 && i1 < e1 && i2 < e2"), "{src}");
         }
     }
 
     /// The vector widths follow what the sizes prove: matmul's
     /// register-tiled plan with vectors of 4 and A's tile transposed gets
-    /// them for both copies and both fragments at 1024³ (runs of 4 per
-    /// strided thread); at 1024 × 1024 × 1026 B's rows (and so its copy)
+    /// them for B's copy and both fragments at 1024³ (runs of 4 per strided
+    /// thread; A's transposed tile is copied element by element); at
+    /// 1024 × 1024 × 1026 B's rows (and so its copy)
     /// lose the alignment, its fragments keep it; a padding of 1 takes the
     /// fragments' (the next row's start) and adds a column to the tile.
     #[test]
@@ -986,7 +1016,7 @@ mod tests {
         has(
             &defs(&plan, (1024, 1024, 1024)),
             &[
-                "L0_VEC 4",
+                "L0_VEC 1",
                 "L1_VEC 4",
                 "FV0_0 4",
                 "FVX0_0 0",
@@ -994,16 +1024,12 @@ mod tests {
                 "FVX1_0 1",
                 "VG0 4",
                 "VG1 4",
-                "L0_TR 1",
                 "L0_S0 1",
                 "L0_S1 128",
                 "L0_SIZE 1024",
             ],
         );
-        has(
-            &defs(&plan, (1024, 1026, 1024)),
-            &["L0_VEC 4", "L1_VEC 1", "FV1_0 4"],
-        );
+        has(&defs(&plan, (1024, 1026, 1024)), &["L1_VEC 1", "FV1_0 4"]);
         let padded = GpuPlan {
             pad: vec![1, 0],
             ..plan.clone()
@@ -1030,5 +1056,44 @@ mod tests {
                 "L0_VEC 1", "L1_VEC 1", "FV0_0 1", "FV1_0 1", "VG0 1", "VG1 1",
             ],
         );
+    }
+
+    /// Tensor cores: the CUDA template of a contraction has the mma path
+    /// beside the FP32 one, OpenCL's and other kernels' have none; a call
+    /// gets `MDH_MMA` 1 or 3 where its clamped plan keeps whole mma tiles,
+    /// 0 at sizes that cut them (FP32 there).
+    #[test]
+    fn tensor_cores_follow_the_kernel_the_dialect_and_the_sizes() {
+        use mdh_rt::gpu_plan::Mma;
+        let (k, desc) = matmul();
+        assert!(desc.contraction);
+        let cuda = template(&k, Dialect::Cuda);
+        assert!(
+            cuda.contains("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
+            "{cuda}"
+        );
+        assert!(cuda.contains("cvt.rna.tf32.f32"), "{cuda}");
+        assert!(cuda.contains("mdh_mma1(acc0["), "{cuda}");
+        assert!(!template(&k, Dialect::OpenCl).contains("mma"));
+        let stencil = crate::fixtures::compiled(&crate::fixtures::example("jacobi1d"));
+        assert!(!KernelDesc::from_kernel(&stencil).contraction);
+        assert!(!template(&stencil, Dialect::Cuda).contains("mma"));
+        for (mma, want) in [(Mma::Off, 0), (Mma::Tf32, 1), (Mma::Tf32x3, 3)] {
+            let plan = crate::fixtures::matmul_tensor_cores(mma);
+            plan.validate(&desc).unwrap();
+            for ((i, j, kk), fits) in [
+                ((256, 128, 64), true),
+                ((20, 128, 64), false),
+                ((256, 128, 12), false),
+            ] {
+                let bound = desc.bind_sizes(&sizes(&desc, i, j, kk)).unwrap();
+                let defs = defines(&desc, &bound, &plan.resolve(&desc.kinds, &bound.extents));
+                let got = if fits { want } else { 0 };
+                assert!(
+                    defs.contains(&format!("#define MDH_MMA {got}\n")),
+                    "{i}×{j}×{kk}: {defs}"
+                );
+            }
+        }
     }
 }
