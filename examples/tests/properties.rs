@@ -260,6 +260,39 @@ proptest! {
     }
 }
 
+mdh::mdh! {
+    /// The value of largest magnitude per row, ties to the larger value: a
+    /// user-defined operator that computes no built-in one, so the CPU code
+    /// combines with the closure itself (accumulators without an identity;
+    /// prl's and genhisto's closures run as `max` and `+`).
+    kernel absmax {
+        inp(x: i32[I, J]),
+        out(m: i32[I]),
+        out_view(m: |i, j| (i)),
+        md_hom[I, J](|a| a, (CC, PW(|a, b| {
+            if a.abs() > b.abs() || (a.abs() == b.abs() && a > b) { a } else { b }
+        }))),
+        inp_view(x: |i, j| (i, j)),
+    }
+}
+
+proptest! {
+    #![proptest_config(config(CASES))]
+
+    #[test]
+    fn user_defined_combine_matches(i in size0(200), j in size0(3000), seed: u64) {
+        let mut g = Rng::new(seed);
+        let s = absmax::Sizes { I: i, J: j };
+        let x = g.i32s(i * j, -1000, 1000);
+        let mut m = vec![i32::MIN + 1; i];
+        let r = absmax::cpu(&x, &mut m, s);
+        // J = 0: an empty reduction with a user-defined operator is an error.
+        prop_assert_eq!(r.is_err(), j == 0 && i > 0);
+        verify(absmax::SPEC, &s.values(), vec![x.into()], &[],
+            vec![vec![i32::MIN + 1; i].into()], r, vec![m.into()], 0.0)?;
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Map, reduce, scan, Mandelbrot
 

@@ -108,11 +108,15 @@ impl<'k> Gen<'k> {
         }
     }
 
-    /// The identity of every operator, if all have one (for empty PW dimensions).
+    /// The identity of every operator, if all have one (for empty PW
+    /// dimensions): a closure that runs as a built-in still has none, an
+    /// empty reduction with it stays an error (`Checked::has_identity`).
     fn identity(&self) -> TokenStream {
         let ids: Option<Vec<TokenStream>> = (0..self.n_out())
             .map(|o| match self.ops[o] {
-                Some(ReduceOp::Builtin(b, _)) => Some(rust_expr::identity(*b, self.out_tys[o])),
+                Some(ReduceOp::Builtin(b, _)) if self.k.has_identity(o) => {
+                    Some(rust_expr::identity(*b, self.out_tys[o]))
+                }
                 _ => None,
             })
             .collect();
