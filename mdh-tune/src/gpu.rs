@@ -9,14 +9,13 @@
 use std::path::Path;
 use std::time::Duration;
 
+use mdh::gpu::space::GpuSpace;
 use mdh::gpu::{
     bind_sizes, choose, job, local_bytes, DeviceLimits, GpuEntry, KernelInfo, Loaded,
     MainResources, RawDevice,
 };
-use mdh::reference::{Buffer, Value};
+use mdh::reference::{kernel_info, Buffer, Value};
 use mdh_core::codegen::c_expr::Dialect;
-use mdh_core::codegen::gpu::template;
-use mdh_core::codegen::gpu_api::KernelTables;
 use mdh_core::config::gpu_entry_yaml;
 use mdh_core::desc::{Bound, KernelDesc};
 use mdh_core::gpu_plan::GpuPlan;
@@ -24,11 +23,10 @@ use mdh_core::plan::elem_bytes;
 use mdh_core::Checked;
 
 use crate::gpu_model::{predict, Bytes, GpuModel, Resources};
-use crate::gpu_space::GpuSpace;
 use crate::log::{ModelNote, Status};
 use crate::scratch::check;
+use crate::search::space::Space;
 use crate::source;
-use crate::space::Space;
 use crate::tuning::{configured_entries, skip_tuned, Options, Target, Tuning, RETIME_ROUNDS};
 
 /// Repetitions of a candidate: at least this many, and more while their
@@ -36,18 +34,6 @@ use crate::tuning::{configured_entries, skip_tuned, Options, Target, Tuning, RET
 const MIN_RUNS: usize = 3;
 const MIN_TIME_S: f64 = 0.2;
 const MAX_RUNS: usize = 100;
-
-/// The `KernelInfo` the generated wrappers hold as constants, for a kernel
-/// known at run time (leaked: one kernel per tuner process).
-pub fn kernel_info(k: &Checked, dialect: Dialect) -> &'static KernelInfo {
-    let t = KernelTables::of(k);
-    Box::leak(Box::new(KernelInfo {
-        template: Box::leak(template(k, dialect).into_boxed_str()),
-        in_bytes: Box::leak(t.in_bytes.into_boxed_slice()),
-        acc_bytes: Box::leak(t.acc_bytes.into_boxed_slice()),
-        identity: Box::leak(t.identity.into_boxed_slice()),
-    }))
-}
 
 /// `--device` for OpenCL: an index or a part of the name.
 pub fn open_opencl(sel: Option<&str>) -> Result<mdh::opencl::Device, String> {

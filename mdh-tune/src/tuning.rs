@@ -19,8 +19,8 @@ use mdh_core::Checked;
 
 use crate::log::{Candidate, Log, Record, Start, Status};
 use crate::plot;
+use crate::search::space::Space;
 use crate::search::{Ensemble, Point};
-use crate::space::Space;
 
 /// What the command line asks of a run, whatever the backend.
 pub struct Options {

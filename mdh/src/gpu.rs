@@ -14,6 +14,7 @@ use mdh_rt::value::{Buffer, Value};
 use mdh_rt::Error;
 
 pub mod calls;
+pub mod space;
 pub use calls::{call, Call, CallDevice};
 
 /// What a generated wrapper knows about its kernel besides its `desc()`.

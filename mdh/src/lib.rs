@@ -43,6 +43,7 @@ mod debug_build;
 pub mod gpu;
 pub mod machine;
 mod parallel;
+pub mod search;
 pub mod simd;
 mod stream;
 
@@ -130,6 +131,22 @@ pub mod reference {
     #[cfg(feature = "reference")]
     pub fn kernel(spec: &str) -> Result<mdh_core::Checked, crate::Error> {
         mdh_core::compile_str(spec)
+    }
+
+    /// The `KernelInfo` the generated wrappers hold as constants, for a
+    /// kernel known at run time (leaked: the tuner and tests make a few).
+    #[cfg(feature = "reference")]
+    pub fn kernel_info(
+        k: &mdh_core::Checked,
+        dialect: mdh_core::codegen::c_expr::Dialect,
+    ) -> &'static crate::gpu::KernelInfo {
+        let t = mdh_core::codegen::gpu_api::KernelTables::of(k);
+        Box::leak(Box::new(crate::gpu::KernelInfo {
+            template: Box::leak(mdh_core::codegen::gpu::template(k, dialect).into_boxed_str()),
+            in_bytes: Box::leak(t.in_bytes.into_boxed_slice()),
+            acc_bytes: Box::leak(t.acc_bytes.into_boxed_slice()),
+            identity: Box::leak(t.identity.into_boxed_slice()),
+        }))
     }
 }
 

@@ -5,7 +5,8 @@
 //!
 //! The techniques know nothing about plans: a point's validity is the
 //! space's business (it repairs points before they are measured), its cost
-//! is the measured run time. Lower costs are better.
+//! is the measured run time. Lower costs are better. The tuner (`mdh-tune`)
+//! and run-time GPU tuning ([`crate::gpu::tune`]) search with them.
 
 pub mod annealing;
 pub mod bandit;
@@ -13,6 +14,7 @@ pub mod differential;
 pub mod neighbourhood;
 pub mod pattern;
 pub mod random;
+pub mod space;
 
 /// One coordinate per tuning parameter: an index into its values.
 pub type Point = Vec<usize>;
