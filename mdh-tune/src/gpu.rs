@@ -15,6 +15,7 @@ use mdh::gpu::{
     MainResources, RawDevice,
 };
 use mdh::reference::{kernel_info, Buffer, Value};
+use mdh::search::check;
 use mdh_core::codegen::c_expr::Dialect;
 use mdh_core::config::gpu_entry_yaml;
 use mdh_core::desc::{Bound, KernelDesc};
@@ -24,7 +25,6 @@ use mdh_core::Checked;
 
 use crate::gpu_model::{predict, Bytes, GpuModel, Resources};
 use crate::log::{ModelNote, Status};
-use crate::scratch::check;
 use crate::search::space::Space;
 use crate::source;
 use crate::tuning::{configured_entries, skip_tuned, Options, Target, Tuning, RETIME_ROUNDS};
@@ -117,7 +117,9 @@ impl<'a, D: RawDevice> Bench<'a, D> {
         let desc: &'static KernelDesc = Box::leak(Box::new(KernelDesc::from_kernel(k)));
         let info = kernel_info(k, dialect);
         let bound = bind_sizes(desc, sizes).map_err(|e| format!("--size: {e}"))?;
-        let (inputs, init) = check::data(k, desc, sizes);
+        let types =
+            |bufs: &[mdh_core::spec::BufferDecl]| bufs.iter().map(|b| b.ty).collect::<Vec<_>>();
+        let (inputs, init) = check::data(desc, &types(&k.inputs), &types(&k.outputs), sizes);
         let params: Vec<Value> = k.params.iter().map(|p| check::param(p.ty)).collect();
         let mut bench = Bench {
             dev,

@@ -10,6 +10,7 @@
 
 pub mod annealing;
 pub mod bandit;
+pub mod check;
 pub mod differential;
 pub mod neighbourhood;
 pub mod pattern;
