@@ -9,10 +9,11 @@ use mdh_rt::gpu_plan::{
     defines, local_align, local_elems, GpuPlan, Resolved, MAX_ITEMS, PASS_ITEMS, SCAN_CHUNK,
 };
 use mdh_rt::names;
-use mdh_rt::types::{elem_bytes, DimKind};
+use mdh_rt::types::{elem_bytes, DimKind, ScalarType};
 use mdh_rt::value::{Buffer, Value};
 use mdh_rt::Error;
 
+pub mod bench;
 pub mod calls;
 pub mod space;
 pub use calls::{call, Call, CallDevice};
@@ -27,6 +28,11 @@ pub struct KernelInfo {
     pub acc_bytes: &'static [usize],
     /// Whether each output access's operator has a neutral element.
     pub identity: &'static [bool],
+    /// The element types of the input buffers, of the output buffers and
+    /// of the params: what run-time tuning makes its data of.
+    pub in_types: &'static [ScalarType],
+    pub out_types: &'static [ScalarType],
+    pub param_types: &'static [ScalarType],
 }
 
 /// A tuned GPU plan from the kernel's config.
@@ -352,12 +358,12 @@ fn fitted_default(
     bound: &Bound,
     info: &KernelInfo,
     lim: DeviceLimits,
-) -> Resolved {
+) -> GpuPlan {
     let mut plan = GpuPlan::default_for(desc);
     loop {
         let r = plan.resolve(&desc.kinds, &bound.extents);
         if fits(desc, info, bound, &r, lim) {
-            return r;
+            return plan;
         }
         if plan.local.iter().any(|&l| l) {
             plan.local.iter_mut().for_each(|l| *l = false);
@@ -368,15 +374,14 @@ fn fitted_default(
             .max_by_key(|&x| r.items[x])
             .unwrap_or(0);
         if r.items[x] <= 1 {
-            return r;
+            return plan;
         }
         plan.items[x] = r.items[x] / 2;
         plan.tile[x] = plan.tile[x].div_ceil(2).max(plan.items[x]);
     }
 }
 
-/// The plan for one call: the entry for this device with the nearest sizes
-/// that is valid and fits the device, else the fitted default.
+/// The plan for one call, resolved (see [`chosen_plan`]).
 pub fn choose(
     desc: &KernelDesc,
     bound: &Bound,
@@ -385,6 +390,19 @@ pub fn choose(
     device: &str,
     lim: DeviceLimits,
 ) -> Resolved {
+    chosen_plan(desc, bound, info, entries, device, lim).resolve(&desc.kinds, &bound.extents)
+}
+
+/// The plan for one call: the entry for this device with the nearest sizes
+/// that is valid and fits the device, else the fitted default.
+pub fn chosen_plan(
+    desc: &KernelDesc,
+    bound: &Bound,
+    info: &KernelInfo,
+    entries: &[GpuEntry],
+    device: &str,
+    lim: DeviceLimits,
+) -> GpuPlan {
     let name = device.to_lowercase();
     let mut candidates: Vec<&GpuEntry> = entries
         .iter()
@@ -406,7 +424,7 @@ pub fn choose(
     for e in candidates {
         let r = e.plan.resolve(&desc.kinds, &bound.extents);
         if fits(desc, info, bound, &r, lim) {
-            return r;
+            return e.plan.clone();
         }
     }
     fitted_default(desc, bound, info, lim)

@@ -146,6 +146,9 @@ pub mod reference {
             in_bytes: Box::leak(t.in_bytes.into_boxed_slice()),
             acc_bytes: Box::leak(t.acc_bytes.into_boxed_slice()),
             identity: Box::leak(t.identity.into_boxed_slice()),
+            in_types: Box::leak(t.in_types.into_boxed_slice()),
+            out_types: Box::leak(t.out_types.into_boxed_slice()),
+            param_types: Box::leak(t.param_types.into_boxed_slice()),
         }))
     }
 }
@@ -164,7 +167,7 @@ pub mod __rt {
     pub use crate::stream::{pays as stream_pays, StreamWriter};
     pub use mdh_rt::desc::{AccessDesc, AffineDesc, Bound, BufDesc, KernelDesc, SizeOp};
     pub use mdh_rt::gpu_plan::GpuPlan;
-    pub use mdh_rt::DimKind;
+    pub use mdh_rt::{DimKind, ScalarType};
     pub use std::borrow::Cow;
     pub use std::sync::OnceLock;
 }

@@ -215,6 +215,10 @@ pub struct KernelTables {
     pub acc_bytes: Vec<usize>,
     /// Whether each output access's operator has a neutral element.
     pub identity: Vec<bool>,
+    /// The element types of the inputs, the outputs and the params.
+    pub in_types: Vec<ScalarType>,
+    pub out_types: Vec<ScalarType>,
+    pub param_types: Vec<ScalarType>,
 }
 
 impl KernelTables {
@@ -224,6 +228,9 @@ impl KernelTables {
             in_bytes: k.inputs.iter().map(|b| elem_bytes(b.ty)).collect(),
             acc_bytes: out.iter().map(|&t| elem_bytes(t)).collect(),
             identity: (0..out.len()).map(|o| k.has_identity(o)).collect(),
+            in_types: k.inputs.iter().map(|b| b.ty).collect(),
+            out_types: k.outputs.iter().map(|b| b.ty).collect(),
+            param_types: k.params.iter().map(|p| p.ty).collect(),
         }
     }
 }
@@ -236,7 +243,16 @@ pub fn gpu_module(k: &Checked, backend: Backend, entries: &[GpuEntryCfg]) -> Tok
         in_bytes,
         acc_bytes,
         identity,
+        in_types,
+        out_types,
+        param_types,
     } = KernelTables::of(k);
+    let types = |ts: Vec<ScalarType>| {
+        let ts = ts.into_iter().map(|t| format_ident!("{t:?}"));
+        quote!(&[#(::mdh::__rt::ScalarType::#ts),*])
+    };
+    let (in_types, out_types, param_types) =
+        (types(in_types), types(out_types), types(param_types));
     let entries = entries_tokens(entries);
     let module = format_ident!("{}", backend.name());
     let gate = backend.gate();
@@ -267,6 +283,9 @@ pub fn gpu_module(k: &Checked, backend: Backend, entries: &[GpuEntryCfg]) -> Tok
                     in_bytes: &[#(#in_bytes),*],
                     acc_bytes: &[#(#acc_bytes),*],
                     identity: &[#(#identity),*],
+                    in_types: #in_types,
+                    out_types: #out_types,
+                    param_types: #param_types,
                 };
 
                 fn __entries() -> ::std::vec::Vec<::mdh::__rt::gpu::GpuEntry> {
