@@ -136,13 +136,7 @@ where
         for c in &mut done {
             c.plan = space.complete(c.plan.clone());
         }
-        let mut ensemble = Ensemble::new(space.cards(), opts.seed);
-        let sampler = space.clone();
-        ensemble.history.sampler = Some(Box::new(move |rng| sampler.sample(rng)));
-        let stepper = space.clone();
-        ensemble.history.steps = Some(Box::new(move |p| stepper.neighbours(p)));
-        // On the grid or next to it: where local searches start.
-        ensemble.history.start = Some(space.nearest(default));
+        let ensemble = Ensemble::over(&space, default, opts.seed);
         let bar = match budget {
             Budget::Time(d) => ProgressBar::new(d.as_secs()),
             Budget::Evaluations(n) => ProgressBar::new(*n as u64),

@@ -16,7 +16,9 @@ use mdh_rt::Error;
 pub mod bench;
 pub mod calls;
 pub mod space;
-pub use calls::{call, Call, CallDevice};
+pub mod tune;
+pub use calls::{call, Call, CallDevice, CallKernel};
+pub use tune::{tune, TuneReport};
 
 /// What a generated wrapper knows about its kernel besides its `desc()`.
 pub struct KernelInfo {

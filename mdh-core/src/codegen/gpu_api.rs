@@ -1,5 +1,5 @@
-//! The generated Rust wrappers of the GPU kernels: `NAME::opencl::{run,
-//! launch, source}` and `NAME::cuda::{run, launch, source}` over the
+//! The generated Rust wrappers of the GPU kernels: `NAME::opencl::{run, tune,
+//! launch, source}` and `NAME::cuda::{run, tune, launch, source}` over the
 //! facade's runtimes, from one generator ([`gpu_module`]) whose backend
 //! differences are the methods of [`Backend`]. The wrappers validate their
 //! arguments with the kernel's `desc()`, let the facade choose the plan and
@@ -362,6 +362,20 @@ fn host_fns(k: &Checked) -> TokenStream {
             #params
         ) -> ::core::result::Result<(), ::mdh::Error> {
             run_with(__dev, ::core::option::Option::None, #forward __sizes)
+        }
+
+        /// Searches plans of the kernel at `sizes` on `device` for about
+        /// `budget` (run-time tuning: the tuner's search space and result
+        /// checks, on deterministic pseudo-random data) and keeps the best
+        /// in the per-user tuning cache, which later calls and later
+        /// processes on this device run before the configured entries
+        /// (see `mdh::gpu::tune`).
+        pub fn tune(
+            __dev: &Device,
+            __sizes: super::Sizes,
+            __budget: ::core::time::Duration,
+        ) -> ::core::result::Result<::mdh::gpu::TuneReport, ::mdh::Error> {
+            ::mdh::__rt::gpu::tune(__dev, &INFO, super::desc(), &__entries(), &__sizes.values(), __budget)
         }
 
         /// [`run`] with a given plan instead of the configured ones

@@ -180,6 +180,19 @@ impl Ensemble {
         }
     }
 
+    /// The ensemble over `space` (its sampler and its steps), whose local
+    /// searches start at the point nearest to `start` (on the grid or next
+    /// to it).
+    pub fn over<S: space::Space>(space: &S, start: &S::Plan, seed: u64) -> Ensemble {
+        let mut e = Ensemble::new(space.cards(), seed);
+        let sampler = space.clone();
+        e.history.sampler = Some(Box::new(move |rng| sampler.sample(rng)));
+        let stepper = space.clone();
+        e.history.steps = Some(Box::new(move |p| stepper.neighbours(p)));
+        e.history.start = Some(space.nearest(start));
+        e
+    }
+
     /// The index of the technique called `name`.
     pub fn technique(&self, name: &str) -> Option<usize> {
         self.techniques.iter().position(|t| t.name() == name)
