@@ -41,7 +41,8 @@ use crate::search::check::{ms, verdict, RETIME_ROUNDS};
 use crate::search::space::Space;
 use crate::search::{Ensemble, Point};
 
-/// The search budget of a call tuned under `MDH_AUTOTUNE=1`.
+/// The search budget of a call tuned under `MDH_AUTOTUNE=1`, unless
+/// `MDH_AUTOTUNE_BUDGET` gives one (seconds).
 pub const AUTOTUNE_BUDGET: Duration = Duration::from_secs(10);
 /// The searches are reproducible (one seed for all).
 const SEED: u64 = 0x7E57_0001;
@@ -95,6 +96,27 @@ pub fn cache_dir() -> Option<PathBuf> {
 fn autotuning() -> bool {
     static FLAG: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *FLAG.get_or_init(|| crate::machine::env_flag("MDH_AUTOTUNE"))
+}
+
+/// `MDH_AUTOTUNE_BUDGET` (seconds), else [`AUTOTUNE_BUDGET`].
+fn autotune_budget() -> Duration {
+    let Ok(v) = std::env::var("MDH_AUTOTUNE_BUDGET") else {
+        return AUTOTUNE_BUDGET;
+    };
+    match v
+        .parse::<f64>()
+        .ok()
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+    {
+        Some(d) => d,
+        None => {
+            eprintln!(
+                "mdh: MDH_AUTOTUNE_BUDGET={v:?} is not a number of seconds; {} s instead",
+                AUTOTUNE_BUDGET.as_secs()
+            );
+            AUTOTUNE_BUDGET
+        }
+    }
 }
 
 /// 64-bit FNV-1a: stable across processes and Rust versions (the cache
@@ -290,16 +312,17 @@ pub fn tuned_plan<D: RawDevice + CallDevice>(dev: &D, k: &CallKernel<'_>) -> Opt
     let (file, kept) = match load(&key, &space) {
         Some(found) => found,
         None if autotuning() => {
+            let budget = autotune_budget();
             eprintln!(
-                "mdh: MDH_AUTOTUNE: tuning {} at {} on {} for up to {} s",
+                "mdh: MDH_AUTOTUNE: tuning {} at {} on {} for about {:.1} s",
                 key.kernel,
                 sizes_text(k.desc, &key.sizes),
                 key.device,
-                AUTOTUNE_BUDGET.as_secs()
+                budget.as_secs_f64()
             );
             // The plan kept runs (today's plan, where nothing beat it, is
             // the configured choice itself).
-            return match search(dev, k, &space, key, AUTOTUNE_BUDGET, true) {
+            return match search(dev, k, &space, key, budget, true) {
                 Ok(r) => Some(r.plan),
                 Err(e) => {
                     log::warn!("mdh: MDH_AUTOTUNE: tuning {} failed: {e}", k.desc.name);
@@ -489,5 +512,123 @@ mod tests {
     fn fnv_is_the_reference_fnv1a() {
         // The published test vector of FNV-1a 64 for "a".
         assert_eq!(fnv(FNV_START, b"a"), 0xAF63_DC4C_8601_EC8C);
+    }
+
+    #[cfg(feature = "reference")]
+    mod with_a_kernel {
+        use super::*;
+        use crate::gpu::{bind_sizes, cuda_arch_limits, DeviceLimits};
+
+        struct Call {
+            info: &'static KernelInfo,
+            desc: &'static KernelDesc,
+            entries: Vec<GpuEntry>,
+            bound: Bound,
+        }
+
+        impl Call {
+            fn matmul(dialect: mdh_core::codegen::c_expr::Dialect, sizes: &[usize]) -> Call {
+                let k = mdh_core::fixtures::matmul();
+                let desc: &'static KernelDesc = Box::leak(Box::new(KernelDesc::from_kernel(&k)));
+                Call {
+                    info: crate::reference::kernel_info(&k, dialect),
+                    desc,
+                    entries: Vec::new(),
+                    bound: bind_sizes(desc, sizes).unwrap(),
+                }
+            }
+
+            fn kernel(&self) -> CallKernel<'_> {
+                CallKernel {
+                    info: self.info,
+                    desc: self.desc,
+                    entries: &self.entries,
+                    bound: &self.bound,
+                }
+            }
+
+            fn space(&self, lim: DeviceLimits) -> GpuSpace {
+                GpuSpace::new(self.desc, self.bound.clone(), self.info, lim)
+            }
+
+            fn key(&self, device: &str, driver: &str, lim: DeviceLimits) -> Key {
+                Key::new(&self.kernel(), device, driver, &self.space(lim))
+            }
+        }
+
+        const H100: &str = "NVIDIA H100 80GB HBM3";
+
+        #[test]
+        fn the_cache_file_changes_with_kernel_entries_driver_device_and_sizes() {
+            use mdh_core::codegen::c_expr::Dialect;
+            let lim = cuda_arch_limits("sm_90");
+            let cuda = Call::matmul(Dialect::Cuda, &[64, 64, 64]);
+            let dir = Path::new("/cache");
+            let file = |c: &Call, device: &str, driver: &str| c.key(device, driver, lim).file(dir);
+            let base = file(&cuda, H100, "CUDA 13.0");
+            assert_eq!(base, file(&cuda, H100, "CUDA 13.0"), "stable");
+            assert!(base.to_string_lossy().starts_with("/cache/matmul-"));
+            let mut others = vec![
+                file(&cuda, H100, "CUDA 12.8"),
+                file(&cuda, "NVIDIA A100-SXM4-40GB", "CUDA 13.0"),
+                // Another template: the OpenCL dialect of the same kernel.
+                file(
+                    &Call::matmul(Dialect::OpenCl, &[64, 64, 64]),
+                    H100,
+                    "CUDA 13.0",
+                ),
+                file(
+                    &Call::matmul(Dialect::Cuda, &[64, 64, 128]),
+                    H100,
+                    "CUDA 13.0",
+                ),
+            ];
+            // A configured entry more.
+            let mut configured = Call::matmul(Dialect::Cuda, &[64, 64, 64]);
+            configured.entries.push(GpuEntry {
+                plan: GpuPlan::default_for(configured.desc),
+                device: "*",
+                sizes: None,
+            });
+            others.push(file(&configured, H100, "CUDA 13.0"));
+            // Another space (a device allowing fewer work-items than the
+            // extents).
+            let small = DeviceLimits {
+                max_items: 32,
+                ..lim
+            };
+            others.push(cuda.key(H100, "CUDA 13.0", small).file(dir));
+            for (i, o) in others.iter().enumerate() {
+                assert_ne!(*o, base, "variant {i}");
+            }
+        }
+
+        #[test]
+        fn cache_files_are_read_back_and_others_refused() {
+            use mdh_core::codegen::c_expr::Dialect;
+            let lim = cuda_arch_limits("sm_90");
+            let call = Call::matmul(Dialect::Cuda, &[64, 64, 64]);
+            let space = call.space(lim);
+            let key = call.key(H100, "CUDA 13.0", lim);
+            let text = |point: &str| format!("{HEADER}\n{}point {point}\n# note\n", key.lines());
+            let p = space.sample(&mut crate::search::Rng::new(3));
+            let line = p.iter().map(usize::to_string).collect::<Vec<_>>().join(" ");
+            assert_eq!(parse(&text(&line), &key, &space), Ok(Kept::Point(p)));
+            assert_eq!(parse(&text("today"), &key, &space), Ok(Kept::Today));
+            // Garbage, another call's file, a point off the space.
+            assert!(parse("\u{0}\u{1}garbage", &key, &space).is_err());
+            let other = call.key(H100, "CUDA 12.8", lim);
+            let theirs = format!("{HEADER}\n{}point today\n", other.lines());
+            assert!(parse(&theirs, &key, &space).is_err_and(|e| e.contains("not for this call")));
+            assert!(parse(&text("1 2"), &key, &space).is_err());
+            assert!(parse(&text("x"), &key, &space).is_err());
+            let far = vec![usize::MAX / 2; space.cards().len()];
+            let far = far
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(" ");
+            assert!(parse(&text(&far), &key, &space).is_err());
+        }
     }
 }
