@@ -29,11 +29,16 @@ const BUDGET: Duration = Duration::from_millis(1500);
 const CHILD: &str = "MDH_TUNE_TEST_CHILD";
 
 /// This process's cache folder (empty at first) and the one-at-a-time
-/// guard, or `None` without an OpenCL device (a failure under
-/// `MDH_REQUIRE_OPENCL=1`).
-fn setup() -> Option<(MutexGuard<'static, ()>, PathBuf)> {
+/// guard, or `None` where the test does not run: without an OpenCL device
+/// (a failure under `MDH_REQUIRE_OPENCL=1`), and in the processes the tests
+/// start unless `child` (the tests those processes run return at once in
+/// other processes).
+fn setup(child: bool) -> Option<(MutexGuard<'static, ()>, PathBuf)> {
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     static DIR: OnceLock<PathBuf> = OnceLock::new();
+    if std::env::var_os(CHILD).is_some() != child {
+        return None;
+    }
     let guard = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
     gpu::opencl_device()?;
     let dir = DIR.get_or_init(|| {
@@ -142,12 +147,9 @@ fn child(name: &str, dir: &PathBuf, env: &[(&str, &str)]) -> String {
 
 #[test]
 fn matmul_keeps_a_checked_plan_that_later_calls_and_processes_run() {
-    let Some((_one_at_a_time, dir)) = setup() else {
+    let Some((_one_at_a_time, dir)) = setup(false) else {
         return;
     };
-    if std::env::var_os(CHILD).is_some() {
-        return;
-    }
     let dev = fresh_device();
     // Before tuning: the configured choice (no cache file yet).
     assert_eq!(matmul_call_source(&dev), matmul_source(&dev, None));
@@ -188,12 +190,9 @@ fn matmul_keeps_a_checked_plan_that_later_calls_and_processes_run() {
 /// in a process of its own.
 #[test]
 fn later_process_runs_the_kept_plan() {
-    let Some((_one_at_a_time, _)) = setup() else {
+    let Some((_one_at_a_time, _)) = setup(true) else {
         return;
     };
-    if std::env::var_os(CHILD).is_none() {
-        return;
-    }
     let dev = fresh_device();
     run_matmul(&dev);
 }
@@ -213,12 +212,9 @@ fn run_dot(dev: &Device, n: usize) {
 
 #[test]
 fn a_reduction_is_tuned_and_a_corrupt_cache_file_ignored() {
-    let Some((_one_at_a_time, _)) = setup() else {
+    let Some((_one_at_a_time, _)) = setup(false) else {
         return;
     };
-    if std::env::var_os(CHILD).is_some() {
-        return;
-    }
     let dev = fresh_device();
     let n = 3000;
     let r = dot::opencl::tune(&dev, dot::Sizes { N: n }, BUDGET).unwrap();
@@ -244,12 +240,9 @@ fn a_reduction_is_tuned_and_a_corrupt_cache_file_ignored() {
 
 #[test]
 fn autotune_tunes_a_call_without_a_kept_plan() {
-    let Some((_one_at_a_time, dir)) = setup() else {
+    let Some((_one_at_a_time, dir)) = setup(false) else {
         return;
     };
-    if std::env::var_os(CHILD).is_some() {
-        return;
-    }
     let said = child(
         "autotuned_call",
         &dir.join("autotune"),
@@ -268,11 +261,8 @@ fn autotune_tunes_a_call_without_a_kept_plan() {
 /// own, under `MDH_AUTOTUNE=1`.
 #[test]
 fn autotuned_call() {
-    let Some((_one_at_a_time, _)) = setup() else {
+    let Some((_one_at_a_time, _)) = setup(true) else {
         return;
     };
-    if std::env::var_os(CHILD).is_none() {
-        return;
-    }
     run_dot(&fresh_device(), 2000);
 }

@@ -1,8 +1,9 @@
 //! What the generated OpenCL and CUDA wrappers share: choosing the plan for
-//! one call (the tuned entry for the device and the nearest sizes, or the
-//! heuristic default, fitted to the device's limits), completing the source
-//! template, and the launch geometry of its kernels. Backend types stay in
-//! the wrappers; this module knows only sizes.
+//! one call (a plan kept by run-time tuning, [`mod@tune`]; else the tuned entry
+//! for the device and the nearest sizes, or the heuristic default, fitted
+//! to the device's limits), completing the source template, and the launch
+//! geometry of its kernels. Backend types stay in the wrappers; this module
+//! knows only sizes.
 
 use mdh_rt::desc::{Bound, BufDesc, KernelDesc};
 use mdh_rt::gpu_plan::{

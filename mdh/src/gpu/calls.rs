@@ -50,7 +50,7 @@ pub trait CallDevice: GpuDevice + 'static {
         0
     }
     /// The version of the device's driver, where the device keeps tuned
-    /// plans (see [`super::tune`]); `None` (the default): it does not (the
+    /// plans (see [`mod@super::tune`]); `None` (the default): it does not (the
     /// devices of tests).
     fn driver(&self) -> Option<&str> {
         None
@@ -277,7 +277,7 @@ pub(super) fn forget<D: CallDevice>(dev: &D, info: &'static KernelInfo, sizes: &
         });
 }
 
-/// The run-time tuning of the real devices (see [`super::tune`]).
+/// The run-time tuning of the real devices (see [`mod@super::tune`]).
 macro_rules! tuning_device {
     () => {
         fn driver(&self) -> Option<&str> {
