@@ -24,7 +24,7 @@ pub const MIN_RUNS: usize = 3;
 pub const MIN_TIME_S: f64 = 0.2;
 pub const MAX_RUNS: usize = 100;
 /// The shortest sample of an interleaved re-timing (as the CPU harness's).
-const MIN_SAMPLE_S: f64 = 5e-3;
+pub const MIN_SAMPLE_S: f64 = 5e-3;
 
 /// What a candidate is measured on: the device, the call's sizes, its data
 /// and the results to compare with.

@@ -117,7 +117,7 @@ pub const RETIME_ROUNDS: usize = 9;
 
 /// The least gain of an entry: a plan less than this much faster than
 /// what runs today changes nothing a user would notice.
-const MIN_GAIN: f64 = 0.03;
+pub const MIN_GAIN: f64 = 0.03;
 
 /// Whether re-timed samples justify writing an entry, and why.
 #[derive(Clone, Debug, PartialEq)]
