@@ -19,9 +19,9 @@ use mdh_core::Checked;
 
 use crate::log::{Candidate, Log, Record, Start, Status};
 use crate::plot;
-use crate::search::check::ms;
-pub use crate::search::check::{verdict, RETIME_ROUNDS};
 use crate::search::space::Space;
+use crate::search::verdict::ms;
+pub use crate::search::verdict::{verdict, RETIME_ROUNDS};
 use crate::search::{Ensemble, Point};
 
 /// What the command line asks of a run, whatever the backend.

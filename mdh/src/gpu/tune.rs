@@ -37,8 +37,8 @@ use super::bench::{Bench, Status};
 use super::calls::{self, CallDevice, CallKernel};
 use super::space::GpuSpace;
 use super::{chosen_plan, GpuDevice, GpuEntry, KernelInfo, RawDevice};
-use crate::search::check::{ms, verdict, RETIME_ROUNDS};
 use crate::search::space::Space;
+use crate::search::verdict::{ms, verdict, RETIME_ROUNDS};
 use crate::search::{Ensemble, Point};
 
 /// The search budget of a call tuned under `MDH_AUTOTUNE=1`, unless

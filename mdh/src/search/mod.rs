@@ -16,6 +16,7 @@ pub mod neighbourhood;
 pub mod pattern;
 pub mod random;
 pub mod space;
+pub mod verdict;
 
 /// One coordinate per tuning parameter: an index into its values.
 pub type Point = Vec<usize>;
