@@ -18,10 +18,10 @@
 //!
 //! The cache: one small text file per (kernel, device name, driver
 //! version, kernel identity, sizes) in [`cache_dir`], written atomically
-//! (a temporary file renamed). The kernel identity is a hash of the
-//! generated source template, the configured entries and the search
-//! space's parameters, so a changed kernel, config or space never reuses a
-//! stale plan. The plan is stored as its point in the space (or `today`:
+//! (a temporary file renamed). The kernel identity is a hash of mdh's
+//! version, the generated source template, the configured entries and the
+//! search space's parameters, so a changed kernel, config, space or mdh
+//! never reuses a stale plan. The plan is stored as its point in the space (or `today`:
 //! the configured choice stays). A file that cannot be read or does not
 //! match its call is ignored with a `log` warning.
 
@@ -145,7 +145,9 @@ impl Key {
     /// The key of a call of `k` on a device called `device` with driver
     /// `driver`, whose space is `space`.
     fn new(k: &CallKernel<'_>, device: &str, driver: &str, space: &GpuSpace) -> Key {
-        let mut id = fnv(FNV_START, k.info.template.as_bytes());
+        // mdh's version too: how a point decodes is its code's.
+        let mut id = fnv(FNV_START, env!("CARGO_PKG_VERSION").as_bytes());
+        id = fnv(id, k.info.template.as_bytes());
         for e in k.entries {
             id = fnv(
                 id,
