@@ -278,7 +278,10 @@ fn store(key: &Key, kept: &Kept, note: &str) -> Result<PathBuf, Error> {
         Kept::Point(p) => p.iter().map(usize::to_string).collect::<Vec<_>>().join(" "),
     };
     let text = format!("{HEADER}\n{}point {point}\n# {note}\n", key.lines());
-    let tmp = file.with_extension(format!("tmp{}", std::process::id()));
+    // Unique per process and write: writers of one key never share it.
+    static WRITES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = file.with_extension(format!("tmp{}-{n}", std::process::id()));
     std::fs::write(&tmp, text).map_err(io)?;
     std::fs::rename(&tmp, &file).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
