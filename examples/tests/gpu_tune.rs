@@ -6,8 +6,8 @@
 //! a corrupt file is ignored. The CUDA `tune` shares all of it but the
 //! device (it is compiled here, not run).
 //!
-//! The tests share one cache folder per process (`MDH_TUNE_CACHE`, set
-//! once) and run one at a time (PoCL, see mdh-tune's GPU tests); the
+//! The tests share one cache folder (`MDH_TUNE_CACHE`, set once per
+//! process, under `target/tmp/`) and run one at a time (PoCL, see mdh-tune's GPU tests); the
 //! processes they start run one test of this binary.
 
 #[allow(dead_code, unused_macros)] // what the family tests use
@@ -45,7 +45,8 @@ fn setup(child: bool) -> Option<(MutexGuard<'static, ()>, PathBuf)> {
         if let Some(dir) = std::env::var_os(CHILD) {
             return PathBuf::from(dir);
         }
-        let dir = std::env::temp_dir().join(format!("mdh-gpu-tune-{}", std::process::id()));
+        // Cargo's folder for integration tests' files, emptied per run.
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("gpu-tune-cache");
         let _ = std::fs::remove_dir_all(&dir);
         // Before any call reads it; the guard keeps the other tests out.
         std::env::set_var("MDH_TUNE_CACHE", &dir);
