@@ -435,6 +435,7 @@ pub struct Device {
     shared_optin_bytes: u64,
     sm_count: Option<usize>,
     clock_khz: Option<u32>,
+    driver_version: String,
     modules: Arc<Mutex<HashMap<String, Arc<Module>>>>,
     memo: Arc<crate::memo::Memo>,
 }
@@ -504,6 +505,16 @@ impl Device {
             let known = |a| ctx.attribute(a).ok().filter(|&v| v > 0);
             let sm_count = known(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map(|v| v as usize);
             let clock_khz = known(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).map(|v| v as u32);
+            let mut driver = 0;
+            // SAFETY: cuDriverGetVersion writes one int through the pointer,
+            // which points at a live local.
+            let driver_version =
+                match unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver) } {
+                    cudarc::driver::sys::CUresult::CUDA_SUCCESS => {
+                        format!("CUDA {}.{}", driver / 1000, driver % 1000 / 10)
+                    }
+                    _ => String::new(),
+                };
             Ok(Device {
                 ctx,
                 stream,
@@ -516,6 +527,7 @@ impl Device {
                 shared_optin_bytes,
                 sm_count,
                 clock_khz,
+                driver_version,
                 modules: Arc::new(Mutex::new(HashMap::new())),
                 memo: Arc::default(),
             })
@@ -543,6 +555,12 @@ impl Device {
     /// The device's name, e.g. `"NVIDIA H100 80GB HBM3"`.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The CUDA version of the driver, e.g. `"CUDA 13.0"` (empty if the
+    /// driver does not say).
+    pub fn driver_version(&self) -> &str {
+        &self.driver_version
     }
 
     /// The compute capability `(major, minor)`, e.g. `(9, 0)`.
@@ -611,6 +629,7 @@ impl Device {
             shared_optin_bytes: self.shared_optin_bytes,
             sm_count: self.sm_count,
             clock_khz: self.clock_khz,
+            driver_version: self.driver_version.clone(),
             modules: self.modules.clone(),
             memo: self.memo.clone(),
         })

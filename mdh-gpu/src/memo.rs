@@ -60,6 +60,15 @@ impl Memo {
         value
     }
 
+    /// Drops the value of type `T` under `hash` for which `is` holds (its
+    /// users keep it alive through their `Arc`s): the next lookup builds
+    /// it again.
+    pub fn remove<T: Any + Send + Sync>(&self, hash: u64, is: impl Fn(&T) -> bool) {
+        if let Some(slots) = lock(&self.map).get_mut(&hash) {
+            slots.retain(|s| !s.downcast_ref::<T>().is_some_and(&is));
+        }
+    }
+
     /// The number of values kept.
     pub fn len(&self) -> usize {
         lock(&self.map).values().map(Vec::len).sum()
@@ -95,6 +104,9 @@ mod tests {
         assert!(m.find(8, |v: &(u32, &str)| v.0 == 1).is_none());
         // Another type under the same hash is not found as this one.
         assert!(m.find(7, |_: &u64| true).is_none());
+        m.remove(7, |v: &(u32, &str)| v.0 == 2);
+        assert!(m.find(7, |v: &(u32, &str)| v.0 == 2).is_none());
+        assert_eq!(m.len(), 1);
         m.clear();
         assert!(m.is_empty());
     }

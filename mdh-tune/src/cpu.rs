@@ -15,7 +15,8 @@ use mdh_core::Checked;
 
 use crate::log::Status;
 use crate::scratch::{Measured, Timing};
-use crate::space::{CpuSpace, Space};
+use crate::search::space::Space;
+use crate::space::CpuSpace;
 use crate::tuning::{
     configured_entries, plan_entry, skip_tuned, verdict, Options, Target, Tuning, RETIME_ROUNDS,
 };

@@ -7,16 +7,12 @@
 //! no Rust build.
 
 use std::path::Path;
-use std::time::Duration;
 
-use mdh::gpu::{
-    bind_sizes, choose, job, local_bytes, DeviceLimits, GpuEntry, KernelInfo, Loaded,
-    MainResources, RawDevice,
-};
-use mdh::reference::{Buffer, Value};
+use mdh::gpu::bench::{Bench, Status};
+use mdh::gpu::space::GpuSpace;
+use mdh::gpu::{choose, local_bytes, DeviceLimits, GpuEntry, KernelInfo, MainResources, RawDevice};
+use mdh::reference::{kernel_info, Buffer};
 use mdh_core::codegen::c_expr::Dialect;
-use mdh_core::codegen::gpu::template;
-use mdh_core::codegen::gpu_api::KernelTables;
 use mdh_core::config::gpu_entry_yaml;
 use mdh_core::desc::{Bound, KernelDesc};
 use mdh_core::gpu_plan::GpuPlan;
@@ -24,30 +20,10 @@ use mdh_core::plan::elem_bytes;
 use mdh_core::Checked;
 
 use crate::gpu_model::{predict, Bytes, GpuModel, Resources};
-use crate::gpu_space::GpuSpace;
-use crate::log::{ModelNote, Status};
-use crate::scratch::check;
+use crate::log::ModelNote;
+use crate::search::space::Space;
 use crate::source;
-use crate::space::Space;
 use crate::tuning::{configured_entries, skip_tuned, Options, Target, Tuning, RETIME_ROUNDS};
-
-/// Repetitions of a candidate: at least this many, and more while their
-/// time is below `MIN_TIME_S` (at most `MAX_RUNS`).
-const MIN_RUNS: usize = 3;
-const MIN_TIME_S: f64 = 0.2;
-const MAX_RUNS: usize = 100;
-
-/// The `KernelInfo` the generated wrappers hold as constants, for a kernel
-/// known at run time (leaked: one kernel per tuner process).
-pub fn kernel_info(k: &Checked, dialect: Dialect) -> &'static KernelInfo {
-    let t = KernelTables::of(k);
-    Box::leak(Box::new(KernelInfo {
-        template: Box::leak(template(k, dialect).into_boxed_str()),
-        in_bytes: Box::leak(t.in_bytes.into_boxed_slice()),
-        acc_bytes: Box::leak(t.acc_bytes.into_boxed_slice()),
-        identity: Box::leak(t.identity.into_boxed_slice()),
-    }))
-}
 
 /// `--device` for OpenCL: an index or a part of the name.
 pub fn open_opencl(sel: Option<&str>) -> Result<mdh::opencl::Device, String> {
@@ -87,201 +63,33 @@ pub fn open_cuda(sel: Option<&str>) -> Result<mdh::cuda::Device, String> {
     }
 }
 
-/// What a candidate is measured on: the device, the call's sizes, its data
-/// and the results to compare with.
-struct Bench<'a, D: RawDevice> {
+/// The bench of `k` at `sizes` on `dev` (the facade's, as run-time tuning
+/// measures with): deterministic data, and the reference interpreter's
+/// results where it is a reference (else the default plan's, measured
+/// first, give them).
+fn bench<'a, D: RawDevice>(
     dev: &'a D,
-    desc: &'static KernelDesc,
-    bound: Bound,
-    info: &'static KernelInfo,
-    inputs: Vec<Buffer>,
-    init: Vec<Buffer>,
-    params: Vec<Value>,
-    /// The expected outputs (`None` until the default plan gave them,
-    /// when the interpreter is not used).
-    want: Option<Vec<Buffer>>,
-    rtol: f64,
+    k: &Checked,
+    sizes: &[usize],
+    dialect: Dialect,
+) -> Result<Bench<'a, D>, String> {
+    let desc: &'static KernelDesc = Box::leak(Box::new(KernelDesc::from_kernel(k)));
+    let info = kernel_info(k, dialect);
+    let mut bench = Bench::new(dev, desc, info, sizes).map_err(|e| format!("--size: {e}"))?;
+    if unchecked_because(k, &bench).is_none() {
+        let mut want = bench.init.clone();
+        mdh::reference::run(k, sizes, &bench.inputs, &mut want, &bench.params)
+            .map_err(|e| format!("the reference interpreter fails at these sizes: {e}"))?;
+        bench.want = Some(want);
+    }
+    Ok(bench)
 }
 
-/// One candidate's outcome.
-struct Outcome {
-    status: Status,
-    time_s: Option<f64>,
-    error: Option<String>,
-    /// What the compiler reported of its `mdh_main`, where the runtime
-    /// tells (CUDA).
-    resources: Option<MainResources>,
+/// Why the reference interpreter is no reference at the bench's sizes, if
+/// it is not (see [`crate::reference`]).
+fn unchecked_because<D: RawDevice>(k: &Checked, bench: &Bench<'_, D>) -> Option<String> {
+    crate::reference::interpreter_unfit(k, bench.desc, &bench.bound.extents)
 }
-
-impl Outcome {
-    fn failed(e: impl ToString) -> Outcome {
-        Outcome {
-            status: Status::Failed,
-            time_s: None,
-            error: Some(e.to_string()),
-            resources: None,
-        }
-    }
-}
-
-impl<'a, D: RawDevice> Bench<'a, D> {
-    /// The bench of `k` at `sizes` on `dev`: deterministic data, and the
-    /// reference interpreter's results where it is fast enough.
-    fn new(dev: &'a D, k: &Checked, sizes: &[usize], dialect: Dialect) -> Result<Self, String> {
-        let desc: &'static KernelDesc = Box::leak(Box::new(KernelDesc::from_kernel(k)));
-        let info = kernel_info(k, dialect);
-        let bound = bind_sizes(desc, sizes).map_err(|e| format!("--size: {e}"))?;
-        let (inputs, init) = check::data(k, desc, sizes);
-        let params: Vec<Value> = k.params.iter().map(|p| check::param(p.ty)).collect();
-        let mut bench = Bench {
-            dev,
-            desc,
-            bound,
-            info,
-            inputs,
-            init,
-            params,
-            want: None,
-            rtol: check::tolerance(desc, sizes),
-        };
-        if bench.unchecked_because(k).is_none() {
-            let mut want = bench.init.clone();
-            mdh::reference::run(k, sizes, &bench.inputs, &mut want, &bench.params)
-                .map_err(|e| format!("the reference interpreter fails at these sizes: {e}"))?;
-            bench.want = Some(want);
-        }
-        Ok(bench)
-    }
-
-    /// Why the reference interpreter is no reference at these sizes, if it
-    /// is not (see [`crate::reference`]).
-    fn unchecked_because(&self, k: &Checked) -> Option<String> {
-        crate::reference::interpreter_unfit(k, self.desc, &self.bound.extents)
-    }
-
-    /// Compiles and runs `plan` once and checks its result: the loaded
-    /// plan and the checked run's time, or why it failed.
-    fn checked(&mut self, plan: &GpuPlan) -> Result<(Loaded<D>, Duration), Outcome> {
-        let lim = self.dev.limits();
-        let job = match job(
-            self.desc,
-            &self.bound,
-            self.info,
-            &[],
-            Some(plan),
-            self.dev.device_name(),
-            lim,
-        ) {
-            Ok(Some(j)) => j,
-            Ok(None) => return Err(Outcome::failed("nothing to compute at these sizes")),
-            Err(e) => return Err(Outcome::failed(e)),
-        };
-        let loaded = match Loaded::new(
-            self.dev,
-            &job,
-            self.info.acc_bytes,
-            &self.inputs,
-            &self.init,
-            &self.params,
-        ) {
-            Ok(l) => l,
-            Err(e) => return Err(Outcome::failed(e)),
-        };
-        let first = loaded.run(self.dev).map_err(Outcome::failed)?;
-        let mut got = self.init.clone();
-        loaded.read(self.dev, &mut got).map_err(Outcome::failed)?;
-        match &self.want {
-            Some(want) => {
-                if let Some(m) = check::mismatch(&got, want, self.rtol) {
-                    return Err(Outcome {
-                        status: Status::Wrong,
-                        time_s: None,
-                        error: Some(m),
-                        resources: loaded.resources(self.dev),
-                    });
-                }
-            }
-            // The default plan's result becomes the expected one.
-            None => self.want = Some(got),
-        }
-        Ok((loaded, first))
-    }
-
-    /// Compiles and runs `plan` once, checks its result, then times it:
-    /// the checked run is the warm-up; repetitions give the median of the
-    /// device's own times (events). A checked run slower than `slow_s` is
-    /// not repeated: it cannot win.
-    fn measure(&mut self, plan: &GpuPlan, slow_s: f64) -> Outcome {
-        let (loaded, first) = match self.checked(plan) {
-            Ok(l) => l,
-            Err(o) => return o,
-        };
-        let mut times = vec![first];
-        if first.as_secs_f64() <= slow_s {
-            times.clear();
-            let mut total = Duration::ZERO;
-            while times.len() < MIN_RUNS
-                || (total.as_secs_f64() < MIN_TIME_S && times.len() < MAX_RUNS)
-            {
-                match loaded.run(self.dev) {
-                    Ok(t) => {
-                        total += t;
-                        times.push(t);
-                    }
-                    Err(e) => return Outcome::failed(e),
-                }
-            }
-        }
-        times.sort();
-        Outcome {
-            status: Status::Ok,
-            time_s: Some(times[times.len() / 2].as_secs_f64()),
-            error: None,
-            resources: loaded.resources(self.dev),
-        }
-    }
-}
-
-impl<D: RawDevice> Bench<'_, D> {
-    /// `plans` re-timed in turns (the tuner's check of its winner against
-    /// the plan that runs today): each checked, then `rounds` rounds of
-    /// one sample each (the mean device time of the same number of
-    /// launches for all, at least [`MIN_SAMPLE_S`] for the slowest), the
-    /// order reversed every other round so that a drift falls on all alike.
-    fn interleave(&mut self, plans: &[&GpuPlan], rounds: usize) -> Result<Vec<Vec<f64>>, String> {
-        let mut loaded = Vec::with_capacity(plans.len());
-        for p in plans {
-            let (l, first) = self.checked(p).map_err(|o| {
-                format!(
-                    "re-timing: plan {p:?} no longer runs correctly: {}",
-                    o.error.unwrap_or_default()
-                )
-            })?;
-            loaded.push((l, first.as_secs_f64()));
-        }
-        let slowest = loaded.iter().map(|l| l.1).fold(1e-9, f64::max);
-        let reps = (MIN_SAMPLE_S / slowest).ceil().max(1.0) as usize;
-        let mut samples = vec![Vec::with_capacity(rounds); plans.len()];
-        let mut order: Vec<usize> = (0..plans.len()).collect();
-        for _ in 0..rounds {
-            for &i in &order {
-                let mut total = Duration::ZERO;
-                for _ in 0..reps {
-                    total += loaded[i]
-                        .0
-                        .run(self.dev)
-                        .map_err(|e| format!("re-timing: {e}"))?;
-                }
-                samples[i].push(total.as_secs_f64() / reps as f64);
-            }
-            order.reverse();
-        }
-        Ok(samples)
-    }
-}
-
-/// The shortest sample of an interleaved re-timing (as the CPU harness's).
-const MIN_SAMPLE_S: f64 = 5e-3;
 
 /// The plan the macro runs without a config entry on this device: the
 /// heuristic default fitted to its limits, as a plan (`groups` left to the
@@ -390,7 +198,7 @@ pub fn tune<D: RawDevice>(
     } else {
         Dialect::OpenCl
     };
-    let mut bench = Bench::new(dev, k, sizes, dialect)?;
+    let mut bench = bench(dev, k, sizes, dialect)?;
     let (desc, info, bound) = (bench.desc, bench.info, bench.bound.clone());
     let lim: DeviceLimits = dev.limits();
     let space = GpuSpace::new(desc, bound.clone(), info, lim);
@@ -404,7 +212,7 @@ pub fn tune<D: RawDevice>(
         known(compute.compute_units.map(|n| n.to_string())),
         known(compute.clock_hz.map(|f| format!("{:.0} MHz", f / 1e6))),
     );
-    if let Some(why) = bench.unchecked_because(k) {
+    if let Some(why) = unchecked_because(k, &bench) {
         target.checked_against = format!("the default plan's result ({why})");
     }
     eprintln!("results are checked against {}", target.checked_against);
@@ -495,7 +303,7 @@ pub fn tune<D: RawDevice>(
             if let Some(time) = o.time_s {
                 t.say(describe(&p.plan, time, &model_note));
             }
-            let mut c = p.candidate(o.status, o.time_s, o.error, t.elapsed());
+            let mut c = p.candidate(o.status.into(), o.time_s, o.error, t.elapsed());
             c.model = Some(model_note);
             t.record(c)?;
         }
@@ -516,7 +324,9 @@ pub fn tune<D: RawDevice>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mdh::gpu::bind_sizes;
     use mdh::gpu::GpuDevice;
+    use mdh::reference::Value;
     use mdh_core::gpu_plan::Mma;
 
     #[test]
@@ -605,7 +415,7 @@ mod tests {
             return;
         };
         let k = mdh_core::fixtures::matvec();
-        let mut bench = Bench::new(&dev, &k, &[64, 64], Dialect::OpenCl).unwrap();
+        let mut bench = bench(&dev, &k, &[64, 64], Dialect::OpenCl).unwrap();
         let plan = fitted_default(
             bench.desc,
             &bench.bound,
@@ -641,7 +451,7 @@ mod tests {
         };
         let k = mdh_core::fixtures::matvec();
         let sizes = [256, 256];
-        let mut bench = Bench::new(&dev, &k, &sizes, Dialect::OpenCl).unwrap();
+        let mut bench = bench(&dev, &k, &sizes, Dialect::OpenCl).unwrap();
         let machine = GpuModel::of(dev.device_name(), dev.compute());
         assert!(machine.units >= 1);
         let input_bytes = 4.0 * (256.0 * 256.0 + 256.0);

@@ -34,6 +34,16 @@ pub enum Status {
     Pruned,
 }
 
+impl From<mdh::gpu::bench::Status> for Status {
+    fn from(s: mdh::gpu::bench::Status) -> Status {
+        match s {
+            mdh::gpu::bench::Status::Ok => Status::Ok,
+            mdh::gpu::bench::Status::Wrong => Status::Wrong,
+            mdh::gpu::bench::Status::Failed => Status::Failed,
+        }
+    }
+}
+
 /// One candidate of a plan type `P` (`CpuPlan`, `GpuPlan`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Candidate<P> {

@@ -25,17 +25,16 @@ mod bound;
 mod cpu;
 mod gpu;
 mod gpu_model;
-mod gpu_space;
 mod log;
 mod nod;
 mod plot;
 mod reference;
 mod scratch;
-mod search;
 mod source;
 mod space;
 mod tuning;
 
+use mdh::search;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

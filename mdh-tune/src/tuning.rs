@@ -19,8 +19,10 @@ use mdh_core::Checked;
 
 use crate::log::{Candidate, Log, Record, Start, Status};
 use crate::plot;
+use crate::search::space::Space;
+use crate::search::verdict::ms;
+pub use crate::search::verdict::{verdict, RETIME_ROUNDS};
 use crate::search::{Ensemble, Point};
-use crate::space::Space;
 
 /// What the command line asks of a run, whatever the backend.
 pub struct Options {
@@ -134,13 +136,7 @@ where
         for c in &mut done {
             c.plan = space.complete(c.plan.clone());
         }
-        let mut ensemble = Ensemble::new(space.cards(), opts.seed);
-        let sampler = space.clone();
-        ensemble.history.sampler = Some(Box::new(move |rng| sampler.sample(rng)));
-        let stepper = space.clone();
-        ensemble.history.steps = Some(Box::new(move |p| stepper.neighbours(p)));
-        // On the grid or next to it: where local searches start.
-        ensemble.history.start = Some(space.nearest(default));
+        let ensemble = Ensemble::over(&space, default, opts.seed);
         let bar = match budget {
             Budget::Time(d) => ProgressBar::new(d.as_secs()),
             Budget::Evaluations(n) => ProgressBar::new(*n as u64),
@@ -497,96 +493,6 @@ fn already_running<P>(
     }
 }
 
-/// Rounds of the interleaved re-timing of the best plan against the plan
-/// that runs today: enough for quartiles of each.
-pub const RETIME_ROUNDS: usize = 9;
-
-/// The least gain of an entry: a plan less than this much faster than
-/// what runs today changes nothing a user would notice.
-const MIN_GAIN: f64 = 0.03;
-
-/// Whether re-timed samples justify writing an entry, and why.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Verdict {
-    pub write: bool,
-    /// The median time of today's plan over the winner's.
-    pub speedup: f64,
-    /// One sentence for the user.
-    pub why: String,
-}
-
-/// The winner's samples against those of the plan that runs today (taken
-/// in turns): write its entry only when its median is more than
-/// [`MIN_GAIN`] faster and beyond the spread of the samples, i.e. the
-/// winner's upper quartile is below today's lower quartile (most of its
-/// runs beat most of the others', not a lucky few).
-pub fn verdict(winner: &[f64], today: &[f64]) -> Verdict {
-    let quartiles = |s: &[f64]| {
-        let mut s = s.to_vec();
-        s.sort_by(f64::total_cmp);
-        let at = |p: f64| s[((s.len() - 1) as f64 * p).round() as usize];
-        [at(0.25), at(0.5), at(0.75)]
-    };
-    if winner.len() < 3 || today.len() < 3 {
-        return Verdict {
-            write: false,
-            speedup: 1.0,
-            why: format!(
-                "too few re-timed samples ({} and {}) to tell a winner from noise",
-                winner.len(),
-                today.len()
-            ),
-        };
-    }
-    let ([w1, w, w3], [t1, t, _]) = (quartiles(winner), quartiles(today));
-    let speedup = t / w;
-    let gain = 100.0 * (1.0 - w / t);
-    let change = if gain >= 0.0 {
-        format!("{gain:.1} % faster")
-    } else {
-        format!("{:.1} % slower", -gain)
-    };
-    let timed = format!(
-        "re-timed in turns over {} rounds, the best plan takes {} (median), the plan that runs today {}",
-        winner.len().min(today.len()),
-        ms(w),
-        ms(t)
-    );
-    let (write, why) = if w >= t * (1.0 - MIN_GAIN) {
-        (
-            false,
-            format!(
-                "{timed}: {change}, not the {:.0} % faster an entry must be",
-                100.0 * MIN_GAIN
-            ),
-        )
-    } else if w3 >= t1 {
-        (
-            false,
-            format!(
-                "{timed}: {gain:.1} % faster by the medians, but within the noise (the best plan's upper quartile {} is not below today's lower quartile {})",
-                ms(w3),
-                ms(t1)
-            ),
-        )
-    } else {
-        (
-            true,
-            format!(
-                "{timed}: {gain:.1} % faster, beyond the noise (quartiles {}–{} against {}–)",
-                ms(w1),
-                ms(w3),
-                ms(t1)
-            ),
-        )
-    };
-    Verdict {
-        write,
-        speedup,
-        why,
-    }
-}
-
 /// Merges `entry` into the config file at `path` (created if missing),
 /// keeping its other entries and comments.
 pub(crate) fn write_entry(target: &Target, path: &Path, entry: &str) -> Result<(), String> {
@@ -678,10 +584,6 @@ impl<'a> Target<'a> {
             checked_against: self.checked_against.clone(),
         }
     }
-}
-
-fn ms(t: f64) -> String {
-    format!("{:.3} ms", t * 1e3)
 }
 
 /// The technique name of the configured plan's candidate in the log.

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use common::{speedup, tune};
 
-use mdh::gpu::{choose, DeviceLimits, GpuEntry, KernelInfo};
+use mdh::gpu::{choose, DeviceLimits, GpuEntry};
 use mdh_core::config::{entries, gpu_entry_yaml};
 use mdh_core::desc::KernelDesc;
 use mdh_core::gpu_plan::{GpuPlan, Mma};
@@ -135,20 +135,14 @@ fn tune_and_check(backend: &str, device: &str, limits: DeviceLimits) {
     assert_eq!(gpu[0].sizes, Some(vec![64, 64]));
     let desc = KernelDesc::from_kernel(&k);
     let bound = mdh::gpu::bind_sizes(&desc, &[64, 64]).unwrap();
-    let t = mdh_core::codegen::gpu_api::KernelTables::of(&k);
-    let info = KernelInfo {
-        template: "",
-        in_bytes: Box::leak(t.in_bytes.into_boxed_slice()),
-        acc_bytes: Box::leak(t.acc_bytes.into_boxed_slice()),
-        identity: Box::leak(t.identity.into_boxed_slice()),
-    };
+    let info = mdh::reference::kernel_info(&k, mdh_core::codegen::c_expr::Dialect::OpenCl);
     let plan: GpuPlan = gpu[0].plan.clone();
     let dispatch = [GpuEntry {
         plan: plan.clone(),
         device: Box::leak(gpu[0].device.clone().into_boxed_str()),
         sizes: Some(&[64, 64]),
     }];
-    let chosen = choose(&desc, &bound, &info, &dispatch, device, limits);
+    let chosen = choose(&desc, &bound, info, &dispatch, device, limits);
     assert_eq!(chosen, plan.resolve(&desc.kinds, &bound.extents));
     std::fs::remove_dir_all(&out).unwrap();
 }

@@ -1,20 +1,25 @@
 //! What the generated OpenCL and CUDA wrappers share: choosing the plan for
-//! one call (the tuned entry for the device and the nearest sizes, or the
-//! heuristic default, fitted to the device's limits), completing the source
-//! template, and the launch geometry of its kernels. Backend types stay in
-//! the wrappers; this module knows only sizes.
+//! one call (a plan kept by run-time tuning, [`mod@tune`]; else the tuned entry
+//! for the device and the nearest sizes, or the heuristic default, fitted
+//! to the device's limits), completing the source template, and the launch
+//! geometry of its kernels. Backend types stay in the wrappers; this module
+//! knows only sizes.
 
 use mdh_rt::desc::{Bound, BufDesc, KernelDesc};
 use mdh_rt::gpu_plan::{
     defines, local_align, local_elems, GpuPlan, Resolved, MAX_ITEMS, PASS_ITEMS, SCAN_CHUNK,
 };
 use mdh_rt::names;
-use mdh_rt::types::{elem_bytes, DimKind};
+use mdh_rt::types::{elem_bytes, DimKind, ScalarType};
 use mdh_rt::value::{Buffer, Value};
 use mdh_rt::Error;
 
+pub mod bench;
 pub mod calls;
-pub use calls::{call, Call, CallDevice};
+pub mod space;
+pub mod tune;
+pub use calls::{call, Call, CallDevice, CallKernel};
+pub use tune::{tune, TuneReport};
 
 /// What a generated wrapper knows about its kernel besides its `desc()`.
 pub struct KernelInfo {
@@ -26,6 +31,11 @@ pub struct KernelInfo {
     pub acc_bytes: &'static [usize],
     /// Whether each output access's operator has a neutral element.
     pub identity: &'static [bool],
+    /// The element types of the input buffers, of the output buffers and
+    /// of the params: what run-time tuning makes its data of.
+    pub in_types: &'static [ScalarType],
+    pub out_types: &'static [ScalarType],
+    pub param_types: &'static [ScalarType],
 }
 
 /// A tuned GPU plan from the kernel's config.
@@ -351,12 +361,12 @@ fn fitted_default(
     bound: &Bound,
     info: &KernelInfo,
     lim: DeviceLimits,
-) -> Resolved {
+) -> GpuPlan {
     let mut plan = GpuPlan::default_for(desc);
     loop {
         let r = plan.resolve(&desc.kinds, &bound.extents);
         if fits(desc, info, bound, &r, lim) {
-            return r;
+            return plan;
         }
         if plan.local.iter().any(|&l| l) {
             plan.local.iter_mut().for_each(|l| *l = false);
@@ -367,15 +377,14 @@ fn fitted_default(
             .max_by_key(|&x| r.items[x])
             .unwrap_or(0);
         if r.items[x] <= 1 {
-            return r;
+            return plan;
         }
         plan.items[x] = r.items[x] / 2;
         plan.tile[x] = plan.tile[x].div_ceil(2).max(plan.items[x]);
     }
 }
 
-/// The plan for one call: the entry for this device with the nearest sizes
-/// that is valid and fits the device, else the fitted default.
+/// The plan for one call, resolved (see [`chosen_plan`]).
 pub fn choose(
     desc: &KernelDesc,
     bound: &Bound,
@@ -384,6 +393,19 @@ pub fn choose(
     device: &str,
     lim: DeviceLimits,
 ) -> Resolved {
+    chosen_plan(desc, bound, info, entries, device, lim).resolve(&desc.kinds, &bound.extents)
+}
+
+/// The plan for one call: the entry for this device with the nearest sizes
+/// that is valid and fits the device, else the fitted default.
+pub fn chosen_plan(
+    desc: &KernelDesc,
+    bound: &Bound,
+    info: &KernelInfo,
+    entries: &[GpuEntry],
+    device: &str,
+    lim: DeviceLimits,
+) -> GpuPlan {
     let name = device.to_lowercase();
     let mut candidates: Vec<&GpuEntry> = entries
         .iter()
@@ -405,7 +427,7 @@ pub fn choose(
     for e in candidates {
         let r = e.plan.resolve(&desc.kinds, &bound.extents);
         if fits(desc, info, bound, &r, lim) {
-            return r;
+            return e.plan.clone();
         }
     }
     fitted_default(desc, bound, info, lim)

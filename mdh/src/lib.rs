@@ -43,6 +43,7 @@ mod debug_build;
 pub mod gpu;
 pub mod machine;
 mod parallel;
+pub mod search;
 pub mod simd;
 mod stream;
 
@@ -131,6 +132,25 @@ pub mod reference {
     pub fn kernel(spec: &str) -> Result<mdh_core::Checked, crate::Error> {
         mdh_core::compile_str(spec)
     }
+
+    /// The `KernelInfo` the generated wrappers hold as constants, for a
+    /// kernel known at run time (leaked: the tuner and tests make a few).
+    #[cfg(feature = "reference")]
+    pub fn kernel_info(
+        k: &mdh_core::Checked,
+        dialect: mdh_core::codegen::c_expr::Dialect,
+    ) -> &'static crate::gpu::KernelInfo {
+        let t = mdh_core::codegen::gpu_api::KernelTables::of(k);
+        Box::leak(Box::new(crate::gpu::KernelInfo {
+            template: Box::leak(mdh_core::codegen::gpu::template(k, dialect).into_boxed_str()),
+            in_bytes: Box::leak(t.in_bytes.into_boxed_slice()),
+            acc_bytes: Box::leak(t.acc_bytes.into_boxed_slice()),
+            identity: Box::leak(t.identity.into_boxed_slice()),
+            in_types: Box::leak(t.in_types.into_boxed_slice()),
+            out_types: Box::leak(t.out_types.into_boxed_slice()),
+            param_types: Box::leak(t.param_types.into_boxed_slice()),
+        }))
+    }
 }
 
 /// What generated code refers to. Not a public API.
@@ -147,7 +167,7 @@ pub mod __rt {
     pub use crate::stream::{pays as stream_pays, StreamWriter};
     pub use mdh_rt::desc::{AccessDesc, AffineDesc, Bound, BufDesc, KernelDesc, SizeOp};
     pub use mdh_rt::gpu_plan::{GpuPlan, Mma};
-    pub use mdh_rt::DimKind;
+    pub use mdh_rt::{DimKind, ScalarType};
     pub use std::borrow::Cow;
     pub use std::sync::OnceLock;
 }

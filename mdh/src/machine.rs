@@ -264,7 +264,7 @@ pub fn explain(
 
 /// Whether the environment variable `var` is set to on (`1`, `true`,
 /// `yes`); an unrecognized value is reported and counts as off.
-fn env_flag(var: &str) -> bool {
+pub(crate) fn env_flag(var: &str) -> bool {
     let value = std::env::var(var).unwrap_or_default();
     match value.to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" => true,
@@ -284,7 +284,7 @@ pub fn ignore_device_entries() -> bool {
 }
 
 /// `MDH_EXPLAIN`, read once.
-fn explaining() -> bool {
+pub(crate) fn explaining() -> bool {
     static FLAG: OnceLock<bool> = OnceLock::new();
     *FLAG.get_or_init(|| env_flag("MDH_EXPLAIN"))
 }

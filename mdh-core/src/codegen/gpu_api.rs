@@ -1,5 +1,5 @@
-//! The generated Rust wrappers of the GPU kernels: `NAME::opencl::{run,
-//! launch, source}` and `NAME::cuda::{run, launch, source}` over the
+//! The generated Rust wrappers of the GPU kernels: `NAME::opencl::{run, tune,
+//! launch, source}` and `NAME::cuda::{run, tune, launch, source}` over the
 //! facade's runtimes, from one generator ([`gpu_module`]) whose backend
 //! differences are the methods of [`Backend`]. The wrappers validate their
 //! arguments with the kernel's `desc()`, let the facade choose the plan and
@@ -220,6 +220,10 @@ pub struct KernelTables {
     pub acc_bytes: Vec<usize>,
     /// Whether each output access's operator has a neutral element.
     pub identity: Vec<bool>,
+    /// The element types of the inputs, the outputs and the params.
+    pub in_types: Vec<ScalarType>,
+    pub out_types: Vec<ScalarType>,
+    pub param_types: Vec<ScalarType>,
 }
 
 impl KernelTables {
@@ -229,6 +233,9 @@ impl KernelTables {
             in_bytes: k.inputs.iter().map(|b| elem_bytes(b.ty)).collect(),
             acc_bytes: out.iter().map(|&t| elem_bytes(t)).collect(),
             identity: (0..out.len()).map(|o| k.has_identity(o)).collect(),
+            in_types: k.inputs.iter().map(|b| b.ty).collect(),
+            out_types: k.outputs.iter().map(|b| b.ty).collect(),
+            param_types: k.params.iter().map(|p| p.ty).collect(),
         }
     }
 }
@@ -241,7 +248,16 @@ pub fn gpu_module(k: &Checked, backend: Backend, entries: &[GpuEntryCfg]) -> Tok
         in_bytes,
         acc_bytes,
         identity,
+        in_types,
+        out_types,
+        param_types,
     } = KernelTables::of(k);
+    let types = |ts: Vec<ScalarType>| {
+        let ts = ts.into_iter().map(|t| format_ident!("{t:?}"));
+        quote!(&[#(::mdh::__rt::ScalarType::#ts),*])
+    };
+    let (in_types, out_types, param_types) =
+        (types(in_types), types(out_types), types(param_types));
     let entries = entries_tokens(entries);
     let module = format_ident!("{}", backend.name());
     let gate = backend.gate();
@@ -272,6 +288,9 @@ pub fn gpu_module(k: &Checked, backend: Backend, entries: &[GpuEntryCfg]) -> Tok
                     in_bytes: &[#(#in_bytes),*],
                     acc_bytes: &[#(#acc_bytes),*],
                     identity: &[#(#identity),*],
+                    in_types: #in_types,
+                    out_types: #out_types,
+                    param_types: #param_types,
                 };
 
                 fn __entries() -> ::std::vec::Vec<::mdh::__rt::gpu::GpuEntry> {
@@ -348,6 +367,20 @@ fn host_fns(k: &Checked) -> TokenStream {
             #params
         ) -> ::core::result::Result<(), ::mdh::Error> {
             run_with(__dev, ::core::option::Option::None, #forward __sizes)
+        }
+
+        /// Searches plans of the kernel at `sizes` on `device` for about
+        /// `budget` (run-time tuning: the tuner's search space and result
+        /// checks, on deterministic pseudo-random data) and keeps the best
+        /// in the per-user tuning cache, which later calls and later
+        /// processes on this device run before the configured entries
+        /// (see `mdh::gpu::tune`).
+        pub fn tune(
+            __dev: &Device,
+            __sizes: super::Sizes,
+            __budget: ::core::time::Duration,
+        ) -> ::core::result::Result<::mdh::gpu::TuneReport, ::mdh::Error> {
+            ::mdh::__rt::gpu::tune(__dev, &INFO, super::desc(), &__entries(), &__sizes.values(), __budget)
         }
 
         /// [`run`] with a given plan instead of the configured ones

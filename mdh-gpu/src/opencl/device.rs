@@ -105,6 +105,7 @@ pub struct Device {
     max_alloc_bytes: u64,
     compute_units: Option<usize>,
     max_clock_mhz: Option<u32>,
+    driver_version: String,
     programs: Mutex<HashMap<ProgramKey, ProgramSlot>>,
     memo: crate::memo::Memo,
 }
@@ -191,6 +192,9 @@ impl Device {
                 .filter(|&n| n > 0)
                 .map(|n| n as usize);
             let max_clock_mhz = device.max_clock_frequency().ok().filter(|&f| f > 0);
+            // Part of the run-time tuning cache's key only: a platform that
+            // does not say shares its entries across its versions.
+            let driver_version = device.driver_version().unwrap_or_default();
             Ok(Device {
                 shared: Arc::new(Shared {
                     queue,
@@ -203,6 +207,7 @@ impl Device {
                 max_alloc_bytes,
                 compute_units,
                 max_clock_mhz,
+                driver_version,
                 programs: Mutex::new(HashMap::new()),
                 memo: Default::default(),
             })
@@ -242,6 +247,12 @@ impl Device {
     /// `None` if the platform does not say).
     pub fn max_clock_mhz(&self) -> Option<u32> {
         self.max_clock_mhz
+    }
+
+    /// The version of the device's driver (`CL_DRIVER_VERSION`; empty if
+    /// the platform does not say).
+    pub fn driver_version(&self) -> &str {
+        &self.driver_version
     }
 
     /// The device's OpenCL context.

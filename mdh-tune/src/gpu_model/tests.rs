@@ -408,7 +408,7 @@ fn h100_cases() -> Vec<Case> {
         let times: ConfigTimes = serde_saphyr::from_str(&text).unwrap();
         let times = times.entries.into_iter().filter(|e| e.backend == "cuda");
         let desc = mdh_core::desc::KernelDesc::from_kernel(&k);
-        let info = crate::gpu::kernel_info(&k, Dialect::Cuda);
+        let info = mdh::reference::kernel_info(&k, Dialect::Cuda);
         for (e, t) in cuda.iter().zip(times) {
             let (Some(sizes), Some(prov)) = (&e.sizes, t.provenance) else {
                 continue;

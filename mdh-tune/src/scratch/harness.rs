@@ -21,7 +21,7 @@ use mdh_core::config::yaml_string;
 use mdh_core::desc::KernelDesc;
 use mdh_core::spec::ScalarType;
 
-use crate::check;
+use mdh::search::check;
 
 pub struct Case {
     pub inputs: Vec<Buffer>,
@@ -159,7 +159,8 @@ pub fn setup(spec: &str, sizes: &[usize], params: &[Value], by_default: Option<B
     let k = mdh::reference::kernel(spec)
         .unwrap_or_else(|e| fail(format!("the kernel does not parse: {e}")));
     let desc = KernelDesc::from_kernel(&k);
-    let (inputs, init) = check::data(&k, &desc, sizes);
+    let types = |bufs: &[mdh_core::spec::BufferDecl]| bufs.iter().map(|b| b.ty).collect::<Vec<_>>();
+    let (inputs, init) = check::data(&desc, &types(&k.inputs), &types(&k.outputs), sizes);
     let path = arg("--reference").unwrap_or_else(|| fail("--reference PATH is missing".into()));
     let want = reference(spec, sizes, &inputs, &init, params, &path, by_default);
     let num = |name: &str, default: f64| arg(name).and_then(|s| s.parse().ok()).unwrap_or(default);

@@ -19,8 +19,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use serde::Deserialize;
 
-pub mod check;
-
+use mdh::search::check;
 use mdh_core::config::{cpu_entry_yaml, merge_entry, EntryKey};
 use mdh_core::plan::CpuPlan;
 use mdh_core::spec::ScalarType;
@@ -204,7 +203,6 @@ impl Scratch {
             }
         }
         std::fs::write(dir.join("src/harness.rs"), include_str!("harness.rs")).map_err(io)?;
-        std::fs::write(dir.join("src/check.rs"), include_str!("check.rs")).map_err(io)?;
         Ok(Scratch {
             dir,
             target_dir: root.join("target"),
@@ -345,7 +343,6 @@ impl Scratch {
         };
         let main = quote! {
             //! Written by mdh-tune for one batch of candidates; overwritten.
-            mod check;
             mod harness;
             #kernels
             fn main() {

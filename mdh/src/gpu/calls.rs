@@ -23,7 +23,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use mdh_gpu::memo::Memo;
-use mdh_rt::desc::KernelDesc;
+use mdh_rt::desc::{Bound, KernelDesc};
 use mdh_rt::gpu_plan::GpuPlan;
 use mdh_rt::Error;
 
@@ -49,6 +49,28 @@ pub trait CallDevice: GpuDevice + 'static {
     fn queue_id(&self) -> usize {
         0
     }
+    /// The version of the device's driver, where the device keeps tuned
+    /// plans (see [`mod@super::tune`]); `None` (the default): it does not (the
+    /// devices of tests).
+    fn driver(&self) -> Option<&str> {
+        None
+    }
+    /// The plan run-time tuning keeps for a call of `k` (see
+    /// [`super::tune::tuned_plan`]); `None` (the default): the configured
+    /// choice runs.
+    fn tuned_plan(&self, _k: &CallKernel<'_>) -> Option<GpuPlan> {
+        None
+    }
+}
+
+/// A call's kernel, as the generated wrappers describe it, and its sizes:
+/// what run-time tuning works on.
+pub struct CallKernel<'a> {
+    pub info: &'static KernelInfo,
+    pub desc: &'static KernelDesc,
+    /// The configured entries.
+    pub entries: &'a [GpuEntry],
+    pub bound: &'a Bound,
 }
 
 /// A prepared call of one kernel with some sizes and plan on one device.
@@ -162,14 +184,15 @@ fn key_hash(kernel: usize, sizes: &[usize], plan: Option<&GpuPlan>) -> u64 {
 
 /// The prepared call of the kernel of `info` and `desc` with `sizes`,
 /// buffers of `in_lens` and `out_lens` elements and `plan` (`None`: the
-/// configured plans, `entries`) on `dev`: found, or made and kept. An `Err`
+/// plan run-time tuning keeps, else the configured plans, `entries`) on
+/// `dev`: found, or made and kept. An `Err`
 /// when the lengths do not fit the sizes, or the plan is invalid or does
 /// not fit the device; errors are not kept.
 #[allow(clippy::too_many_arguments)]
 pub fn call<D: CallDevice>(
     dev: &D,
     info: &'static KernelInfo,
-    desc: &KernelDesc,
+    desc: &'static KernelDesc,
     entries: fn() -> Vec<GpuEntry>,
     plan: Option<&GpuPlan>,
     sizes: &[usize],
@@ -188,15 +211,41 @@ pub fn call<D: CallDevice>(
     }
     // Checks the lengths (saying which buffer is wrong) and the accesses.
     let bound = desc.bind(sizes, in_lens, out_lens)?;
-    let ready = match job(
-        desc,
-        &bound,
-        info,
-        &entries(),
-        plan,
-        dev.call_device_name(),
-        dev.limits(),
-    )? {
+    let entries = entries();
+    let tuned = match plan {
+        Some(_) => None,
+        None => dev.tuned_plan(&CallKernel {
+            info,
+            desc,
+            entries: &entries,
+            bound: &bound,
+        }),
+    };
+    let made = |forced: Option<&GpuPlan>| {
+        job(
+            desc,
+            &bound,
+            info,
+            &entries,
+            forced,
+            dev.call_device_name(),
+            dev.limits(),
+        )
+    };
+    let job = match tuned.as_ref().map(|t| made(Some(t))) {
+        Some(Ok(job)) => job,
+        Some(Err(e)) => {
+            // The key holds the device and the kernel: only a cache file
+            // edited by hand gets here.
+            log::warn!(
+                "mdh: {}: the plan of the tuning cache does not run here ({e}); the configured plans run",
+                desc.name
+            );
+            made(plan)?
+        }
+        None => made(plan)?,
+    };
+    let ready = match job {
         None => None,
         Some(job) => Some(Ready {
             program: dev.compile(&job.source)?,
@@ -215,6 +264,30 @@ pub fn call<D: CallDevice>(
         ready,
     });
     Ok(dev.memo().insert(hash, made, is))
+}
+
+/// Drops the prepared call of the kernel of `info` with `sizes` and the
+/// configured plans from `dev`'s memo: the next call chooses its plan
+/// again (after tuning).
+pub(super) fn forget<D: CallDevice>(dev: &D, info: &'static KernelInfo, sizes: &[usize]) {
+    let kernel = info as *const KernelInfo as usize;
+    dev.memo()
+        .remove(key_hash(kernel, sizes, None), |c: &Call<D>| {
+            c.kernel == kernel && c.sizes == sizes && c.plan.is_none()
+        });
+}
+
+/// The run-time tuning of the real devices (see [`mod@super::tune`]).
+macro_rules! tuning_device {
+    () => {
+        fn driver(&self) -> Option<&str> {
+            Some(self.driver_version())
+        }
+
+        fn tuned_plan(&self, k: &CallKernel<'_>) -> Option<GpuPlan> {
+            super::tune::tuned_plan(self, k)
+        }
+    };
 }
 
 #[cfg(feature = "opencl")]
@@ -237,6 +310,8 @@ impl CallDevice for mdh_gpu::opencl::Device {
     fn partial(&self, len: usize, elem: usize, _: usize) -> Result<Self::Partial, Error> {
         self.buffer::<u8>(bytes(len, elem)?)
     }
+
+    tuning_device!();
 }
 
 #[cfg(feature = "cuda")]
@@ -263,6 +338,8 @@ impl CallDevice for mdh_gpu::cuda::Device {
     fn queue_id(&self) -> usize {
         self.stream().cu_stream() as usize
     }
+
+    tuning_device!();
 }
 
 /// The bytes of `len` partial results of `elem` bytes.

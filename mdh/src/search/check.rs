@@ -1,12 +1,11 @@
-//! What mdh-tune checks candidates with, on the CPU (in the scratch crate,
-//! copied there as `src/check.rs`) and on GPUs (in the tuner's process):
-//! the inputs, the initial outputs, the tolerance and the comparison with
-//! the reference results.
+//! What candidates are checked with, by mdh-tune on the CPU (in its
+//! scratch crate) and on GPUs, and by run-time GPU tuning
+//! ([`mod@crate::gpu::tune`]): the inputs, the initial outputs, the tolerance
+//! and the comparison with the reference results.
 
-use mdh::reference::{Buffer, Value};
-use mdh_core::desc::KernelDesc;
-use mdh_core::spec::{DimKind, ScalarType};
-use mdh_core::Checked;
+use mdh_rt::desc::{KernelDesc, SizeCode};
+use mdh_rt::types::{DimKind, ScalarType};
+use mdh_rt::value::{Buffer, Value};
 
 /// A deterministic input buffer: floats uniform in [0, 1) (reductions of
 /// one sign, see the tolerance), integers in 0..8, booleans by coin.
@@ -38,29 +37,33 @@ pub fn param(t: ScalarType) -> Value {
     }
 }
 
-/// The inputs (deterministic) and the initial outputs of the sizes: floats
-/// start as NaN, so that an element the kernel forgets to write differs.
-pub fn data(k: &Checked, desc: &KernelDesc, sizes: &[usize]) -> (Vec<Buffer>, Vec<Buffer>) {
-    let len = |shape: &[mdh_core::desc::SizeCode]| -> usize {
+/// The inputs (deterministic) and the initial outputs of the sizes, of
+/// element types `in_types` and `out_types`: floats start as NaN, so that
+/// an element the kernel forgets to write differs.
+pub fn data(
+    desc: &KernelDesc,
+    in_types: &[ScalarType],
+    out_types: &[ScalarType],
+    sizes: &[usize],
+) -> (Vec<Buffer>, Vec<Buffer>) {
+    let len = |shape: &[SizeCode]| -> usize {
         shape
             .iter()
             .map(|c| KernelDesc::eval_size(c, sizes).unwrap_or(0))
             .product()
     };
     let mut seed = 0x5EED;
-    let inputs: Vec<Buffer> = k
-        .inputs
+    let inputs: Vec<Buffer> = in_types
         .iter()
         .zip(desc.inputs.iter())
-        .map(|(b, d)| input(b.ty, len(&d.shape), &mut seed))
+        .map(|(&t, d)| input(t, len(&d.shape), &mut seed))
         .collect();
-    let init: Vec<Buffer> = k
-        .outputs
+    let init: Vec<Buffer> = out_types
         .iter()
         .zip(desc.outputs.iter())
-        .map(|(b, d)| {
-            let mut o = Buffer::zeros(b.ty, len(&d.shape));
-            if let Some(nan) = Value::F64(f64::NAN).cast(b.ty).filter(|_| b.ty.is_float()) {
+        .map(|(&t, d)| {
+            let mut o = Buffer::zeros(t, len(&d.shape));
+            if let Some(nan) = Value::F64(f64::NAN).cast(t).filter(|_| t.is_float()) {
                 (0..o.len()).for_each(|i| o.set(i, nan));
             }
             o

@@ -13,20 +13,20 @@
 //! would leave work-items idle: on an H100 such a matmul plan took 18 s
 //! where the best took 0.2 ms). The constraints that couple dimensions and
 //! depend on the device (work-items per work-group, local memory, private
-//! accumulators) are the facade's own check, [`mdh::gpu::fit`], the one the
+//! accumulators) are the facade's own check, [`crate::gpu::fit`], the one the
 //! generated wrappers apply to a forced plan: repairing shrinks a point
 //! until it passes, so no plan the device cannot run is measured.
 
-use mdh::gpu::{fit, DeviceLimits, KernelInfo};
-use mdh_core::desc::{Bound, KernelDesc};
-use mdh_core::gpu_plan::{
+use crate::gpu::{fit, DeviceLimits, KernelInfo};
+use mdh_rt::desc::{Bound, KernelDesc};
+use mdh_rt::gpu_plan::{
     can_cache_locally, mma_dims, GpuPlan, Mma, MmaDims, MAX_ITEMS, MAX_PRIVATE_ACCUMULATORS,
     MAX_STAGES, VECTOR_WIDTHS,
 };
-use mdh_core::spec::DimKind;
+use mdh_rt::types::DimKind;
 
+use crate::search::space::Space;
 use crate::search::{Point, Rng};
-use crate::space::Space;
 
 /// Tile = work-items × one of these, along PW dimensions (steps of the
 /// reduction per work-group); kept dimensions stop at the private
@@ -398,15 +398,15 @@ impl Space for GpuSpace {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "reference"))]
 mod tests {
     use super::*;
-    use crate::gpu::kernel_info;
+    use crate::reference::kernel_info;
 
     fn space(k: &mdh_core::Checked, sizes: &[usize], lim: DeviceLimits) -> GpuSpace {
         let desc: &'static KernelDesc = Box::leak(Box::new(KernelDesc::from_kernel(k)));
         let info = kernel_info(k, mdh_core::codegen::c_expr::Dialect::Cuda);
-        let bound = mdh::gpu::bind_sizes(desc, sizes).unwrap();
+        let bound = crate::gpu::bind_sizes(desc, sizes).unwrap();
         GpuSpace::new(desc, bound, info, lim)
     }
 
@@ -417,7 +417,7 @@ mod tests {
         for lim in [
             DeviceLimits {
                 max_items: 1024,
-                local_bytes: mdh::gpu::CUDA_STATIC_SHARED_BYTES,
+                local_bytes: crate::gpu::CUDA_STATIC_SHARED_BYTES,
             },
             DeviceLimits {
                 max_items: 256,
@@ -452,7 +452,7 @@ mod tests {
     #[test]
     fn plans_of_old_logs_get_their_layout_defaults() {
         let k = mdh_core::fixtures::matmul();
-        let s = space(&k, &[64, 100, 48], mdh::gpu::cuda_arch_limits("sm_90"));
+        let s = space(&k, &[64, 100, 48], crate::gpu::cuda_arch_limits("sm_90"));
         let old = r#"{"groups":[0,0,1],"items":[16,16,1],"tile":[64,64,8],"local":[true,false],"blocked":false}"#;
         let plan: GpuPlan = serde_json::from_str(old).unwrap();
         assert!(plan.validate(s.desc).is_err());
@@ -473,7 +473,7 @@ mod tests {
         let k = mdh_core::fixtures::matmul();
         let lim = DeviceLimits {
             max_items: 1024,
-            local_bytes: mdh::gpu::CUDA_STATIC_SHARED_BYTES,
+            local_bytes: crate::gpu::CUDA_STATIC_SHARED_BYTES,
         };
         let s = space(&k, &[256, 256, 256], lim);
         let mut rng = Rng::new(9);

@@ -5,14 +5,18 @@
 //!
 //! The techniques know nothing about plans: a point's validity is the
 //! space's business (it repairs points before they are measured), its cost
-//! is the measured run time. Lower costs are better.
+//! is the measured run time. Lower costs are better. The tuner (`mdh-tune`)
+//! and run-time GPU tuning ([`mod@crate::gpu::tune`]) search with them.
 
 pub mod annealing;
 pub mod bandit;
+pub mod check;
 pub mod differential;
 pub mod neighbourhood;
 pub mod pattern;
 pub mod random;
+pub mod space;
+pub mod verdict;
 
 /// One coordinate per tuning parameter: an index into its values.
 pub type Point = Vec<usize>;
@@ -175,6 +179,19 @@ impl Ensemble {
             },
             rng: Rng::new(seed),
         }
+    }
+
+    /// The ensemble over `space` (its sampler and its steps), whose local
+    /// searches start at the point nearest to `start` (on the grid or next
+    /// to it).
+    pub fn over<S: space::Space>(space: &S, start: &S::Plan, seed: u64) -> Ensemble {
+        let mut e = Ensemble::new(space.cards(), seed);
+        let sampler = space.clone();
+        e.history.sampler = Some(Box::new(move |rng| sampler.sample(rng)));
+        let stepper = space.clone();
+        e.history.steps = Some(Box::new(move |p| stepper.neighbours(p)));
+        e.history.start = Some(space.nearest(start));
+        e
     }
 
     /// The index of the technique called `name`.

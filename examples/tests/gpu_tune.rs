@@ -1,0 +1,269 @@
+//! Run-time GPU tuning (`NAME::opencl::tune`, `MDH_AUTOTUNE=1`, the
+//! tuning cache; `mdh::gpu::tune`) on OpenCL (PoCL here): the kept plan
+//! computes what the interpreter does; the cache file is written; later
+//! calls run the kept plan, in this process (on the same device and on a
+//! fresh one, whose prepared calls read the file) and in another process;
+//! a corrupt file is ignored. The CUDA `tune` shares all of it but the
+//! device (it is compiled here, not run).
+//!
+//! The tests share one cache folder (`MDH_TUNE_CACHE`, set once per
+//! process, under `target/tmp/`) and run one at a time (PoCL, see mdh-tune's GPU tests); the
+//! processes they start run one test of this binary.
+
+#[allow(dead_code, unused_macros)] // what the family tests use
+mod gpu;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::Duration;
+
+use mdh::gpu::{bind_sizes, GpuDevice as _, TuneReport};
+use mdh::opencl::Device;
+use mdh::reference::Buffer;
+use mdh_example_kernels::{dot, matmul};
+
+/// A search budget that leaves a test in seconds.
+const BUDGET: Duration = Duration::from_millis(1500);
+/// Set in the processes the tests start: the test that reads it runs.
+const CHILD: &str = "MDH_TUNE_TEST_CHILD";
+
+/// This process's cache folder (empty at first) and the one-at-a-time
+/// guard, or `None` where the test does not run: without an OpenCL device
+/// (a failure under `MDH_REQUIRE_OPENCL=1`), and in the processes the tests
+/// start unless `child` (the tests those processes run return at once in
+/// other processes).
+fn setup(child: bool) -> Option<(MutexGuard<'static, ()>, PathBuf)> {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    if std::env::var_os(CHILD).is_some() != child {
+        return None;
+    }
+    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
+    gpu::opencl_device()?;
+    let dir = DIR.get_or_init(|| {
+        if let Some(dir) = std::env::var_os(CHILD) {
+            return PathBuf::from(dir);
+        }
+        // Cargo's folder for integration tests' files, emptied per run.
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("gpu-tune-cache");
+        let _ = std::fs::remove_dir_all(&dir);
+        // Before any call reads it; the guard keeps the other tests out.
+        std::env::set_var("MDH_TUNE_CACHE", &dir);
+        dir
+    });
+    Some((guard, dir.clone()))
+}
+
+/// A device with an empty memo: its calls read the cache file.
+fn fresh_device() -> Device {
+    Device::first().expect("the OpenCL device opened before opens again")
+}
+
+fn f32s(n: usize, seed: u32) -> Vec<f32> {
+    (0..n)
+        .map(|i| ((i as u32).wrapping_mul(2_654_435_761) ^ seed) as f32 / u32::MAX as f32)
+        .collect()
+}
+
+/// The outputs of `SPEC` by the reference interpreter.
+fn interpreted(spec: &str, sizes: &[usize], inputs: &[Buffer], outputs: &[Buffer]) -> Vec<Buffer> {
+    let k = mdh::reference::kernel(spec).unwrap();
+    let mut want = outputs.to_vec();
+    mdh::reference::run(&k, sizes, inputs, &mut want, &[]).unwrap();
+    want
+}
+
+fn assert_close(got: &[f32], want: &Buffer) {
+    let want = want.as_f32().unwrap();
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-4 * w.abs().max(1.0),
+            "[{i}]: {g} vs {w}"
+        );
+    }
+}
+
+const MM: matmul::Sizes = matmul::Sizes {
+    I: 48,
+    K: 64,
+    J: 40,
+};
+
+/// The source of the prepared matmul call at `MM` on `dev`.
+fn matmul_call_source(dev: &Device) -> String {
+    let s = MM;
+    let call = matmul::opencl::call(
+        dev,
+        None,
+        &s.values(),
+        &[s.I * s.K, s.K * s.J],
+        &[s.I * s.J],
+    )
+    .unwrap();
+    call.ready().unwrap().job().source.clone()
+}
+
+/// The source of matmul at `MM` on `dev` with `plan` (`None`: the
+/// configured choice).
+fn matmul_source(dev: &Device, plan: Option<&mdh::__rt::GpuPlan>) -> String {
+    let bound = bind_sizes(matmul::desc(), &MM.values()).unwrap();
+    let job = matmul::opencl::job(&bound, plan, dev.name(), dev.limits()).unwrap();
+    job.unwrap().source
+}
+
+fn run_matmul(dev: &Device) -> Vec<f32> {
+    let s = MM;
+    let (a, b) = (f32s(s.I * s.K, 1), f32s(s.K * s.J, 2));
+    let mut c = vec![0.0; s.I * s.J];
+    matmul::opencl::run(dev, &a, &b, &mut c, s).unwrap();
+    let want = interpreted(
+        matmul::SPEC,
+        &s.values(),
+        &[Buffer::from(a), Buffer::from(b)],
+        &[Buffer::from(c.clone())],
+    );
+    assert_close(&c, &want[0]);
+    c
+}
+
+/// The process this test binary starts with `env` to run test `name`; its
+/// stderr.
+fn child(name: &str, dir: &PathBuf, env: &[(&str, &str)]) -> String {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, dir)
+        .env("MDH_TUNE_CACHE", dir)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{name}:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("1 passed"), "{name} did not run:\n{stdout}");
+    stderr.into_owned()
+}
+
+#[test]
+fn matmul_keeps_a_checked_plan_that_later_calls_and_processes_run() {
+    let Some((_one_at_a_time, dir)) = setup(false) else {
+        return;
+    };
+    let dev = fresh_device();
+    // Before tuning: the configured choice (no cache file yet).
+    assert_eq!(matmul_call_source(&dev), matmul_source(&dev, None));
+    let r: TuneReport = matmul::opencl::tune(&dev, MM, BUDGET).unwrap();
+    eprintln!("{r:?}");
+    assert!(r.measured >= 2, "{r:?}");
+    assert!(r.best_s > 0.0 && r.best_s <= r.before_s, "{r:?}");
+    assert!(r.file.starts_with(&dir) && r.file.exists(), "{r:?}");
+    let text = std::fs::read_to_string(&r.file).unwrap();
+    assert!(
+        text.contains("kernel matmul\n") && text.contains("sizes 48 64 40\n"),
+        "{text}"
+    );
+    // Later calls run the kept plan: on this device (its prepared call was
+    // forgotten) and on a fresh one (which reads the file), correctly.
+    let kept = matmul_source(&dev, Some(&r.plan));
+    assert_eq!(matmul_call_source(&dev), kept);
+    let fresh = fresh_device();
+    assert_eq!(matmul_call_source(&fresh), kept);
+    run_matmul(&dev);
+    run_matmul(&fresh);
+    // And another process, which says so under MDH_EXPLAIN=1.
+    let said = child(
+        "later_process_runs_the_kept_plan",
+        &dir,
+        &[("MDH_EXPLAIN", "1")],
+    );
+    assert!(
+        said.contains("the plan of the run-time tuning cache"),
+        "{said}"
+    );
+    if r.plan != r.before {
+        assert!(said.contains(&format!("{:?}", r.plan)), "{said}");
+    }
+}
+
+/// Run by [`matmul_keeps_a_checked_plan_that_later_calls_and_processes_run`]
+/// in a process of its own.
+#[test]
+fn later_process_runs_the_kept_plan() {
+    let Some((_one_at_a_time, _)) = setup(true) else {
+        return;
+    };
+    let dev = fresh_device();
+    run_matmul(&dev);
+}
+
+fn run_dot(dev: &Device, n: usize) {
+    let (x, y) = (f32s(n, 3), f32s(n, 4));
+    let mut r = [0.0f32];
+    dot::opencl::run(dev, &x, &y, &mut r, dot::Sizes { N: n }).unwrap();
+    let want = interpreted(
+        dot::SPEC,
+        &[n],
+        &[Buffer::from(x), Buffer::from(y)],
+        &[Buffer::from(vec![0.0f32])],
+    );
+    assert_close(&r, &want[0]);
+}
+
+#[test]
+fn a_reduction_is_tuned_and_a_corrupt_cache_file_ignored() {
+    let Some((_one_at_a_time, _)) = setup(false) else {
+        return;
+    };
+    let dev = fresh_device();
+    let n = 3000;
+    let r = dot::opencl::tune(&dev, dot::Sizes { N: n }, BUDGET).unwrap();
+    assert!(r.file.exists(), "{r:?}");
+    run_dot(&dev, n);
+    // A corrupt file: a fresh device's calls run the configured choice.
+    std::fs::write(&r.file, b"\x00\x01 not a cache file").unwrap();
+    let fresh = fresh_device();
+    let call = dot::opencl::call(&fresh, None, &[n], &[n, n], &[1]).unwrap();
+    let bound = bind_sizes(dot::desc(), &[n]).unwrap();
+    let configured = dot::opencl::job(&bound, None, fresh.name(), fresh.limits())
+        .unwrap()
+        .unwrap();
+    assert_eq!(call.ready().unwrap().job().source, configured.source);
+    run_dot(&fresh, n);
+    // Tuning again replaces it.
+    let again = dot::opencl::tune(&fresh, dot::Sizes { N: n }, Duration::ZERO).unwrap();
+    assert_eq!(again.file, r.file);
+    assert!(std::fs::read_to_string(&r.file)
+        .unwrap()
+        .starts_with("# mdh run-time tuning cache"));
+}
+
+#[test]
+fn autotune_tunes_a_call_without_a_kept_plan() {
+    let Some((_one_at_a_time, dir)) = setup(false) else {
+        return;
+    };
+    let said = child(
+        "autotuned_call",
+        &dir.join("autotune"),
+        &[("MDH_AUTOTUNE", "1"), ("MDH_AUTOTUNE_BUDGET", "0.5")],
+    );
+    assert!(
+        said.contains("MDH_AUTOTUNE: tuning dot at N=2000"),
+        "{said}"
+    );
+    assert!(said.contains("kept in"), "{said}");
+    let files: Vec<_> = std::fs::read_dir(dir.join("autotune")).unwrap().collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+}
+
+/// Run by [`autotune_tunes_a_call_without_a_kept_plan`] in a process of its
+/// own, under `MDH_AUTOTUNE=1`.
+#[test]
+fn autotuned_call() {
+    let Some((_one_at_a_time, _)) = setup(true) else {
+        return;
+    };
+    run_dot(&fresh_device(), 2000);
+}
