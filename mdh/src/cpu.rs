@@ -440,6 +440,13 @@ fn count_kept<const D: usize>(r: &Region<D>, kinds: &[DimKind; D]) -> usize {
 /// `cor` is the plan's number of parts per dimension on the COR layer
 /// (rayon tasks); all zeros lets the driver choose from the thread count.
 /// `align` is the plan's register tile: parts start at its multiples.
+/// `order` is the plan's tile-loop order, outermost first: parts the driver
+/// chooses cut the kept dimensions in that order, the outermost loop first
+/// (as OpenMP's `parallel for` does): a contraction's packed panel, whose
+/// dimension the default plan loops outermost, is then packed by one task
+/// instead of by every task of a row split (matmul 16×1000×2048 with the
+/// default plan on the 2-core AMD EPYC: 0.43 ms split by rows, against
+/// 0.21 ms for the hand-set plan that splits the columns).
 ///
 /// `compute(region, out, direct)` pushes, for each kept point of `region`
 /// in row-major order of the kept dimensions, the combination of the scalar
@@ -457,6 +464,7 @@ pub fn execute<A, const D: usize>(
     kinds: [DimKind; D],
     cor: [usize; D],
     align: [usize; D],
+    order: [usize; D],
     identity: Option<A>,
     compute: impl Fn(&Region<D>, &mut Vec<A>, bool) + Sync,
     combine: impl Fn(A, A) -> A + Sync,
@@ -500,7 +508,8 @@ where
             .map(|d| if kinds[d].is_kept() { cor[d].max(1) } else { 1 })
             .collect()
     } else {
-        parts_for(&ext, &align, &kept, target)
+        let outer_first: Vec<usize> = order.into_iter().filter(|d| kept.contains(d)).collect();
+        parts_for(&ext, &align, &outer_first, target)
     };
     let kept_regions = grid(full, &ext, &align, &kept_parts);
 
@@ -858,6 +867,7 @@ mod tests {
             kinds,
             [0],
             [3],
+            [0],
             Some(0),
             |r, o, direct| {
                 let mut v = Vec::new();
@@ -890,6 +900,7 @@ mod tests {
             [DimKind::Ps],
             [2],
             [1],
+            [0],
             Some(0),
             |r, o, _| o.extend((r[0].0..r[0].1).map(|i| i as u64)),
             |a, b| a + b,

@@ -278,6 +278,7 @@ pub(super) fn forget<D: CallDevice>(dev: &D, info: &'static KernelInfo, sizes: &
 }
 
 /// The run-time tuning of the real devices (see [`mod@super::tune`]).
+#[cfg(any(feature = "opencl", feature = "cuda"))]
 macro_rules! tuning_device {
     () => {
         fn driver(&self) -> Option<&str> {

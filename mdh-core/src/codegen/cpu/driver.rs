@@ -285,6 +285,10 @@ impl<'k> Gen<'k> {
             let r = &e.plan.reg;
             quote!([#(#r),*])
         });
+        let orders = entries.iter().map(|e| {
+            let o = &e.plan.order;
+            quote!([#(#o),*])
+        });
         let execute = self.execute();
         quote! {
             // Whether streamed results pay at this call's size (before the
@@ -305,6 +309,7 @@ impl<'k> Gen<'k> {
             };
             const __COR: &[[usize; #d]] = &[#(#cors),*];
             const __REG: &[[usize; #d]] = &[#(#regs),*];
+            const __ORDER: &[[usize; #d]] = &[#(#orders),*];
             let __space: ::mdh::__rt::Region<#d> = #space;
             #execute
         }
@@ -391,6 +396,7 @@ impl<'k> Gen<'k> {
                 [#(#kind_toks),*],
                 __COR[__plan],
                 __REG[__plan],
+                __ORDER[__plan],
                 #identity,
                 |__r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool| __compute(__plan, __exact, &__ctx, __r, __o, __direct),
                 |__x: #a_ty, __y: #a_ty| -> #a_ty { (#(#combine_parts,)*) },
