@@ -261,6 +261,35 @@ proptest! {
 }
 
 mdh::mdh! {
+    /// Matrix multiplication under a name without a config: the analytical
+    /// default plan (6 rows × 4 vectors, B packed in kc × 64 panels) at any
+    /// size. Its edge tiles run as smaller tiles (one vector wide where the
+    /// columns are cut, two rows at a time where only the rows are), and B
+    /// is read in place where a panel would be read fewer than 8 times
+    /// (under 43 rows) and packed otherwise: both show up over these sizes.
+    kernel default_matmul {
+        inp(A: f32[I, K], B: f32[K, J]),
+        out(C: f32[I, J]),
+        out_view(C: |i, j, k| (i, j)),
+        md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))),
+        inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
+    }
+}
+
+proptest! {
+    #![proptest_config(config(CASES))]
+
+    #[test]
+    fn default_matmul_matches(i in size0(130), j in size0(200), k in size0(40), seed: u64) {
+        prop_assume!(i * j * k <= 200_000);
+        let mut g = Rng::new(seed);
+        let s = default_matmul::Sizes { I: i, J: j, K: k };
+        check::f32_case(default_matmul::SPEC, &s.values(), vec![g.f32s(i * k), g.f32s(k * j)], i * j, sum_rtol(k),
+            |x, o| default_matmul::cpu(&x[0], &x[1], o, s)).map_err(TestCaseError::fail)?;
+    }
+}
+
+mdh::mdh! {
     /// The value of largest magnitude per row, ties to the larger value: a
     /// user-defined operator that computes no built-in one, so the CPU code
     /// combines with the closure itself (accumulators without an identity;

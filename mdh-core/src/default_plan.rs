@@ -11,7 +11,8 @@
 //!   operands (more than the FMA latency × FMA ports that keep the units
 //!   busy); the input that dimension indexes is packed into a contiguous
 //!   kc × nr panel that stays in L2 (kc from the L2 size) while the rows
-//!   pass over it;
+//!   pass over it (read in place at run time where fewer than 8 register
+//!   tiles of rows would read it, see [`CpuPlan::pack`]);
 //! - **reduction along contiguous inputs** (matvec, dot): SIMD lanes of
 //!   independent partial results along the innermost PW dimension, runs of
 //!   an eighth of the L2 per row that the prefetchers follow;

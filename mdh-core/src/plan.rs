@@ -9,7 +9,9 @@
 //! results of PW dimensions live in registers inside a register tile and in
 //! a task-local buffer over the task's kept points across tiles (the paper's
 //! re-composition in a faster memory region). Tile sizes need not divide the
-//! sizes: edge tiles run a variable-trip version of the same code.
+//! sizes: edge tiles run a variable-trip version of the same code (a
+//! register tile of several vectors as smaller tiles: one vector wide where
+//! the SIMD dimension is cut, two rows at a time where only others are).
 //!
 //! Memory regions of inputs (the paper's D3/D4): an input access may be
 //! *packed*: at each L1 tile, the elements the access reads over the tile
@@ -18,7 +20,11 @@
 //! contiguous: vector loads instead of gathers), and the register tiles
 //! read the buffer. A buffer is refilled only when the tile's range of the
 //! dimensions the access uses changes; it is kept across the parts of one
-//! call that the thread runs (`mdh::cpu::PackedTile`).
+//! call that the thread runs (`mdh::cpu::PackedTile`). Where the layout's
+//! contiguous dimension is contiguous in the input too, a tile the register
+//! tiles would read fewer than 8 times (few rows of a matrix product) is
+//! read in place instead, decided per L1 tile at run time: its copy would
+//! cost about as much as the reads it speeds up.
 //!
 //! Memory region of results: a plan may *stream* its final results, writing
 //! them with non-temporal stores past the caches into the output (no read
@@ -67,7 +73,9 @@ pub struct CpuPlan {
     /// Per input access (the scalar function's parameters, in order): the
     /// layout of its packed L1 tile, outermost dimension first, the last
     /// one contiguous (a permutation of the dimensions the access uses), or
-    /// empty: read the input in place.
+    /// empty: read the input in place. A layout whose last dimension is
+    /// contiguous in the input is packed only where the tile is read often
+    /// enough to repay the copy (see the module documentation).
     pub pack: Vec<Vec<usize>>,
     /// Whether final results go to the output with non-temporal stores
     /// (see the module documentation). Only whole vectors at addresses

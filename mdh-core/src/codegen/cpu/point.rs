@@ -57,15 +57,7 @@ impl<'k> Gen<'k> {
                         slice: format_ident!("__in{}", b),
                         ty: a.ty,
                         off: offset(a, &base, &coef),
-                        stride: (0..self.d)
-                            .map(|x| match a.static_coefs[x] {
-                                Some(c) => {
-                                    let c = c as isize;
-                                    quote!(#c)
-                                }
-                                None => quote!(#coef[#x]),
-                            })
-                            .collect(),
+                        stride: (0..self.d).map(|x| self.in_place_stride(j, x)).collect(),
                         unit: a.static_coefs.iter().map(|&c| c == Some(1)).collect(),
                     },
                     // Packed: the position in the tile's buffer, whose last
@@ -84,6 +76,21 @@ impl<'k> Gen<'k> {
                 }
             })
             .collect()
+    }
+
+    /// The coefficient of dimension `x` in input access `j`'s offset: a
+    /// constant where it is one at compile time.
+    pub(super) fn in_place_stride(&self, j: usize, x: usize) -> TokenStream {
+        match self.k.analysis().inputs[j].static_coefs[x] {
+            Some(c) => {
+                let c = c as isize;
+                quote!(#c)
+            }
+            None => {
+                let coef = format_ident!("__ia{}_c", j);
+                quote!(#coef[#x])
+            }
+        }
     }
 
     /// Reads of the input accesses at the point `__i0, __i1, …` into

@@ -11,6 +11,7 @@ use crate::plan::CpuPlan;
 use crate::spec::{BuiltinOp, ReduceOp, ScalarType};
 
 /// The SIMD mapping of one plan's full register tiles.
+#[derive(Clone, Copy)]
 pub(super) struct Simd {
     /// The dimension whose points are the lanes.
     pub(super) dim: usize,

@@ -74,7 +74,7 @@ impl<'k> Gen<'k> {
                 }
             }
         });
-        let (pack_setup, pack, pack_park) = self.packing();
+        let (pack_setup, pack, pack_park) = self.packing(plan);
         // Results are final where this L1 tile spans the task's whole PW
         // range: first and last along every PW dimension; they stream
         // where the call's outputs are too large for the caches to keep
