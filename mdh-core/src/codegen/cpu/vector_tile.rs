@@ -19,6 +19,15 @@ use crate::spec::{BuiltinOp, ReduceOp};
 /// compile time.
 type Combo = Vec<(usize, usize)>;
 
+/// The fewest coordinate combinations (rows) for which an edge tile runs
+/// as smaller tiles ([`VectorTile::split_edge`]): a tile one vector wide
+/// holds one accumulator per row, and with fewer than about the FMA latency
+/// × ports its reduction is latency-bound (a one-row plan of 8 vectors,
+/// matmul 1 × 1000 × 2048's `*` entry, would run its 104-column edge on one
+/// accumulator at a time); such tiles compute their vectors past the edge
+/// instead, as full tiles do.
+const SPLIT_ROWS: usize = 4;
+
 impl<'k> Gen<'k> {
     /// A register tile on SIMD lanes. `edge`: the tile is cut by the end of
     /// its L1 tile (`__n{d}` below the register tile in some kept
@@ -87,7 +96,7 @@ impl<'g, 'k> VectorTile<'g, 'k> {
         if self.g.reduced.is_empty() {
             return self.values();
         }
-        if self.part && self.simd.chunks > 1 {
+        if self.part && self.simd.chunks > 1 && self.combos.len() >= SPLIT_ROWS {
             return self.split_edge();
         }
         let (init, loops, store) = (self.init(), self.loops(self.step()), self.store());
