@@ -24,8 +24,8 @@ type Combo = Vec<(usize, usize)>;
 /// holds one accumulator per row, and with fewer than about the FMA latency
 /// × ports its reduction is latency-bound (a one-row plan of 8 vectors,
 /// matmul 1 × 1000 × 2048's `*` entry, would run its 104-column edge on one
-/// accumulator at a time); such tiles compute their vectors past the edge
-/// instead, as full tiles do.
+/// accumulator at a time); such tiles compute their whole width and store
+/// the points that exist.
 const SPLIT_ROWS: usize = 4;
 
 impl<'k> Gen<'k> {
