@@ -276,8 +276,34 @@ mdh::mdh! {
     }
 }
 
+mdh::mdh! {
+    /// ccsdt under a name without a config: the default plan's tensor
+    /// contraction tile (one vector along f × 4 rows of d × 4 columns of e,
+    /// results streamed where the output outgrows the caches; `ccsdt`
+    /// itself runs its sized `*` entry at every size).
+    kernel default_ccsdt {
+        inp(A: f32[NG, ND, NA, NB], B: f32[NE, NF, NG, NC]),
+        out(C: f32[NA, NB, NC, ND, NE, NF]),
+        out_view(C: |a, b, c, d, e, f, g| (a, b, c, d, e, f)),
+        md_hom[NA, NB, NC, ND, NE, NF, NG](|x, y| x * y, (CC, CC, CC, CC, CC, CC, PW(+))),
+        inp_view(A: |a, b, c, d, e, f, g| (g, d, a, b), B: |a, b, c, d, e, f, g| (e, f, g, c)),
+    }
+}
+
 proptest! {
     #![proptest_config(config(CASES))]
+
+    #[test]
+    fn default_ccsdt_matches(
+        a in size(3), b in size(3), c in size(3), d in size0(9), e in size(9), f in size(40),
+        gg in size0(13), seed: u64,
+    ) {
+        prop_assume!(a * b * c * d * e * f * gg <= 200_000);
+        let mut g = Rng::new(seed);
+        let sz = default_ccsdt::Sizes { NA: a, NB: b, NC: c, ND: d, NE: e, NF: f, NG: gg };
+        check::f32_case(default_ccsdt::SPEC, &sz.values(), vec![g.f32s(gg * d * a * b), g.f32s(e * f * gg * c)],
+            a * b * c * d * e * f, sum_rtol(gg), |x, o| default_ccsdt::cpu(&x[0], &x[1], o, sz)).map_err(TestCaseError::fail)?;
+    }
 
     #[test]
     fn default_matmul_matches(i in size0(130), j in size0(200), k in size0(40), seed: u64) {
