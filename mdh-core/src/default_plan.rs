@@ -682,7 +682,8 @@ mod tests {
         /// machine's register file (at least one vector per output) and
         /// whose L1 tiles hold whole register tiles. (That it runs and agrees with
         /// the interpreter at random sizes: examples/tests/properties.rs,
-        /// `default_plans_agree_with_the_interpreter`.)
+        /// `default_matmul_matches`, `default_ccsdt_matches`, and every
+        /// family whose config has no `*` entry: its entries name other CPUs.)
         #[test]
         fn the_default_is_valid_on_any_machine(
             f in prop::sample::select(FAMILIES.to_vec()),
