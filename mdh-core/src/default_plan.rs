@@ -297,58 +297,53 @@ impl CpuPlan {
             Class::Contraction {
                 simd: s,
                 rows: o,
-                cols: Some(c),
+                cols,
             } => {
-                // A tensor contraction (ccsdt): one vector × 4 rows × 4
-                // columns (AVX-512; AVX2: 2 × 2), 16 accumulators over 4
-                // broadcasts and 4 vector loads per step, whatever the SIMD dimension's extent
-                // (tensor extents are often one vector: 16 in the TCCG
-                // cases); results streamed where the output outgrows the
-                // caches. On the 2-core AMD EPYC (Zen 5), ccsdt 16⁷: 2.0 ms
-                // against 5.1–5.9 with 6 rows along `c` × 4 vectors, and
-                // 9.1 against 19.5 ms with the SIMD dimension at 64 (its
-                // hand-set `*` entry, the same tile without this blocking:
-                // 2.7 and 12.1 ms).
-                let side = (acc / outputs).isqrt().clamp(1, 4);
-                reg[s] = lanes;
-                reg[o] = side;
-                reg[c] = side;
-                let elem = VECTOR_BYTES / lanes;
-                l1 = (0..d).map(|x| whole(l1[x], reg[x])).collect();
-                let kc = pow2_within(l2_bytes / 4 / (l1[s] * elem), 64, 1024);
-                l2 = l1.iter().map(|&t| t * 4).collect();
-                l2[s] = 1024;
-                for x in (0..d).filter(|&x| kinds[x] == DimKind::Pw) {
-                    l1[x] = kc;
-                    l2[x] = kc;
+                match cols {
+                    // A tensor contraction (ccsdt): one vector × 4 rows × 4
+                    // columns (AVX-512; AVX2: 2 × 2), 16 accumulators over
+                    // 4 broadcasts and 4 vector loads per step, whatever
+                    // the SIMD dimension's extent (tensor extents are often
+                    // one vector: 16 in the TCCG cases). On the 2-core AMD
+                    // EPYC (Zen 5), ccsdt 16⁷ in a standalone program: 2.0
+                    // ms against 5.1–5.9 with 6 rows along e × 4 vectors,
+                    // and 9.1 against 19.5 ms with the SIMD dimension at 64
+                    // (as a config entry; in a kernel whose only plan it is,
+                    // 3.1–4.2 ms at 16⁷: see the README).
+                    Some(c) => {
+                        let side = (acc / outputs).isqrt().clamp(1, 4);
+                        reg[s] = lanes;
+                        reg[o] = side;
+                        reg[c] = side;
+                    }
+                    // A matrix product. nr: four vectors where the register
+                    // file holds two rows of them (AVX-512: 6 × 4 = 24
+                    // accumulators, three times the 4-cycle latency × 2 FMA
+                    // ports), else as many as leave three rows (AVX2: 3 × 2
+                    // vectors, 12 ymm).
+                    None => {
+                        let v = vectors(if acc >= 8 { 4 } else { acc / 3 });
+                        reg[s] = v * lanes;
+                        reg[o] = (acc / v / outputs).clamp(1, 6);
+                    }
                 }
-                order.retain(|&x| x != s);
-                order.insert(0, s);
-                stream = a.outputs.iter().all(|o| o.static_coefs[s] == Some(1));
-            }
-            Class::Contraction {
-                simd: s, rows: o, ..
-            } => {
-                // nr: four vectors where the register file holds two rows
-                // of them (AVX-512: 6 × 4 = 24 accumulators, three times
-                // the 4-cycle latency × 2 FMA ports), else as many as
-                // leave three rows (AVX2: 3 × 2 vectors, 12 ymm).
-                let v = vectors(if acc >= 8 { 4 } else { acc / 3 });
-                reg[s] = v * lanes;
-                reg[o] = (acc / v / outputs).clamp(1, 6);
-                // The packed kc × nr panel of the input the SIMD dimension
-                // indexes takes a quarter of the L2, beside the rows' tile
-                // of the other input (512 on the reference machine:
-                // 265–285 GFLOP/s at 1024³ on the 2-core AVX-512 Xeon,
-                // OpenBLAS 286); the rows' L1 tile is 64 register tiles.
-                let elem = VECTOR_BYTES / lanes;
-                let kc = pow2_within(l2_bytes / 4 / (reg[s] * elem), 64, 1024);
                 l1 = (0..d).map(|x| whole(l1[x], reg[x])).collect();
                 l2 = l1.iter().map(|&t| t * 4).collect();
-                l1[s] = reg[s];
+                if cols.is_none() {
+                    // The panel one register tile wide; the rows' L1 tile
+                    // is 64 register tiles.
+                    l1[s] = reg[s];
+                    l1[o] = 64 * reg[o];
+                    l2[o] = l1[o];
+                }
+                // The packed kc × (SIMD dimension's L1 tile) panel of the
+                // input the SIMD dimension indexes takes a quarter of the
+                // L2, beside the rows' tile of the other input (512 on the
+                // reference machine: 265–285 GFLOP/s at 1024³ on the 2-core
+                // AVX-512 Xeon, OpenBLAS 286).
+                let elem = VECTOR_BYTES / lanes;
+                let kc = pow2_within(l2_bytes / 4 / (l1[s] * elem), 64, 1024);
                 l2[s] = 1024;
-                l1[o] = 64 * reg[o];
-                l2[o] = l1[o];
                 for x in (0..d).filter(|&x| kinds[x] == DimKind::Pw) {
                     l1[x] = kc;
                     l2[x] = kc;
@@ -357,6 +352,9 @@ impl CpuPlan {
                 // stays while the rows pass over it.
                 order.retain(|&x| x != s);
                 order.insert(0, s);
+                // A tensor contraction's output is large (16⁶ floats in
+                // ccsdt): streamed where it outgrows the caches.
+                stream = cols.is_some() && a.outputs.iter().all(|o| o.static_coefs[s] == Some(1));
             }
             Class::ContiguousReduction { simd: s } => {
                 // Four vectors of partial results hide the combine's

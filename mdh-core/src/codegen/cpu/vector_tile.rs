@@ -108,7 +108,7 @@ impl<'g, 'k> VectorTile<'g, 'k> {
     /// dimension is cut: tiles one vector wide across it, the other kept
     /// coordinates clamped as in any edge tile (at an extent of one vector
     /// the whole tile computed its other vectors for nothing: ccsdt at
-    /// extents 16 with the default's 4-vector tile ran 4.2× slower on the
+    /// extents 16 with a 6-row, 4-vector tile ran 4.2× slower on the
     /// 2-core AMD EPYC than one vector wide). Where only other kept
     /// dimensions are cut: the full width over two coordinates of the
     /// innermost of them (enough accumulators to keep both FMA pipes busy)
@@ -129,6 +129,24 @@ impl<'g, 'k> VectorTile<'g, 'k> {
         }
     }
 
+    /// The code of a smaller tile of this one's plan and dimensions: the
+    /// SIMD mapping `simd`, the coordinates `combos`, and `part` / `edge`
+    /// as in [`VectorTile`].
+    fn smaller(&self, simd: &Simd, combos: Vec<Combo>, part: bool, edge: bool) -> TokenStream {
+        VectorTile {
+            g: self.g,
+            plan: self.plan,
+            simd,
+            edge,
+            part,
+            combos,
+            i_s: self.i_s.clone(),
+            b_s: self.b_s.clone(),
+            n_s: self.n_s.clone(),
+        }
+        .emit()
+    }
+
     /// The vectors of a cut SIMD dimension one at a time (see
     /// [`VectorTile::split_edge`]).
     fn single_vectors(&self, outer: &[usize]) -> TokenStream {
@@ -137,19 +155,7 @@ impl<'g, 'k> VectorTile<'g, 'k> {
             chunks: 1,
             ..*self.simd
         };
-        let tile = |part: bool, edge: bool| {
-            VectorTile {
-                simd: &one,
-                part,
-                edge,
-                combos: self.combos.clone(),
-                i_s: self.i_s.clone(),
-                b_s: self.b_s.clone(),
-                n_s: self.n_s.clone(),
-                ..*self
-            }
-            .emit()
-        };
+        let tile = |part: bool, edge: bool| self.smaller(&one, self.combos.clone(), part, edge);
         // Whole vectors load and store whole, the last partial one masked
         // (through memory). Unclamped coordinates where the other
         // dimensions are whole: they address inputs at constant offsets
@@ -190,15 +196,7 @@ impl<'g, 'k> VectorTile<'g, 'k> {
                 c
             })
             .collect();
-        let tile = VectorTile {
-            part: false,
-            combos: pair,
-            i_s: self.i_s.clone(),
-            b_s: self.b_s.clone(),
-            n_s: self.n_s.clone(),
-            ..*self
-        }
-        .emit();
+        let tile = self.smaller(self.simd, pair, false, self.edge);
         let names = |d: usize| {
             (
                 format_ident!("__b{}", d),
