@@ -29,8 +29,9 @@
 //!   vectors of lanes over the kept dimension with built-in combines (or
 //!   closures that compute one, [`Checked::cpu_op`]) where a kept dimension
 //!   is innermost; where the innermost is PW, one point per register tile
-//!   over long PW runs, a plain reduction loop that LLVM vectorizes along
-//!   the PW inputs as a C compiler does; with a closure (no identity to
+//!   over long PW runs with lanes of partial results along them (one
+//!   vector of the narrowest type, as a C compiler vectorizes the loop);
+//!   with a closure (no identity to
 //!   start lanes from) scalar rows, one vector's worth, which stay in
 //!   registers; PW tiles whose inputs stay in L1.
 //!
@@ -45,7 +46,9 @@
 use mdh_rt::machine::{Isa, Machine};
 
 use crate::analysis::Checked;
-use crate::plan::{contiguous_dim, contraction_dim, simd_lanes, CpuPlan, VECTOR_BYTES};
+use crate::plan::{
+    contiguous_dim, contraction_dim, reduction_lanes, simd_lanes, CpuPlan, VECTOR_BYTES,
+};
 use crate::spec::DimKind;
 
 /// The machine the compile-time default is derived for (see the module
@@ -415,17 +418,28 @@ impl CpuPlan {
             Class::KeptReduction { .. }
                 if crate::codegen::cpu::lanes_apply(k) && kinds[d - 1] == DimKind::Pw =>
             {
-                // The PW run of one register-tile point is a reduction loop
-                // over contiguous inputs, which LLVM vectorizes (as gcc does
-                // C's) better than lanes over the kept dimension, whose
-                // per-lane comparisons and selects cost mask conversions: on
-                // the 2-core AMD EPYC (Zen 5), prl 2^15 with `max` 0.19 s
-                // against 0.24 s (medians of five; 16 kept lanes), a
-                // vectorized C-like loop 0.18 s. Runs as long as the inputs
-                // only they index fill the L1.
+                // One register-tile point of the kept dimensions, SIMD lanes
+                // of partial results along the innermost PW dimension where
+                // every input it indexes is contiguous along it (one vector
+                // of the narrowest type, [`reduction_lanes`]), as a C
+                // compiler vectorizes the loop; lanes over the kept
+                // dimension cost mask conversions per lane, and more rows per
+                // tile did not pay. On the 2-core AMD EPYC (Zen 5), prl 2^15
+                // with `max`: 94 ms (16 PW lanes), 101 ms (a plain loop that
+                // LLVM vectorizes with 8 `i64` lanes), 135 ms (8 PW lanes),
+                // 240 ms (16 kept lanes); a gcc-vectorized C loop 86–92 ms.
+                // Runs as long as the inputs only they index fill the L1.
+                let pw = d - 1;
+                let contiguous = a
+                    .inputs
+                    .iter()
+                    .all(|i| !i.uses.contains(&pw) || i.static_coefs[pw] == Some(1));
+                if contiguous {
+                    reg[pw] = reduction_lanes(k);
+                }
                 l1 = (0..d).map(|x| whole(l1[x], reg[x])).collect();
                 if let Some((pw, t)) = pw_run(k, l1d_bytes) {
-                    l1[pw] = t;
+                    l1[pw] = whole(t, reg[pw]);
                 }
                 l2 = l1.iter().map(|&t| t * 4).collect();
             }
@@ -621,14 +635,16 @@ mod tests {
     #[test]
     fn kept_reductions_vectorize_the_kept_dimension() {
         // prl's closure is a max (`Checked::cpu_op`), and its innermost
-        // dimension is PW: one point per register tile, 12 bytes of the
-        // second set per record fill the 32 KiB L1 with 2048 records.
+        // dimension is PW: one point of the kept dimension per register
+        // tile, 16 lanes of partial results along the PW one (its inputs
+        // are i32), 12 bytes of the second set per record fill the 32 KiB
+        // L1 with 2048 records.
         let prl = example("prl");
         for src in [prl.clone(), prl.replace(CLOSURE, "PW(max)")] {
             let k = compiled(&src);
             assert!(crate::codegen::cpu::lanes_apply(&k));
             let p = CpuPlan::default_for(&k);
-            assert_eq!((p.reg.clone(), p.l1.clone()), (vec![1, 1], vec![64, 2048]));
+            assert_eq!((p.reg.clone(), p.l1.clone()), (vec![1, 16], vec![64, 2048]));
             assert!(!p.stream);
             assert_eq!(p.validate(&k), Ok(()));
         }

@@ -126,7 +126,7 @@ pub fn expr(e: &Expr, n: usize) -> TokenStream {
         ExprKind::Cast(a, t, _) => {
             let a = expr(a, n);
             let t = ty(*t);
-            quote!((#a).cast::<#t>())
+            quote!((#a).cast::<ISA, #t>())
         }
         ExprKind::MethodCall(r, m, args, _) => {
             let r = expr(r, n);

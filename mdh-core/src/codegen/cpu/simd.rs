@@ -46,7 +46,9 @@ impl<'k> Gen<'k> {
     /// kernel is pure and its operators have neutral elements, and the
     /// register tile of the innermost PW dimension (lanes of partial results)
     /// or of the most contiguous kept dimension is a multiple of the lanes
-    /// of one 64-byte vector of the widest element type.
+    /// of one 64-byte vector: of the narrowest element type for lanes of
+    /// partial results ([`crate::plan::reduction_lanes`]), of the widest
+    /// for lanes of a kept dimension.
     pub(super) fn simd(&self, plan: &CpuPlan) -> Option<Simd> {
         if !lanes_apply(self.k) {
             return None;
@@ -61,9 +63,11 @@ impl<'k> Gen<'k> {
             .max()
             .unwrap_or(4);
         let lanes = (crate::plan::VECTOR_BYTES / bytes).max(1);
-        let fits = |d: usize| plan.reg[d] >= lanes && plan.reg[d].is_multiple_of(lanes);
+        let fits_n = |d: usize, n: usize| plan.reg[d] >= n && plan.reg[d].is_multiple_of(n);
+        let fits = |d: usize| fits_n(d, lanes);
         if let Some(&kr) = self.reduced.last() {
-            if fits(kr) {
+            let lanes = crate::plan::reduction_lanes(self.k);
+            if fits_n(kr, lanes) {
                 return Some(Simd {
                     dim: kr,
                     lanes,

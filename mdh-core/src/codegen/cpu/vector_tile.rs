@@ -505,6 +505,7 @@ impl<'g, 'k> VectorTile<'g, 'k> {
             let mut __j: usize = #lo;
             while __j + #width <= #hi {
                 #step
+                ::mdh::__rt::vector_step();
                 __j += #width;
             }
             while __j < #hi {
