@@ -62,11 +62,16 @@ impl Checked {
     /// Wraps a kernel the checker accepted (only the checker calls this).
     pub(crate) fn new(kernel: Kernel) -> Checked {
         let analysis = Analysis::of(&kernel);
-        let cpu_ops = (0..analysis.outputs.len())
+        let mut checked = Checked {
+            kernel,
+            analysis,
+            cpu_ops: Vec::new(),
+        };
+        checked.cpu_ops = (0..checked.analysis.outputs.len())
             .map(|o| {
-                let op = kernel.ops[analysis.op_dim?].op_for(o)?;
+                let op = checked.op(o)?;
                 Some(match op {
-                    ReduceOp::Closure(c) => match builtin_of(c, analysis.outputs[o].ty) {
+                    ReduceOp::Closure(c) => match builtin_of(c, checked.analysis.outputs[o].ty) {
                         Some(b) => ReduceOp::Builtin(b, c.span),
                         None => op.clone(),
                     },
@@ -74,11 +79,7 @@ impl Checked {
                 })
             })
             .collect();
-        Checked {
-            kernel,
-            analysis,
-            cpu_ops,
-        }
+        checked
     }
 
     pub fn analysis(&self) -> &Analysis {
