@@ -425,10 +425,13 @@ impl CpuPlan {
                 // compiler vectorizes the loop; lanes over the kept
                 // dimension cost mask conversions per lane, and more rows per
                 // tile did not pay. On the 2-core AMD EPYC (Zen 5), prl 2^15
-                // with `max`: 94 ms (16 PW lanes), 101 ms (a plain loop that
-                // LLVM vectorizes with 8 `i64` lanes), 135 ms (8 PW lanes),
-                // 240 ms (16 kept lanes); a gcc-vectorized C loop 86–92 ms.
-                // Runs as long as the inputs only they index fill the L1.
+                // with `max`: 70 ms (16 PW lanes, its `i32` part widened once
+                // per step: `V::cast`), a gcc-vectorized C loop 82–90 ms;
+                // before widening casts kept their operand narrow, 94 ms
+                // (16 PW lanes), 101 ms (a plain loop that LLVM vectorized
+                // with 8 `i64` lanes), 135 ms (8 PW lanes), 240 ms (16 kept
+                // lanes). Runs as long as the inputs only they index fill
+                // the L1.
                 let pw = d - 1;
                 let contiguous = a
                     .inputs
