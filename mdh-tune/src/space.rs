@@ -22,7 +22,9 @@
 //! - results: streamed past the caches or not.
 
 use mdh_core::desc::KernelDesc;
-use mdh_core::plan::{simd_lanes, CpuPlan, MAX_REGISTER_TILE, VECTOR_REGISTERS_FOR_ACCUMULATORS};
+use mdh_core::plan::{
+    reduction_lanes, simd_lanes, CpuPlan, MAX_REGISTER_TILE, VECTOR_REGISTERS_FOR_ACCUMULATORS,
+};
 use mdh_core::spec::DimKind;
 use mdh_core::Checked;
 
@@ -123,6 +125,13 @@ impl CpuSpace {
             let reg = if kinds[x] == DimKind::Pw && Some(x) != innermost_pw {
                 vec![1]
             } else {
+                // Lanes of partial results along the innermost PW dimension
+                // are one vector of the narrowest type (`reduction_lanes`).
+                let lanes = if Some(x) == innermost_pw {
+                    reduction_lanes(k)
+                } else {
+                    lanes
+                };
                 let mut v: Vec<usize> = [1, 2, 3, 4, 6, 8]
                     .into_iter()
                     .chain((1..=4).map(|m| m * lanes))
@@ -460,6 +469,26 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn lanes_of_partial_results_come_in_vectors_of_the_narrowest_type() {
+        // prl: i32 inputs, i64 results; its innermost PW dimension J takes
+        // register tiles of whole 16-lane vectors (plus the scalar sizes),
+        // and the search starts from its default's register tile.
+        let k = example("prl");
+        let s = CpuSpace::new(&k, &[4096, 4096]).unwrap();
+        let reg_j = s
+            .params
+            .iter()
+            .find_map(|q| match q {
+                Param::Reg(1, v) => Some(v.clone()),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(reg_j, vec![1, 2, 3, 4, 6, 8, 16, 32, 48, 64, 128]);
+        let default = CpuPlan::default_for(&k);
+        assert_eq!(s.decode(&s.nearest(&default)).reg, default.reg);
+    }
+
+    #[test]
     fn loop_orders_are_indexed_lexicographically() {
         let all: Vec<Vec<usize>> = (0..factorial(4)).map(|i| permutation(i, 4)).collect();
         assert_eq!(all[0], vec![0, 1, 2, 3]);
@@ -477,7 +506,7 @@ pub(crate) mod tests {
     fn plans_off_the_grid_start_the_search_from_the_nearest_point() {
         let k = ccsdt();
         let s = CpuSpace::new(&k, &[16; 7]).unwrap();
-        // Its 64-point register tile exceeds the extent 16.
+        // Its L1 tiles (64 and 512 points) exceed the extent 16.
         let default = CpuPlan::default_for(&k);
         assert_eq!(s.encode(&default), None);
         let near = s.decode(&s.nearest(&default));
