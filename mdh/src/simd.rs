@@ -344,11 +344,13 @@ impl<T: Lane, const N: usize> V<T, N> {
 
     /// `self`, its value hidden from the optimizer by an empty `asm!` on
     /// the vector registers that hold it (no instruction, no memory: the
-    /// optimizer may still hoist or merge it, but not look through it).
-    /// Lanes that fill no whole 16-byte register, and other architectures,
-    /// pass unchanged.
+    /// optimizer may still hoist or merge it, but not look through it):
+    /// the operand of a widening cast, and the accumulators of register
+    /// tiles of several rows of partial-result lanes (generated code), stay
+    /// whole vectors. Lanes that fill no whole 16-byte register, and other
+    /// architectures, pass unchanged.
     #[inline(always)]
-    fn opaque<const ISA: u8>(self) -> Self {
+    pub fn opaque<const ISA: u8>(self) -> Self {
         #[cfg(target_arch = "x86_64")]
         {
             use core::arch::x86_64::*;

@@ -432,7 +432,8 @@ impl<'g, 'k> VectorTile<'g, 'k> {
             let b = self.clamped_binds(combo);
             for v in 0..self.simd.chunks {
                 let acc = |o: usize| self.acc(o, c, v);
-                let upd = g.vector_accumulate(s, n, self.part, &acc);
+                let pin = self.simd.reduced && self.combos.len() > 1;
+                let upd = g.vector_accumulate(s, n, self.part, pin, &acc);
                 let lane0 = if self.simd.reduced {
                     quote!(__j + #v * #n)
                 } else if self.part {
