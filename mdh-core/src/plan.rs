@@ -121,15 +121,27 @@ pub fn simd_lanes(k: &Checked) -> usize {
 /// lanes (before widening casts kept their operand narrow, `V::cast`; with
 /// them 70 ms, a gcc-vectorized C loop 82–90 ms).
 pub fn reduction_lanes(k: &Checked) -> usize {
-    let bytes = k
-        .inputs
+    lanes_of(element_bytes(k).min())
+}
+
+/// Lanes of one vector of the widest input or output type: the lanes of a
+/// kept SIMD dimension, where every value of a point takes one lane.
+pub fn kept_lanes(k: &Checked) -> usize {
+    lanes_of(element_bytes(k).max())
+}
+
+/// Bytes of the element type of each input buffer and output access.
+fn element_bytes(k: &Checked) -> impl Iterator<Item = usize> + '_ {
+    k.inputs
         .iter()
         .map(|b| b.ty)
         .chain(k.analysis().outputs.iter().map(|o| o.ty))
         .map(elem_bytes)
-        .min()
-        .unwrap_or(4);
-    (VECTOR_BYTES / bytes).max(1)
+}
+
+/// Lanes of one vector of elements of `bytes` (4 bytes without elements).
+fn lanes_of(bytes: Option<usize>) -> usize {
+    (VECTOR_BYTES / bytes.unwrap_or(4)).max(1)
 }
 
 /// The dimension whose consecutive indices are consecutive in memory for

@@ -53,21 +53,10 @@ impl<'k> Gen<'k> {
         if !lanes_apply(self.k) {
             return None;
         }
-        let bytes = self
-            .k
-            .inputs
-            .iter()
-            .map(|b| b.ty)
-            .chain(self.out_tys.iter().copied())
-            .map(crate::plan::elem_bytes)
-            .max()
-            .unwrap_or(4);
-        let lanes = (crate::plan::VECTOR_BYTES / bytes).max(1);
-        let fits_n = |d: usize, n: usize| plan.reg[d] >= n && plan.reg[d].is_multiple_of(n);
-        let fits = |d: usize| fits_n(d, lanes);
+        let fits = |d: usize, n: usize| plan.reg[d] >= n && plan.reg[d].is_multiple_of(n);
         if let Some(&kr) = self.reduced.last() {
             let lanes = crate::plan::reduction_lanes(self.k);
-            if fits_n(kr, lanes) {
+            if fits(kr, lanes) {
                 return Some(Simd {
                     dim: kr,
                     lanes,
@@ -91,11 +80,12 @@ impl<'k> Gen<'k> {
                 }
             }
         }
+        let lanes = crate::plan::kept_lanes(self.k);
         let s = self
             .kept
             .iter()
             .copied()
-            .filter(|&x| fits(x) && score[x] > 0)
+            .filter(|&x| fits(x, lanes) && score[x] > 0)
             .max_by_key(|&x| (score[x], x))?;
         Some(Simd {
             dim: s,

@@ -428,11 +428,11 @@ impl<'g, 'k> VectorTile<'g, 'k> {
         let (g, s, n) = (self.g, self.simd.dim, self.n());
         let (i_s, b_s) = (&self.i_s, &self.b_s);
         let mut step = TokenStream::new();
+        let pin = self.simd.reduced && self.combos.len() > 1;
         for (c, combo) in self.combos.iter().enumerate() {
             let b = self.clamped_binds(combo);
             for v in 0..self.simd.chunks {
                 let acc = |o: usize| self.acc(o, c, v);
-                let pin = self.simd.reduced && self.combos.len() > 1;
                 let upd = g.vector_accumulate(s, n, self.part, pin, &acc);
                 let lane0 = if self.simd.reduced {
                     quote!(__j + #v * #n)
