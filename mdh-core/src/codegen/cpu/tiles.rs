@@ -48,9 +48,15 @@ impl<'k> Gen<'k> {
         });
         let full_tile = self.register_tile(plan, true);
         let edge_tile = self.register_tile(plan, false);
-        let tile = quote! {
+        // The tile's origin is opaque to LLVM (see `mdh::simd::tile_origin`).
+        let origins = self.kept.iter().map(|&x| {
+            let b = format_ident!("__b{}", x);
+            quote!(let #b: usize = ::mdh::__rt::tile_origin(#b);)
+        });
+        let tile = quote! {{
+            #(#origins)*
             if true #(#full)* { #full_tile } else { #edge_tile }
-        };
+        }};
         // Register tiles are visited in the plan's loop order too.
         let kept_in_order: Vec<usize> = plan
             .order
