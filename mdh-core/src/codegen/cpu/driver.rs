@@ -289,6 +289,9 @@ impl<'k> Gen<'k> {
             let o = &e.plan.order;
             quote!([#(#o),*])
         });
+        let lanes = entries
+            .iter()
+            .map(|e| self.for_plan(&e.plan).simd(&e.plan).map_or(1, |s| s.lanes));
         let execute = self.execute();
         quote! {
             // Whether streamed results pay at this call's size (before the
@@ -310,6 +313,7 @@ impl<'k> Gen<'k> {
             const __COR: &[[usize; #d]] = &[#(#cors),*];
             const __REG: &[[usize; #d]] = &[#(#regs),*];
             const __ORDER: &[[usize; #d]] = &[#(#orders),*];
+            const __LANES: &[usize] = &[#(#lanes),*];
             let __space: ::mdh::__rt::Region<#d> = #space;
             #execute
         }
@@ -397,6 +401,7 @@ impl<'k> Gen<'k> {
                 __COR[__plan],
                 __REG[__plan],
                 __ORDER[__plan],
+                __LANES[__plan],
                 #identity,
                 |__r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool| __compute(__plan, __exact, &__ctx, __r, __o, __direct),
                 |__x: #a_ty, __y: #a_ty| -> #a_ty { (#(#combine_parts,)*) },

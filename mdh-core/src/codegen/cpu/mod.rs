@@ -17,6 +17,7 @@ use quote::quote;
 
 use crate::analysis::{Access, Checked};
 use crate::codegen::rust_expr::{self, ty};
+use crate::plan::CpuPlan;
 use crate::spec::{DimKind, ReduceOp, ScalarType};
 use names::dim_var;
 
@@ -81,6 +82,14 @@ impl<'k> Gen<'k> {
             out_tys,
             a_ty: quote!((#(#tys,)*)),
             pack: vec![Vec::new(); a.inputs.len()],
+        }
+    }
+
+    /// The generator inside the task body of `plan` (its packed layouts).
+    fn for_plan(&self, plan: &CpuPlan) -> Self {
+        Gen {
+            pack: plan.pack.clone(),
+            ..self.clone()
         }
     }
 

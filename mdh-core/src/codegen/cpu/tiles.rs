@@ -19,11 +19,7 @@ impl<'k> Gen<'k> {
         index: usize,
         exact: Option<&Bound>,
     ) -> TokenStream {
-        let planned = Gen {
-            pack: plan.pack.clone(),
-            ..self.clone()
-        };
-        planned.plan_body(plan, index, exact)
+        self.for_plan(plan).plan_body(plan, index, exact)
     }
 
     pub(super) fn plan_body(
