@@ -815,3 +815,62 @@ fn run_and_launch_on_a_side_stream_agree_with_the_cpu() {
     let short = side.buffer::<f32>(5).unwrap();
     assert!(matmul::cuda::launch(&side, &short, &db, &mut dc, s).is_err());
 }
+
+/// Run-time tuning on the device (`NAME::cuda::tune`, `mdh::gpu::tune`):
+/// the kept plan is checked, written to the tuning cache, and the call
+/// prepared afterwards on the device runs it and agrees with the CPU
+/// kernel. (The cache logic is tested on PoCL in `gpu_tune.rs`; this is
+/// its CUDA device, run where `MDH_REQUIRE_CUDA_DEVICE=1` is set.)
+#[test]
+fn run_time_tuning_keeps_a_checked_plan_on_the_device() {
+    let Some(dev) = device() else {
+        return;
+    };
+    // Sizes no other test of this binary calls, so that the kept plan is
+    // this test's alone while the other tests run beside it.
+    let s = matmul::Sizes {
+        I: 41,
+        J: 57,
+        K: 23,
+    };
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuda-tune-cache");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::env::set_var("MDH_TUNE_CACHE", &dir);
+    let r = matmul::cuda::tune(dev, s, std::time::Duration::from_secs(3)).unwrap();
+    eprintln!("{r:?}");
+    assert!(r.measured >= 2, "{r:?}");
+    assert!(r.best_s > 0.0 && r.best_s <= r.before_s, "{r:?}");
+    assert!(r.file.starts_with(&dir) && r.file.exists(), "{r:?}");
+    // The call prepared now runs the kept plan.
+    let bound = mdh::gpu::bind_sizes(matmul::desc(), &s.values()).unwrap();
+    let kept = matmul::cuda::job(
+        &bound,
+        Some(&r.plan),
+        dev.name(),
+        mdh::gpu::GpuDevice::limits(dev),
+    )
+    .unwrap()
+    .unwrap()
+    .source;
+    let call = matmul::cuda::call(
+        dev,
+        None,
+        &s.values(),
+        &[s.I * s.K, s.K * s.J],
+        &[s.I * s.J],
+    )
+    .unwrap();
+    assert_eq!(call.ready().unwrap().job().source, kept);
+    let mut rng = mdh_examples::check::Rng::new(11);
+    let (a, b) = (rng.f32s(s.I * s.K), rng.f32s(s.K * s.J));
+    let mut want = vec![0.0f32; s.I * s.J];
+    matmul::cpu(&a, &b, &mut want, s).unwrap();
+    let mut c = vec![f32::NAN; s.I * s.J];
+    matmul::cuda::run(dev, &a, &b, &mut c, s).unwrap();
+    for (i, (g, w)) in c.iter().zip(&want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-4 * w.abs().max(1.0),
+            "[{i}]: {g} vs {w}"
+        );
+    }
+}

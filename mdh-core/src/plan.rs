@@ -102,14 +102,7 @@ fn err(field: &'static str, message: String) -> PlanError {
 /// Lanes of one vector of the widest SIMD layer for the kernel's widest
 /// output type.
 pub fn simd_lanes(k: &Checked) -> usize {
-    let bytes = k
-        .analysis()
-        .outputs
-        .iter()
-        .map(|a| elem_bytes(a.ty))
-        .max()
-        .unwrap_or(4);
-    (VECTOR_BYTES / bytes).max(1)
+    lanes_of(k.analysis().outputs.iter().map(|a| elem_bytes(a.ty)).max())
 }
 
 /// Lanes of one vector where the SIMD dimension is the innermost PW one
