@@ -80,6 +80,17 @@ pub const fn vector_bytes(isa: Isa) -> usize {
     }
 }
 
+/// Registers that hold one vector of the plan's SIMD layer
+/// ([`VECTOR_BYTES`]) on an instruction set.
+const fn register_parts(isa: Isa) -> usize {
+    let n = VECTOR_BYTES / vector_bytes(isa);
+    if n == 0 {
+        1
+    } else {
+        n
+    }
+}
+
 /// Registers a register tile leaves to operands (broadcasts, loads, the
 /// loop-invariant inputs of a scalar function).
 const fn operand_registers(isa: Isa) -> usize {
@@ -319,15 +330,24 @@ impl CpuPlan {
                         reg[o] = side;
                         reg[c] = side;
                     }
-                    // A matrix product. nr: four vectors where the register
-                    // file holds two rows of them (AVX-512: 6 × 4 = 24
-                    // accumulators, three times the 4-cycle latency × 2 FMA
-                    // ports), else as many as leave three rows (AVX2: 3 × 2
-                    // vectors, 12 ymm).
+                    // A matrix product: mr = 6 rows × nr vectors, the
+                    // widest nr whose accumulators, nr loaded vectors and
+                    // one broadcast fit the register file (BLIS's kernels:
+                    // AVX-512 6 × 4 zmm, 29 of 32 registers, three times
+                    // the 4-cycle latency × 2 FMA ports; AVX2 6 × 2 ymm,
+                    // Haswell's 6 × 16, 15 of 16). Fewer rows where even
+                    // one vector leaves no room for 6 (SSE: 2 × 4 xmm).
+                    // AVX2's 3 rows × 4 ymm needed 17 registers: matmul
+                    // 1024³ on AVX2 ran 18.4 ms, 9.3 with 6 × 2 (OpenBLAS's
+                    // Haswell kernel 9.3; the 2-core AMD EPYC, MDH_ISA=avx2).
                     None => {
-                        let v = vectors(if acc >= 8 { 4 } else { acc / 3 });
+                        let (regs, per) = (vector_registers(m.isa), register_parts(m.isa));
+                        let rows = |v: usize| {
+                            (regs.saturating_sub(v * per + 1) / (v * per * outputs)).min(6)
+                        };
+                        let v = [4, 2, 1].into_iter().find(|&v| rows(v) == 6).unwrap_or(1);
                         reg[s] = v * lanes;
-                        reg[o] = (acc / v / outputs).clamp(1, 6);
+                        reg[o] = rows(v).max(1);
                     }
                 }
                 l1 = (0..d).map(|x| whole(l1[x], reg[x])).collect();
@@ -594,10 +614,13 @@ mod tests {
         // Twice the L2: a panel twice as deep.
         let p = CpuPlan::default_for_machine(&k, &machine(Isa::Avx512, 48, 1024));
         assert_eq!(p.l1[2], 1024);
-        // AVX2's 16 registers: two vectors (four ymm) of three rows.
+        // AVX2's 16 registers: one vector (two ymm) of six rows.
         let p = CpuPlan::default_for_machine(&k, &machine(Isa::Avx2, 32, 512));
-        assert_eq!(p.reg, vec![3, 32, 1]);
+        assert_eq!(p.reg, vec![6, 16, 1]);
         assert_eq!(p.l1[2], 1024);
+        // SSE's 16 registers: one vector (four xmm) of two rows.
+        let p = CpuPlan::default_for_machine(&k, &machine(Isa::Baseline, 32, 512));
+        assert_eq!(p.reg, vec![2, 16, 1]);
     }
 
     #[test]
