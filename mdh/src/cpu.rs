@@ -33,6 +33,7 @@ fn work(points: usize, lanes: usize) -> usize {
         points
     }
 }
+
 /// Tasks per rayon thread, so that uneven parts still balance.
 const TASKS_PER_THREAD: usize = 4;
 
@@ -454,8 +455,6 @@ fn count_kept<const D: usize>(r: &Region<D>, kinds: &[DimKind; D]) -> usize {
 /// `cor` is the plan's number of parts per dimension on the COR layer
 /// (rayon tasks); all zeros lets the driver choose from the thread count.
 /// `align` is the plan's register tile: parts start at its multiples.
-/// `lanes` is the number of SIMD lanes its register tiles run on (1: scalar
-/// code): with `cor` all zeros, a call of little work runs as one task.
 /// `order` is the plan's tile-loop order, outermost first: parts the driver
 /// chooses cut the kept dimensions in that order, the outermost loop first
 /// (as OpenMP's `parallel for` does): a contraction's packed panel, whose
@@ -463,6 +462,8 @@ fn count_kept<const D: usize>(r: &Region<D>, kinds: &[DimKind; D]) -> usize {
 /// instead of by every task of a row split (matmul 16×1000×2048 with the
 /// default plan on the 2-core AMD EPYC: 0.43 ms split by rows, against
 /// 0.21 ms for the hand-set plan that splits the columns).
+/// `lanes` is the number of SIMD lanes its register tiles run on (1: scalar
+/// code): with `cor` all zeros, a call of little work runs as one task.
 ///
 /// `compute(region, out, direct)` pushes, for each kept point of `region`
 /// in row-major order of the kept dimensions, the combination of the scalar

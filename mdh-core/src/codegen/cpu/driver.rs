@@ -58,9 +58,10 @@ pub fn cpu_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
     });
     // The baseline body of x86-64 (see `plan_calls`), numbered after the
     // entries' bodies, and the AVX2 body of the default plan, after it.
-    let baseline = g.compute_fn(&baseline_plan(k), entries.len(), None);
+    let baseline = g.compute_fn(&isa_default(k, Isa::Baseline), entries.len(), None);
     let default = entries.iter().position(|e| e.line == 0);
-    let avx2_default = default.map(|_| g.compute_fn(&avx2_plan(k), entries.len() + 1, None));
+    let avx2_default =
+        default.map(|_| g.compute_fn(&isa_default(k, Isa::Avx2), entries.len() + 1, None));
     // The context: inputs, sizes, flattened input accesses, params.
     let (field_names, field_tys): (Vec<_>, Vec<_>) = g.ctx_fields().into_iter().unzip();
     let dispatch = g.isa_dispatch(&exact, default);
@@ -94,13 +95,13 @@ pub fn cpu_in_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
 /// compiled for instruction set `isa` (2: AVX-512, 1: AVX2, 0: baseline),
 /// its exact body where the call has the plan's sizes. The default entry
 /// (`default`: its index, if the entries have one) runs the default for
-/// AVX2's register file in the AVX2 body ([`avx2_plan`]).
+/// AVX2's register file in the AVX2 body ([`isa_default`]).
 ///
 /// On x86-64 the baseline serves only CPUs without AVX2 (made before
 /// 2013-2015, and low-end Atom-class parts): there one body runs every
 /// task, whichever plan the call chose (a general body is correct for any
 /// region), the analytical default plan for such a machine
-/// ([`baseline_plan`]), so that a kernel compiles one small baseline body
+/// ([`isa_default`]), so that a kernel compiles one small baseline body
 /// rather than one per plan.
 fn plan_calls(exact: &[Option<Bound>], default: Option<usize>, isa: u8) -> TokenStream {
     if isa == 0 {
@@ -116,24 +117,15 @@ fn plan_calls(exact: &[Option<Bound>], default: Option<usize>, isa: u8) -> Token
     plan_arms(exact, default.filter(|_| isa == 1), isa)
 }
 
-/// The plan of x86-64's baseline body: the analytical default for the
-/// reference machine with the baseline's register file (16 SSE registers:
-/// register tiles a fraction of AVX-512's, so a body LLVM compiles fast).
-pub(super) fn baseline_plan(k: &Checked) -> CpuPlan {
+/// The analytical default for the reference machine with the register
+/// file of `isa`: what x86-64's baseline body runs (16 SSE registers:
+/// register tiles a fraction of AVX-512's, so a body LLVM compiles fast),
+/// and the default entry's AVX2 body (a plan sized for AVX-512's 32
+/// registers spills on AVX2's 16: matmul 1024³ on AVX2 ran 18.4 ms with
+/// AVX-512's default, 9.3 with AVX2's).
+pub(super) fn isa_default(k: &Checked, isa: Isa) -> CpuPlan {
     let m = Machine {
-        isa: Isa::Baseline,
-        ..REFERENCE_MACHINE
-    };
-    CpuPlan::default_for_machine(k, &m)
-}
-
-/// The analytical default plan for the reference machine with AVX2's
-/// register file, which the AVX2 body of the default entry runs: a plan
-/// sized for AVX-512's 32 registers spills on AVX2's 16 (matmul 1024³ on
-/// AVX2: 18.4 ms with AVX-512's default, 9.3 with AVX2's).
-pub(super) fn avx2_plan(k: &Checked) -> CpuPlan {
-    let m = Machine {
-        isa: Isa::Avx2,
+        isa,
         ..REFERENCE_MACHINE
     };
     CpuPlan::default_for_machine(k, &m)
@@ -141,7 +133,7 @@ pub(super) fn avx2_plan(k: &Checked) -> CpuPlan {
 
 /// The `match __plan` of [`plan_calls`] over every plan; the entry
 /// `avx2_default` runs the body numbered after the baseline one
-/// ([`avx2_plan`]).
+/// ([`isa_default`] for AVX2).
 fn plan_arms(exact: &[Option<Bound>], avx2_default: Option<usize>, isa: u8) -> TokenStream {
     let arms = exact.iter().enumerate().map(move |(i, b)| {
         let f = if avx2_default == Some(i) {

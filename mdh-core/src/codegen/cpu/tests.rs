@@ -111,7 +111,12 @@ fn every_isa_shares_one_body_and_the_baseline_runs_one_small_plan() {
     assert!(code.contains(&baseline.to_string()), "{code}");
     assert!(code.contains("fn __compute_2 < const ISA : u8 >"), "{code}");
     let tile = |p: &CpuPlan| p.reg.iter().product::<usize>();
-    assert!(tile(&super::driver::baseline_plan(&k)) < tile(&CpuPlan::default_for(&k)));
+    assert!(
+        tile(&super::driver::isa_default(
+            &k,
+            mdh_rt::machine::Isa::Baseline
+        )) < tile(&CpuPlan::default_for(&k))
+    );
     // The second plan's baseline body only where x86-64's is not.
     assert_eq!(code.matches("__compute_1 :: < 0u8 >").count(), 1, "{code}");
 }
