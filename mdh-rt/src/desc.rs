@@ -278,8 +278,13 @@ impl KernelDesc {
             }
             stride *= shape[r] as i128;
         }
-        let to_isize = |v: i128| {
-            isize::try_from(v).map_err(|_| self.overflow(format!("an index of `{}`", b.name)))
+        let to_isize = |v: i128| match isize::try_from(v) {
+            Ok(v) => Ok(v),
+            // An empty index space reads and writes no element: its linear
+            // forms are never evaluated (conv2d with P = 0 and Q = 2^63: an
+            // empty image whose row stride is past isize).
+            Err(_) if empty => Ok(0),
+            Err(_) => Err(self.overflow(format!("an index of `{}`", b.name))),
         };
         Ok(Linear {
             base: to_isize(base)?,
