@@ -69,7 +69,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mdh_rt::machine::{format_size, parse_size, Isa, Machine, CACHE_FIELDS};
+use mdh_rt::machine::{format_size, parse_size, Isa, Machine, PlanEntry, CACHE_FIELDS};
 use serde::Deserialize;
 use serde_saphyr::{Location, Spanned};
 
@@ -270,6 +270,19 @@ pub struct CpuEntry {
     /// Its line in the file (0: the default plan the macro adds), for
     /// `MDH_EXPLAIN`'s messages.
     pub line: u32,
+}
+
+impl CpuEntry {
+    /// The entry as generated code lists it for the run-time dispatch.
+    pub fn plan_entry(&self, k: &Checked) -> PlanEntry<'_> {
+        PlanEntry {
+            device: &self.device,
+            machine: self.machine,
+            sizes: self.sizes.as_deref(),
+            line: self.line,
+            accumulator_bytes: self.plan.accumulator_bytes(k),
+        }
+    }
 }
 
 /// A config error, already located: `path:line:column: message`.

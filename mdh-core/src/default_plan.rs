@@ -63,27 +63,10 @@ pub const REFERENCE_MACHINE: Machine = Machine {
     l3: None,
 };
 
-/// Vector registers of an instruction set's register file.
-pub const fn vector_registers(isa: Isa) -> usize {
-    match isa {
-        Isa::Avx512 => 32,
-        Isa::Avx2 | Isa::Baseline => 16,
-    }
-}
-
-/// Bytes of one vector register of an instruction set.
-pub const fn vector_bytes(isa: Isa) -> usize {
-    match isa {
-        Isa::Avx512 => 64,
-        Isa::Avx2 => 32,
-        Isa::Baseline => 16,
-    }
-}
-
 /// Registers that hold one vector of the plan's SIMD layer
 /// ([`VECTOR_BYTES`]) on an instruction set.
 const fn register_parts(isa: Isa) -> usize {
-    let n = VECTOR_BYTES / vector_bytes(isa);
+    let n = VECTOR_BYTES / isa.vector_bytes();
     if n == 0 {
         1
     } else {
@@ -91,18 +74,11 @@ const fn register_parts(isa: Isa) -> usize {
     }
 }
 
-/// Registers a register tile leaves to operands (broadcasts, loads, the
-/// loop-invariant inputs of a scalar function).
-const fn operand_registers(isa: Isa) -> usize {
-    vector_registers(isa) / 4
-}
-
 /// Accumulators a register tile may hold, counted in vectors of the plan's
 /// SIMD layer ([`VECTOR_BYTES`]: one plan serves every instruction set's
 /// body, a narrower register holds part of such a vector). AVX-512: 24.
 pub const fn accumulator_vectors(isa: Isa) -> usize {
-    let regs = vector_registers(isa) - operand_registers(isa);
-    let n = regs * vector_bytes(isa) / VECTOR_BYTES;
+    let n = isa.accumulator_bytes() / VECTOR_BYTES;
     if n == 0 {
         1
     } else {
@@ -341,7 +317,7 @@ impl CpuPlan {
                     // 1024³ on AVX2 ran 18.4 ms, 9.3 with 6 × 2 (OpenBLAS's
                     // Haswell kernel 9.3; the 2-core AMD EPYC, MDH_ISA=avx2).
                     None => {
-                        let (regs, per) = (vector_registers(m.isa), register_parts(m.isa));
+                        let (regs, per) = (m.isa.vector_registers(), register_parts(m.isa));
                         let rows = |v: usize| {
                             (regs.saturating_sub(v * per + 1) / (v * per * outputs)).min(6)
                         };

@@ -293,6 +293,14 @@ impl CpuPlan {
     pub fn reg_elements(&self) -> usize {
         self.reg.iter().product()
     }
+
+    /// Bytes of the accumulators of a register tile, every output access
+    /// together (whether an instruction set's registers hold them:
+    /// `PlanEntry::suits`).
+    pub fn accumulator_bytes(&self, k: &Checked) -> usize {
+        let per_point: usize = k.analysis().outputs.iter().map(|o| elem_bytes(o.ty)).sum();
+        self.reg_elements() * per_point
+    }
 }
 
 #[cfg(test)]

@@ -37,6 +37,144 @@ impl Isa {
     pub fn names() -> String {
         Isa::ALL.map(Isa::name).join(", ")
     }
+
+    /// Vector registers of the register file.
+    pub const fn vector_registers(self) -> usize {
+        match self {
+            Isa::Avx512 => 32,
+            Isa::Avx2 | Isa::Baseline => 16,
+        }
+    }
+
+    /// Bytes of one vector register.
+    pub const fn vector_bytes(self) -> usize {
+        match self {
+            Isa::Avx512 => 64,
+            Isa::Avx2 => 32,
+            Isa::Baseline => 16,
+        }
+    }
+
+    /// Registers a register tile leaves to operands (broadcasts, loads, the
+    /// loop-invariant inputs of a scalar function): a quarter.
+    pub const fn operand_registers(self) -> usize {
+        self.vector_registers() / 4
+    }
+
+    /// Bytes of accumulators one register tile may hold without spilling:
+    /// the register file less its operand registers (AVX-512 1536, AVX2
+    /// 384, SSE 192). A tile that needs more spills and collapses (DESIGN.md
+    /// §7).
+    pub const fn accumulator_bytes(self) -> usize {
+        (self.vector_registers() - self.operand_registers()) * self.vector_bytes()
+    }
+}
+
+/// One CPU config entry of a kernel, as generated code lists them (config
+/// file order, the analytical default plan last) for the run-time dispatch
+/// (`mdh::machine::rank`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PlanEntry<'a> {
+    /// `*` or a CPU model name.
+    pub device: &'a str,
+    /// The machine it was tuned on, if the entry says.
+    pub machine: Option<Machine>,
+    /// The sizes it was tuned for (`None`: any).
+    pub sizes: Option<&'a [usize]>,
+    /// Its line in the config file; 0 for the default plan the macro adds.
+    pub line: u32,
+    /// Bytes of its register tile's accumulators, every output together.
+    pub accumulator_bytes: usize,
+}
+
+/// A machine kernels run on, as the dispatch sees it (`mdh::machine::host`
+/// reads this process's).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Host {
+    /// The CPU's model name (`/proc/cpuinfo`), "" where unknown.
+    pub model: String,
+    pub machine: Machine,
+}
+
+/// How an entry fits the host: the rank of `mdh::machine::rank`, best
+/// first.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Fit {
+    /// Tuned on this machine: its description is this one's.
+    Exact,
+    /// Without a description, for this CPU's model name: as exact, but
+    /// after an [`Fit::Exact`] entry of sizes as near (a re-tuning on this
+    /// machine, written beside an old entry of the model name, wins).
+    Model,
+    /// Tuned on another machine of this instruction set, this far
+    /// ([`Machine::distance`]).
+    SameClass(f64),
+    /// For any machine: `device: "*"` without `machine:`.
+    Any,
+    /// For this CPU's model name or any machine, but its register tile
+    /// outgrows this instruction set's registers ([`PlanEntry::suits`]):
+    /// after the default plan, which is fitted to them.
+    Spills,
+}
+
+impl Fit {
+    /// The rank, the machine's distance within it, and the tie-break after
+    /// the sizes' distance.
+    pub fn rank(self) -> (u8, f64, u8) {
+        match self {
+            Fit::Exact => (0, 0.0, 0),
+            Fit::Model => (0, 0.0, 1),
+            Fit::SameClass(d) => (1, d, 0),
+            Fit::Any => (2, 0.0, 0),
+            Fit::Spills => (3, 0.0, 0),
+        }
+    }
+}
+
+impl PlanEntry<'_> {
+    /// How the entry fits `host`; `None` if it must not run there (tuned
+    /// for another instruction set, or for another model and no machine
+    /// description says more).
+    pub fn fit(&self, host: &Host) -> Option<Fit> {
+        let fit = match &self.machine {
+            // With a description, the model name only records where it was tuned.
+            Some(m) if m.isa != host.machine.isa => return None,
+            Some(m) if *m == host.machine => Fit::Exact,
+            Some(m) => Fit::SameClass(m.distance(&host.machine)),
+            None if self.device == "*" => Fit::Any,
+            None if !host.model.is_empty() && self.device == host.model => Fit::Model,
+            None => return None,
+        };
+        Some(if self.suits(host.machine.isa) {
+            fit
+        } else {
+            Fit::Spills
+        })
+    }
+
+    /// Whether the entry's plan suits a machine of instruction set `isa`.
+    /// One tuned on a described machine suits that machine's instruction
+    /// set only. One without a description (`*`, or a model name) suits
+    /// AVX-512 and the narrower sets whose registers hold its register
+    /// tile's accumulators: a `*` matmul entry tuned on AVX-512 (6 × 64
+    /// floats, 24 zmm) spills on AVX2's 16 ymm and ran 15.1 ms at 1024³
+    /// where AVX2's default runs 8.7 (the 2-core AMD EPYC, `MDH_ISA=avx2`).
+    /// A tile past even AVX-512's registers was chosen as such (measured,
+    /// or written by hand): the widest set runs it as given. The default
+    /// plan suits every instruction set: the macro fits it to each.
+    /// Generated code compiles an entry's body only for the instruction
+    /// sets it suits; the dispatch ranks an unsuited entry after the
+    /// default plan, so it never runs beside one.
+    pub fn suits(&self, isa: Isa) -> bool {
+        match self.machine {
+            Some(m) => m.isa == isa,
+            None => {
+                self.line == 0
+                    || isa == Isa::ALL[0]
+                    || self.accumulator_bytes <= isa.accumulator_bytes()
+            }
+        }
+    }
 }
 
 /// What a plan's speed depends on, of one CPU. Cache sizes are per core

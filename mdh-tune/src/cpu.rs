@@ -18,7 +18,7 @@ use crate::scratch::{Measured, Timing};
 use crate::search::space::Space;
 use crate::space::CpuSpace;
 use crate::tuning::{
-    configured_entries, plan_entry, skip_tuned, verdict, Options, Target, Tuning, RETIME_ROUNDS,
+    configured_entries, skip_tuned, verdict, Options, Target, Tuning, RETIME_ROUNDS,
 };
 use crate::{bound, reference, scratch, source};
 
@@ -33,7 +33,7 @@ pub(crate) fn configured_cpu_plan(
     ignore_device_entries: bool,
 ) -> Result<(Option<CpuPlan>, String), String> {
     let entries = with_default(k, configured_entries(k, out_dir)?.unwrap_or_default());
-    let list: Vec<PlanEntry<'_>> = entries.cpu.iter().map(plan_entry).collect();
+    let list: Vec<PlanEntry<'_>> = entries.cpu.iter().map(|e| e.plan_entry(k)).collect();
     let choice = rank(&list, sizes, host, ignore_device_entries);
     let names: Vec<String> = k.size_params.iter().map(|p| p.to_string()).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();

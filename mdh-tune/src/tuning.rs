@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use mdh::machine::{Fit, Host, Machine, PlanEntry};
-use mdh_core::config::{machine_yaml, merge_entry, yaml_string, CpuEntry, Entries, EntryKey};
+use mdh::machine::{Fit, Host, Machine};
+use mdh_core::config::{machine_yaml, merge_entry, yaml_string, Entries, EntryKey};
 use mdh_core::Checked;
 
 use crate::log::{Candidate, Log, Record, Start, Status};
@@ -603,16 +603,6 @@ pub fn configured_entries(k: &Checked, out_dir: &Path) -> Result<Option<Entries>
         .map_err(|e| e.to_string())
 }
 
-/// A CPU entry as generated code lists it for the dispatch.
-pub fn plan_entry(e: &CpuEntry) -> PlanEntry<'_> {
-    PlanEntry {
-        device: &e.device,
-        machine: e.machine,
-        sizes: e.sizes.as_deref(),
-        line: e.line,
-    }
-}
-
 /// Whether `--skip-tuned` skips `target`: the config in its `out_dir` has
 /// an entry for its backend and exactly its sizes that is for any device
 /// (`*`) or for this one (CPU: tuned on this machine, see
@@ -636,7 +626,7 @@ pub fn skip_tuned(opts: &Options, target: &Target) -> Result<bool, String> {
             entries.cpu.iter().any(|e| {
                 e.sizes.as_deref() == Some(target.sizes)
                     && matches!(
-                        plan_entry(e).fit(&host),
+                        e.plan_entry(target.k).fit(&host),
                         Some(Fit::Exact | Fit::Model | Fit::Any)
                     )
             })

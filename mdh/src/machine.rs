@@ -10,7 +10,10 @@
 //! the nearest machine of the same instruction set ([`Machine::distance`]),
 //! then entries for any machine (`device: "*"` without `machine:`; the
 //! analytical default plan is one, for any sizes); within a rank, the nearest
-//! tuned sizes. An entry tuned for another instruction set is never taken.
+//! tuned sizes. An entry tuned for another instruction set is never taken;
+//! one without a machine description whose register tile outgrows this
+//! instruction set's registers ([`PlanEntry::suits`]) ranks after the
+//! default plan, so it does not run (a `*` entry tuned on AVX-512, on AVX2).
 //! `MDH_IGNORE_DEVICE_ENTRIES=1` leaves only the entries for any machine;
 //! `MDH_EXPLAIN=1` prints which entry a kernel takes and why (stderr, once
 //! per kernel and entry).
@@ -18,17 +21,9 @@
 use std::path::Path;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-pub use mdh_rt::machine::{format_size, parse_size, Isa, Machine};
+pub use mdh_rt::machine::{format_size, parse_size, Fit, Host, Isa, Machine, PlanEntry};
 
 use crate::cpu::{cpu_name, isa};
-
-/// The machine this process runs on.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Host {
-    /// The CPU's model name (`/proc/cpuinfo`), "" where unknown.
-    pub model: String,
-    pub machine: Machine,
-}
 
 /// Where Linux describes the first CPU's caches.
 const SYSFS_CACHES: &str = "/sys/devices/system/cpu/cpu0/cache";
@@ -89,66 +84,6 @@ fn caches(dir: &Path) -> [Option<u64>; 3] {
     found
 }
 
-/// One CPU config entry of a kernel, as generated code lists them (config
-/// file order, the analytical default plan last).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PlanEntry<'a> {
-    /// `*` or a CPU model name.
-    pub device: &'a str,
-    /// The machine it was tuned on, if the entry says.
-    pub machine: Option<Machine>,
-    /// The sizes it was tuned for (`None`: any).
-    pub sizes: Option<&'a [usize]>,
-    /// Its line in the config file; 0 for the default plan the macro adds.
-    pub line: u32,
-}
-
-/// How an entry fits the host: the rank of [`rank`], best first.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Fit {
-    /// Tuned on this machine: its description is this one's.
-    Exact,
-    /// Without a description, for this CPU's model name: as exact, but
-    /// after an [`Fit::Exact`] entry of sizes as near (a re-tuning on this
-    /// machine, written beside an old entry of the model name, wins).
-    Model,
-    /// Tuned on another machine of this instruction set, this far
-    /// ([`Machine::distance`]).
-    SameClass(f64),
-    /// For any machine: `device: "*"` without `machine:`.
-    Any,
-}
-
-impl Fit {
-    /// The rank, the machine's distance within it, and the tie-break after
-    /// the sizes' distance.
-    fn rank(self) -> (u8, f64, u8) {
-        match self {
-            Fit::Exact => (0, 0.0, 0),
-            Fit::Model => (0, 0.0, 1),
-            Fit::SameClass(d) => (1, d, 0),
-            Fit::Any => (2, 0.0, 0),
-        }
-    }
-}
-
-impl PlanEntry<'_> {
-    /// How the entry fits `host`; `None` if it must not run there (tuned
-    /// for another instruction set, or for another model and no machine
-    /// description says more).
-    pub fn fit(&self, host: &Host) -> Option<Fit> {
-        match &self.machine {
-            // With a description, the model name only records where it was tuned.
-            Some(m) if m.isa != host.machine.isa => None,
-            Some(m) if *m == host.machine => Some(Fit::Exact),
-            Some(m) => Some(Fit::SameClass(m.distance(&host.machine))),
-            None if self.device == "*" => Some(Fit::Any),
-            None if !host.model.is_empty() && self.device == host.model => Some(Fit::Model),
-            None => None,
-        }
-    }
-}
-
 /// The entry [`rank`] chose and how it fits.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Choice {
@@ -183,10 +118,10 @@ pub fn rank(
         .iter()
         .enumerate()
         .filter_map(|(index, e)| {
-            let fit = e.fit(host)?;
-            if ignore_device_entries && fit != Fit::Any {
+            if ignore_device_entries && (e.machine.is_some() || e.device != "*") {
                 return None;
             }
+            let fit = e.fit(host)?;
             let (rank, far, tie) = fit.rank();
             let near = size_distance(e.sizes, sizes);
             Some(((rank, far, near, tie), Choice { index, fit }))
@@ -254,12 +189,35 @@ pub fn explain(
         Fit::Any => {
             format!("for any machine: no entry was tuned on this machine or its class ({here})")
         }
+        Fit::Spills => format!(
+            "no entry fits better, though its register tile's accumulators ({} B) outgrow {}'s registers ({} B; {here})",
+            e.accumulator_bytes,
+            host.machine.isa.name(),
+            host.machine.isa.accumulator_bytes()
+        ),
     };
     let at = match e.sizes {
         Some(t) => format!("sizes nearest {}", x(t)),
         None => "for any sizes".to_string(),
     };
-    format!("{kernel} at {}: {which}; {why}; {at}", x(sizes))
+    // Entries that would have run on a machine with more registers.
+    let spilling: Vec<String> = entries
+        .iter()
+        .enumerate()
+        .filter(|&(i, e)| i != index && e.fit(host) == Some(Fit::Spills))
+        .map(|(i, e)| format!("{} (line {}, {} B)", i + 1, e.line, e.accumulator_bytes))
+        .collect();
+    let passed = if spilling.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; passed over cpu entries {}: their register tiles' accumulators outgrow {}'s registers ({} B)",
+            spilling.join(", "),
+            host.machine.isa.name(),
+            host.machine.isa.accumulator_bytes()
+        )
+    };
+    format!("{kernel} at {}: {which}; {why}; {at}{passed}", x(sizes))
 }
 
 /// Whether the environment variable `var` is set to on (`1`, `true`,
@@ -348,6 +306,7 @@ mod tests {
             machine: m,
             sizes,
             line: 1,
+            accumulator_bytes: 64,
         }
     }
 
@@ -440,6 +399,82 @@ mod tests {
         assert_eq!(chosen(&[avx512, baseline], AT, false), None);
         let any = entry("*", None, Some(FAR));
         assert_eq!(chosen(&[avx512, baseline, any], AT, false), Some(2));
+    }
+
+    #[test]
+    fn an_entry_whose_register_tile_outgrows_the_registers_runs_after_the_default() {
+        // matmul's `*` entry of 6 × 64 floats, tuned on AVX-512: 24 zmm
+        // there, 48 ymm on AVX2 (zen3()), which has 12 for accumulators.
+        let wide = PlanEntry {
+            accumulator_bytes: 6 * 64 * 4,
+            ..entry("*", None, Some(AT))
+        };
+        assert!(wide.suits(Isa::Avx512) && !wide.suits(Isa::Avx2));
+        // A tile past even AVX-512's registers runs there as given.
+        let widest = PlanEntry {
+            accumulator_bytes: 2 * Isa::Avx512.accumulator_bytes(),
+            ..wide
+        };
+        assert!(widest.suits(Isa::Avx512) && !widest.suits(Isa::Baseline));
+        assert_eq!(wide.fit(&zen3()), Some(Fit::Spills));
+        let fitting = PlanEntry {
+            accumulator_bytes: Isa::Avx2.accumulator_bytes(),
+            ..wide
+        };
+        assert_eq!(fitting.fit(&zen3()), Some(Fit::Any));
+        // The default plan suits every instruction set (the macro fits it).
+        let default = PlanEntry {
+            line: 0,
+            ..entry("*", None, None)
+        };
+        let default_wide = PlanEntry { line: 0, ..wide };
+        assert!(Isa::ALL.into_iter().all(|i| default_wide.suits(i)));
+        // Before the default even at its tuned sizes, and with
+        // MDH_IGNORE_DEVICE_ENTRIES; alone, it still runs.
+        assert_eq!(chosen(&[wide, default], AT, false), Some(1));
+        assert_eq!(chosen(&[wide, default], AT, true), Some(1));
+        assert_eq!(chosen(&[wide, fitting, default], AT, false), Some(1));
+        assert_eq!(chosen(&[wide], AT, false), Some(0));
+        // So is an entry of this model's name (a run capped by MDH_ISA).
+        let by_name = PlanEntry {
+            device: "AMD EPYC",
+            ..wide
+        };
+        assert_eq!(by_name.fit(&zen3()), Some(Fit::Spills));
+        // A described machine's entry suits its instruction set only, as
+        // tuned there whatever its tile.
+        let avx2 = PlanEntry {
+            machine: Some(machine(Isa::Avx2, 2, 512)),
+            ..wide
+        };
+        assert!(avx2.suits(Isa::Avx2) && !avx2.suits(Isa::Avx512));
+        assert_eq!(avx2.fit(&zen3()), Some(Fit::Exact));
+        // MDH_EXPLAIN names the entry passed over and why.
+        let list = [wide, default];
+        let s = explain(
+            "matmul",
+            &["I", "J"],
+            &list,
+            AT,
+            &zen3(),
+            false,
+            rank(&list, AT, &zen3(), false),
+        );
+        assert!(
+            s.contains("the analytical default plan")
+                && s.ends_with("passed over cpu entries 1 (line 1, 1536 B): their register tiles' accumulators outgrow avx2's registers (384 B)"),
+            "{s}"
+        );
+        let s = explain(
+            "matmul",
+            &["I", "J"],
+            &list[..1],
+            AT,
+            &zen3(),
+            false,
+            rank(&list[..1], AT, &zen3(), false),
+        );
+        assert!(s.contains("outgrow avx2's registers (384 B"), "{s}");
     }
 
     #[test]

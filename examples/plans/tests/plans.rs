@@ -9,10 +9,14 @@
 //! dispatched at run time to the nearest pinned sizes, so each test:
 //!
 //! 1. calls the kernel with exactly each pinned size vector, which must select
-//!    that entry (checked with the driver's own `choose_plan`), so every
-//!    plan runs at least once: in its body for exactly its sizes (constant
-//!    sizes and strides, see `Gen::exact_binds` in mdh-core) where the plan
-//!    asks for one (`exact`, half of them), else in its general body;
+//!    that entry (checked with the driver's own `choose_plan` over the
+//!    kernel's own entry list), so every plan runs at least once: in its
+//!    body for exactly its sizes (constant sizes and strides, see
+//!    `Gen::exact_binds` in mdh-core) where the plan asks for one (`exact`,
+//!    half of them), else in its general body. On an instruction set whose
+//!    registers do not hold a plan's register tile (`PlanEntry::suits`:
+//!    the larger tiles of these plans under `MDH_ISA=avx2`) the default plan runs
+//!    instead, as the dispatch decides for users;
 //! 2. calls it with random sizes (mostly 1, primes, the pinned sizes and
 //!    their neighbours, small and medium values, sometimes 0), which the
 //!    dispatch spreads over the plans' general bodies.
@@ -74,6 +78,8 @@ struct Family {
     name: &'static str,
     yaml: &'static str,
     names: &'static [&'static str],
+    /// The entries as the kernel lists them for its dispatch.
+    listed: &'static [mdh::__rt::PlanEntry<'static>],
     max: &'static [(&'static str, usize)],
     cap: usize,
 }
@@ -197,21 +203,15 @@ macro_rules! sizes {
 /// Collects all failures, then panics listing them.
 fn run_family(f: &Family, cases: usize, case: impl Fn(&[usize], &mut Rng) -> Result<(), String>) {
     let entries = f.entries();
-    // As the kernel lists them: its entries (for any machine), the default
-    // plan last (line 0).
-    let entry = |sizes, line| mdh::__rt::PlanEntry {
-        device: "*",
-        machine: None,
-        sizes,
-        line,
-    };
-    let tuned: Vec<mdh::__rt::PlanEntry> = entries
-        .iter()
-        .map(|(s, _)| entry(Some(&s[..]), 1))
-        .chain(std::iter::once(entry(None, 0)))
-        .collect();
+    // The kernel's entries, the default plan last (line 0).
+    let tuned = f.listed;
+    assert_eq!(tuned.len(), entries.len() + 1, "{}: entries", f.name);
+    // Entries whose register tile outgrows this instruction set's
+    // registers (an AVX2 run) rank after the default and never run.
+    let isa = mdh::machine::host().machine.isa;
+    let suited = |i: usize| tuned[i].suits(isa);
     let mut failures = Vec::new();
-    let mut hits = vec![0usize; entries.len()];
+    let mut hits = vec![0usize; tuned.len()];
     // Seeded by the name the kernels once had here (`plan_<family>`), so
     // that the random sizes stayed the ones tested before.
     let mut g = Rng::new(
@@ -220,7 +220,7 @@ fn run_family(f: &Family, cases: usize, case: impl Fn(&[usize], &mut Rng) -> Res
             .fold(17, |h, b| h.wrapping_mul(31) ^ b as u64),
     );
     let mut run = |v: &[usize], g: &mut Rng, failures: &mut Vec<String>| {
-        let plan = mdh::__rt::choose_plan(f.name, f.names, &tuned, v);
+        let plan = mdh::__rt::choose_plan(f.name, f.names, tuned, v);
         hits[plan] += 1;
         if let Err(e) = case(v, g) {
             let sizes: Vec<String> = f
@@ -230,19 +230,23 @@ fn run_family(f: &Family, cases: usize, case: impl Fn(&[usize], &mut Rng) -> Res
                 .map(|(n, x)| format!("{n}: {x}"))
                 .collect();
             failures.push(format!(
-                "{} with sizes {{{}}}, plan #{plan} (pinned to {:?}) {}\n    {e}",
+                "{} with sizes {{{}}}, plan #{plan} {}\n    {e}",
                 f.name,
                 sizes.join(", "),
-                entries[plan].0,
-                entries[plan].1
+                entries
+                    .get(plan)
+                    .map_or("(the default plan)".to_string(), |(s, text)| {
+                        format!("(pinned to {s:?}) {text}")
+                    }),
             ));
         }
     };
     for (i, (s, _)) in entries.iter().enumerate() {
+        let expected = if suited(i) { i } else { entries.len() };
         assert_eq!(
-            mdh::__rt::choose_plan(f.name, f.names, &tuned, s),
-            i,
-            "{}: pinned sizes {s:?} must select entry {i}",
+            mdh::__rt::choose_plan(f.name, f.names, tuned, s),
+            expected,
+            "{}: pinned sizes {s:?} must select entry {expected}",
             f.name
         );
         run(s, &mut g, &mut failures);
@@ -253,9 +257,12 @@ fn run_family(f: &Family, cases: usize, case: impl Fn(&[usize], &mut Rng) -> Res
     }
     println!("{}: plan hits {hits:?}", f.name);
     // Random sizes reach more than the pinned entries alone.
-    let reached = hits.iter().filter(|&&h| h > 1).count();
+    let reached = (0..entries.len())
+        .filter(|&i| suited(i) && hits[i] > 1)
+        .count();
+    let runnable = (0..entries.len()).filter(|&i| suited(i)).count();
     assert!(
-        reached * 2 >= entries.len(),
+        reached * 2 >= runnable,
         "{}: random sizes reach only {reached} plans: {hits:?}",
         f.name
     );
@@ -296,6 +303,7 @@ fn dot() {
         name: "dot",
         yaml: include_str!("../configs/dot.yaml"),
         names: &dot::Sizes::NAMES,
+        listed: dot::__CPU_ENTRIES,
         max: &[("N", 100_000)],
         cap: 100_000,
     };
@@ -320,6 +328,7 @@ fn matvec() {
         name: "matvec",
         yaml: include_str!("../configs/matvec.yaml"),
         names: &matvec::Sizes::NAMES,
+        listed: matvec::__CPU_ENTRIES,
         max: &[("I", 300), ("K", 1000)],
         cap: 30_000,
     };
@@ -343,6 +352,7 @@ fn matmul() {
         name: "matmul",
         yaml: include_str!("../configs/matmul.yaml"),
         names: &matmul::Sizes::NAMES,
+        listed: matmul::__CPU_ENTRIES,
         max: &[("I", 97), ("J", 97), ("K", 97)],
         cap: 30_000,
     };
@@ -369,6 +379,7 @@ fn matmul_t() {
         name: "matmul_t",
         yaml: include_str!("../configs/matmul_t.yaml"),
         names: &matmul_t::Sizes::NAMES,
+        listed: matmul_t::__CPU_ENTRIES,
         max: &[("I", 97), ("J", 97), ("K", 97)],
         cap: 30_000,
     };
@@ -395,6 +406,7 @@ fn bmatmul() {
         name: "bmatmul",
         yaml: include_str!("../configs/bmatmul.yaml"),
         names: &bmatmul::Sizes::NAMES,
+        listed: bmatmul::__CPU_ENTRIES,
         max: &[("NB", 7), ("I", 31), ("J", 97), ("K", 61)],
         cap: 30_000,
     };
@@ -425,6 +437,7 @@ fn conv2d() {
         name: "conv2d",
         yaml: include_str!("../configs/conv2d.yaml"),
         names: &conv2d::Sizes::NAMES,
+        listed: conv2d::__CPU_ENTRIES,
         max: &[("P", 40), ("Q", 40), ("R", 7), ("S", 7)],
         cap: 30_000,
     };
@@ -449,6 +462,7 @@ fn mcc() {
         name: "mcc",
         yaml: include_str!("../configs/mcc.yaml"),
         names: &mcc::Sizes::NAMES,
+        listed: mcc::__CPU_ENTRIES,
         max: &[
             ("N", 3),
             ("P", 7),
@@ -490,6 +504,7 @@ fn ccsdt() {
         name: "ccsdt",
         yaml: include_str!("../configs/ccsdt.yaml"),
         names: &ccsdt::Sizes::NAMES,
+        listed: ccsdt::__CPU_ENTRIES,
         max: &[
             ("NA", 5),
             ("NB", 5),
@@ -529,6 +544,7 @@ fn jacobi1d() {
         name: "jacobi1d",
         yaml: include_str!("../configs/jacobi1d.yaml"),
         names: &jacobi1d::Sizes::NAMES,
+        listed: jacobi1d::__CPU_ENTRIES,
         max: &[("N", 100_000)],
         cap: 100_000,
     };
@@ -558,6 +574,7 @@ fn jacobi3d() {
         name: "jacobi3d",
         yaml: include_str!("../configs/jacobi3d.yaml"),
         names: &jacobi3d::Sizes::NAMES,
+        listed: jacobi3d::__CPU_ENTRIES,
         max: &[("N", 31), ("M", 31), ("L", 31)],
         cap: 30_000,
     };
@@ -580,6 +597,7 @@ fn prl() {
         name: "prl",
         yaml: include_str!("../configs/prl.yaml"),
         names: &prl::Sizes::NAMES,
+        listed: prl::__CPU_ENTRIES,
         max: &[("I", 97), ("J", 300)],
         cap: 20_000,
     };
@@ -617,6 +635,7 @@ fn histo() {
         name: "histo",
         yaml: include_str!("../configs/histo.yaml"),
         names: &histo::Sizes::NAMES,
+        listed: histo::__CPU_ENTRIES,
         max: &[("E", 1000), ("B", 97)],
         cap: 30_000,
     };
@@ -648,6 +667,7 @@ fn map() {
         name: "map",
         yaml: include_str!("../configs/map.yaml"),
         names: &map::Sizes::NAMES,
+        listed: map::__CPU_ENTRIES,
         max: &[("N", 100_000)],
         cap: 100_000,
     };
@@ -677,6 +697,7 @@ fn reduce() {
         name: "reduce",
         yaml: include_str!("../configs/reduce.yaml"),
         names: &reduce::Sizes::NAMES,
+        listed: reduce::__CPU_ENTRIES,
         max: &[("N", 100_000)],
         cap: 100_000,
     };
@@ -700,6 +721,7 @@ fn reduce2() {
         name: "reduce2",
         yaml: include_str!("../configs/reduce2.yaml"),
         names: &reduce2::Sizes::NAMES,
+        listed: reduce2::__CPU_ENTRIES,
         max: &[("N", 100_000)],
         cap: 100_000,
     };
@@ -728,6 +750,7 @@ fn scan() {
         name: "scan",
         yaml: include_str!("../configs/scan.yaml"),
         names: &scan::Sizes::NAMES,
+        listed: scan::__CPU_ENTRIES,
         max: &[("N", 1000)],
         cap: 1000,
     };
@@ -751,6 +774,7 @@ fn mbbs() {
         name: "mbbs",
         yaml: include_str!("../configs/mbbs.yaml"),
         names: &mbbs::Sizes::NAMES,
+        listed: mbbs::__CPU_ENTRIES,
         max: &[("I", 97), ("J", 200)],
         cap: 10_000,
     };
@@ -777,6 +801,7 @@ fn mandelbrot() {
         name: "mandelbrot",
         yaml: include_str!("../configs/mandelbrot.yaml"),
         names: &mandelbrot::Sizes::NAMES,
+        listed: mandelbrot::__CPU_ENTRIES,
         max: &[("H", 61), ("W", 97)],
         cap: 6_000,
     };

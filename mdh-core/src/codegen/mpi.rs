@@ -85,7 +85,7 @@ pub fn mpi_module(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
         quote!(__comm, __plan, __in_mode, __placement,),
     );
     let ns = k.size_params.len();
-    let plan_choice = plan_choice(k, entries);
+    let plan_choice = plan_choice(k);
     let nods = entries.iter().map(|e| {
         let n = &e.plan.nod;
         quote!([#(#n),*])

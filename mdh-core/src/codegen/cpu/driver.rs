@@ -15,7 +15,7 @@ use crate::default_plan::REFERENCE_MACHINE;
 use crate::desc::{Bound, KernelDesc, Linear};
 use crate::plan::CpuPlan;
 use crate::spec::IndexFn;
-use mdh_rt::machine::{Isa, Machine};
+use mdh_rt::machine::{Isa, Machine, PlanEntry};
 
 /// Where each access (in the order of `accesses`) is in a [`Bound`]'s
 /// `in_linear` / `out_linear`: its buffer, and its rank among that
@@ -64,8 +64,10 @@ pub fn cpu_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
         default.map(|_| g.compute_fn(&isa_default(k, Isa::Avx2), entries.len() + 1, None));
     // The context: inputs, sizes, flattened input accesses, params.
     let (field_names, field_tys): (Vec<_>, Vec<_>) = g.ctx_fields().into_iter().unzip();
-    let dispatch = g.isa_dispatch(&exact, default);
+    let listed: Vec<PlanEntry<'_>> = entries.iter().map(|e| e.plan_entry(k)).collect();
+    let dispatch = g.isa_dispatch(&listed, &exact, default);
     let entry = g.entry_fn(entries, &exact);
+    let entries_static = entries_static(&listed);
     quote! {
         #[derive(Clone, Copy)]
         struct __Ctx<'a> {
@@ -81,6 +83,8 @@ pub fn cpu_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
 
         #dispatch
 
+        #entries_static
+
         #entry
     }
 }
@@ -93,9 +97,8 @@ pub fn cpu_in_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
 
 /// The arms of `match __plan` that call the task body of each plan
 /// compiled for instruction set `isa` (2: AVX-512, 1: AVX2, 0: baseline),
-/// its exact body where the call has the plan's sizes. The default entry
-/// (`default`: its index, if the entries have one) runs the default for
-/// AVX2's register file in the AVX2 body ([`isa_default`]).
+/// its exact body where the call has the plan's sizes (see [`bodies`]
+/// for which body each entry runs).
 ///
 /// On x86-64 the baseline serves only CPUs without AVX2 (made before
 /// 2013-2015, and low-end Atom-class parts): there one body runs every
@@ -103,9 +106,15 @@ pub fn cpu_in_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
 /// region), the analytical default plan for such a machine
 /// ([`isa_default`]), so that a kernel compiles one small baseline body
 /// rather than one per plan.
-fn plan_calls(exact: &[Option<Bound>], default: Option<usize>, isa: u8) -> TokenStream {
+fn plan_calls(
+    entries: &[PlanEntry<'_>],
+    exact: &[Option<Bound>],
+    default: Option<usize>,
+    isa: u8,
+) -> TokenStream {
     if isa == 0 {
-        let all = plan_arms(exact, None, 0);
+        let own: Vec<usize> = (0..entries.len()).collect();
+        let all = plan_arms(&own, exact, 0);
         let f = format_ident!("__compute_{}", exact.len());
         return quote! {
             #[cfg(target_arch = "x86_64")]
@@ -114,7 +123,36 @@ fn plan_calls(exact: &[Option<Bound>], default: Option<usize>, isa: u8) -> Token
             { #all }
         };
     }
-    plan_arms(exact, default.filter(|_| isa == 1), isa)
+    let set = if isa == 2 { Isa::Avx512 } else { Isa::Avx2 };
+    plan_arms(&bodies(entries, default, set), exact, isa)
+}
+
+/// The task body each entry runs on instruction set `isa` (x86-64's
+/// AVX-512 or AVX2), as the number of its `__compute_N`: its own, except
+/// that the default entry (`default`, if the entries have one) runs the
+/// default for AVX2's register file in the AVX2 body ([`isa_default`],
+/// numbered after the baseline one), and an entry that does not suit `isa`
+/// ([`PlanEntry::suits`]: the dispatch ranks it after the default plan, so
+/// it never runs there) runs the default's body: its own is not compiled
+/// for `isa` (matmul's `*` entries, tuned on AVX-512, have no AVX2 bodies).
+fn bodies(entries: &[PlanEntry<'_>], default: Option<usize>, isa: Isa) -> Vec<usize> {
+    let Some(d) = default else {
+        return (0..entries.len()).collect();
+    };
+    let default_body = if isa == Isa::Avx2 {
+        entries.len() + 1
+    } else {
+        d
+    };
+    (0..entries.len())
+        .map(|i| {
+            if i == d || !entries[i].suits(isa) {
+                default_body
+            } else {
+                i
+            }
+        })
+        .collect()
 }
 
 /// The analytical default for the reference machine with the register
@@ -131,39 +169,40 @@ pub(super) fn isa_default(k: &Checked, isa: Isa) -> CpuPlan {
     CpuPlan::default_for_machine(k, &m)
 }
 
-/// The `match __plan` of [`plan_calls`] over every plan; the entry
-/// `avx2_default` runs the body numbered after the baseline one
-/// ([`isa_default`] for AVX2).
-fn plan_arms(exact: &[Option<Bound>], avx2_default: Option<usize>, isa: u8) -> TokenStream {
-    let arms = exact.iter().enumerate().map(move |(i, b)| {
-        let f = if avx2_default == Some(i) {
-            format_ident!("__compute_{}", exact.len() + 1)
-        } else {
-            format_ident!("__compute_{}", i)
-        };
-        match b {
-            Some(_) => {
+/// The `match __plan` of [`plan_calls`]: entry `i` runs body `body[i]`,
+/// its exact body where it has one and runs its own.
+fn plan_arms(body: &[usize], exact: &[Option<Bound>], isa: u8) -> TokenStream {
+    let arms = body.iter().enumerate().map(|(i, &n)| {
+        let f = format_ident!("__compute_{}", n);
+        match &exact[i] {
+            Some(_) if n == i => {
                 let fx = format_ident!("__compute_{}_exact", i);
                 quote! {
                     #i if __exact => #fx::<#isa>(__c, __r, __o, __direct),
                     #i => #f::<#isa>(__c, __r, __o, __direct),
                 }
             }
-            None => quote!(#i => #f::<#isa>(__c, __r, __o, __direct),),
+            _ => quote!(#i => #f::<#isa>(__c, __r, __o, __direct),),
         }
     });
-    quote!(match __plan { #(#arms)* _ => __compute_0::<#isa>(__c, __r, __o, __direct), })
+    let first = format_ident!("__compute_{}", body[0]);
+    quote!(match __plan { #(#arms)* _ => #first::<#isa>(__c, __r, __o, __direct), })
 }
 
 impl<'k> Gen<'k> {
     /// `__compute`: one task, the body of plan `__plan` compiled for the
     /// best instruction set this CPU has.
-    fn isa_dispatch(&self, exact: &[Option<Bound>], default: Option<usize>) -> TokenStream {
+    fn isa_dispatch(
+        &self,
+        entries: &[PlanEntry<'_>],
+        exact: &[Option<Bound>],
+        default: Option<usize>,
+    ) -> TokenStream {
         let (d, a_ty) = (self.d, &self.a_ty);
         let (avx512, avx2, baseline) = (
-            plan_calls(exact, default, 2),
-            plan_calls(exact, default, 1),
-            plan_calls(exact, default, 0),
+            plan_calls(entries, exact, default, 2),
+            plan_calls(entries, exact, default, 1),
+            plan_calls(entries, exact, default, 0),
         );
         quote! {
             /// One task: the body of plan `__plan`, compiled for the best
@@ -208,7 +247,7 @@ impl<'k> Gen<'k> {
             }
             None => quote!(::core::option::Option::None),
         });
-        let plan_choice = plan_choice(k, entries);
+        let plan_choice = plan_choice(k);
         let size_idx = 0..k.size_params.len();
         let n_key = k.size_params.len() + k.inputs.len() + k.outputs.len();
         let doc = format!(
@@ -251,7 +290,7 @@ impl<'k> Gen<'k> {
         let (k, d) = (self.k, self.d);
         let params = host_args::params(k, quote!(sizes: Sizes,));
         let ns = k.size_params.len();
-        let plan_choice = plan_choice(k, entries);
+        let plan_choice = plan_choice(k);
         let run = self.run_bound(entries, quote!(__region));
         quote! {
             /// `cpu` over the box `__region` of the index space, for a call
@@ -430,20 +469,31 @@ impl<'k> Gen<'k> {
     }
 }
 
-/// The plan a call takes (`__sizes` in scope): the entries as static
-/// data, ranked by the runtime (machine, then nearest tuned sizes).
-pub(crate) fn plan_choice(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
-    let name_str = k.name.to_string();
+/// `__CPU_ENTRIES`: the entries as static data for the run-time ranking
+/// (`mdh::machine`), once per kernel for `cpu`, `__cpu_in` and the node
+/// layer (and for tests that check which entry a call takes).
+fn entries_static(entries: &[PlanEntry<'_>]) -> TokenStream {
     let plan_entries = entries.iter().map(|e| {
-        let (dev, line) = (&e.device, e.line);
+        let (dev, line, bytes) = (e.device, e.line, e.accumulator_bytes);
         let machine = option(e.machine.as_ref().map(machine_tokens));
-        let sizes = option(e.sizes.as_ref().map(|s| quote!(&[#(#s),*])));
-        quote!(::mdh::__rt::PlanEntry { device: #dev, machine: #machine, sizes: #sizes, line: #line })
+        let sizes = option(e.sizes.map(|s| quote!(&[#(#s),*])));
+        quote! {
+            ::mdh::__rt::PlanEntry { device: #dev, machine: #machine, sizes: #sizes, line: #line, accumulator_bytes: #bytes }
+        }
     });
-    quote!({
-        static __ENTRIES: &[::mdh::__rt::PlanEntry<'static>] = &[#(#plan_entries),*];
-        ::mdh::__rt::choose_plan(#name_str, &Sizes::NAMES, __ENTRIES, &__sizes)
-    })
+    quote! {
+        /// The CPU config entries, in config file order, the analytical
+        /// default plan last: what `cpu` ranks at run time.
+        #[doc(hidden)]
+        pub static __CPU_ENTRIES: &[::mdh::__rt::PlanEntry<'static>] = &[#(#plan_entries),*];
+    }
+}
+
+/// The plan a call takes (`__sizes` in scope): the entries ranked by the
+/// runtime (machine, then nearest tuned sizes).
+pub(crate) fn plan_choice(k: &Checked) -> TokenStream {
+    let name_str = k.name.to_string();
+    quote!(::mdh::__rt::choose_plan(#name_str, &Sizes::NAMES, __CPU_ENTRIES, &__sizes))
 }
 
 /// `Some(value)` or `None` in generated code.

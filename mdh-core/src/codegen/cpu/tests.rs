@@ -137,9 +137,10 @@ fn entries_are_listed_as_static_data_for_the_runtime_ranking() {
         line: 7,
         ..entry(&k, Some(vec![5, 3, 4]))
     };
+    let bytes = tuned.plan.accumulator_bytes(&k);
     let code = cpu_fn(&k, &[tuned, entry(&k, None)]).to_string();
     let listed = quote! {
-        static __ENTRIES: &[::mdh::__rt::PlanEntry<'static>] = &[
+        pub static __CPU_ENTRIES: &[::mdh::__rt::PlanEntry<'static>] = &[
             ::mdh::__rt::PlanEntry {
                 device: "AMD EPYC",
                 machine: ::core::option::Option::Some(::mdh::__rt::Machine {
@@ -150,13 +151,15 @@ fn entries_are_listed_as_static_data_for_the_runtime_ranking() {
                     l3: ::core::option::Option::Some(33554432u64)
                 }),
                 sizes: ::core::option::Option::Some(&[5usize, 3usize, 4usize]),
-                line: 7u32
+                line: 7u32,
+                accumulator_bytes: #bytes
             },
             ::mdh::__rt::PlanEntry {
                 device: "*",
                 machine: ::core::option::Option::None,
                 sizes: ::core::option::Option::None,
-                line: 1u32
+                line: 1u32,
+                accumulator_bytes: #bytes
             }
         ];
     };
@@ -164,8 +167,47 @@ fn entries_are_listed_as_static_data_for_the_runtime_ranking() {
     let chosen = quote!(::mdh::__rt::choose_plan(
         "conv",
         &Sizes::NAMES,
-        __ENTRIES,
+        __CPU_ENTRIES,
         &__sizes
     ));
     assert!(code.contains(&chosen.to_string()), "{code}");
+}
+
+#[test]
+fn an_entry_is_compiled_only_for_the_instruction_sets_it_suits() {
+    use mdh_rt::machine::{Isa, ZEN3};
+    let k = crate::fixtures::matmul();
+    // A `*` entry of AVX-512's default tile (6 × 64 floats: 1536 B of
+    // accumulators, AVX2 holds 384), an entry tuned on an AVX2 machine,
+    // and the default plan.
+    let wide = exact_entry(&k, vec![7, 5, 3]);
+    assert!(wide.plan.accumulator_bytes(&k) > Isa::Avx2.accumulator_bytes());
+    let avx2 = CpuEntry {
+        machine: Some(ZEN3),
+        ..entry(&k, Some(vec![9, 9, 9]))
+    };
+    let default = CpuEntry {
+        line: 0,
+        ..entry(&k, None)
+    };
+    let code = cpu_fn(&k, &[wide, avx2, default]).to_string();
+    let has = |t: TokenStream| code.contains(&t.to_string());
+    // AVX-512: the `*` entry's own bodies; the AVX2 machine's entry runs
+    // the default's (it never runs there).
+    assert!(has(quote! {
+        0usize if __exact => __compute_0_exact::<2u8>(__c, __r, __o, __direct),
+        0usize => __compute_0::<2u8>(__c, __r, __o, __direct),
+        1usize => __compute_2::<2u8>(__c, __r, __o, __direct),
+        2usize => __compute_2::<2u8>(__c, __r, __o, __direct),
+    }));
+    // AVX2: the `*` entry and the default run AVX2's default (body 4,
+    // after the baseline's 3); the AVX2 machine's entry its own.
+    assert!(has(quote! {
+        0usize => __compute_4::<1u8>(__c, __r, __o, __direct),
+        1usize => __compute_1::<1u8>(__c, __r, __o, __direct),
+        2usize => __compute_4::<1u8>(__c, __r, __o, __direct),
+        _ => __compute_4::<1u8>(__c, __r, __o, __direct),
+    }));
+    assert!(!code.contains("__compute_0_exact :: < 1u8 >"), "{code}");
+    assert!(!code.contains("__compute_0 :: < 1u8 >"), "{code}");
 }
