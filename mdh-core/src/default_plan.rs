@@ -77,7 +77,7 @@ const fn register_parts(isa: Isa) -> usize {
 /// Accumulators a register tile may hold, counted in vectors of the plan's
 /// SIMD layer ([`VECTOR_BYTES`]: one plan serves every instruction set's
 /// body, a narrower register holds part of such a vector). AVX-512: 24.
-pub const fn accumulator_vectors(isa: Isa) -> usize {
+const fn accumulator_vectors(isa: Isa) -> usize {
     let n = isa.accumulator_bytes() / VECTOR_BYTES;
     if n == 0 {
         1
@@ -248,6 +248,21 @@ impl CpuPlan {
     /// will run on; see the module documentation).
     pub fn default_for(k: &Checked) -> CpuPlan {
         CpuPlan::default_for_machine(k, &REFERENCE_MACHINE)
+    }
+
+    /// The default plan as generated code runs it on instruction set
+    /// `isa`: the default for the reference machine with `isa`'s register
+    /// file. x86-64's baseline body runs it (16 SSE registers: register
+    /// tiles a fraction of AVX-512's, so a body LLVM compiles fast), and so
+    /// does the default entry's AVX2 body (a plan sized for AVX-512's 32
+    /// registers spills on AVX2's 16: matmul 1024³ on AVX2 ran 18.4 ms with
+    /// AVX-512's default, 9.3 with AVX2's).
+    pub fn default_for_isa(k: &Checked, isa: Isa) -> CpuPlan {
+        let m = Machine {
+            isa,
+            ..REFERENCE_MACHINE
+        };
+        CpuPlan::default_for_machine(k, &m)
     }
 
     /// The analytical default plan of `k` on machine `m` (see the module

@@ -38,12 +38,6 @@ use crate::spec::DimKind;
 
 pub use crate::default_plan::REFERENCE_MACHINE;
 
-/// Accumulator registers available to one register tile on AVX-512: 32
-/// vector registers, a quarter kept free for operands (DESIGN.md §7: a
-/// tile that needs more spills and collapses; see
-/// [`crate::default_plan::accumulator_vectors`] for other instruction sets).
-pub const VECTOR_REGISTERS_FOR_ACCUMULATORS: usize =
-    crate::default_plan::accumulator_vectors(mdh_rt::machine::Isa::Avx512);
 /// Bytes of one vector register of the widest SIMD layer (AVX-512).
 pub const VECTOR_BYTES: usize = 64;
 /// Upper bound on the elements of one register tile, whatever the type.
@@ -97,6 +91,12 @@ pub use mdh_rt::PlanError;
 
 fn err(field: &'static str, message: String) -> PlanError {
     PlanError { field, message }
+}
+
+/// Bytes of one point's accumulators in a register tile: one per output
+/// access.
+pub fn accumulator_bytes_per_point(k: &Checked) -> usize {
+    k.analysis().outputs.iter().map(|o| elem_bytes(o.ty)).sum()
 }
 
 /// Lanes of one vector of the widest SIMD layer for the kernel's widest
@@ -298,8 +298,7 @@ impl CpuPlan {
     /// together (whether an instruction set's registers hold them:
     /// `PlanEntry::suits`).
     pub fn accumulator_bytes(&self, k: &Checked) -> usize {
-        let per_point: usize = k.analysis().outputs.iter().map(|o| elem_bytes(o.ty)).sum();
-        self.reg_elements() * per_point
+        self.reg_elements() * accumulator_bytes_per_point(k)
     }
 }
 

@@ -145,7 +145,7 @@ pub fn tune(
     }
     let k = &found.kernel;
     let sizes = target.sizes;
-    let space = CpuSpace::new(k, sizes)?;
+    let space = CpuSpace::new(k, sizes, host.machine.isa)?;
     let desc = KernelDesc::from_kernel(k);
     let input_bytes = input_bytes(k, &desc, sizes);
     target.announce(&found.file, space.params.len(), space.size(), false);
@@ -168,7 +168,8 @@ pub fn tune(
     };
     let extents = space.extents.clone();
     let lower = move |plan: &CpuPlan| bound::lower_bound(k, plan, &extents, input_bytes, &machine);
-    let default = CpuPlan::default_for(k);
+    // The default plan as this machine's instruction set runs it.
+    let default = CpuPlan::default_for_isa(k, host.machine.isa);
     let (configured, why) =
         configured_cpu_plan(k, &target.out_dir, sizes, host, ignore_device_entries())?;
     eprintln!("runs here today: {why}");
@@ -291,7 +292,8 @@ mod tests {
             configured_cpu_plan(&k, &dir.0, &[64, 64], &host, ignore).map(|(p, _)| p)
         };
         assert_eq!(plan(false), Ok(None));
-        let mut tuned = CpuPlan::default_for(&k);
+        // Plans whose register tile AVX2's registers hold (this machine's).
+        let mut tuned = CpuPlan::default_for_isa(&k, mdh::machine::Isa::Avx2);
         tuned.cor = vec![2, 1];
         let mut elsewhere = tuned.clone();
         elsewhere.cor = vec![1, 2];
@@ -342,5 +344,13 @@ mod tests {
                 && why.contains("nearest machine of class avx2"),
             "{why}"
         );
+        // A `*` entry at these very sizes whose tile fits AVX-512's
+        // registers, not these: passed over, as the macro's dispatch does.
+        list.truncate(2);
+        list.push(entry("*", None, Some(&[64, 64]), &CpuPlan::default_for(&k)));
+        dir.config(&k, &list);
+        assert_eq!(plan(false), Ok(Some(tuned.clone())));
+        let (_, why) = configured_cpu_plan(&k, &dir.0, &[64, 64], &host, false).unwrap();
+        assert!(why.contains("passed over cpu entries 3"), "{why}");
     }
 }

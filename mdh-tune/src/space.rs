@@ -11,9 +11,9 @@
 //!   tiles (parameters are the multipliers), clamped to the extents;
 //! - register tiles: only the innermost PW dimension may exceed 1 among PW
 //!   dimensions; the register tile's accumulators stay within the
-//!   registers ([`VECTOR_REGISTERS_FOR_ACCUMULATORS`] vectors, at most
-//!   [`MAX_REGISTER_TILE`] points over all outputs: larger tiles spill, and
-//!   their fully unrolled code is slow to compile), enforced dimension by
+//!   registers of the machine's instruction set ([`Isa::accumulator_bytes`],
+//!   at most [`MAX_REGISTER_TILE`] points over all outputs: larger tiles
+//!   spill, and their fully unrolled code is slow to compile), enforced dimension by
 //!   dimension when sampling and by shrinking when repairing;
 //! - loop orders: permutations of the dimensions (any order of PW
 //!   dimensions is legal: partial results are kept per task);
@@ -23,10 +23,11 @@
 
 use mdh_core::desc::KernelDesc;
 use mdh_core::plan::{
-    reduction_lanes, simd_lanes, CpuPlan, MAX_REGISTER_TILE, VECTOR_REGISTERS_FOR_ACCUMULATORS,
+    accumulator_bytes_per_point, reduction_lanes, simd_lanes, CpuPlan, MAX_REGISTER_TILE,
 };
 use mdh_core::spec::DimKind;
 use mdh_core::Checked;
+use mdh_rt::machine::Isa;
 
 use crate::search::space::{distinct_steps, Space};
 use crate::search::{Point, Rng};
@@ -106,8 +107,11 @@ fn permutation_index(order: &[usize]) -> Option<usize> {
 }
 
 impl CpuSpace {
-    /// The space of `k` at the sizes `sizes` (size-parameter order).
-    pub fn new(k: &Checked, sizes: &[usize]) -> Result<CpuSpace, String> {
+    /// The space of `k` at the sizes `sizes` (size-parameter order) on a
+    /// machine of instruction set `isa`: register tiles whose accumulators
+    /// its registers hold (on AVX2 a quarter of AVX-512's: what spills
+    /// there is not worth a build).
+    pub fn new(k: &Checked, sizes: &[usize], isa: Isa) -> Result<CpuSpace, String> {
         let desc = KernelDesc::from_kernel(k);
         let extents = desc
             .dims
@@ -162,7 +166,9 @@ impl CpuSpace {
         Ok(CpuSpace {
             params,
             extents,
-            reg_budget: MAX_REGISTER_TILE.min(VECTOR_REGISTERS_FOR_ACCUMULATORS * lanes) / outputs,
+            reg_budget: (MAX_REGISTER_TILE / outputs)
+                .min(isa.accumulator_bytes() / accumulator_bytes_per_point(k).max(1))
+                .max(1),
         })
     }
 
@@ -430,7 +436,7 @@ pub(crate) mod tests {
     #[test]
     fn neighbours_are_valid_plans_a_step_or_two_away() {
         for (k, sizes) in [(matmul(), vec![1024, 1024, 1024]), (ccsdt(), vec![24; 7])] {
-            let s = CpuSpace::new(&k, &sizes).unwrap();
+            let s = CpuSpace::new(&k, &sizes, Isa::Avx512).unwrap();
             let order_slot = s
                 .params
                 .iter()
@@ -474,7 +480,7 @@ pub(crate) mod tests {
         // register tiles of whole 16-lane vectors (plus the scalar sizes),
         // and the search starts from its default's register tile.
         let k = example("prl");
-        let s = CpuSpace::new(&k, &[4096, 4096]).unwrap();
+        let s = CpuSpace::new(&k, &[4096, 4096], Isa::Avx512).unwrap();
         let reg_j = s
             .params
             .iter()
@@ -505,7 +511,7 @@ pub(crate) mod tests {
     #[test]
     fn plans_off_the_grid_start_the_search_from_the_nearest_point() {
         let k = ccsdt();
-        let s = CpuSpace::new(&k, &[16; 7]).unwrap();
+        let s = CpuSpace::new(&k, &[16; 7], Isa::Avx512).unwrap();
         // Its L1 tiles (64 and 512 points) exceed the extent 16.
         let default = CpuPlan::default_for(&k);
         assert_eq!(s.encode(&default), None);
@@ -529,7 +535,7 @@ pub(crate) mod tests {
     #[test]
     fn every_sampled_or_repaired_point_is_a_valid_plan() {
         let k = matmul();
-        let s = CpuSpace::new(&k, &[64, 100, 48]).unwrap();
+        let s = CpuSpace::new(&k, &[64, 100, 48], Isa::Avx512).unwrap();
         let mut rng = Rng::new(7);
         let cards = s.cards();
         for _ in 0..2000 {
@@ -548,7 +554,7 @@ pub(crate) mod tests {
     #[test]
     fn default_plans_on_the_grid_are_encoded() {
         let k = matmul();
-        let s = CpuSpace::new(&k, &[1024, 1024, 1024]).unwrap();
+        let s = CpuSpace::new(&k, &[1024, 1024, 1024], Isa::Avx512).unwrap();
         let mut rng = Rng::new(3);
         for _ in 0..200 {
             let p = s.sample(&mut rng);
@@ -563,8 +569,36 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn on_avx2_every_register_tile_fits_its_registers() {
+        use mdh_rt::machine::PlanEntry;
+        for (k, sizes) in [(matmul(), vec![1024, 1024, 1024]), (ccsdt(), vec![16; 7])] {
+            let s = CpuSpace::new(&k, &sizes, Isa::Avx2).unwrap();
+            let wide = CpuSpace::new(&k, &sizes, Isa::Avx512).unwrap();
+            assert_eq!(s.reg_budget * 4, wide.reg_budget);
+            let mut rng = Rng::new(5);
+            for _ in 0..500 {
+                let plan = s.decode(&s.sample(&mut rng));
+                let bytes = plan.accumulator_bytes(&k);
+                assert!(bytes <= Isa::Avx2.accumulator_bytes(), "{plan:?}");
+                // As a `*` entry, the dispatch would run it on AVX2.
+                let entry = PlanEntry {
+                    device: "*",
+                    machine: None,
+                    sizes: None,
+                    line: 1,
+                    accumulator_bytes: bytes,
+                };
+                assert!(entry.suits(Isa::Avx2));
+            }
+            // The default the AVX2 body runs fits too.
+            let default = CpuPlan::default_for_isa(&k, Isa::Avx2);
+            assert!(default.accumulator_bytes(&k) <= Isa::Avx2.accumulator_bytes());
+        }
+    }
+
+    #[test]
     fn the_space_size_counts_register_tiles_within_the_budget() {
-        let s = CpuSpace::new(&matvec(), &[2048, 2048]).unwrap();
+        let s = CpuSpace::new(&matvec(), &[2048, 2048], Isa::Avx512).unwrap();
         let reg: Vec<&Vec<usize>> = s
             .params
             .iter()

@@ -729,7 +729,8 @@ pub(crate) mod tests {
     fn skip_tuned_skips_an_entry_for_this_device_at_these_sizes() {
         let k = mdh_core::fixtures::matvec();
         let dir = TempDir::new("skip-tuned");
-        let plan = CpuPlan::default_for(&k);
+        // A plan whose register tile AVX2's registers hold (this machine's).
+        let plan = CpuPlan::default_for_isa(&k, mdh::machine::Isa::Avx2);
         let here = Machine {
             isa: mdh::machine::Isa::Avx2,
             cores: 2,
@@ -772,6 +773,14 @@ pub(crate) mod tests {
             !skips(true, &[16, 16], "Named"),
             "the same name on another machine"
         );
+        // A `*` entry of a tile AVX2 does not hold does not run here.
+        let wide = CpuPlan::default_for(&k);
+        assert!(wide.accumulator_bytes(&k) > mdh::machine::Isa::Avx2.accumulator_bytes());
+        dir.config(
+            &k,
+            &[cpu_entry_yaml(&k, "*", None, Some(&[128, 64]), &wide, &[])],
+        );
+        assert!(!skips(true, &[128, 64], "Other CPU"));
     }
 
     #[test]

@@ -11,7 +11,6 @@ use crate::analysis::Checked;
 use crate::codegen::host_args;
 use crate::codegen::rust_expr::ty;
 use crate::config::CpuEntry;
-use crate::default_plan::REFERENCE_MACHINE;
 use crate::desc::{Bound, KernelDesc, Linear};
 use crate::plan::CpuPlan;
 use crate::spec::IndexFn;
@@ -58,10 +57,19 @@ pub fn cpu_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
     });
     // The baseline body of x86-64 (see `plan_calls`), numbered after the
     // entries' bodies, and the AVX2 body of the default plan, after it.
-    let baseline = g.compute_fn(&isa_default(k, Isa::Baseline), entries.len(), None);
+    let baseline = g.compute_fn(
+        &CpuPlan::default_for_isa(k, Isa::Baseline),
+        entries.len(),
+        None,
+    );
     let default = entries.iter().position(|e| e.line == 0);
-    let avx2_default =
-        default.map(|_| g.compute_fn(&isa_default(k, Isa::Avx2), entries.len() + 1, None));
+    let avx2_default = default.map(|_| {
+        g.compute_fn(
+            &CpuPlan::default_for_isa(k, Isa::Avx2),
+            entries.len() + 1,
+            None,
+        )
+    });
     // The context: inputs, sizes, flattened input accesses, params.
     let (field_names, field_tys): (Vec<_>, Vec<_>) = g.ctx_fields().into_iter().unzip();
     let listed: Vec<PlanEntry<'_>> = entries.iter().map(|e| e.plan_entry(k)).collect();
@@ -104,7 +112,7 @@ pub fn cpu_in_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
 /// 2013-2015, and low-end Atom-class parts): there one body runs every
 /// task, whichever plan the call chose (a general body is correct for any
 /// region), the analytical default plan for such a machine
-/// ([`isa_default`]), so that a kernel compiles one small baseline body
+/// ([`CpuPlan::default_for_isa`]), so that a kernel compiles one small baseline body
 /// rather than one per plan.
 fn plan_calls(
     entries: &[PlanEntry<'_>],
@@ -130,7 +138,7 @@ fn plan_calls(
 /// The task body each entry runs on instruction set `isa` (x86-64's
 /// AVX-512 or AVX2), as the number of its `__compute_N`: its own, except
 /// that the default entry (`default`, if the entries have one) runs the
-/// default for AVX2's register file in the AVX2 body ([`isa_default`],
+/// default for AVX2's register file in the AVX2 body ([`CpuPlan::default_for_isa`],
 /// numbered after the baseline one), and an entry that does not suit `isa`
 /// ([`PlanEntry::suits`]: the dispatch ranks it after the default plan, so
 /// it never runs there) runs the default's body: its own is not compiled
@@ -153,20 +161,6 @@ fn bodies(entries: &[PlanEntry<'_>], default: Option<usize>, isa: Isa) -> Vec<us
             }
         })
         .collect()
-}
-
-/// The analytical default for the reference machine with the register
-/// file of `isa`: what x86-64's baseline body runs (16 SSE registers:
-/// register tiles a fraction of AVX-512's, so a body LLVM compiles fast),
-/// and the default entry's AVX2 body (a plan sized for AVX-512's 32
-/// registers spills on AVX2's 16: matmul 1024³ on AVX2 ran 18.4 ms with
-/// AVX-512's default, 9.3 with AVX2's).
-pub(super) fn isa_default(k: &Checked, isa: Isa) -> CpuPlan {
-    let m = Machine {
-        isa,
-        ..REFERENCE_MACHINE
-    };
-    CpuPlan::default_for_machine(k, &m)
 }
 
 /// The `match __plan` of [`plan_calls`]: entry `i` runs body `body[i]`,

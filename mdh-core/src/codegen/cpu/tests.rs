@@ -112,7 +112,7 @@ fn every_isa_shares_one_body_and_the_baseline_runs_one_small_plan() {
     assert!(code.contains("fn __compute_2 < const ISA : u8 >"), "{code}");
     let tile = |p: &CpuPlan| p.reg.iter().product::<usize>();
     assert!(
-        tile(&super::driver::isa_default(
+        tile(&CpuPlan::default_for_isa(
             &k,
             mdh_rt::machine::Isa::Baseline
         )) < tile(&CpuPlan::default_for(&k))
