@@ -41,7 +41,7 @@ pub fn cpu_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
     // Plans: one task body each, chosen by the nearest tuned sizes. A
     // plan that asks for it (`exact`) also gets a body for exactly its
     // entry's sizes, taken when a call has them (unless they are not valid
-    // sizes); on x86-64 for AVX-512 and AVX2 only (see `plan_calls`).
+    // sizes); on x86-64 for AVX-512 and AVX2 only (see `baseline_calls`).
     let desc = KernelDesc::from_kernel(k);
     let exact: Vec<Option<Bound>> = entries
         .iter()
@@ -55,7 +55,7 @@ pub fn cpu_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
         let exact = exact[i].as_ref().map(|b| g.compute_fn(&e.plan, i, Some(b)));
         quote!(#general #exact)
     });
-    // The baseline body of x86-64 (see `plan_calls`), numbered after the
+    // The baseline body of x86-64 (see `baseline_calls`), numbered after the
     // entries' bodies, and the AVX2 body of the default plan, after it.
     let baseline = g.compute_fn(
         &CpuPlan::default_for_isa(k, Isa::Baseline),
@@ -103,36 +103,23 @@ pub fn cpu_in_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
     Gen::new(k).cpu_in(entries)
 }
 
-/// The arms of `match __plan` that call the task body of each plan
-/// compiled for instruction set `isa` (2: AVX-512, 1: AVX2, 0: baseline),
-/// its exact body where the call has the plan's sizes (see [`bodies`]
-/// for which body each entry runs).
-///
-/// On x86-64 the baseline serves only CPUs without AVX2 (made before
-/// 2013-2015, and low-end Atom-class parts): there one body runs every
-/// task, whichever plan the call chose (a general body is correct for any
-/// region), the analytical default plan for such a machine
-/// ([`CpuPlan::default_for_isa`]), so that a kernel compiles one small baseline body
-/// rather than one per plan.
-fn plan_calls(
-    entries: &[PlanEntry<'_>],
-    exact: &[Option<Bound>],
-    default: Option<usize>,
-    isa: u8,
-) -> TokenStream {
-    if isa == 0 {
-        let own: Vec<usize> = (0..entries.len()).collect();
-        let all = plan_arms(&own, exact, 0);
-        let f = format_ident!("__compute_{}", exact.len());
-        return quote! {
-            #[cfg(target_arch = "x86_64")]
-            { #f::<0>(__c, __r, __o, __direct) }
-            #[cfg(not(target_arch = "x86_64"))]
-            { #all }
-        };
+/// The baseline's `match __plan`. On x86-64 the baseline serves only
+/// CPUs without AVX2 (made before 2013-2015, and low-end Atom-class
+/// parts): there one body runs every task, whichever plan the call chose
+/// (a general body is correct for any region), the analytical default plan
+/// for such a machine ([`CpuPlan::default_for_isa`]), so that a kernel
+/// compiles one small baseline body rather than one per plan. Elsewhere
+/// each plan runs its own body.
+fn baseline_calls(exact: &[Option<Bound>]) -> TokenStream {
+    let own: Vec<usize> = (0..exact.len()).collect();
+    let all = plan_arms(&own, exact, |f| quote!(#f::<0u8>(__c, __r, __o, __direct)));
+    let f = format_ident!("__compute_{}", exact.len());
+    quote! {
+        #[cfg(target_arch = "x86_64")]
+        { #f::<0>(__c, __r, __o, __direct) }
+        #[cfg(not(target_arch = "x86_64"))]
+        { #all }
     }
-    let set = if isa == 2 { Isa::Avx512 } else { Isa::Avx2 };
-    plan_arms(&bodies(entries, default, set), exact, isa)
 }
 
 /// The task body each entry runs on instruction set `isa` (x86-64's
@@ -163,29 +150,58 @@ fn bodies(entries: &[PlanEntry<'_>], default: Option<usize>, isa: Isa) -> Vec<us
         .collect()
 }
 
-/// The `match __plan` of [`plan_calls`]: entry `i` runs body `body[i]`,
-/// its exact body where it has one and runs its own.
-fn plan_arms(body: &[usize], exact: &[Option<Bound>], isa: u8) -> TokenStream {
+/// The `match __plan` over the entries: entry `i` runs body `body[i]`
+/// (see [`bodies`]), its exact body where it has one and runs its own;
+/// `call(f)` calls the body function `f`.
+fn plan_arms(
+    body: &[usize],
+    exact: &[Option<Bound>],
+    call: impl Fn(&Ident) -> TokenStream,
+) -> TokenStream {
     let arms = body.iter().enumerate().map(|(i, &n)| {
-        let f = format_ident!("__compute_{}", n);
+        let f = call(&format_ident!("__compute_{}", n));
         match &exact[i] {
             Some(_) if n == i => {
-                let fx = format_ident!("__compute_{}_exact", i);
+                let fx = call(&format_ident!("__compute_{}_exact", i));
                 quote! {
-                    #i if __exact => #fx::<#isa>(__c, __r, __o, __direct),
-                    #i => #f::<#isa>(__c, __r, __o, __direct),
+                    #i if __exact => #fx,
+                    #i => #f,
                 }
             }
-            _ => quote!(#i => #f::<#isa>(__c, __r, __o, __direct),),
+            _ => quote!(#i => #f,),
         }
     });
-    let first = format_ident!("__compute_{}", body[0]);
-    quote!(match __plan { #(#arms)* _ => #first::<#isa>(__c, __r, __o, __direct), })
+    let first = call(&format_ident!("__compute_{}", body[0]));
+    quote!(match __plan { #(#arms)* _ => #first, })
+}
+
+/// The body functions `body` and `exact` call: each general body an
+/// entry runs, and each exact body of an entry that runs its own.
+fn called(body: &[usize], exact: &[Option<Bound>]) -> Vec<Ident> {
+    let mut fs: Vec<Ident> = Vec::new();
+    for (i, &n) in body.iter().enumerate() {
+        let f = format_ident!("__compute_{}", n);
+        if !fs.contains(&f) {
+            fs.push(f);
+        }
+        if n == i && exact[i].is_some() {
+            fs.push(format_ident!("__compute_{}_exact", i));
+        }
+    }
+    fs
 }
 
 impl<'k> Gen<'k> {
     /// `__compute`: one task, the body of plan `__plan` compiled for the
     /// best instruction set this CPU has.
+    ///
+    /// On x86-64 each body an instruction set runs is a function of its
+    /// own, compiled with that set's features and never inlined into the
+    /// dispatch: LLVM's per-function limits and register allocation then
+    /// see one plan's loops at a time, whatever else the kernel's config
+    /// holds (prl's AVX2 default ran 161 ms beside one more entry, 132
+    /// alone, on the 2-core AMD EPYC), and a kernel's bodies can go to
+    /// different codegen units.
     fn isa_dispatch(
         &self,
         entries: &[PlanEntry<'_>],
@@ -193,29 +209,40 @@ impl<'k> Gen<'k> {
         default: Option<usize>,
     ) -> TokenStream {
         let (d, a_ty) = (self.d, &self.a_ty);
-        let (avx512, avx2, baseline) = (
-            plan_calls(entries, exact, default, 2),
-            plan_calls(entries, exact, default, 1),
-            plan_calls(entries, exact, default, 0),
-        );
+        let params = quote! {
+            __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool
+        };
+        let mut wrappers = TokenStream::new();
+        let mut per_isa = |isa: Isa, code: u8, features: &str| {
+            let body = bodies(entries, default, isa);
+            let name = |f: &Ident| format_ident!("{}_{}", f, isa.name());
+            for f in called(&body, exact) {
+                let w = name(&f);
+                wrappers.extend(quote! {
+                    #[target_feature(enable = #features)]
+                    #[inline(never)]
+                    unsafe fn #w(#params) { #f::<#code>(__c, __r, __o, __direct) }
+                });
+            }
+            // SAFETY: the CPU has these features (detected at run time).
+            plan_arms(&body, exact, |f| {
+                let w = name(f);
+                quote!(unsafe { #w(__c, __r, __o, __direct) })
+            })
+        };
+        let avx512 = per_isa(Isa::Avx512, 2, "avx512f,avx512vl,avx2,fma");
+        let avx2 = per_isa(Isa::Avx2, 1, "avx2,fma");
+        let baseline = baseline_calls(exact);
         quote! {
             /// One task: the body of plan `__plan`, compiled for the best
             /// instruction set this CPU has.
-            fn __compute(__plan: usize, __exact: bool, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool) {
+            fn __compute(__plan: usize, __exact: bool, #params) {
                 #[cfg(target_arch = "x86_64")]
                 {
-                    #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-                    unsafe fn __avx512(__plan: usize, __exact: bool, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool) {
-                        #avx512
-                    }
-                    #[target_feature(enable = "avx2,fma")]
-                    unsafe fn __avx2(__plan: usize, __exact: bool, __c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool) {
-                        #avx2
-                    }
+                    #wrappers
                     match ::mdh::__rt::isa() {
-                        // SAFETY: the CPU has these features (detected at run time).
-                        ::mdh::__rt::Isa::Avx512 => return unsafe { __avx512(__plan, __exact, __c, __r, __o, __direct) },
-                        ::mdh::__rt::Isa::Avx2 => return unsafe { __avx2(__plan, __exact, __c, __r, __o, __direct) },
+                        ::mdh::__rt::Isa::Avx512 => return #avx512,
+                        ::mdh::__rt::Isa::Avx2 => return #avx2,
                         ::mdh::__rt::Isa::Baseline => {}
                     }
                 }

@@ -193,20 +193,26 @@ fn an_entry_is_compiled_only_for_the_instruction_sets_it_suits() {
     let code = cpu_fn(&k, &[wide, avx2, default]).to_string();
     let has = |t: TokenStream| code.contains(&t.to_string());
     // AVX-512: the `*` entry's own bodies; the AVX2 machine's entry runs
-    // the default's (it never runs there).
+    // the default's (it never runs there). Each body is a function of its
+    // own for the instruction set, compiled with its features.
     assert!(has(quote! {
-        0usize if __exact => __compute_0_exact::<2u8>(__c, __r, __o, __direct),
-        0usize => __compute_0::<2u8>(__c, __r, __o, __direct),
-        1usize => __compute_2::<2u8>(__c, __r, __o, __direct),
-        2usize => __compute_2::<2u8>(__c, __r, __o, __direct),
+        0usize if __exact => unsafe { __compute_0_exact_avx512(__c, __r, __o, __direct) },
+        0usize => unsafe { __compute_0_avx512(__c, __r, __o, __direct) },
+        1usize => unsafe { __compute_2_avx512(__c, __r, __o, __direct) },
+        2usize => unsafe { __compute_2_avx512(__c, __r, __o, __direct) },
     }));
     // AVX2: the `*` entry and the default run AVX2's default (body 4,
     // after the baseline's 3); the AVX2 machine's entry its own.
     assert!(has(quote! {
-        0usize => __compute_4::<1u8>(__c, __r, __o, __direct),
-        1usize => __compute_1::<1u8>(__c, __r, __o, __direct),
-        2usize => __compute_4::<1u8>(__c, __r, __o, __direct),
-        _ => __compute_4::<1u8>(__c, __r, __o, __direct),
+        0usize => unsafe { __compute_4_avx2(__c, __r, __o, __direct) },
+        1usize => unsafe { __compute_1_avx2(__c, __r, __o, __direct) },
+        2usize => unsafe { __compute_4_avx2(__c, __r, __o, __direct) },
+        _ => unsafe { __compute_4_avx2(__c, __r, __o, __direct) },
+    }));
+    assert!(has(quote! {
+        #[target_feature(enable = "avx2,fma")]
+        #[inline(never)]
+        unsafe fn __compute_4_avx2
     }));
     assert!(!code.contains("__compute_0_exact :: < 1u8 >"), "{code}");
     assert!(!code.contains("__compute_0 :: < 1u8 >"), "{code}");
