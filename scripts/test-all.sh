@@ -100,6 +100,9 @@ if ! cargo clippy --version >/dev/null 2>&1; then
 fi
 cargo clippy -p mdh-rt -p mdh-core -p mdh-macros -p mdh-gpu -p mdh -p mdh-tune --all-targets \
     --features mdh-gpu/opencl,mdh-gpu/cuda,mdh/reference,mdh/opencl,mdh/cuda,mdh/mpi -- -D warnings
+# Their docs: every intra-doc link resolves (a renamed item breaks them).
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p mdh-rt -p mdh-core -p mdh-macros -p mdh-gpu -p mdh \
+    -p mdh-tune --features mdh-gpu/opencl,mdh-gpu/cuda,mdh/reference,mdh/opencl,mdh/cuda,mdh/mpi
 
 # MDH_STREAM=always: plans with `stream` stream at the tests' small sizes
 # too (by default only outputs larger than the cores' L2 caches stream).

@@ -154,7 +154,7 @@ pub struct CpuConfig {
     pub exact: Option<Spanned<bool>>,
 }
 
-/// The list fields of a CPU plan in YAML, in the order of [`CpuConfig::fields`].
+/// The list fields of a CPU plan in YAML, in the order of `CpuConfig::fields`.
 pub const CPU_LIST_FIELDS: [&str; 6] = ["nod", "cor", "l2", "l1", "reg", "order"];
 
 impl CpuConfig {
@@ -435,7 +435,7 @@ pub fn machine_yaml(m: &Machine) -> String {
     format!("{{ {} }}", fields.join(", "))
 }
 
-/// The YAML list item of one CPU entry (see [`entry_yaml`]).
+/// The YAML list item of one CPU entry (see `entry_yaml`).
 pub fn cpu_entry_yaml(
     k: &Checked,
     device: &str,
@@ -471,7 +471,7 @@ pub fn cpu_entry_yaml(
 }
 
 /// The YAML list item of one GPU entry of `backend` (`opencl` or `cuda`;
-/// see [`entry_yaml`]).
+/// see `entry_yaml`).
 pub fn gpu_entry_yaml(
     k: &Checked,
     backend: &str,

@@ -1,9 +1,9 @@
 //! Tuning for OpenCL and CUDA devices. GPU plans are not compiled into
 //! Rust: the kernel's source template (the macro's own generator,
-//! [`template`]) is completed per candidate by the facade's
+//! [`mdh_core::codegen::gpu::template`]) is completed per candidate by the facade's
 //! [`mdh::gpu::job`], compiled by the runtime (OpenCL program build or
 //! NVRTC, both cached) and launched in this process on untyped device
-//! buffers ([`Loaded`]), so a candidate costs a compilation and a few runs,
+//! buffers ([`mdh::gpu::Loaded`]), so a candidate costs a compilation and a few runs,
 //! no Rust build.
 
 use std::path::Path;

@@ -10,7 +10,7 @@
 //! ```
 //!
 //! The search space is the paper's Table 1 parameters of the backend's ASM
-//! ([`space`], [`gpu_space`]); an ensemble of search techniques picked by an
+//! ([`space`], [`mdh::gpu::space`]); an ensemble of search techniques picked by an
 //! AUC bandit proposes candidates ([`search`]). Candidates that an analytic
 //! lower bound shows cannot beat the best are pruned ([`bound`]); the
 //! engine that runs the search and writes the entry is [`tuning`]. CPU

@@ -606,7 +606,7 @@ pub fn configured_entries(k: &Checked, out_dir: &Path) -> Result<Option<Entries>
 /// Whether `--skip-tuned` skips `target`: the config in its `out_dir` has
 /// an entry for its backend and exactly its sizes that is for any device
 /// (`*`) or for this one (CPU: tuned on this machine, see
-/// [`PlanEntry::fit`]; GPU: its device name). Says so when it does.
+/// [`mdh::machine::PlanEntry::fit`]; GPU: its device name). Says so when it does.
 pub fn skip_tuned(opts: &Options, target: &Target) -> Result<bool, String> {
     if !opts.skip_tuned {
         return Ok(false);

@@ -22,7 +22,7 @@ const SLOTS: usize = 4;
 
 type Slots<const N: usize> = [Option<([usize; N], Arc<Binding>)>; SLOTS];
 
-/// The last [`SLOTS`] bindings of one kernel, keyed by `N` numbers (sizes,
+/// The last `SLOTS` (4) bindings of one kernel, keyed by `N` numbers (sizes,
 /// then the lengths of the inputs and outputs). Errors are not remembered.
 pub struct BindCache<const N: usize> {
     /// The slots and the one the next new binding replaces.

@@ -28,7 +28,7 @@
 //!
 //! Each kernel becomes a module with `Sizes`, `cpu(inputs…, outputs…,
 //! params…, Sizes) -> Result<(), Error>`, and `SPEC`, the kernel's source,
-//! which [`reference`] evaluates with the reference interpreter (the
+//! which [`reference`](mod@reference) evaluates with the reference interpreter (the
 //! `reference` feature).
 //!
 //! The runtime depends on `mdh-rt` only; the compiler (`mdh-core`) runs in the

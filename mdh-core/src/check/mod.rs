@@ -36,14 +36,14 @@
 //!
 //! Unification over type variables that are unknown, an integer literal
 //! (any integer type, or — more lenient than Rust — a float type), a float
-//! literal (any float type) or a concrete [`ScalarType`]. Unconstrained
+//! literal (any float type) or a concrete [`ScalarType`](crate::spec::ScalarType). Unconstrained
 //! literals default to `i32` / `f64`. Names resolve innermost first: `let`
 //! bindings and loop variables, closure parameters (element type of the
 //! accessed buffer), index names (`usize`), params, size parameters (`usize`).
 //! Rules: arithmetic needs two numbers of one type; comparisons one type and
 //! give `bool`; `&& || !` need `bool`; unary `-` needs a signed type; `as`
 //! casts between numbers and from `bool` to integers; methods per
-//! [`Method`]; `if` conditions are `bool` and branches agree; an `if` without
+//! [`Method`](crate::spec::Method); `if` conditions are `bool` and branches agree; an `if` without
 //! `else` and a loop body give `()`; a `let` without a value (Rust's deferred
 //! initialization) must be initialized by one plain assignment `x = e;`
 //! directly in its own block before any use, and then gets its type from `e`

@@ -96,7 +96,7 @@ type ProgramSlot = Arc<Mutex<Option<Arc<Program>>>>;
 /// An OpenCL device with its own context, an in-order command queue with
 /// profiling enabled, and a cache of built programs.
 ///
-/// `Device` is `Send + Sync` (see the [module documentation](self)): share
+/// `Device` is `Send + Sync` (see the module documentation): share
 /// one between threads by reference or in an `Arc`.
 pub struct Device {
     shared: Arc<Shared>,

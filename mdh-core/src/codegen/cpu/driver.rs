@@ -98,7 +98,7 @@ pub fn cpu_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
 }
 
 /// `__cpu_in`: the `cpu` kernel over a box of the index space on a call
-/// already bound, for the node layer (see [`Gen::cpu_in`]).
+/// already bound, for the node layer (see `Gen::cpu_in`).
 pub fn cpu_in_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
     Gen::new(k).cpu_in(entries)
 }
