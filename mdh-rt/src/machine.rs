@@ -132,6 +132,12 @@ impl Fit {
 }
 
 impl PlanEntry<'_> {
+    /// Whether the entry is for any machine: `device: "*"` without
+    /// `machine:` (what `MDH_IGNORE_DEVICE_ENTRIES` keeps).
+    pub fn for_any_machine(&self) -> bool {
+        self.machine.is_none() && self.device == "*"
+    }
+
     /// How the entry fits `host`; `None` if it must not run there (tuned
     /// for another instruction set, or for another model and no machine
     /// description says more).
@@ -141,7 +147,7 @@ impl PlanEntry<'_> {
             Some(m) if m.isa != host.machine.isa => return None,
             Some(m) if *m == host.machine => Fit::Exact,
             Some(m) => Fit::SameClass(m.distance(&host.machine)),
-            None if self.device == "*" => Fit::Any,
+            None if self.for_any_machine() => Fit::Any,
             None if !host.model.is_empty() && self.device == host.model => Fit::Model,
             None => return None,
         };

@@ -118,7 +118,7 @@ pub fn rank(
         .iter()
         .enumerate()
         .filter_map(|(index, e)| {
-            if ignore_device_entries && (e.machine.is_some() || e.device != "*") {
+            if ignore_device_entries && !e.for_any_machine() {
                 return None;
             }
             let fit = e.fit(host)?;
@@ -156,6 +156,8 @@ pub fn explain(
             .join(", ")
     };
     let here = format!("this machine: {}", host.machine.describe());
+    let isa = host.machine.isa;
+    let registers = format!("{}'s registers ({} B", isa.name(), isa.accumulator_bytes());
     let Some(Choice { index, fit }) = choice else {
         return format!(
             "{kernel} at {}: no entry may run here ({here}); the first plan runs",
@@ -190,10 +192,8 @@ pub fn explain(
             format!("for any machine: no entry was tuned on this machine or its class ({here})")
         }
         Fit::Spills => format!(
-            "no entry fits better, though its register tile's accumulators ({} B) outgrow {}'s registers ({} B; {here})",
-            e.accumulator_bytes,
-            host.machine.isa.name(),
-            host.machine.isa.accumulator_bytes()
+            "no entry fits better, though its register tile's accumulators ({} B) outgrow {registers}; {here})",
+            e.accumulator_bytes
         ),
     };
     let at = match e.sizes {
@@ -211,10 +211,8 @@ pub fn explain(
         String::new()
     } else {
         format!(
-            "; passed over cpu entries {}: their register tiles' accumulators outgrow {}'s registers ({} B)",
-            spilling.join(", "),
-            host.machine.isa.name(),
-            host.machine.isa.accumulator_bytes()
+            "; passed over cpu entries {}: their register tiles' accumulators outgrow {registers})",
+            spilling.join(", ")
         )
     };
     format!("{kernel} at {}: {which}; {why}; {at}{passed}", x(sizes))
