@@ -193,6 +193,7 @@ impl GpuDevice for SimDevice {
         DeviceLimits {
             max_items: MAX_ITEMS,
             local_bytes: mdh::gpu::CUDA_STATIC_SHARED_BYTES,
+            cuda_arch: None,
         }
     }
 }

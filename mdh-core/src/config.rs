@@ -22,6 +22,8 @@
 //!     provenance: { ... }               # free-form (the tuner's record)
 //!   - backend: cuda                     # or opencl
 //!     device: "H100"                    # a part of the device's name, or "*"
+//!     arch: sm_90                       # CUDA: the architecture it was tuned on
+//!                                       # (optional; serves its other devices)
 //!     sizes: { I: 1024, J: 1024, K: 1024 }
 //!     gpu:                              # the plan (see `gpu_plan::GpuPlan`);
 //!       groups: [0, 0, 1]               # every field is optional and
@@ -75,7 +77,7 @@ use serde_saphyr::{Location, Spanned};
 
 use crate::analysis::Checked;
 use crate::desc::KernelDesc;
-use crate::gpu_plan::{GpuPlan, Mma};
+use crate::gpu_plan::{cuda_arch_number, GpuPlan, Mma};
 use crate::plan::CpuPlan;
 
 #[derive(Debug, Deserialize)]
@@ -94,6 +96,8 @@ pub struct Entry {
     pub device: Option<String>,
     #[serde(default)]
     pub machine: Option<Spanned<MachineConfig>>,
+    #[serde(default)]
+    pub arch: Option<Spanned<String>>,
     #[serde(default)]
     pub sizes: Option<Spanned<BTreeMap<String, usize>>>,
     #[serde(default)]
@@ -256,6 +260,10 @@ impl GpuConfig {
 pub struct GpuEntryCfg {
     pub plan: GpuPlan,
     pub device: String,
+    /// The CUDA architecture it was tuned on, as a compute capability
+    /// (`arch: sm_90`: 90): devices of that architecture whose name does
+    /// not match `device` take it before `*` entries.
+    pub arch: Option<u32>,
     pub sizes: Option<Vec<usize>>,
 }
 
@@ -385,14 +393,14 @@ fn entry_yaml(
     k: &Checked,
     backend: &str,
     device: &str,
-    machine: Option<&Machine>,
+    described: Option<String>,
     sizes: Option<&[usize]>,
     plan: (&str, Vec<String>),
     provenance: &[(&str, String)],
 ) -> String {
-    let machine = machine.map_or(String::new(), |m| {
-        format!("    machine: {}\n", machine_yaml(m))
-    });
+    // What the entry was tuned on beyond its name: `machine:` (CPU) or
+    // `arch:` (CUDA).
+    let described = described.map_or(String::new(), |d| format!("    {d}\n"));
     let sizes = sizes.map_or(String::new(), |sizes| {
         let s: Vec<String> = k
             .size_params
@@ -412,7 +420,7 @@ fn entry_yaml(
         format!("    provenance: {{ {} }}\n", prov.join(", "))
     };
     format!(
-        "  - backend: {backend}\n    device: {}\n{machine}{sizes}    {}: {{ {} }}\n{prov}",
+        "  - backend: {backend}\n    device: {}\n{described}{sizes}    {}: {{ {} }}\n{prov}",
         yaml_string(device),
         plan.0,
         plan.1.join(", "),
@@ -467,15 +475,18 @@ pub fn cpu_entry_yaml(
     if plan.exact {
         cpu.push("exact: true".into());
     }
+    let machine = machine.map(|m| format!("machine: {}", machine_yaml(m)));
     entry_yaml(k, "cpu", device, machine, sizes, ("cpu", cpu), provenance)
 }
 
 /// The YAML list item of one GPU entry of `backend` (`opencl` or `cuda`;
-/// see `entry_yaml`).
+/// see `entry_yaml`); `arch`: the CUDA architecture it was tuned on, as a
+/// compute capability (`arch: sm_90`).
 pub fn gpu_entry_yaml(
     k: &Checked,
     backend: &str,
     device: &str,
+    arch: Option<u32>,
     sizes: Option<&[usize]>,
     plan: &GpuPlan,
     provenance: &[(&str, String)],
@@ -511,7 +522,8 @@ pub fn gpu_entry_yaml(
     if plan.warps.iter().any(|&w| w != 1) {
         gpu.push(format!("warps: {}", yaml_list(&plan.warps)));
     }
-    entry_yaml(k, backend, device, None, sizes, ("gpu", gpu), provenance)
+    let arch = arch.map(|a| format!("arch: sm_{a}"));
+    entry_yaml(k, backend, device, arch, sizes, ("gpu", gpu), provenance)
 }
 
 /// What the tuner writes an entry for: another result for the same key
@@ -653,6 +665,9 @@ pub fn entries(k: &Checked, path: &Path, text: &str) -> Result<Entries, ConfigEr
                 if let Some(g) = &e.gpu {
                     return Err(located(path, g, "a `cpu` entry takes a `cpu:` plan, not `gpu:`; rename the key or change `backend:` to `opencl` or `cuda`"));
                 }
+                if let Some(a) = &e.arch {
+                    return Err(located(path, a, "`arch:` names a CUDA architecture; a `cpu` entry is described by `machine:` (see the README, \"How entries are chosen\"): remove `arch:`"));
+                }
                 let exact = e.cpu.as_ref().and_then(|c| c.value.exact.as_ref());
                 if let (Some(x), None) = (exact.filter(|x| x.value), &sizes) {
                     return Err(located(path, x, "`exact: true` compiles a body for the entry's sizes, and this entry has none: add `sizes:` or remove `exact`"));
@@ -672,9 +687,19 @@ pub fn entries(k: &Checked, path: &Path, text: &str) -> Result<Entries, ConfigEr
                 if let Some(m) = &e.machine {
                     return Err(located(path, m, format!("`machine:` describes a CPU; an `{backend}` entry is chosen by `device:` (a part of the device's name): remove `machine:`")));
                 }
+                let arch = match &e.arch {
+                    None => None,
+                    Some(a) if backend == "opencl" => {
+                        return Err(located(path, a, "`arch:` names a CUDA architecture, and this is an `opencl` entry (chosen by `device:`): remove `arch:` or make it a `cuda` entry"));
+                    }
+                    Some(a) => Some(cuda_arch_number(&a.value).ok_or_else(|| {
+                        located(path, a, format!("`{}` is not a CUDA architecture: write `sm_` and the compute capability, e.g. `arch: sm_90` for an H100 or H200, `sm_80` for an A100", a.value))
+                    })?),
+                };
                 let entry = GpuEntryCfg {
                     plan: gpu_plan(k, path, e.gpu.as_ref(), backend)?,
                     device,
+                    arch,
                     sizes,
                 };
                 if backend == "cuda" {

@@ -44,6 +44,21 @@ pub const SCAN_CHUNK: usize = 4 * PASS_ITEMS;
 /// more would spill out of registers.
 pub const MAX_PRIVATE_ACCUMULATORS: usize = 64;
 
+/// The compute capability of a CUDA architecture as one number (`sm_90`
+/// and `sm_90a`: 90, `compute_80`: 80), by which a `cuda` config entry
+/// tuned on one device serves the other devices of its architecture
+/// (`arch:` in the config); `None` for what is not such a name.
+pub fn cuda_arch_number(arch: &str) -> Option<u32> {
+    let digits = arch
+        .strip_prefix("sm_")
+        .or_else(|| arch.strip_prefix("compute_"))?;
+    let digits = digits.strip_suffix('a').unwrap_or(digits);
+    if digits.len() < 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct GpuPlan {
@@ -1095,4 +1110,20 @@ pub fn fragment_vector(
     let offset = comps[c].offsets[a] - comps[c].min;
     let next = comps.len() == 1 || (comps[c].extent + r.pad[b]).is_multiple_of(v);
     (r.private[x].is_multiple_of(v) && offset % v as i128 == 0 && next).then_some((x, v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cuda_arch_number;
+
+    #[test]
+    fn cuda_architectures_read_as_their_compute_capability() {
+        assert_eq!(cuda_arch_number("sm_90"), Some(90));
+        assert_eq!(cuda_arch_number("sm_90a"), Some(90));
+        assert_eq!(cuda_arch_number("compute_80"), Some(80));
+        assert_eq!(cuda_arch_number("sm_120"), Some(120));
+        for not in ["90", "sm_", "sm_9", "sm_9x", "H100", "sm_90b", ""] {
+            assert_eq!(cuda_arch_number(not), None, "{not}");
+        }
+    }
 }

@@ -148,6 +148,7 @@ fn configured_gpu_plan(
         .map(|e| GpuEntry {
             plan: e.plan,
             device: Box::leak(e.device.into_boxed_str()),
+            arch: e.arch,
             sizes: e.sizes.map(|s| &*Box::leak(s.into_boxed_slice())),
         })
         .collect();
@@ -317,7 +318,17 @@ pub fn tune<D: RawDevice>(
         }
     };
     t.finish(target, retime, |plan, prov| {
-        gpu_entry_yaml(k, target.backend, &target.device, Some(sizes), plan, prov)
+        // A CUDA entry records its architecture: it serves the other
+        // devices of it too (`mdh::gpu::DeviceMatch`).
+        gpu_entry_yaml(
+            k,
+            target.backend,
+            &target.device,
+            lim.cuda_arch,
+            Some(sizes),
+            plan,
+            prov,
+        )
     })
 }
 
@@ -337,6 +348,7 @@ mod tests {
         let lim = DeviceLimits {
             max_items: 512,
             local_bytes: 48 * 1024,
+            cuda_arch: None,
         };
         let h100 = "NVIDIA H100 80GB HBM3";
         let dir = crate::tuning::tests::TempDir::new("configured-gpu");
@@ -365,7 +377,7 @@ mod tests {
         // chosen here.
         let unfit = plan([32, 32], [32, 256], [false, false]);
         let entry = |backend: &str, device: &str, sizes: &[usize], p: &GpuPlan| {
-            gpu_entry_yaml(&k, backend, device, Some(sizes), p, &[])
+            gpu_entry_yaml(&k, backend, device, None, Some(sizes), p, &[])
         };
         let bound = bind_sizes(desc, &[1024, 1024]).unwrap();
         let default = fitted_default(desc, &bound, info, h100, lim);

@@ -66,7 +66,15 @@ fn tune_and_check(backend: &str, device: &str, limits: DeviceLimits) {
     };
     let path = out.join("matvec.yaml");
     std::fs::create_dir_all(&out).unwrap();
-    let entry = gpu_entry_yaml(&k, backend, device, Some(&[64, 64]), &configured, &[]);
+    let entry = gpu_entry_yaml(
+        &k,
+        backend,
+        device,
+        limits.cuda_arch,
+        Some(&[64, 64]),
+        &configured,
+        &[],
+    );
     std::fs::write(&path, format!("kernel: matvec\nentries:\n{entry}")).unwrap();
     let run = |extra: &[&str]| {
         tune(
@@ -140,6 +148,7 @@ fn tune_and_check(backend: &str, device: &str, limits: DeviceLimits) {
     let dispatch = [GpuEntry {
         plan: plan.clone(),
         device: Box::leak(gpu[0].device.clone().into_boxed_str()),
+        arch: gpu[0].arch,
         sizes: Some(&[64, 64]),
     }];
     let chosen = choose(&desc, &bound, info, &dispatch, device, limits);

@@ -7,7 +7,8 @@
 
 use mdh_rt::desc::{Bound, BufDesc, KernelDesc};
 use mdh_rt::gpu_plan::{
-    defines, local_align, local_elems, GpuPlan, Resolved, MAX_ITEMS, PASS_ITEMS, SCAN_CHUNK,
+    cuda_arch_number, defines, local_align, local_elems, GpuPlan, Resolved, MAX_ITEMS, PASS_ITEMS,
+    SCAN_CHUNK,
 };
 use mdh_rt::names;
 use mdh_rt::types::{elem_bytes, DimKind, ScalarType};
@@ -43,14 +44,22 @@ pub struct GpuEntry {
     pub plan: GpuPlan,
     /// A device name pattern: `*`, or a part of the device's name.
     pub device: &'static str,
+    /// The CUDA architecture it was tuned on, as a compute capability
+    /// (`arch: sm_90` in the config: 90): it also serves the other devices
+    /// of that architecture.
+    pub arch: Option<u32>,
     pub sizes: Option<&'static [usize]>,
 }
 
-/// The limits of the device a call runs on.
+/// The limits of the device a call runs on, which plans are fitted to, and
+/// its CUDA architecture, which config entries are matched by.
 #[derive(Clone, Copy, Debug)]
 pub struct DeviceLimits {
     pub max_items: usize,
     pub local_bytes: u64,
+    /// The compute capability of a CUDA device (`sm_90`: 90; see
+    /// [`mdh_rt::gpu_plan::cuda_arch_number`]); `None` on OpenCL.
+    pub cuda_arch: Option<u32>,
 }
 
 /// What a device's runtime tells of its compute power (`None`: not known):
@@ -192,6 +201,7 @@ impl GpuDevice for mdh_gpu::opencl::Device {
         DeviceLimits {
             max_items: self.max_work_group_size(),
             local_bytes: self.local_mem_bytes(),
+            cuda_arch: None,
         }
     }
 }
@@ -229,6 +239,7 @@ pub fn cuda_arch_limits(arch: &str) -> DeviceLimits {
     DeviceLimits {
         max_items: MAX_ITEMS,
         local_bytes: cuda_optin_shared_bytes(arch).unwrap_or(CUDA_STATIC_SHARED_BYTES),
+        cuda_arch: cuda_arch_number(arch),
     }
 }
 
@@ -238,6 +249,7 @@ impl GpuDevice for mdh_gpu::cuda::Device {
         DeviceLimits {
             max_items: self.max_threads_per_block(),
             local_bytes: self.shared_mem_per_block_optin(),
+            cuda_arch: cuda_arch_number(self.arch()),
         }
     }
 }
@@ -396,8 +408,38 @@ pub fn choose(
     chosen_plan(desc, bound, info, entries, device, lim).resolve(&desc.kinds, &bound.extents)
 }
 
-/// The plan for one call: the entry for this device with the nearest sizes
-/// that is valid and fits the device, else the fitted default.
+/// How a config entry matches the device a call runs on, best first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DeviceMatch {
+    /// `device:` is a part of the device's name: tuned on such a device.
+    Named,
+    /// Tuned on another device of the same CUDA architecture (`arch:`).
+    SameArch,
+    /// `device: "*"`: for any device.
+    Any,
+}
+
+impl DeviceMatch {
+    /// How `e` matches the device called `device` with limits `lim`;
+    /// `None`: not at all (tuned on another device, of another or unknown
+    /// architecture).
+    pub fn of(e: &GpuEntry, device: &str, lim: DeviceLimits) -> Option<DeviceMatch> {
+        if e.device == "*" {
+            Some(DeviceMatch::Any)
+        } else if device.to_lowercase().contains(&e.device.to_lowercase()) {
+            Some(DeviceMatch::Named)
+        } else if e.arch.is_some() && e.arch == lim.cuda_arch {
+            Some(DeviceMatch::SameArch)
+        } else {
+            None
+        }
+    }
+}
+
+/// The plan for one call: the entry with the nearest sizes that is valid
+/// and fits the device, at equal distance one tuned on this device before
+/// one tuned on another device of its architecture before a `*` one; else
+/// the fitted default.
 pub fn chosen_plan(
     desc: &KernelDesc,
     bound: &Bound,
@@ -406,24 +448,21 @@ pub fn chosen_plan(
     device: &str,
     lim: DeviceLimits,
 ) -> GpuPlan {
-    let name = device.to_lowercase();
-    let mut candidates: Vec<&GpuEntry> = entries
+    let mut candidates: Vec<(f64, DeviceMatch, &GpuEntry)> = entries
         .iter()
-        .filter(|e| e.device == "*" || name.contains(&e.device.to_lowercase()))
         .filter(|e| e.plan.validate(desc).is_ok())
+        .filter_map(|e| {
+            let m = DeviceMatch::of(e, device, lim)?;
+            Some((
+                e.sizes.map_or(f64::MAX, |s| distance(s, &bound.sizes)),
+                m,
+                e,
+            ))
+        })
         .collect();
-    // Nearest sizes first; at equal distance an entry tuned for this device
-    // before a `*` one.
-    let key = |e: &GpuEntry| {
-        (
-            e.sizes.map_or(f64::MAX, |s| distance(s, &bound.sizes)),
-            e.device == "*",
-        )
-    };
-    candidates.sort_by(|a, b| {
-        let (ka, kb) = (key(a), key(b));
-        ka.0.total_cmp(&kb.0).then(ka.1.cmp(&kb.1))
-    });
+    // A stable sort: among equals, the file's order.
+    candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let candidates = candidates.into_iter().map(|(_, _, e)| e);
     for e in candidates {
         let r = e.plan.resolve(&desc.kinds, &bound.extents);
         if fits(desc, info, bound, &r, lim) {
@@ -583,6 +622,7 @@ pub fn source(
     let lim = DeviceLimits {
         max_items: MAX_ITEMS,
         local_bytes: CUDA_STATIC_SHARED_BYTES,
+        cuda_arch: None,
     };
     match bound {
         Ok(bound) => {
@@ -932,5 +972,73 @@ mod tests {
         let b = Buffer::Bool(vec![true, false]);
         assert_eq!(to_bytes(&b), vec![1, 0]);
         assert_eq!(param_bytes(&Value::Usize(3)).len(), 8);
+    }
+
+    /// Which entry a call takes: nearest sizes first; at equal distance
+    /// one named for the device, then one tuned on another device of its
+    /// CUDA architecture, then `*`; an entry of another architecture (or
+    /// of an unknown one, on OpenCL) never.
+    #[cfg(feature = "reference")]
+    #[test]
+    fn entries_of_the_same_architecture_serve_other_devices() {
+        use mdh_core::codegen::c_expr::Dialect;
+        let k = mdh_core::fixtures::matmul();
+        let desc = KernelDesc::from_kernel(&k);
+        let info = crate::reference::kernel_info(&k, Dialect::Cuda);
+        let sizes = [256, 256, 256];
+        let bound = bind_sizes(&desc, &sizes).unwrap();
+        let plan = |w: usize| GpuPlan {
+            items: vec![w, 8, 1],
+            tile: vec![w, 8, 8],
+            ..GpuPlan::default_for(&desc)
+        };
+        let entry = |w, device, arch, sizes| GpuEntry {
+            plan: plan(w),
+            device,
+            arch,
+            sizes,
+        };
+        const AT: Option<&[usize]> = Some(&[256, 256, 256]);
+        const FAR: Option<&[usize]> = Some(&[8, 8, 8]);
+        let entries = [
+            entry(1, "*", None, AT),
+            entry(2, "NVIDIA H100 80GB HBM3", Some(90), AT),
+            entry(4, "NVIDIA A100-SXM4-80GB", Some(80), AT),
+            entry(8, "NVIDIA H200", Some(90), FAR),
+        ];
+        let (h200, h100, l4) = ("NVIDIA H200", "NVIDIA H100 80GB HBM3", "NVIDIA L4");
+        let sm = cuda_arch_limits;
+        let chosen = |entries: &[GpuEntry], device, lim| {
+            chosen_plan(&desc, &bound, info, entries, device, lim)
+        };
+        // The H100's own entry; on an H200 the H100's (same architecture)
+        // before `*`, and before the H200's own at far sizes.
+        assert_eq!(chosen(&entries, h100, sm("sm_90")), plan(2));
+        assert_eq!(chosen(&entries, h200, sm("sm_90")), plan(2));
+        assert_eq!(
+            DeviceMatch::of(&entries[1], h200, sm("sm_90")),
+            Some(DeviceMatch::SameArch)
+        );
+        // An A100 takes its own; a device of another architecture `*`.
+        assert_eq!(
+            chosen(&entries, "NVIDIA A100-SXM4-80GB", sm("sm_80")),
+            plan(4)
+        );
+        assert_eq!(chosen(&entries, l4, sm("sm_89")), plan(1));
+        assert_eq!(DeviceMatch::of(&entries[1], l4, sm("sm_89")), None);
+        // OpenCL devices have no CUDA architecture: names and `*` only.
+        let ocl = DeviceLimits {
+            cuda_arch: None,
+            ..sm("sm_90")
+        };
+        assert_eq!(chosen(&entries, h200, ocl), plan(1));
+        // Without a `*` entry the H200's own at far sizes still beats
+        // the default, and the H100's is taken only by same-architecture
+        // devices.
+        assert_eq!(chosen(&entries[1..], h200, sm("sm_90")), plan(2));
+        assert_eq!(chosen(&entries[3..], h200, sm("sm_90")), plan(8));
+        let default = chosen(&[], l4, sm("sm_89"));
+        assert_ne!(default, plan(2));
+        assert_eq!(chosen(&entries[1..2], l4, sm("sm_89")), default);
     }
 }

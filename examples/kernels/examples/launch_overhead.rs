@@ -80,6 +80,7 @@ impl GpuDevice for Lookup {
         DeviceLimits {
             max_items: 1024,
             local_bytes: mdh::gpu::CUDA_STATIC_SHARED_BYTES,
+            cuda_arch: None,
         }
     }
 }

@@ -186,6 +186,10 @@ fn entries_tokens(entries: &[GpuEntryCfg]) -> TokenStream {
             Some(s) => quote!(::core::option::Option::Some(&[#(#s),*])),
             None => quote!(::core::option::Option::None),
         };
+        let arch = match e.arch {
+            Some(a) => quote!(::core::option::Option::Some(#a)),
+            None => quote!(::core::option::Option::None),
+        };
         quote! {
             ::mdh::__rt::gpu::GpuEntry {
                 plan: ::mdh::__rt::GpuPlan {
@@ -202,6 +206,7 @@ fn entries_tokens(entries: &[GpuEntryCfg]) -> TokenStream {
                     warps: ::std::vec![#(#warps),*],
                 },
                 device: #device,
+                arch: #arch,
                 sizes: #sizes,
             }
         }

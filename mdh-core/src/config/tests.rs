@@ -241,7 +241,7 @@ fn gpu_entries_merge_per_backend_and_read_back() {
         warps: Vec::new(),
     };
     let old = "kernel: matmul\nentries:\n  # hand-written\n  - backend: cpu\n    sizes: {I: 64, J: 32, K: 16}\n";
-    let entry = |b| gpu_entry_yaml(&k, b, "H100", Some(&[64, 16, 32]), &plan, &[]);
+    let entry = |b| gpu_entry_yaml(&k, b, "H100", None, Some(&[64, 16, 32]), &plan, &[]);
     let one = merge_entry(
         &k,
         path,
@@ -420,13 +420,54 @@ fn gpu_errors_name_file_line_and_column() {
     );
 }
 
+/// `arch:` of a CUDA entry reads back as its compute capability and is
+/// written by `gpu_entry_yaml`; elsewhere, or not an architecture, it is an
+/// error at its line that says what to write.
+#[test]
+fn cuda_arch_reads_back_and_is_checked() {
+    let k = matmul();
+    let path = Path::new("configs/matmul.yaml");
+    let plan = crate::fixtures::matmul_tensor_cores(Mma::Tf32);
+    let entry = gpu_entry_yaml(&k, "cuda", "NVIDIA H200", Some(90), None, &plan, &[]);
+    assert!(entry.contains("\n    arch: sm_90\n"), "{entry}");
+    let text = merge_entry(&k, path, None, key("cuda", "NVIDIA H200", &[]), &entry).unwrap();
+    let read_back = &entries(&k, path, &text).unwrap().cuda[0];
+    assert_eq!((read_back.arch, &read_back.plan), (Some(90), &plan));
+    let without = gpu_entry_yaml(&k, "cuda", "NVIDIA H200", None, None, &plan, &[]);
+    assert!(!without.contains("arch:"), "{without}");
+    let cfg = |backend: &str, arch: &str| {
+        read(&format!(
+            "kernel: matmul\nentries:\n  - backend: {backend}\n    arch: {arch}\n"
+        ))
+    };
+    assert_eq!(cfg("cuda", "sm_80").unwrap().cuda[0].arch, Some(80));
+    let bad = |backend: &str, arch: &str| cfg(backend, arch).unwrap_err().0;
+    let e = bad("cuda", "hopper");
+    assert!(
+        e.starts_with("configs/matmul.yaml:4:11:")
+            && e.contains("`hopper` is not a CUDA architecture")
+            && e.contains("`arch: sm_90`"),
+        "{e}"
+    );
+    let e = bad("opencl", "sm_90");
+    assert!(
+        e.starts_with("configs/matmul.yaml:4:") && e.contains("make it a `cuda` entry"),
+        "{e}"
+    );
+    let e = bad("cpu", "sm_90");
+    assert!(
+        e.starts_with("configs/matmul.yaml:4:") && e.contains("described by `machine:`"),
+        "{e}"
+    );
+}
+
 #[test]
 fn gpu_mma_reads_back_and_is_checked() {
     let k = matmul();
     let path = Path::new("configs/matmul.yaml");
     for mma in [Mma::Tf32, Mma::Tf32x3] {
         let plan = crate::fixtures::matmul_tensor_cores(mma);
-        let entry = gpu_entry_yaml(&k, "cuda", "H100", None, &plan, &[]);
+        let entry = gpu_entry_yaml(&k, "cuda", "H100", Some(90), None, &plan, &[]);
         assert!(entry.contains(&format!("mma: {}", mma.name())), "{entry}");
         let text = merge_entry(&k, path, None, key("cuda", "H100", &[]), &entry).unwrap();
         assert_eq!(entries(&k, path, &text).unwrap().cuda[0].plan, plan);
@@ -496,7 +537,7 @@ fn gpu_warps_read_back_and_are_checked() {
         warps: vec![2, 4, 1],
         ..crate::fixtures::matmul_register_tiled()
     };
-    let entry = gpu_entry_yaml(&k, "opencl", "*", None, &plan, &[]);
+    let entry = gpu_entry_yaml(&k, "opencl", "*", None, None, &plan, &[]);
     assert!(entry.contains("warps: [2, 4, 1]"), "{entry}");
     let text = merge_entry(&k, path, None, key("opencl", "*", &[]), &entry).unwrap();
     assert_eq!(entries(&k, path, &text).unwrap().opencl[0].plan, plan);

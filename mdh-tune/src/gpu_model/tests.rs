@@ -363,7 +363,10 @@ struct EntryTimes {
 #[derive(serde::Deserialize)]
 struct Provenance {
     time_s: f64,
-    default_time_s: f64,
+    /// What `mdh-tune` records (run-time tuning records the time of the
+    /// plan that ran before instead).
+    #[serde(default)]
+    default_time_s: Option<f64>,
 }
 
 /// One calibration case: a plan of an H100 entry of `configs/`, its
@@ -389,6 +392,7 @@ fn h100_cases() -> Vec<Case> {
     let lim = mdh::gpu::DeviceLimits {
         max_items: 1024,
         local_bytes: mdh::gpu::CUDA_STATIC_SHARED_BYTES,
+        cuda_arch: Some(90),
     };
     let mut cases = Vec::new();
     let mut names: Vec<_> = std::fs::read_dir(&dir)
@@ -413,6 +417,9 @@ fn h100_cases() -> Vec<Case> {
             let (Some(sizes), Some(prov)) = (&e.sizes, t.provenance) else {
                 continue;
             };
+            let Some(default_time_s) = prov.default_time_s else {
+                continue;
+            };
             if e.device != H100_NAME {
                 continue;
             }
@@ -431,7 +438,7 @@ fn h100_cases() -> Vec<Case> {
             let default = crate::gpu::fitted_default(&desc, &bound, info, H100_NAME, lim);
             for (which, plan, measured_s) in [
                 ("tuned", &e.plan, prov.time_s),
-                ("default", &default, prov.default_time_s),
+                ("default", &default, default_time_s),
             ] {
                 let job = mdh::gpu::job(&desc, &bound, info, &[], Some(plan), H100_NAME, lim)
                     .unwrap()

@@ -418,10 +418,12 @@ mod tests {
             DeviceLimits {
                 max_items: 1024,
                 local_bytes: crate::gpu::CUDA_STATIC_SHARED_BYTES,
+                cuda_arch: None,
             },
             DeviceLimits {
                 max_items: 256,
                 local_bytes: 4096,
+                cuda_arch: None,
             },
         ] {
             let s = space(&k, &[64, 100, 48], lim);
@@ -474,6 +476,7 @@ mod tests {
         let lim = DeviceLimits {
             max_items: 1024,
             local_bytes: crate::gpu::CUDA_STATIC_SHARED_BYTES,
+            cuda_arch: None,
         };
         let s = space(&k, &[256, 256, 256], lim);
         let mut rng = Rng::new(9);

@@ -593,6 +593,7 @@ mod tests {
             configured.entries.push(GpuEntry {
                 plan: GpuPlan::default_for(configured.desc),
                 device: "*",
+                arch: None,
                 sizes: None,
             });
             others.push(file(&configured, H100, "CUDA 13.0"));
