@@ -102,13 +102,17 @@ pub struct Host {
 pub enum Fit {
     /// Tuned on this machine: its description is this one's.
     Exact,
-    /// Without a description, for this CPU's model name: as exact, but
-    /// after an [`Fit::Exact`] entry of sizes as near (a re-tuning on this
-    /// machine, written beside an old entry of the model name, wins).
-    Model,
     /// Tuned on another machine of this instruction set, this far
     /// ([`Machine::distance`]).
     SameClass(f64),
+    /// Without a description, for this CPU's model name: one string covers
+    /// machines of different cores and caches (the 2-core Xeon's entries
+    /// ran on a 16-core "Intel(R) Xeon(R) Processor" of 2026-11-26, and
+    /// one tuned for 1×1000×2048 took matmul 10×500×64 from the `*` entry
+    /// of exactly those sizes: 0.059 ms, OpenBLAS 0.007). So it ranks with
+    /// the entries for any machine, by sizes, and before them only at
+    /// sizes as near.
+    Model,
     /// For any machine: `device: "*"` without `machine:`.
     Any,
     /// For this CPU's model name or any machine, but its register tile
@@ -123,9 +127,9 @@ impl Fit {
     pub fn rank(self) -> (u8, f64, u8) {
         match self {
             Fit::Exact => (0, 0.0, 0),
-            Fit::Model => (0, 0.0, 1),
             Fit::SameClass(d) => (1, d, 0),
-            Fit::Any => (2, 0.0, 0),
+            Fit::Model => (2, 0.0, 0),
+            Fit::Any => (2, 0.0, 1),
             Fit::Spills => (3, 0.0, 0),
         }
     }

@@ -5,12 +5,13 @@
 //! here once instead of in every kernel.
 //!
 //! Ranking (README, "How entries are chosen"): an entry tuned on this
-//! machine (its `machine:` equals this one's description, or without
-//! `machine:` its `device:` is this CPU's model name), then one tuned on
-//! the nearest machine of the same instruction set ([`Machine::distance`]),
-//! then entries for any machine (`device: "*"` without `machine:`; the
-//! analytical default plan is one, for any sizes); within a rank, the nearest
-//! tuned sizes. An entry tuned for another instruction set is never taken;
+//! machine (its `machine:` equals this one's description), then one tuned
+//! on the nearest machine of the same instruction set
+//! ([`Machine::distance`]), then entries for any machine (`device: "*"`
+//! without `machine:`; the analytical default plan is one, for any sizes)
+//! and entries that only name this CPU's model (`device:` without
+//! `machine:`, before the former at sizes as near); within a rank, the
+//! nearest tuned sizes. An entry tuned for another instruction set is never taken;
 //! one without a machine description whose register tile outgrows this
 //! instruction set's registers ([`PlanEntry::suits`]) ranks after the
 //! default plan, so it does not run (a `*` entry tuned on AVX-512, on AVX2).
@@ -357,18 +358,28 @@ mod tests {
         let by_name = entry("AMD EPYC", None, Some(FAR));
         let any = entry("*", None, Some(AT));
         assert_eq!(
-            rank(&[any, by_name], AT, &zen3(), false).unwrap().fit,
+            rank(&[by_name], AT, &zen3(), false).unwrap().fit,
             Fit::Model
         );
-        assert_eq!(chosen(&[any, by_name], AT, false), Some(1));
-        // Beside an entry described as this machine at the same sizes (a
-        // re-tuning written next to an old entry): the described one.
+        // A model name says little about the machine: it ranks with the
+        // entries for any machine, by sizes, so a `*` entry of these sizes
+        // wins, and the named one only at sizes as near.
+        assert_eq!(chosen(&[by_name, any], AT, false), Some(1));
+        assert_eq!(chosen(&[by_name, any], FAR, false), Some(0));
+        let by_name_at = entry("AMD EPYC", None, Some(AT));
+        assert_eq!(chosen(&[any, by_name_at], AT, false), Some(1));
+        // It still beats the default plan (for any sizes) ...
+        let default = PlanEntry {
+            line: 0,
+            ..entry("*", None, None)
+        };
+        assert_eq!(chosen(&[default, by_name], AT, false), Some(1));
+        // ... and an entry described as this machine or its class beats
+        // it, at any sizes (a re-tuning written next to an old entry).
         let here = entry("AMD EPYC", Some(machine(Isa::Avx2, 2, 512)), Some(FAR));
-        assert_eq!(chosen(&[by_name, here], AT, false), Some(1));
-        assert_eq!(chosen(&[here, by_name], AT, false), Some(0));
-        // Both exact: the nearer sizes first.
-        let here_far = entry("AMD EPYC", Some(machine(Isa::Avx2, 2, 512)), Some(&[1, 1]));
-        assert_eq!(chosen(&[here_far, by_name], AT, false), Some(1));
+        let near = entry("AMD EPYC", Some(machine(Isa::Avx2, 4, 512)), Some(&[1, 1]));
+        assert_eq!(chosen(&[by_name_at, here], AT, false), Some(1));
+        assert_eq!(chosen(&[by_name_at, near], AT, false), Some(1));
         // Another model without a description: not for this machine.
         assert_eq!(
             chosen(
