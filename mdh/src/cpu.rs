@@ -413,6 +413,36 @@ fn parts_for(ext: &[usize], align: &[usize], dims: &[usize], mut target: usize) 
     parts
 }
 
+/// The parts per dimension of a plan that sets `cor` (all dimensions, kept
+/// and reduced; 0 reads as 1), on a machine of `threads` threads. A plan
+/// splits into as many tasks as the machine it was tuned on had cores (the
+/// `*` entries of configs/ into 2: matmul 1024³ ran on 2 of a 16-core
+/// Xeon's cores at 0.22× faer): where that is fewer than `threads`, the
+/// dimensions the plan splits are cut further, kept dimensions first and
+/// each no finer than `align` points, until there are about `threads`
+/// tasks. The plan's choice of which dimensions to split stays; a plan of
+/// one task (small work, tuned so) stays one task.
+fn planned_parts(cor: &[usize], kinds: &[DimKind], ext: &[usize], align: &[usize], threads: usize) -> Vec<usize> {
+    let mut parts: Vec<usize> = cor.iter().map(|&c| c.max(1)).collect();
+    let tasks: usize = parts.iter().product();
+    if tasks <= 1 || tasks >= threads {
+        return parts;
+    }
+    let mut factor = threads.div_ceil(tasks);
+    let split = |kept: bool| (0..parts.len()).filter(move |&d| kinds[d].is_kept() == kept);
+    let dims: Vec<usize> = split(true).chain(split(false)).filter(|&d| parts[d] > 1).collect();
+    for d in dims {
+        if factor <= 1 {
+            break;
+        }
+        let most = ext[d].div_ceil(align[d].max(1)).max(parts[d]);
+        let p = (parts[d] * factor).min(most);
+        factor = factor.div_ceil(p / parts[d]);
+        parts[d] = p;
+    }
+    parts
+}
+
 /// All regions of the grid that `parts` cuts out of `full` (whose
 /// extents are `ext`) along `dims`.
 fn grid<const D: usize>(
@@ -453,7 +483,9 @@ fn count_kept<const D: usize>(r: &Region<D>, kinds: &[DimKind; D]) -> usize {
 /// `kinds`. Scans (PS) run inside the box.
 ///
 /// `cor` is the plan's number of parts per dimension on the COR layer
-/// (rayon tasks); all zeros lets the driver choose from the thread count.
+/// (rayon tasks), cut further on a machine of more threads than it makes
+/// tasks ([`planned_parts`]); all zeros lets the driver choose from the
+/// thread count.
 /// `align` is the plan's register tile: parts start at its multiples.
 /// `order` is the plan's tile-loop order, outermost first: parts the driver
 /// chooses cut the kept dimensions in that order, the outermost loop first
@@ -521,9 +553,10 @@ where
     let (kept, reduced) = (DimKind::kept(&kinds), DimKind::reduced(&kinds));
     let threads = rayon::current_num_threads().max(1);
     let target = if small { 1 } else { threads * TASKS_PER_THREAD };
+    let planned_parts = planned_parts(&cor, &kinds, &ext, &align, if small { 1 } else { threads });
     let kept_parts = if planned {
         (0..D)
-            .map(|d| if kinds[d].is_kept() { cor[d].max(1) } else { 1 })
+            .map(|d| if kinds[d].is_kept() { planned_parts[d] } else { 1 })
             .collect()
     } else {
         let outer_first: Vec<usize> = order.into_iter().filter(|d| kept.contains(d)).collect();
@@ -549,7 +582,7 @@ where
     let n_kept_regions = kept_regions.len();
     let red_parts = if planned {
         (0..D)
-            .map(|d| if kinds[d].is_kept() { 1 } else { cor[d].max(1) })
+            .map(|d| if kinds[d].is_kept() { 1 } else { planned_parts[d] })
             .collect()
     } else if n_kept_regions < threads && target > 1 {
         parts_for(&ext, &align, &reduced, target.div_ceil(n_kept_regions))
@@ -868,6 +901,13 @@ mod tests {
     }
 
     fn sum_kernel(n: usize, kinds: [DimKind; 1]) -> Vec<u64> {
+        sum_kernel_planned(n, kinds, [0]).0
+    }
+
+    /// `sum_kernel` under a plan of `cor` parts, and how many regions it
+    /// computed.
+    fn sum_kernel_planned(n: usize, kinds: [DimKind; 1], cor: [usize; 1]) -> (Vec<u64>, usize) {
+        let regions = std::sync::atomic::AtomicUsize::new(0);
         let out = std::sync::Mutex::new(vec![0u64; n]);
         let store = |r: &Region<1>, vals: &[u64]| {
             let mut out = out.lock().unwrap();
@@ -883,12 +923,13 @@ mod tests {
             "t",
             [(0, n)],
             kinds,
-            [0],
+            cor,
             [3],
             [0],
             1,
             Some(0),
             |r, o, direct| {
+                regions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let mut v = Vec::new();
                 if kinds[0].is_kept() {
                     v.extend((r[0].0..r[0].1).map(|i| i as u64 + 1));
@@ -905,7 +946,29 @@ mod tests {
             store,
         )
         .unwrap();
-        out.into_inner().unwrap()
+        (out.into_inner().unwrap(), regions.into_inner())
+    }
+
+    /// A plan of 2 parts runs as 2 tasks on 2 threads and is cut into
+    /// about 16 on 16 threads, along a kept or a PW dimension alike, with
+    /// the same results.
+    #[test]
+    fn a_plan_of_fewer_tasks_than_threads_is_cut_further() {
+        let n = 100_003;
+        let total = (n as u64) * (n as u64 + 1) / 2;
+        for (threads, tasks) in [(2, 2), (16, 16)] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let (kept, regions) = pool.install(|| sum_kernel_planned(n, [DimKind::Cc], [2]));
+            assert_eq!(regions, tasks, "{threads} threads");
+            assert_eq!(kept[n - 1], n as u64);
+            assert_eq!(kept.iter().sum::<u64>(), total);
+            let (reduced, regions) = pool.install(|| sum_kernel_planned(n, [DimKind::Pw], [2]));
+            assert_eq!(regions, tasks, "{threads} threads");
+            assert_eq!(reduced[0], total);
+        }
     }
 
     /// The regions `compute` sees for a (kept, PW) space of 512 × 512
@@ -990,6 +1053,25 @@ mod tests {
                 assert_eq!(*g, acc, "n = {n}, i = {i}");
             }
         }
+    }
+
+    #[test]
+    fn planned_parts_grow_to_the_threads_along_the_split_dimensions() {
+        use DimKind::{Cc, Pw};
+        let kinds = [Cc, Cc, Pw];
+        let ext = [1024, 1000, 2048];
+        let align = [6, 64, 1];
+        // As tuned (2 tasks) on 2 threads; cut to 16 along I on 16.
+        assert_eq!(planned_parts(&[2, 0, 0], &kinds, &ext, &align, 2), [2, 1, 1]);
+        assert_eq!(planned_parts(&[2, 0, 0], &kinds, &ext, &align, 16), [16, 1, 1]);
+        // No finer than the register tile: J has 16 tiles of 64, so the
+        // rest goes to the next split dimension (a PW split last).
+        assert_eq!(planned_parts(&[1, 4, 2], &kinds, &ext, &align, 64), [1, 16, 4]);
+        assert_eq!(planned_parts(&[1, 2, 1], &kinds, &[16, 100, 2048], &align, 16), [1, 2, 1]);
+        // One task (small work, or tuned so) stays one; enough tasks stay.
+        assert_eq!(planned_parts(&[1, 1, 1], &kinds, &ext, &align, 16), [1, 1, 1]);
+        assert_eq!(planned_parts(&[4, 4, 1], &kinds, &ext, &align, 16), [4, 4, 1]);
+        assert_eq!(planned_parts(&[0, 3, 0], &kinds, &ext, &align, 16), [1, 16, 1]);
     }
 
     #[test]
