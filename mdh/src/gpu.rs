@@ -448,28 +448,84 @@ pub fn chosen_plan(
     device: &str,
     lim: DeviceLimits,
 ) -> GpuPlan {
-    let mut candidates: Vec<(f64, DeviceMatch, &GpuEntry)> = entries
+    match chosen_entry(desc, bound, info, entries, device, lim) {
+        Some((i, _)) => entries[i].plan.clone(),
+        None => fitted_default(desc, bound, info, lim),
+    }
+}
+
+/// The entry [`chosen_plan`] takes, by index into `entries`, and how it
+/// matches the device; `None`: the fitted default plan.
+pub fn chosen_entry(
+    desc: &KernelDesc,
+    bound: &Bound,
+    info: &KernelInfo,
+    entries: &[GpuEntry],
+    device: &str,
+    lim: DeviceLimits,
+) -> Option<(usize, DeviceMatch)> {
+    let mut candidates: Vec<(f64, DeviceMatch, usize)> = entries
         .iter()
-        .filter(|e| e.plan.validate(desc).is_ok())
-        .filter_map(|e| {
+        .enumerate()
+        .filter(|(_, e)| e.plan.validate(desc).is_ok())
+        .filter_map(|(i, e)| {
             let m = DeviceMatch::of(e, device, lim)?;
-            Some((
-                e.sizes.map_or(f64::MAX, |s| distance(s, &bound.sizes)),
-                m,
-                e,
-            ))
+            Some((e.sizes.map_or(f64::MAX, |s| distance(s, &bound.sizes)), m, i))
         })
         .collect();
     // A stable sort: among equals, the file's order.
     candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let candidates = candidates.into_iter().map(|(_, _, e)| e);
-    for e in candidates {
-        let r = e.plan.resolve(&desc.kinds, &bound.extents);
-        if fits(desc, info, bound, &r, lim) {
-            return e.plan.clone();
+    candidates.into_iter().find_map(|(_, m, i)| {
+        let r = entries[i].plan.resolve(&desc.kinds, &bound.extents);
+        fits(desc, info, bound, &r, lim).then_some((i, m))
+    })
+}
+
+/// `NAME=value, …` of a kernel's size parameters, for messages.
+pub(crate) fn sizes_text(desc: &KernelDesc, sizes: &[usize]) -> String {
+    let pairs: Vec<String> = desc
+        .size_params
+        .iter()
+        .zip(sizes)
+        .map(|(n, v)| format!("{n}={v}"))
+        .collect();
+    pairs.join(", ")
+}
+
+/// Which plan a call of `desc` at `bound`'s sizes takes on the device
+/// called `device` and why, in one line (what `MDH_EXPLAIN=1` prints when
+/// a call is prepared).
+pub fn explain_choice(
+    desc: &KernelDesc,
+    bound: &Bound,
+    info: &KernelInfo,
+    entries: &[GpuEntry],
+    device: &str,
+    lim: DeviceLimits,
+) -> String {
+    let at = sizes_text(desc, &bound.sizes);
+    let what = match chosen_entry(desc, bound, info, entries, device, lim) {
+        None => "the default plan fitted to the device: no entry for this device, its \
+                 architecture or any device is valid here and fits it"
+            .to_string(),
+        Some((i, m)) => {
+            let e = &entries[i];
+            let arch = e.arch.map_or(String::new(), |a| format!(", arch sm_{a}"));
+            let why = match m {
+                DeviceMatch::Named => "tuned on this device".to_string(),
+                DeviceMatch::SameArch => format!(
+                    "tuned on another device of its architecture (sm_{})",
+                    e.arch.unwrap_or_default()
+                ),
+                DeviceMatch::Any => "for any device".to_string(),
+            };
+            let sizes = e.sizes.map_or("for any sizes".to_string(), |s| {
+                format!("sizes nearest {}", sizes_text(desc, s))
+            });
+            format!("the entry for device {:?}{arch}: {why}; {sizes}", e.device)
         }
-    }
-    fitted_default(desc, bound, info, lim)
+    };
+    format!("{} at {at} on {device}: {what}", desc.name)
 }
 
 /// The source and launch geometry of one call; `None` when there is
@@ -1040,5 +1096,19 @@ mod tests {
         let default = chosen(&[], l4, sm("sm_89"));
         assert_ne!(default, plan(2));
         assert_eq!(chosen(&entries[1..2], l4, sm("sm_89")), default);
+        // What MDH_EXPLAIN=1 says of each choice.
+        let say = |entries: &[GpuEntry], device, lim| {
+            explain_choice(&desc, &bound, info, entries, device, lim)
+        };
+        assert_eq!(
+            say(&entries, h200, sm("sm_90")),
+            "matmul at I=256, K=256, J=256 on NVIDIA H200: the entry for device \"NVIDIA H100 80GB HBM3\", arch sm_90: tuned on another device of its architecture (sm_90); sizes nearest I=256, K=256, J=256"
+        );
+        let s = say(&entries, h100, sm("sm_90"));
+        assert!(s.contains(": tuned on this device;"), "{s}");
+        let s = say(&entries, l4, sm("sm_89"));
+        assert!(s.contains("device \"*\": for any device;"), "{s}");
+        let s = say(&entries[1..2], l4, sm("sm_89"));
+        assert!(s.ends_with("the default plan fitted to the device: no entry for this device, its architecture or any device is valid here and fits it"), "{s}");
     }
 }

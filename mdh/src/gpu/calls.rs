@@ -232,6 +232,17 @@ pub fn call<D: CallDevice>(
             dev.limits(),
         )
     };
+    if plan.is_none() && tuned.is_none() && crate::machine::explaining() {
+        let why = super::explain_choice(
+            desc,
+            &bound,
+            info,
+            &entries,
+            dev.call_device_name(),
+            dev.limits(),
+        );
+        eprintln!("mdh: {why}");
+    }
     let job = match tuned.as_ref().map(|t| made(Some(t))) {
         Some(Ok(job)) => job,
         Some(Err(e)) => {

@@ -25,7 +25,6 @@
 //! the configured choice stays). A file that cannot be read or does not
 //! match its call is ignored with a `log` warning.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -36,7 +35,7 @@ use mdh_rt::Error;
 use super::bench::{Bench, Status};
 use super::calls::{self, CallDevice, CallKernel};
 use super::space::GpuSpace;
-use super::{chosen_plan, GpuDevice, GpuEntry, KernelInfo, RawDevice};
+use super::{chosen_plan, sizes_text, GpuDevice, GpuEntry, KernelInfo, RawDevice};
 use crate::search::space::Space;
 use crate::search::verdict::{ms, verdict, RETIME_ROUNDS};
 use crate::search::{Ensemble, Point};
@@ -288,15 +287,6 @@ fn store(key: &Key, kept: &Kept, note: &str) -> Result<PathBuf, Error> {
         io(e)
     })?;
     Ok(file)
-}
-
-/// `I=64, K=64, J=64`.
-fn sizes_text(desc: &KernelDesc, sizes: &[usize]) -> String {
-    let mut s = String::new();
-    for (i, (n, v)) in desc.size_params.iter().zip(sizes).enumerate() {
-        let _ = write!(s, "{}{n}={v}", if i > 0 { ", " } else { "" });
-    }
-    s
 }
 
 /// The space of a call of `k` on `dev`.
