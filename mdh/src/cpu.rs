@@ -422,7 +422,13 @@ fn parts_for(ext: &[usize], align: &[usize], dims: &[usize], mut target: usize) 
 /// each no finer than `align` points, until there are about `threads`
 /// tasks. The plan's choice of which dimensions to split stays; a plan of
 /// one task (small work, tuned so) stays one task.
-fn planned_parts(cor: &[usize], kinds: &[DimKind], ext: &[usize], align: &[usize], threads: usize) -> Vec<usize> {
+fn planned_parts(
+    cor: &[usize],
+    kinds: &[DimKind],
+    ext: &[usize],
+    align: &[usize],
+    threads: usize,
+) -> Vec<usize> {
     let mut parts: Vec<usize> = cor.iter().map(|&c| c.max(1)).collect();
     let tasks: usize = parts.iter().product();
     if tasks <= 1 || tasks >= threads {
@@ -430,7 +436,10 @@ fn planned_parts(cor: &[usize], kinds: &[DimKind], ext: &[usize], align: &[usize
     }
     let mut factor = threads.div_ceil(tasks);
     let split = |kept: bool| (0..parts.len()).filter(move |&d| kinds[d].is_kept() == kept);
-    let dims: Vec<usize> = split(true).chain(split(false)).filter(|&d| parts[d] > 1).collect();
+    let dims: Vec<usize> = split(true)
+        .chain(split(false))
+        .filter(|&d| parts[d] > 1)
+        .collect();
     for d in dims {
         if factor <= 1 {
             break;
@@ -556,7 +565,13 @@ where
     let planned_parts = planned_parts(&cor, &kinds, &ext, &align, if small { 1 } else { threads });
     let kept_parts = if planned {
         (0..D)
-            .map(|d| if kinds[d].is_kept() { planned_parts[d] } else { 1 })
+            .map(|d| {
+                if kinds[d].is_kept() {
+                    planned_parts[d]
+                } else {
+                    1
+                }
+            })
             .collect()
     } else {
         let outer_first: Vec<usize> = order.into_iter().filter(|d| kept.contains(d)).collect();
@@ -582,7 +597,13 @@ where
     let n_kept_regions = kept_regions.len();
     let red_parts = if planned {
         (0..D)
-            .map(|d| if kinds[d].is_kept() { 1 } else { planned_parts[d] })
+            .map(|d| {
+                if kinds[d].is_kept() {
+                    1
+                } else {
+                    planned_parts[d]
+                }
+            })
             .collect()
     } else if n_kept_regions < threads && target > 1 {
         parts_for(&ext, &align, &reduced, target.div_ceil(n_kept_regions))
@@ -1062,16 +1083,37 @@ mod tests {
         let ext = [1024, 1000, 2048];
         let align = [6, 64, 1];
         // As tuned (2 tasks) on 2 threads; cut to 16 along I on 16.
-        assert_eq!(planned_parts(&[2, 0, 0], &kinds, &ext, &align, 2), [2, 1, 1]);
-        assert_eq!(planned_parts(&[2, 0, 0], &kinds, &ext, &align, 16), [16, 1, 1]);
+        assert_eq!(
+            planned_parts(&[2, 0, 0], &kinds, &ext, &align, 2),
+            [2, 1, 1]
+        );
+        assert_eq!(
+            planned_parts(&[2, 0, 0], &kinds, &ext, &align, 16),
+            [16, 1, 1]
+        );
         // No finer than the register tile: J has 16 tiles of 64, so the
         // rest goes to the next split dimension (a PW split last).
-        assert_eq!(planned_parts(&[1, 4, 2], &kinds, &ext, &align, 64), [1, 16, 4]);
-        assert_eq!(planned_parts(&[1, 2, 1], &kinds, &[16, 100, 2048], &align, 16), [1, 2, 1]);
+        assert_eq!(
+            planned_parts(&[1, 4, 2], &kinds, &ext, &align, 64),
+            [1, 16, 4]
+        );
+        assert_eq!(
+            planned_parts(&[1, 2, 1], &kinds, &[16, 100, 2048], &align, 16),
+            [1, 2, 1]
+        );
         // One task (small work, or tuned so) stays one; enough tasks stay.
-        assert_eq!(planned_parts(&[1, 1, 1], &kinds, &ext, &align, 16), [1, 1, 1]);
-        assert_eq!(planned_parts(&[4, 4, 1], &kinds, &ext, &align, 16), [4, 4, 1]);
-        assert_eq!(planned_parts(&[0, 3, 0], &kinds, &ext, &align, 16), [1, 16, 1]);
+        assert_eq!(
+            planned_parts(&[1, 1, 1], &kinds, &ext, &align, 16),
+            [1, 1, 1]
+        );
+        assert_eq!(
+            planned_parts(&[4, 4, 1], &kinds, &ext, &align, 16),
+            [4, 4, 1]
+        );
+        assert_eq!(
+            planned_parts(&[0, 3, 0], &kinds, &ext, &align, 16),
+            [1, 16, 1]
+        );
     }
 
     #[test]

@@ -470,7 +470,11 @@ pub fn chosen_entry(
         .filter(|(_, e)| e.plan.validate(desc).is_ok())
         .filter_map(|(i, e)| {
             let m = DeviceMatch::of(e, device, lim)?;
-            Some((e.sizes.map_or(f64::MAX, |s| distance(s, &bound.sizes)), m, i))
+            Some((
+                e.sizes.map_or(f64::MAX, |s| distance(s, &bound.sizes)),
+                m,
+                i,
+            ))
         })
         .collect();
     // A stable sort: among equals, the file's order.
