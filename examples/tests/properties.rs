@@ -409,6 +409,38 @@ proptest! {
 
 /// The interpreter, every test's oracle, against the kernel's scalar
 /// function as a plain Rust loop: a check that does not go through mdh.
+/// The configured `*` entries of matmul (set on 2-core machines: 2 or 4
+/// tasks, exact-size bodies) cut into about 16 tasks in a pool of 16
+/// threads (and 7), with the results of the plan as set, bit for bit: each
+/// result is still summed by one task, in the same order.
+#[test]
+fn configured_plans_cut_for_more_threads_compute_the_same() {
+    let mut g = Rng::new(41);
+    for (i, j, k) in [(1024, 1024, 1024), (16, 1000, 2048), (1, 1000, 2048)] {
+        let s = matmul::Sizes { I: i, J: j, K: k };
+        let (a, b) = (g.f32s(i * k), g.f32s(k * j));
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let mut c = nan(i * j);
+            pool.install(|| matmul::cpu(&a, &b, &mut c, s)).unwrap();
+            c
+        };
+        let as_set = run(2);
+        assert!(as_set.iter().all(|x| x.is_finite()), "{i}x{j}x{k}");
+        for threads in [16, 7] {
+            let cut = run(threads);
+            let same = cut
+                .iter()
+                .zip(&as_set)
+                .all(|(x, y)| x.to_bits() == y.to_bits());
+            assert!(same, "{i}x{j}x{k} on {threads} threads");
+        }
+    }
+}
+
 #[test]
 fn interpreter_mandelbrot_is_the_plain_loop() {
     let (h, w, max_iter) = (13, 23, 50);
