@@ -71,7 +71,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mdh_rt::machine::{format_size, parse_size, Isa, Machine, PlanEntry, CACHE_FIELDS};
+use mdh_rt::machine::{
+    format_size, parse_size, Isa, Machine, PlanEntry, CACHE_FIELDS, DEFAULT_LINE,
+};
 use serde::Deserialize;
 use serde_saphyr::{Location, Spanned};
 
@@ -906,14 +908,14 @@ pub fn with_default(k: &Checked, mut entries: Entries) -> Entries {
     if !entries
         .cpu
         .iter()
-        .any(|e| e.device == "*" && e.machine.is_none() && e.sizes.is_none())
+        .any(|e| e.sizes.is_none() && e.plan_entry(k).for_any_machine())
     {
         entries.cpu.push(CpuEntry {
             plan: CpuPlan::default_for(k),
             device: "*".into(),
             machine: None,
             sizes: None,
-            line: 0,
+            line: DEFAULT_LINE,
         });
     }
     entries

@@ -70,6 +70,10 @@ impl Isa {
     }
 }
 
+/// The config line of the analytical default plan that the macro adds to a
+/// kernel's CPU entries (a file's own entries start at line 1).
+pub const DEFAULT_LINE: u32 = 0;
+
 /// One CPU config entry of a kernel, as generated code lists them (config
 /// file order, the analytical default plan last) for the run-time dispatch
 /// (`mdh::machine::rank`).
@@ -81,7 +85,8 @@ pub struct PlanEntry<'a> {
     pub machine: Option<Machine>,
     /// The sizes it was tuned for (`None`: any).
     pub sizes: Option<&'a [usize]>,
-    /// Its line in the config file; 0 for the default plan the macro adds.
+    /// Its line in the config file; [`DEFAULT_LINE`] for the default plan
+    /// the macro adds.
     pub line: u32,
     /// Bytes of its register tile's accumulators, every output together.
     pub accumulator_bytes: usize,
@@ -136,6 +141,11 @@ impl Fit {
 }
 
 impl PlanEntry<'_> {
+    /// Whether this is the analytical default plan the macro adds.
+    pub fn is_default(&self) -> bool {
+        self.line == DEFAULT_LINE
+    }
+
     /// Whether the entry is for any machine: `device: "*"` without
     /// `machine:` (what `MDH_IGNORE_DEVICE_ENTRIES` keeps).
     pub fn for_any_machine(&self) -> bool {
@@ -179,7 +189,7 @@ impl PlanEntry<'_> {
         match self.machine {
             Some(m) => m.isa == isa,
             None => {
-                self.line == 0
+                self.is_default()
                     || isa == Isa::ALL[0]
                     || self.accumulator_bytes <= isa.accumulator_bytes()
             }

@@ -166,7 +166,7 @@ pub fn explain(
         );
     };
     let e = &entries[index];
-    let which = if e.line == 0 {
+    let which = if e.is_default() {
         "the analytical default plan".to_string()
     } else {
         let tuned_on = e

@@ -14,7 +14,7 @@ use crate::config::CpuEntry;
 use crate::desc::{Bound, KernelDesc, Linear};
 use crate::plan::CpuPlan;
 use crate::spec::IndexFn;
-use mdh_rt::machine::{Isa, Machine, PlanEntry};
+use mdh_rt::machine::{Isa, Machine, PlanEntry, DEFAULT_LINE};
 
 /// Where each access (in the order of `accesses`) is in a [`Bound`]'s
 /// `in_linear` / `out_linear`: its buffer, and its rank among that
@@ -62,7 +62,7 @@ pub fn cpu_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
         entries.len(),
         None,
     );
-    let default = entries.iter().position(|e| e.line == 0);
+    let default = entries.iter().position(|e| e.line == DEFAULT_LINE);
     let avx2_default = default.map(|_| {
         g.compute_fn(
             &CpuPlan::default_for_isa(k, Isa::Avx2),
