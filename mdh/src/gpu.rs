@@ -456,7 +456,7 @@ pub fn chosen_plan(
 
 /// The entry [`chosen_plan`] takes, by index into `entries`, and how it
 /// matches the device; `None`: the fitted default plan.
-pub fn chosen_entry(
+fn chosen_entry(
     desc: &KernelDesc,
     bound: &Bound,
     info: &KernelInfo,
