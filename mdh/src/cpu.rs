@@ -493,7 +493,7 @@ fn count_kept<const D: usize>(r: &Region<D>, kinds: &[DimKind; D]) -> usize {
 ///
 /// `cor` is the plan's number of parts per dimension on the COR layer
 /// (rayon tasks), cut further on a machine of more threads than it makes
-/// tasks ([`planned_parts`]); all zeros lets the driver choose from the
+/// tasks (`planned_parts`); all zeros lets the driver choose from the
 /// thread count.
 /// `align` is the plan's register tile: parts start at its multiples.
 /// `order` is the plan's tile-loop order, outermost first: parts the driver
