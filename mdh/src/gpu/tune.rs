@@ -150,7 +150,7 @@ impl Key {
         for e in k.entries {
             id = fnv(
                 id,
-                format!("{:?}|{}|{:?};", e.plan, e.device, e.sizes).as_bytes(),
+                format!("{:?}|{}|{:?}|{:?};", e.plan, e.device, e.arch, e.sizes).as_bytes(),
             );
         }
         id = fnv(id, format!("{:?}", space.params).as_bytes());
@@ -587,6 +587,16 @@ mod tests {
                 sizes: None,
             });
             others.push(file(&configured, H100, "CUDA 13.0"));
+            // The same entry, tuned on an architecture (it may now be
+            // what runs today on another device).
+            let mut with_arch = Call::matmul(Dialect::Cuda, &[64, 64, 64]);
+            with_arch.entries.push(GpuEntry {
+                plan: GpuPlan::default_for(with_arch.desc),
+                device: "*",
+                arch: Some(90),
+                sizes: None,
+            });
+            others.push(file(&with_arch, H100, "CUDA 13.0"));
             // Another space (a device allowing fewer work-items than the
             // extents).
             let small = DeviceLimits {
