@@ -160,6 +160,7 @@ fn matmul_case(o: &Opts, i: usize, j: usize, k: usize) -> Result<Case, String> {
             matmul::cuda::launch(dev, &x[0], &x[1], c, s)
         }),
         cuda::sgemm(&a, &b, i, j, k),
+        cuda::sgemm_tf32(&a, &b, i, j, k),
     ];
     let mut impls = vec![
         imp(

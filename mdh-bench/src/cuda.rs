@@ -1,6 +1,9 @@
 //! The CUDA rows of a case, where a CUDA device is present: `mdh-cuda` (the
 //! kernel's generated `NAME::cuda::launch` on device buffers) and, for the
-//! BLAS cases, `cublas`. Both are timed as launch + synchronize on data that
+//! BLAS cases, `cublas` (FP32 math), and for the matrix products
+//! `cublas-tf32` (the same `cublasSgemm` on a handle in TF32 tensor-op math
+//! mode: the peer of plans that use tensor cores, `mma: tf32`). All are
+//! timed as launch + synchronize on data that
 //! was uploaded once before timing (host transfers are not what either
 //! library is about); the result is read back once after the last timed run
 //! and checked against mdh's CPU result like every other peer. A `cublas`
@@ -145,10 +148,61 @@ fn int(n: usize) -> Result<i32, String> {
     i32::try_from(n).map_err(|_| format!("cuBLAS: extent {n} exceeds i32"))
 }
 
+/// A second cuBLAS handle on the device's stream, in TF32 tensor-op math
+/// mode (`cublasSetMathMode`: FP32 products may round their operands to
+/// TF32); `None`, with the reason printed once, where it cannot be made.
+fn blas_tf32() -> Option<&'static CudaBlas> {
+    static BLAS: OnceLock<Option<CudaBlas>> = OnceLock::new();
+    BLAS.get_or_init(|| {
+        // Only where the plain handle could be made (cuBLAS is there).
+        blas()?;
+        let tf32 = CudaBlas::new(device()?.stream().clone())
+            .map_err(|e| eprintln!("no cublas-tf32 rows: {e:?}"))
+            .ok()?;
+        // SAFETY: a live handle of this process; the mode is a plain enum.
+        unsafe {
+            blas_sys::cublasSetMathMode(
+                *tf32.handle(),
+                blas_sys::cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH,
+            )
+        }
+        .result()
+        .map_err(|e| eprintln!("no cublas-tf32 rows: {e:?}"))
+        .ok()?;
+        Some(tf32)
+    })
+    .as_ref()
+}
+
 /// `cublas`: row-major `C[i×j] = A[i×k] · B[k×j]` as cuBLAS's column-major
-/// `Cᵀ = Bᵀ · Aᵀ` (no transposes, no copies). `None` without cuBLAS.
+/// `Cᵀ = Bᵀ · Aᵀ` (no transposes, no copies), FP32 math. `None` without
+/// cuBLAS.
 pub fn sgemm(a: &[f32], b: &[f32], i: usize, j: usize, k: usize) -> Result<Option<Impl>, String> {
-    let Some(blas) = blas() else {
+    gemm_on("cublas", blas(), a, b, i, j, k)
+}
+
+/// `cublas-tf32`: [`sgemm`] on the TF32 handle.
+pub fn sgemm_tf32(
+    a: &[f32],
+    b: &[f32],
+    i: usize,
+    j: usize,
+    k: usize,
+) -> Result<Option<Impl>, String> {
+    gemm_on("cublas-tf32", blas_tf32(), a, b, i, j, k)
+}
+
+/// The row `name` of [`sgemm`] on handle `blas`.
+fn gemm_on(
+    name: &'static str,
+    blas: Option<&'static CudaBlas>,
+    a: &[f32],
+    b: &[f32],
+    i: usize,
+    j: usize,
+    k: usize,
+) -> Result<Option<Impl>, String> {
+    let Some(blas) = blas else {
         return Ok(None);
     };
     let (m, n, kk) = (int(j)?, int(i)?, int(k)?);
@@ -164,7 +218,7 @@ pub fn sgemm(a: &[f32], b: &[f32], i: usize, j: usize, k: usize) -> Result<Optio
         beta: 0.0f32,
         ldc: m,
     };
-    on_device("cublas", &[a, b], &vec![f32::NAN; i * j], move |_, s| {
+    on_device(name, &[a, b], &vec![f32::NAN; i * j], move |_, s| {
         // SAFETY: B (k×j) and A (i×k) and C (i×j) have exactly the extents
         // and leading dimensions of `cfg` (on_device uploaded them whole).
         unsafe { blas.gemm(cfg, &s.ins[1], &s.ins[0], &mut s.out) }.map_err(cublas_err)

@@ -342,7 +342,7 @@ fn table(rows: &[Row], machine: &str) -> String {
 
 /// Per case, the CPU peer with the smallest speedup (the fastest peer) and
 /// that speedup: what mdh must beat.
-fn best_peers<'a>(rows: &'a [Row]) -> Vec<(&'a str, &'a str, f64)> {
+fn best_peers(rows: &[Row]) -> Vec<(&str, &str, f64)> {
     let mut best: Vec<(&str, &str, f64)> = Vec::new();
     for r in rows
         .iter()
