@@ -510,7 +510,8 @@ pub fn explain_choice(
     let at = sizes_text(desc, &bound.sizes);
     let what = match chosen_entry(desc, bound, info, entries, device, lim) {
         None => "the default plan fitted to the device: no entry for this device, its \
-                 architecture or any device is valid here and fits it"
+                 architecture or any device is valid here and fits it (MDH_AUTOTUNE=1 \
+                 tunes this call on the device: README, \"Run-time tuning on the user's GPU\")"
             .to_string(),
         Some((i, m)) => {
             let e = &entries[i];
@@ -1113,6 +1114,6 @@ mod tests {
         let s = say(&entries, l4, sm("sm_89"));
         assert!(s.contains("device \"*\": for any device;"), "{s}");
         let s = say(&entries[1..2], l4, sm("sm_89"));
-        assert!(s.ends_with("the default plan fitted to the device: no entry for this device, its architecture or any device is valid here and fits it"), "{s}");
+        assert!(s.contains("the default plan fitted to the device: no entry for this device, its architecture or any device is valid here and fits it (MDH_AUTOTUNE=1 tunes"), "{s}");
     }
 }
