@@ -1,0 +1,284 @@
+//! Which plan a GPU call takes: the kernel's config entries ([`GpuEntry`])
+//! ranked by the sizes they were tuned for, then by how they match the
+//! device ([`DeviceMatch`]: named for it, tuned on another device of its
+//! CUDA architecture, for any device), else the default plan fitted to the
+//! device; and why, for `MDH_EXPLAIN=1` ([`explain_choice`]).
+
+use mdh_rt::desc::{Bound, KernelDesc};
+use mdh_rt::gpu_plan::{GpuPlan, Resolved};
+
+use super::{fits, DeviceLimits, KernelInfo};
+
+/// A tuned GPU plan from the kernel's config.
+pub struct GpuEntry {
+    pub plan: GpuPlan,
+    /// A device name pattern: `*`, or a part of the device's name.
+    pub device: &'static str,
+    /// The CUDA architecture it was tuned on, as a compute capability
+    /// (`arch: sm_90` in the config: 90): it also serves the other devices
+    /// of that architecture.
+    pub arch: Option<u32>,
+    pub sizes: Option<&'static [usize]>,
+}
+
+fn distance(a: &[usize], b: &[usize]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| ((x.max(1) as f64).ln() - (y.max(1) as f64).ln()).powi(2))
+        .sum()
+}
+
+/// The default plan shrunk until it fits the device: fewer work-items,
+/// then no local memory.
+fn fitted_default(
+    desc: &KernelDesc,
+    bound: &Bound,
+    info: &KernelInfo,
+    lim: DeviceLimits,
+) -> GpuPlan {
+    let mut plan = GpuPlan::default_for(desc);
+    loop {
+        let r = plan.resolve(&desc.kinds, &bound.extents);
+        if fits(desc, info, bound, &r, lim) {
+            return plan;
+        }
+        if plan.local.iter().any(|&l| l) {
+            plan.local.iter_mut().for_each(|l| *l = false);
+            continue;
+        }
+        // Halve the largest work-item count (tiles along with it).
+        let x = (0..plan.items.len())
+            .max_by_key(|&x| r.items[x])
+            .unwrap_or(0);
+        if r.items[x] <= 1 {
+            return plan;
+        }
+        plan.items[x] = r.items[x] / 2;
+        plan.tile[x] = plan.tile[x].div_ceil(2).max(plan.items[x]);
+    }
+}
+
+/// The plan for one call, resolved (see [`chosen_plan`]).
+pub fn choose(
+    desc: &KernelDesc,
+    bound: &Bound,
+    info: &KernelInfo,
+    entries: &[GpuEntry],
+    device: &str,
+    lim: DeviceLimits,
+) -> Resolved {
+    chosen_plan(desc, bound, info, entries, device, lim).resolve(&desc.kinds, &bound.extents)
+}
+
+/// How a config entry matches the device a call runs on, best first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DeviceMatch {
+    /// `device:` is a part of the device's name: tuned on such a device.
+    Named,
+    /// Tuned on another device of the same CUDA architecture (`arch:`).
+    SameArch,
+    /// `device: "*"`: for any device.
+    Any,
+}
+
+impl DeviceMatch {
+    /// How `e` matches the device called `device` with limits `lim`;
+    /// `None`: not at all (tuned on another device, of another or unknown
+    /// architecture).
+    pub fn of(e: &GpuEntry, device: &str, lim: DeviceLimits) -> Option<DeviceMatch> {
+        if e.device == "*" {
+            Some(DeviceMatch::Any)
+        } else if device.to_lowercase().contains(&e.device.to_lowercase()) {
+            Some(DeviceMatch::Named)
+        } else if e.arch.is_some() && e.arch == lim.cuda_arch {
+            Some(DeviceMatch::SameArch)
+        } else {
+            None
+        }
+    }
+}
+
+/// The plan for one call: the entry with the nearest sizes that is valid
+/// and fits the device, at equal distance one tuned on this device before
+/// one tuned on another device of its architecture before a `*` one; else
+/// the fitted default.
+pub fn chosen_plan(
+    desc: &KernelDesc,
+    bound: &Bound,
+    info: &KernelInfo,
+    entries: &[GpuEntry],
+    device: &str,
+    lim: DeviceLimits,
+) -> GpuPlan {
+    match chosen_entry(desc, bound, info, entries, device, lim) {
+        Some((i, _)) => entries[i].plan.clone(),
+        None => fitted_default(desc, bound, info, lim),
+    }
+}
+
+/// The entry [`chosen_plan`] takes, by index into `entries`, and how it
+/// matches the device; `None`: the fitted default plan.
+fn chosen_entry(
+    desc: &KernelDesc,
+    bound: &Bound,
+    info: &KernelInfo,
+    entries: &[GpuEntry],
+    device: &str,
+    lim: DeviceLimits,
+) -> Option<(usize, DeviceMatch)> {
+    let mut candidates: Vec<(f64, DeviceMatch, usize)> = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.plan.validate(desc).is_ok())
+        .filter_map(|(i, e)| {
+            let m = DeviceMatch::of(e, device, lim)?;
+            Some((
+                e.sizes.map_or(f64::MAX, |s| distance(s, &bound.sizes)),
+                m,
+                i,
+            ))
+        })
+        .collect();
+    // A stable sort: among equals, the file's order.
+    candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    candidates.into_iter().find_map(|(_, m, i)| {
+        let r = entries[i].plan.resolve(&desc.kinds, &bound.extents);
+        fits(desc, info, bound, &r, lim).then_some((i, m))
+    })
+}
+
+/// `NAME=value, …` of a kernel's size parameters, for messages.
+pub(crate) fn sizes_text(desc: &KernelDesc, sizes: &[usize]) -> String {
+    let pairs: Vec<String> = desc
+        .size_params
+        .iter()
+        .zip(sizes)
+        .map(|(n, v)| format!("{n}={v}"))
+        .collect();
+    pairs.join(", ")
+}
+
+/// Which plan a call of `desc` at `bound`'s sizes takes on the device
+/// called `device` and why, in one line (what `MDH_EXPLAIN=1` prints when
+/// a call is prepared).
+pub fn explain_choice(
+    desc: &KernelDesc,
+    bound: &Bound,
+    info: &KernelInfo,
+    entries: &[GpuEntry],
+    device: &str,
+    lim: DeviceLimits,
+) -> String {
+    let at = sizes_text(desc, &bound.sizes);
+    let what = match chosen_entry(desc, bound, info, entries, device, lim) {
+        None => "the default plan fitted to the device: no entry for this device, its \
+                 architecture or any device is valid here and fits it (MDH_AUTOTUNE=1 \
+                 tunes this call on the device: README, \"Run-time tuning on the user's GPU\")"
+            .to_string(),
+        Some((i, m)) => {
+            let e = &entries[i];
+            let arch = e.arch.map_or(String::new(), |a| format!(", arch sm_{a}"));
+            let why = match m {
+                DeviceMatch::Named => "tuned on this device".to_string(),
+                DeviceMatch::SameArch => format!(
+                    "tuned on another device of its architecture (sm_{})",
+                    e.arch.unwrap_or_default()
+                ),
+                DeviceMatch::Any => "for any device".to_string(),
+            };
+            let sizes = e.sizes.map_or("for any sizes".to_string(), |s| {
+                format!("sizes nearest {}", sizes_text(desc, s))
+            });
+            format!("the entry for device {:?}{arch}: {why}; {sizes}", e.device)
+        }
+    };
+    format!("{} at {at} on {device}: {what}", desc.name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::{bind_sizes, cuda_arch_limits};
+
+    /// Which entry a call takes: nearest sizes first; at equal distance
+    /// one named for the device, then one tuned on another device of its
+    /// CUDA architecture, then `*`; an entry of another architecture (or
+    /// of an unknown one, on OpenCL) never.
+    #[cfg(feature = "reference")]
+    #[test]
+    fn entries_of_the_same_architecture_serve_other_devices() {
+        use mdh_core::codegen::c_expr::Dialect;
+        let k = mdh_core::fixtures::matmul();
+        let desc = KernelDesc::from_kernel(&k);
+        let info = crate::reference::kernel_info(&k, Dialect::Cuda);
+        let sizes = [256, 256, 256];
+        let bound = bind_sizes(&desc, &sizes).unwrap();
+        let plan = |w: usize| GpuPlan {
+            items: vec![w, 8, 1],
+            tile: vec![w, 8, 8],
+            ..GpuPlan::default_for(&desc)
+        };
+        let entry = |w, device, arch, sizes| GpuEntry {
+            plan: plan(w),
+            device,
+            arch,
+            sizes,
+        };
+        const AT: Option<&[usize]> = Some(&[256, 256, 256]);
+        const FAR: Option<&[usize]> = Some(&[8, 8, 8]);
+        let entries = [
+            entry(1, "*", None, AT),
+            entry(2, "NVIDIA H100 80GB HBM3", Some(90), AT),
+            entry(4, "NVIDIA A100-SXM4-80GB", Some(80), AT),
+            entry(8, "NVIDIA H200", Some(90), FAR),
+        ];
+        let (h200, h100, l4) = ("NVIDIA H200", "NVIDIA H100 80GB HBM3", "NVIDIA L4");
+        let sm = cuda_arch_limits;
+        let chosen = |entries: &[GpuEntry], device, lim| {
+            chosen_plan(&desc, &bound, info, entries, device, lim)
+        };
+        // The H100's own entry; on an H200 the H100's (same architecture)
+        // before `*`, and before the H200's own at far sizes.
+        assert_eq!(chosen(&entries, h100, sm("sm_90")), plan(2));
+        assert_eq!(chosen(&entries, h200, sm("sm_90")), plan(2));
+        assert_eq!(
+            DeviceMatch::of(&entries[1], h200, sm("sm_90")),
+            Some(DeviceMatch::SameArch)
+        );
+        // An A100 takes its own; a device of another architecture `*`.
+        assert_eq!(
+            chosen(&entries, "NVIDIA A100-SXM4-80GB", sm("sm_80")),
+            plan(4)
+        );
+        assert_eq!(chosen(&entries, l4, sm("sm_89")), plan(1));
+        assert_eq!(DeviceMatch::of(&entries[1], l4, sm("sm_89")), None);
+        // OpenCL devices have no CUDA architecture: names and `*` only.
+        let ocl = DeviceLimits {
+            cuda_arch: None,
+            ..sm("sm_90")
+        };
+        assert_eq!(chosen(&entries, h200, ocl), plan(1));
+        // Without a `*` entry the H200's own at far sizes still beats
+        // the default, and the H100's is taken only by same-architecture
+        // devices.
+        assert_eq!(chosen(&entries[1..], h200, sm("sm_90")), plan(2));
+        assert_eq!(chosen(&entries[3..], h200, sm("sm_90")), plan(8));
+        let default = chosen(&[], l4, sm("sm_89"));
+        assert_ne!(default, plan(2));
+        assert_eq!(chosen(&entries[1..2], l4, sm("sm_89")), default);
+        // What MDH_EXPLAIN=1 says of each choice.
+        let say = |entries: &[GpuEntry], device, lim| {
+            explain_choice(&desc, &bound, info, entries, device, lim)
+        };
+        assert_eq!(
+            say(&entries, h200, sm("sm_90")),
+            "matmul at I=256, K=256, J=256 on NVIDIA H200: the entry for device \"NVIDIA H100 80GB HBM3\", arch sm_90: tuned on another device of its architecture (sm_90); sizes nearest I=256, K=256, J=256"
+        );
+        let s = say(&entries, h100, sm("sm_90"));
+        assert!(s.contains(": tuned on this device;"), "{s}");
+        let s = say(&entries, l4, sm("sm_89"));
+        assert!(s.contains("device \"*\": for any device;"), "{s}");
+        let s = say(&entries[1..2], l4, sm("sm_89"));
+        assert!(s.contains("the default plan fitted to the device: no entry for this device, its architecture or any device is valid here and fits it (MDH_AUTOTUNE=1 tunes"), "{s}");
+    }
+}
