@@ -159,8 +159,8 @@ fn matmul_case(o: &Opts, i: usize, j: usize, k: usize) -> Result<Case, String> {
         cuda::mdh_cuda(&[&a[..], &b[..]], &nan(i * j), move |dev, x, c| {
             matmul::cuda::launch(dev, &x[0], &x[1], c, s)
         }),
-        cuda::sgemm(&a, &b, i, j, k),
-        cuda::sgemm_tf32(&a, &b, i, j, k),
+        cuda::sgemm(cuda::Math::Fp32, &a, &b, i, j, k),
+        cuda::sgemm(cuda::Math::Tf32, &a, &b, i, j, k),
     ];
     let mut impls = vec![
         imp(

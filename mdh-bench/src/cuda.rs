@@ -174,34 +174,30 @@ fn blas_tf32() -> Option<&'static CudaBlas> {
     .as_ref()
 }
 
-/// `cublas`: row-major `C[i×j] = A[i×k] · B[k×j]` as cuBLAS's column-major
-/// `Cᵀ = Bᵀ · Aᵀ` (no transposes, no copies), FP32 math. `None` without
-/// cuBLAS.
-pub fn sgemm(a: &[f32], b: &[f32], i: usize, j: usize, k: usize) -> Result<Option<Impl>, String> {
-    gemm_on("cublas", blas(), a, b, i, j, k)
+/// The math of a cuBLAS matrix product row.
+#[derive(Clone, Copy)]
+pub enum Math {
+    /// `cublas`: FP32.
+    Fp32,
+    /// `cublas-tf32`: the handle in TF32 tensor-op math mode.
+    Tf32,
 }
 
-/// `cublas-tf32`: [`sgemm`] on the TF32 handle.
-pub fn sgemm_tf32(
+/// `cublas` / `cublas-tf32` (by `math`): row-major `C[i×j] = A[i×k] ·
+/// B[k×j]` as cuBLAS's column-major `Cᵀ = Bᵀ · Aᵀ` (no transposes, no
+/// copies). `None` without cuBLAS.
+pub fn sgemm(
+    math: Math,
     a: &[f32],
     b: &[f32],
     i: usize,
     j: usize,
     k: usize,
 ) -> Result<Option<Impl>, String> {
-    gemm_on("cublas-tf32", blas_tf32(), a, b, i, j, k)
-}
-
-/// The row `name` of [`sgemm`] on handle `blas`.
-fn gemm_on(
-    name: &'static str,
-    blas: Option<&'static CudaBlas>,
-    a: &[f32],
-    b: &[f32],
-    i: usize,
-    j: usize,
-    k: usize,
-) -> Result<Option<Impl>, String> {
+    let (name, blas) = match math {
+        Math::Fp32 => ("cublas", blas()),
+        Math::Tf32 => ("cublas-tf32", blas_tf32()),
+    };
     let Some(blas) = blas else {
         return Ok(None);
     };
