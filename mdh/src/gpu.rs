@@ -21,7 +21,6 @@ mod choice;
 pub mod space;
 pub mod tune;
 pub use calls::{call, Call, CallDevice, CallKernel};
-pub(crate) use choice::sizes_text;
 pub use choice::{choose, chosen_plan, explain_choice, DeviceMatch, GpuEntry};
 pub use tune::{tune, TuneReport};
 

@@ -94,7 +94,7 @@ pub struct Choice {
 
 /// By the sum of squared log-ratios of the sizes (so that twice and half
 /// are equally far); an entry for any sizes after every tuned one.
-fn size_distance(tuned: Option<&[usize]>, sizes: &[usize]) -> f64 {
+pub(crate) fn size_distance(tuned: Option<&[usize]>, sizes: &[usize]) -> f64 {
     tuned.map_or(f64::INFINITY, |t| {
         t.iter()
             .zip(sizes)
@@ -136,6 +136,17 @@ pub fn rank(
         .map(|(_, c)| c)
 }
 
+/// `I=64, K=64, J=64`: sizes by the names of a kernel's size parameters,
+/// for messages (CPU and GPU alike).
+pub(crate) fn sizes_text(names: &[impl AsRef<str>], sizes: &[usize]) -> String {
+    let pairs: Vec<String> = names
+        .iter()
+        .zip(sizes)
+        .map(|(n, v)| format!("{}={v}", n.as_ref()))
+        .collect();
+    pairs.join(", ")
+}
+
 /// Why `choice` (of [`rank`] over `entries` at `sizes` on `host`) was
 /// taken, in one line for kernel `kernel` (its size parameters called
 /// `size_names`), as `MDH_EXPLAIN=1` and `mdh-tune` print it.
@@ -148,14 +159,7 @@ pub fn explain(
     ignore_device_entries: bool,
     choice: Option<Choice>,
 ) -> String {
-    let x = |s: &[usize]| {
-        size_names
-            .iter()
-            .zip(s)
-            .map(|(n, v)| format!("{n}={v}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let x = |s: &[usize]| sizes_text(size_names, s);
     let here = format!("this machine: {}", host.machine.describe());
     let isa = host.machine.isa;
     let registers = format!("{}'s registers ({} B", isa.name(), isa.accumulator_bytes());

@@ -8,6 +8,7 @@ use mdh_rt::desc::{Bound, KernelDesc};
 use mdh_rt::gpu_plan::{GpuPlan, Resolved};
 
 use super::{fits, DeviceLimits, KernelInfo};
+use crate::machine::{size_distance, sizes_text};
 
 /// A tuned GPU plan from the kernel's config.
 pub struct GpuEntry {
@@ -19,13 +20,6 @@ pub struct GpuEntry {
     /// of that architecture.
     pub arch: Option<u32>,
     pub sizes: Option<&'static [usize]>,
-}
-
-fn distance(a: &[usize], b: &[usize]) -> f64 {
-    a.iter()
-        .zip(b)
-        .map(|(&x, &y)| ((x.max(1) as f64).ln() - (y.max(1) as f64).ln()).powi(2))
-        .sum()
 }
 
 /// The default plan shrunk until it fits the device: fewer work-items,
@@ -132,11 +126,7 @@ fn chosen_entry(
         .filter(|(_, e)| e.plan.validate(desc).is_ok())
         .filter_map(|(i, e)| {
             let m = DeviceMatch::of(e, device, lim)?;
-            Some((
-                e.sizes.map_or(f64::MAX, |s| distance(s, &bound.sizes)),
-                m,
-                i,
-            ))
+            Some((size_distance(e.sizes, &bound.sizes), m, i))
         })
         .collect();
     // A stable sort: among equals, the file's order.
@@ -145,17 +135,6 @@ fn chosen_entry(
         let r = entries[i].plan.resolve(&desc.kinds, &bound.extents);
         fits(desc, info, bound, &r, lim).then_some((i, m))
     })
-}
-
-/// `NAME=value, …` of a kernel's size parameters, for messages.
-pub(crate) fn sizes_text(desc: &KernelDesc, sizes: &[usize]) -> String {
-    let pairs: Vec<String> = desc
-        .size_params
-        .iter()
-        .zip(sizes)
-        .map(|(n, v)| format!("{n}={v}"))
-        .collect();
-    pairs.join(", ")
 }
 
 /// Which plan a call of `desc` at `bound`'s sizes takes on the device
@@ -169,7 +148,7 @@ pub fn explain_choice(
     device: &str,
     lim: DeviceLimits,
 ) -> String {
-    let at = sizes_text(desc, &bound.sizes);
+    let at = sizes_text(&desc.size_params, &bound.sizes);
     let what = match chosen_entry(desc, bound, info, entries, device, lim) {
         None => "the default plan fitted to the device: no entry for this device, its \
                  architecture or any device is valid here and fits it (MDH_AUTOTUNE=1 \
@@ -187,7 +166,7 @@ pub fn explain_choice(
                 DeviceMatch::Any => "for any device".to_string(),
             };
             let sizes = e.sizes.map_or("for any sizes".to_string(), |s| {
-                format!("sizes nearest {}", sizes_text(desc, s))
+                format!("sizes nearest {}", sizes_text(&desc.size_params, s))
             });
             format!("the entry for device {:?}{arch}: {why}; {sizes}", e.device)
         }
@@ -195,7 +174,8 @@ pub fn explain_choice(
     format!("{} at {at} on {device}: {what}", desc.name)
 }
 
-#[cfg(test)]
+// The test builds its kernel with the interpreter's front end.
+#[cfg(all(test, feature = "reference"))]
 mod tests {
     use super::*;
     use crate::gpu::{bind_sizes, cuda_arch_limits};
@@ -204,7 +184,6 @@ mod tests {
     /// one named for the device, then one tuned on another device of its
     /// CUDA architecture, then `*`; an entry of another architecture (or
     /// of an unknown one, on OpenCL) never.
-    #[cfg(feature = "reference")]
     #[test]
     fn entries_of_the_same_architecture_serve_other_devices() {
         use mdh_core::codegen::c_expr::Dialect;

@@ -35,7 +35,8 @@ use mdh_rt::Error;
 use super::bench::{Bench, Status};
 use super::calls::{self, CallDevice, CallKernel};
 use super::space::GpuSpace;
-use super::{chosen_plan, sizes_text, GpuDevice, GpuEntry, KernelInfo, RawDevice};
+use super::{chosen_plan, GpuDevice, GpuEntry, KernelInfo, RawDevice};
+use crate::machine::sizes_text;
 use crate::search::space::Space;
 use crate::search::verdict::{ms, verdict, RETIME_ROUNDS};
 use crate::search::{Ensemble, Point};
@@ -311,7 +312,7 @@ pub fn tuned_plan<D: RawDevice + CallDevice>(dev: &D, k: &CallKernel<'_>) -> Opt
             eprintln!(
                 "mdh: MDH_AUTOTUNE: tuning {} at {} on {} for about {:.1} s",
                 key.kernel,
-                sizes_text(k.desc, &key.sizes),
+                sizes_text(&k.desc.size_params, &key.sizes),
                 key.device,
                 budget.as_secs_f64()
             );
@@ -335,7 +336,7 @@ pub fn tuned_plan<D: RawDevice + CallDevice>(dev: &D, k: &CallKernel<'_>) -> Opt
         eprintln!(
             "mdh: {} at {}: the plan of the run-time tuning cache ({}), before the configured entries: {}",
             key.kernel,
-            sizes_text(k.desc, &key.sizes),
+            sizes_text(&k.desc.size_params, &key.sizes),
             file.display(),
             plan.as_ref()
                 .map_or("the configured choice".to_string(), |p| format!("{p:?}"))
