@@ -173,12 +173,16 @@ impl KernelDesc {
                     .ok_or_else(|| self.overflow(format!("the size of md_hom dimension {d}")))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        // Total number of points must fit usize too (kernels count them).
-        extents
-            .iter()
-            .try_fold(1usize, |a, &e| a.checked_mul(e))
-            .ok_or_else(|| self.overflow("the number of points of the index space".into()))?;
+        // Total number of points must fit usize too (kernels count them);
+        // an empty dimension makes it 0, however large the others (2 × 2^63
+        // × 0 points are none, not an overflow).
         let empty = extents.contains(&0);
+        if !empty {
+            extents
+                .iter()
+                .try_fold(1usize, |a, &e| a.checked_mul(e))
+                .ok_or_else(|| self.overflow("the number of points of the index space".into()))?;
+        }
         let bind_bufs = |bufs: &[BufDesc], lens: &[usize]| -> Result<BoundBufs, Error> {
             if bufs.len() != lens.len() {
                 return Err(Error::Argument(format!(
