@@ -85,6 +85,10 @@ export MDH_REQUIRE_OPENCL=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,vader \
     OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_plm=isolated
+# A one-shot build on a fresh machine gains nothing from incremental state,
+# which would double the target folder (CI's disk is not large).
+export CARGO_INCREMENTAL=0
+
 # Every workspace run below with the same features, so that the example
 # kernels (the longest build) compile once: `mpi` adds their node layer
 # (tests/mpi_families.rs, one rank here; `mdh-bench --mpi`).
