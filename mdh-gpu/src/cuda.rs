@@ -29,6 +29,9 @@
 //! ```
 
 pub use cudarc;
+pub use resources::{cubin_resources, nvrtc_resources, CompiledCubin, KernelResources};
+
+mod resources;
 
 use cudarc::driver::{
     sys::{CUevent_flags, CUfunction_attribute},
@@ -302,96 +305,6 @@ pub fn nvrtc_compile_with_options(
         }
     };
     Ok(Compiled { ptx, log: out.log })
-}
-
-/// What ptxas reports about one kernel of a CUBIN (`-Xptxas -v`): the
-/// resources that bound its occupancy, and whether it spills.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct KernelResources {
-    /// The kernel's (mangled) name.
-    pub name: String,
-    /// Registers per thread.
-    pub registers: u32,
-    /// Bytes of stack frame per thread.
-    pub stack_bytes: u64,
-    /// Bytes stored to and loaded from local memory for spilled registers.
-    pub spill_stores: u64,
-    pub spill_loads: u64,
-    /// Bytes of static shared memory per block.
-    pub shared_bytes: u64,
-}
-
-/// A CUBIN and ptxas' report on each of its kernels.
-#[derive(Clone, Debug)]
-pub struct CompiledCubin {
-    pub cubin: Vec<u8>,
-    pub kernels: Vec<KernelResources>,
-    /// NVRTC's log (with ptxas' `-v` report).
-    pub log: String,
-}
-
-/// Compiles CUDA C `source` to a CUBIN for the real architecture `arch`
-/// (`"sm_90"`) with ptxas' verbose report (`-Xptxas -v`), and reads per
-/// kernel its registers, stack, spills and shared memory from it. Needs
-/// NVRTC, not a GPU: what a kernel will cost on a device, seen without one.
-pub fn nvrtc_resources(source: &str, arch: &str) -> Result<CompiledCubin, Error> {
-    check_arch(arch)?;
-    if !arch.starts_with("sm_") {
-        return Err(backend(format!(
-            "`{arch}` is a virtual architecture; a CUBIN needs a real one such as sm_90"
-        )));
-    }
-    let opts = [
-        format!("--gpu-architecture={arch}"),
-        "-Xptxas".to_owned(),
-        "-v".to_owned(),
-    ];
-    let out = nvrtc_raw(source, &opts, true)?;
-    let cubin = out.cubin.ok_or_else(|| {
-        backend(format!(
-            "NVRTC compiled the source for {arch} but returned no CUBIN"
-        ))
-    })?;
-    Ok(CompiledCubin {
-        kernels: parse_ptxas_report(&out.log),
-        cubin,
-        log: out.log,
-    })
-}
-
-/// The kernels of ptxas' `-v` report, which reads per kernel:
-/// ```text
-/// ptxas info    : Compiling entry function 'mdh_main' for 'sm_90'
-/// ptxas info    : Function properties for mdh_main
-/// ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-/// ptxas info    : Used 106 registers, used 1 barriers, 8192 bytes smem
-/// ```
-fn parse_ptxas_report(log: &str) -> Vec<KernelResources> {
-    // The number before `unit` in `line` ("0 bytes spill stores").
-    fn before(line: &str, unit: &str) -> Option<u64> {
-        let at = line.find(unit)?;
-        line[..at].split_whitespace().last()?.parse().ok()
-    }
-    let mut kernels: Vec<KernelResources> = Vec::new();
-    for line in log.lines() {
-        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
-            let name = rest.split('\'').next().unwrap_or_default();
-            kernels.push(KernelResources {
-                name: name.to_owned(),
-                ..Default::default()
-            });
-        } else if let Some(k) = kernels.last_mut() {
-            if line.contains("bytes stack frame") {
-                k.stack_bytes = before(line, " bytes stack frame").unwrap_or(0);
-                k.spill_stores = before(line, " bytes spill stores").unwrap_or(0);
-                k.spill_loads = before(line, " bytes spill loads").unwrap_or(0);
-            } else if line.contains("Used ") {
-                k.registers = before(line, " registers").unwrap_or(0) as u32;
-                k.shared_bytes = before(line, " bytes smem").unwrap_or(0);
-            }
-        }
-    }
-    kernels
 }
 
 /// A CUBIN with ptxas' report on its kernels.
@@ -969,41 +882,5 @@ impl<'a> Kernel<'a> {
                 .map_err(driver_err(&format!("running CUDA kernel `{name}`")))?;
             Ok(Some(Duration::from_secs_f64(ms.max(0.0) as f64 / 1e3)))
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_the_ptxas_report_per_kernel() {
-        let log = "ptxas info    : 0 bytes gmem
-ptxas info    : Compiling entry function 'mdh_main' for 'sm_90'
-ptxas info    : Function properties for mdh_main
-ptxas         .     8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads
-ptxas info    : Used 106 registers, used 1 barriers, 8192 bytes smem
-ptxas info    : Compiling entry function 'mdh_combine' for 'sm_90'
-ptxas info    : Function properties for mdh_combine
-ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-ptxas info    : Used 10 registers";
-        assert_eq!(
-            parse_ptxas_report(log),
-            [
-                KernelResources {
-                    name: "mdh_main".into(),
-                    registers: 106,
-                    stack_bytes: 8,
-                    spill_stores: 4,
-                    spill_loads: 12,
-                    shared_bytes: 8192,
-                },
-                KernelResources {
-                    name: "mdh_combine".into(),
-                    registers: 10,
-                    ..Default::default()
-                },
-            ]
-        );
     }
 }

@@ -350,7 +350,17 @@ fn nvrtc_reports_resources_and_nvdisasm_the_sass() {
     assert!(k.registers > 0, "{}", c.log);
     // Two tiles of 16 × 17 floats (padded against bank conflicts).
     assert_eq!(k.shared_bytes, 2 * 16 * 17 * 4, "{}", c.log);
-    assert_eq!((k.spill_stores, k.spill_loads), (0, 0), "{}", c.log);
+    assert_eq!(k.spill_bytes(), Some(0), "{}", c.log);
+    assert_eq!(k.stack_bytes, 0, "{}", c.log);
+    // The CUBIN records the same but for the spills.
+    assert_eq!(
+        cuda::cubin_resources(&c.cubin).unwrap(),
+        [cuda::KernelResources {
+            spill_stores: None,
+            spill_loads: None,
+            ..k.clone()
+        }]
+    );
     assert!(cuda::nvrtc_resources(MATMUL, "compute_90").is_err());
     if mdh_gpu::sass::nvdisasm().is_none() {
         assert!(
@@ -606,4 +616,67 @@ fn gpu_runs_the_same_kernels_when_present() {
     );
     assert!(m.kernel("missing").is_err());
     assert!(dev.module("this is not CUDA").is_err());
+}
+
+/// Three kernels: one small, one with shared memory and an array indexed at
+/// run time (a stack frame), one that spills under its launch bound.
+const LOCAL_MEMORY: &str = r#"
+extern "C" __global__ void small(float* a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) a[i] *= 2.0f;
+}
+extern "C" __global__ void __launch_bounds__(128) indexed(float* a, const float* b, int n) {
+    __shared__ float s[1000];
+    float acc[64];
+    for (int j = 0; j < 64; j++) acc[j] = b[j * n + threadIdx.x];
+    s[threadIdx.x] = acc[threadIdx.x % 64];
+    __syncthreads();
+    for (int r = 0; r < n; r++)
+        for (int j = 0; j < 64; j++) acc[j] = acc[j] * acc[(j + r) % 64] + s[(j + r) % 1000];
+    for (int j = 0; j < 64; j++) a[j * n + threadIdx.x] = acc[j];
+}
+extern "C" __global__ void __launch_bounds__(1024) spills(float* a, const float* b, int n) {
+    float acc[200];
+    #pragma unroll
+    for (int j = 0; j < 200; j++) acc[j] = b[j * n + threadIdx.x];
+    for (int r = 0; r < n; r++) {
+        #pragma unroll
+        for (int j = 0; j < 200; j++) acc[j] = acc[j] * b[r] + acc[(j + 1) % 200];
+    }
+    #pragma unroll
+    for (int j = 0; j < 200; j++) a[j * n + threadIdx.x] = acc[j];
+}
+"#;
+
+/// The CUBIN's own attributes describe each kernel as ptxas' report does
+/// (registers, stack frame, static shared memory; spills only the report
+/// says), before and after sm_90, whose CUBINs count the shared memory
+/// CUDA reserves per block.
+#[test]
+fn the_cubin_describes_its_kernels_as_the_report_does() {
+    if !nvrtc_or_skip("the_cubin_describes_its_kernels_as_the_report_does") {
+        return;
+    }
+    for arch in ["sm_80", "sm_90", "sm_120"] {
+        let c = cuda::nvrtc_resources(LOCAL_MEMORY, arch).unwrap();
+        let mut reported = c.kernels.clone();
+        reported.sort_by(|a, b| a.name.cmp(&b.name));
+        let [indexed, small, spills] = reported.as_slice() else {
+            panic!("{arch}: three kernels expected: {reported:?}\n{}", c.log)
+        };
+        assert_eq!(
+            (indexed.shared_bytes, small.shared_bytes, small.stack_bytes),
+            (4000, 0, 0),
+            "{arch}\n{}",
+            c.log
+        );
+        assert!(indexed.stack_bytes > 0, "{arch}\n{}", c.log);
+        assert!(spills.spill_bytes() > Some(0), "{arch}\n{}", c.log);
+        let mut read = cuda::cubin_resources(&c.cubin).unwrap();
+        read.sort_by(|a, b| a.name.cmp(&b.name));
+        for k in &mut reported {
+            (k.spill_stores, k.spill_loads) = (None, None);
+        }
+        assert_eq!(read, reported, "{arch}\n{}", c.log);
+    }
 }

@@ -262,7 +262,7 @@ pub fn tune<D: RawDevice>(
             blocks_per_unit: p.blocks_per_unit,
             waves: p.waves,
             registers: res.map(|r| r.registers),
-            spill_bytes: res.map(|r| r.spill_bytes),
+            spill_bytes: res.and_then(|r| r.spill_bytes),
             shared_bytes: res.map(|r| r.shared_bytes),
         };
         (p.bound_s, note)

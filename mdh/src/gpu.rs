@@ -565,8 +565,9 @@ pub fn param_bytes(v: &Value) -> Vec<u8> {
 pub struct MainResources {
     /// Registers per thread.
     pub registers: u32,
-    /// Bytes spilled to local memory and loaded back, per thread.
-    pub spill_bytes: u64,
+    /// Bytes spilled to local memory and loaded back, per thread (`None`
+    /// where the compiler's report did not say).
+    pub spill_bytes: Option<u64>,
     /// Bytes of static shared memory per block.
     pub shared_bytes: u64,
 }
@@ -791,7 +792,7 @@ impl RawDevice for mdh_gpu::cuda::Device {
         let k = prog.resources().iter().find(|k| k.name == "mdh_main")?;
         Some(MainResources {
             registers: k.registers,
-            spill_bytes: k.spill_stores + k.spill_loads,
+            spill_bytes: k.spill_bytes(),
             shared_bytes: k.shared_bytes,
         })
     }

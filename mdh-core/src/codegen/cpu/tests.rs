@@ -64,6 +64,32 @@ fn streaming_plans_write_final_vectors_past_the_caches() {
     assert!(code.contains(&write.to_string()), "{code}");
 }
 
+#[test]
+fn direct_results_stream_only_where_the_call_says() {
+    // Jacobi's results are final as they are computed (no PW dimension):
+    // its full register tile comes twice, one streaming and one writing,
+    // chosen by `__stream` (false below the caches' size, on AVX2 and
+    // under MDH_STREAM=never).
+    let k = crate::fixtures::compiled(crate::fixtures::JACOBI1D);
+    let mut e = entry(&k, None);
+    e.plan.stream = true;
+    let code = cpu_fn(&k, &[e]).to_string();
+    // Each body (one per plan: the entry's, the baseline's): the streamed
+    // tile, then the written one, then the edge tiles' partial writes.
+    let mut bodies = code.split("if __stream {");
+    let before = bodies.next().unwrap();
+    assert!(!before.contains("__sw0 . write ::"), "{code}");
+    let mut n = 0;
+    for body in bodies {
+        let (streamed, written) = body.split_once("} else {").expect("a written tile");
+        assert!(streamed.contains("__sw0 . write ::"), "{code}");
+        assert!(!written.contains("__sw0 . write ::"), "{code}");
+        assert!(written.contains("__out0 . write_lanes"), "{code}");
+        n += 1;
+    }
+    assert!(n >= 1, "{code}");
+}
+
 /// `entry` with sizes `sizes` and a plan that asks for an exact body.
 fn exact_entry(k: &crate::Checked, sizes: Vec<usize>) -> CpuEntry {
     let mut e = entry(k, Some(sizes));
