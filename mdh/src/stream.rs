@@ -23,19 +23,37 @@ use crate::cpu::SyncPtr;
 /// L2 per core assumed where the machine does not say (sysfs unreadable).
 const L2_UNKNOWN: u64 = 1 << 20;
 
-/// Whether a call whose outputs take `out_bytes` streams its results (a
+/// How a kernel's results reach its outputs, for [`pays`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Results {
+    /// Final as they are computed (no PW or PS dimension: maps and
+    /// stencils); `aligned`: every output starts at a 64-byte boundary.
+    Direct { aligned: bool },
+    /// Combined over PW tiles, stored once after the reduction.
+    Accumulated,
+}
+
+/// Whether a call whose outputs take `out_bytes` streams its `results` (a
 /// plan with `stream`): only where they are larger than the L2 caches of
 /// all cores together, so that they leave the private caches before anyone
 /// reads them again anyway (jacobi3d's and ccsdt's 64 MiB). A smaller
 /// result, e.g. one step of a stencil iterated on a small grid, stays in
-/// the caches for its next reader. Only with AVX-512, whose vector is a
-/// line: with AVX2 every line is assembled from two vectors with blends and
-/// lane masks, which costs more than the bandwidth it saves (on the 2-core
-/// AMD EPYC with `MDH_ISA=avx2`, ccsdt 6.1 ms streamed against 4.0 not,
-/// jacobi3d 5.2 against 5.3). The environment variable
-/// `MDH_STREAM=always` (or `never`) overrides the size rule: the test
-/// command streams at the tests' small sizes with it.
-pub fn pays(out_bytes: usize) -> bool {
+/// the caches for its next reader. Measured on the 2-core AMD EPYC (Zen 5)
+/// at 64 MiB, streamed against written:
+/// - direct results only into 64-byte aligned outputs, where each vector
+///   run fills whole lines (jacobi3d, AVX-512: 2.7-2.8 ms against 3.4-3.5;
+///   AVX2: 4.0 against 4.8-4.9). At another alignment the writer assembles
+///   every line from two vectors, which costs more than the bandwidth it
+///   saves (AVX-512: 5.0-5.1 against 3.4-3.5; AVX2: 5.0-5.2 against
+///   4.7-5.0);
+/// - accumulated results only with AVX-512, whose vector is a line, at any
+///   alignment (ccsdt: 3.6 ms aligned, 4.1 at 16 bytes, 4.9 written); with
+///   AVX2, aligned or not, the per-vector choice and the two-vector lines
+///   cost more (ccsdt 5.6-5.7 against 3.6).
+///
+/// The environment variable `MDH_STREAM=always` (or `never`) overrides
+/// these rules: the test command streams at the tests' small sizes with it.
+pub fn pays(out_bytes: usize, results: Results) -> bool {
     static POLICY: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
     let policy = POLICY.get_or_init(|| match std::env::var("MDH_STREAM").as_deref() {
         Ok("always") => Some(true),
@@ -45,7 +63,11 @@ pub fn pays(out_bytes: usize) -> bool {
     policy.unwrap_or_else(|| {
         let m = &crate::machine::host().machine;
         let private = m.l2.unwrap_or(L2_UNKNOWN).saturating_mul(m.cores as u64);
-        m.isa == crate::machine::Isa::Avx512 && out_bytes as u64 > private
+        let suits = match results {
+            Results::Direct { aligned } => aligned,
+            Results::Accumulated => m.isa == crate::machine::Isa::Avx512,
+        };
+        suits && out_bytes as u64 > private
     })
 }
 
@@ -570,15 +592,31 @@ mod tests {
 
     #[test]
     fn results_stream_where_they_outgrow_the_private_caches() {
-        // Nothing fits no cache; an empty output fits any. Only AVX-512
-        // streams by default.
+        // Nothing fits no cache; an empty output fits any. Direct results
+        // stream only into aligned outputs, accumulated ones only with
+        // AVX-512.
         let avx512 = crate::machine::host().machine.isa == crate::machine::Isa::Avx512;
-        let (empty, huge) = match std::env::var("MDH_STREAM").as_deref() {
-            Ok("always") => (true, true),
-            Ok("never") => (false, false),
-            _ => (false, avx512),
+        let policy = match std::env::var("MDH_STREAM").as_deref() {
+            Ok("always") => Some(true),
+            Ok("never") => Some(false),
+            _ => None,
         };
-        assert_eq!((pays(0), pays(usize::MAX)), (empty, huge));
+        let cases = [
+            (Results::Accumulated, avx512),
+            (Results::Direct { aligned: true }, true),
+            (Results::Direct { aligned: false }, false),
+        ];
+        for (results, suits) in cases {
+            let (empty, huge) = match policy {
+                Some(p) => (p, p),
+                None => (false, suits),
+            };
+            assert_eq!(
+                (pays(0, results), pays(usize::MAX, results)),
+                (empty, huge),
+                "{results:?}"
+            );
+        }
     }
 
     /// Writes `vs[j]` at element `at[j]`, in order, through one writer.

@@ -369,10 +369,20 @@ impl<'k> Gen<'k> {
             .iter()
             .map(|e| self.for_plan(&e.plan).simd(&e.plan).map_or(1, |s| s.lanes));
         let execute = self.execute();
+        let results = if self.direct() {
+            quote!(::mdh::__rt::StreamedResults::Direct {
+                aligned: true #(&& #out_names.as_ptr() as usize % 64 == 0)*
+            })
+        } else {
+            quote!(::mdh::__rt::StreamedResults::Accumulated)
+        };
         quote! {
-            // Whether streamed results pay at this call's size (before the
-            // outputs are handed to their pointers).
-            let __stream_ok: bool = ::mdh::__rt::stream_pays(0usize #(+ ::core::mem::size_of_val(&*#out_names))*);
+            // Whether streamed results pay at this call's size and
+            // alignment (before the outputs are handed to their pointers).
+            let __stream_ok: bool = ::mdh::__rt::stream_pays(
+                0usize #(+ ::core::mem::size_of_val(&*#out_names))*,
+                #results,
+            );
             #(let #out_ptrs = ::mdh::__rt::SyncPtr::new(#out_names);)*
             #out_setup
             let __ctx = __Ctx {

@@ -56,6 +56,8 @@ fn streaming_plans_write_final_vectors_past_the_caches() {
     // (its drop writes what it holds and fences).
     let writer = quote!(let mut __sw0 = ::mdh::__rt::StreamWriter::new(__out0););
     assert!(code.contains(&writer.to_string()), "{code}");
+    let results = quote!(::mdh::__rt::StreamedResults::Accumulated);
+    assert!(code.contains(&results.to_string()), "{code}");
     let last = quote!(let __stream: bool = __stream_ok && __first && __t1e_2 == __r[2usize].1;);
     assert!(code.contains(&last.to_string()), "{code}");
     let write = quote!(if __stream {
@@ -74,6 +76,11 @@ fn direct_results_stream_only_where_the_call_says() {
     let mut e = entry(&k, None);
     e.plan.stream = true;
     let code = cpu_fn(&k, &[e]).to_string();
+    // Direct results stream only into aligned outputs (`mdh::stream::pays`).
+    let results = quote!(::mdh::__rt::StreamedResults::Direct {
+        aligned: true && w.as_ptr() as usize % 64 == 0
+    });
+    assert!(code.contains(&results.to_string()), "{code}");
     // Each body (one per plan: the entry's, the baseline's): the streamed
     // tile, then the written one, then the edge tiles' partial writes.
     let mut bodies = code.split("if __stream {");

@@ -38,38 +38,25 @@ impl<'k> Gen<'k> {
             let lo = format_ident!("__t1_{}", k);
             quote!(&& #lo == __r[#k].0)
         });
-        let full = self.kept.iter().filter(|&&x| plan.reg[x] > 1).map(|&x| {
-            let (n, r) = (format_ident!("__n{}", x), plan.reg[x]);
-            quote!(&& #n == #r)
-        });
-        let full_tile = self.register_tile(plan, true);
-        // A plan streams its final results only where the call's outputs
-        // outgrow the caches (`__stream`). Direct results (no PW or PS
-        // dimension) are final as they are computed: their full tile comes
-        // twice, streaming and writing, chosen once per tile (a branch per
-        // vector kept the stream writer's state live in the loop: jacobi3d
-        // 3.4-4.0 ms instead of 3.0-3.1 on the 2-core AMD EPYC). Accumulated
-        // results branch per vector, at their one store after the reduction.
-        let full_tile = if plan.stream && self.direct() {
-            let written = CpuPlan {
-                stream: false,
-                ..plan.clone()
-            };
-            let written = self.register_tile(&written, true);
-            quote!(if __stream { #full_tile } else { #written })
-        } else {
-            full_tile
-        };
+        let full: Vec<TokenStream> = self
+            .kept
+            .iter()
+            .filter(|&&x| plan.reg[x] > 1)
+            .map(|&x| {
+                let (n, r) = (format_ident!("__n{}", x), plan.reg[x]);
+                quote!(&& #n == #r)
+            })
+            .collect();
         let edge_tile = self.register_tile(plan, false);
         // The tile's origin is opaque to LLVM (see `mdh::simd::tile_origin`).
-        let origins = self.kept.iter().map(|&x| {
-            let b = format_ident!("__b{}", x);
-            quote!(let #b: usize = ::mdh::__rt::tile_origin(#b);)
-        });
-        let tile = quote! {{
-            #(#origins)*
-            if true #(#full)* { #full_tile } else { #edge_tile }
-        }};
+        let origins: Vec<TokenStream> = self
+            .kept
+            .iter()
+            .map(|&x| {
+                let b = format_ident!("__b{}", x);
+                quote!(let #b: usize = ::mdh::__rt::tile_origin(#b);)
+            })
+            .collect();
         // Register tiles are visited in the plan's loop order too.
         let kept_in_order: Vec<usize> = plan
             .order
@@ -77,22 +64,47 @@ impl<'k> Gen<'k> {
             .copied()
             .filter(|&x| self.kinds[x].is_kept())
             .collect();
-        let reg_loops = kept_in_order.iter().rev().fold(tile, |inner, &x| {
-            let (b, n, (lo, hi), r) = (
-                format_ident!("__b{}", x),
-                format_ident!("__n{}", x),
-                l1_tile(x),
-                plan.reg[x],
-            );
-            quote! {
-                let mut #b: usize = #lo;
-                while #b < #hi {
-                    let #n: usize = ::core::cmp::min(#r, #hi - #b);
-                    #inner
-                    #b += #r;
+        let reg_loops = |full_tile: TokenStream| {
+            let tile = quote! {{
+                #(#origins)*
+                if true #(#full)* { #full_tile } else { #edge_tile }
+            }};
+            kept_in_order.iter().rev().fold(tile, |inner, &x| {
+                let (b, n, (lo, hi), r) = (
+                    format_ident!("__b{}", x),
+                    format_ident!("__n{}", x),
+                    l1_tile(x),
+                    plan.reg[x],
+                );
+                quote! {
+                    let mut #b: usize = #lo;
+                    while #b < #hi {
+                        let #n: usize = ::core::cmp::min(#r, #hi - #b);
+                        #inner
+                        #b += #r;
+                    }
                 }
-            }
-        });
+            })
+        };
+        // A plan streams its final results only where the call's outputs
+        // outgrow the caches (`__stream`). Direct results (no PW or PS
+        // dimension) are final as they are computed: their register-tile
+        // loops come twice, streaming and writing, chosen once per L1 tile
+        // (a branch per vector kept the stream writer's state live in the
+        // loop, jacobi3d 3.4-4.0 ms instead of 3.0-3.1 on the 2-core AMD
+        // EPYC; one per register tile cost 12 %). Accumulated results
+        // branch per vector, at their one store after the reduction.
+        let reg_loops = if plan.stream && self.direct() {
+            let written = CpuPlan {
+                stream: false,
+                ..plan.clone()
+            };
+            let written = reg_loops(self.register_tile(&written, true));
+            let streamed = reg_loops(self.register_tile(plan, true));
+            quote!(if __stream { #streamed } else { #written })
+        } else {
+            reg_loops(self.register_tile(plan, true))
+        };
         let (pack_setup, pack, pack_park) = self.packing(plan);
         // Results are final where this L1 tile spans the task's whole PW
         // range: first and last along every PW dimension; they stream
