@@ -86,8 +86,19 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,vader \
     OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_plm=isolated
 # A one-shot build on a fresh machine gains nothing from incremental state,
-# which would double the target folder (CI's disk is not large).
-export CARGO_INCREMENTAL=0
+# which would double the target folder (CI's disk is not large). Line
+# tables only in the UI tests' own build too (trybuild's crate has no
+# profile of ours; the workspace's dev profile says the same).
+export CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=line-tables-only
+# The whole run leaves about 2.4 GiB in the target folder (a clean run on
+# 2026-11-27: 2.6 GiB, 0.27 of it the UI tests' full debug info since cut): say up front when the disk is short of that, so that a
+# build that fails later for want of space is explained.
+target_dir=${CARGO_TARGET_DIR:-target}
+mkdir -p "$target_dir"
+free_mib=$(( $(df -Pk "$target_dir" | awk 'NR == 2 { print $4 }') / 1024 ))
+if [ "$free_mib" -lt 4096 ]; then
+    echo "test-all.sh: warning: $free_mib MiB free for $target_dir; the test build needs about 2.4 GiB more than what is already built there" >&2
+fi
 
 # Every workspace run below with the same features, so that the example
 # kernels (the longest build) compile once: `mpi` adds their node layer
