@@ -91,8 +91,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 # profile of ours; the workspace's dev profile says the same).
 export CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=line-tables-only
 # The whole run leaves about 2.4 GiB in the target folder (a clean run on
-# 2026-11-27: 2.6 GiB, 0.27 of it the UI tests' full debug info since cut): say up front when the disk is short of that, so that a
-# build that fails later for want of space is explained.
+# 2026-11-27: 2.6 GiB, 0.27 of it the UI tests' full debug info since
+# cut): say up front when the disk is short of that, so that a build that
+# fails later for want of space is explained.
 target_dir=${CARGO_TARGET_DIR:-target}
 mkdir -p "$target_dir"
 free_mib=$(( $(df -Pk "$target_dir" | awk 'NR == 2 { print $4 }') / 1024 ))
