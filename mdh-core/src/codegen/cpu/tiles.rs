@@ -91,9 +91,11 @@ impl<'k> Gen<'k> {
         // dimension) are final as they are computed: their register-tile
         // loops come twice, streaming and writing, chosen once per L1 tile
         // (a branch per vector kept the stream writer's state live in the
-        // loop, jacobi3d 3.4-4.0 ms instead of 3.0-3.1 on the 2-core AMD
-        // EPYC; one per register tile cost 12 %). Accumulated results
-        // branch per vector, at their one store after the reduction.
+        // loop: jacobi3d 3.4-4.0 ms instead of 3.0-3.1 on the 2-core AMD
+        // EPYC, in builds compared across files, whose placement alone
+        // moves jacobi3d by up to 1.5× there: README, EPYC tables).
+        // Accumulated results branch per vector, at their one store after
+        // the reduction.
         let reg_loops = if plan.stream && self.direct() {
             let written = CpuPlan {
                 stream: false,
