@@ -164,7 +164,9 @@ pub mod __rt {
     #[cfg(feature = "mpi")]
     pub use crate::mpi;
     pub use crate::simd::{mul_add, tile_origin, vector_step, V};
-    pub use crate::stream::{pays as stream_pays, Results as StreamedResults, StreamWriter};
+    pub use crate::stream::{
+        pays as stream_pays, starts_lines, Results as StreamedResults, StreamWriter,
+    };
     pub use mdh_rt::desc::{AccessDesc, AffineDesc, Bound, BufDesc, KernelDesc, SizeOp};
     pub use mdh_rt::gpu_plan::{GpuPlan, Mma};
     pub use mdh_rt::{DimKind, ScalarType};

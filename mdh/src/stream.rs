@@ -27,7 +27,8 @@ const L2_UNKNOWN: u64 = 1 << 20;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Results {
     /// Final as they are computed (no PW or PS dimension: maps and
-    /// stencils); `aligned`: every output starts at a 64-byte boundary.
+    /// stencils); `aligned`: every output access's vector runs start on
+    /// lines ([`starts_lines`]).
     Direct { aligned: bool },
     /// Combined over PW tiles, stored once after the reduction.
     Accumulated,
@@ -40,8 +41,8 @@ pub enum Results {
 /// result, e.g. one step of a stencil iterated on a small grid, stays in
 /// the caches for its next reader. Measured on the 2-core AMD EPYC (Zen 5)
 /// at 64 MiB, streamed against written:
-/// - direct results only into 64-byte aligned outputs, where each vector
-///   run fills whole lines (jacobi3d, AVX-512: 2.7-2.8 ms against 3.4-3.5;
+/// - direct results only where each vector run fills whole lines (outputs
+///   and rows aligned to 64 bytes, [`starts_lines`]) (jacobi3d, AVX-512: 2.7-2.8 ms against 3.4-3.5;
 ///   AVX2: 4.0 against 4.8-4.9). At another alignment the writer assembles
 ///   every line from two vectors, which costs more than the bandwidth it
 ///   saves (AVX-512: 5.0-5.1 against 3.4-3.5; AVX2: 5.0-5.2 against
@@ -69,6 +70,24 @@ pub fn pays(out_bytes: usize, results: Results) -> bool {
         };
         suits && out_bytes as u64 > private
     })
+}
+
+/// Whether the vector runs of an output access start on cache lines: its
+/// buffer (at `ptr`, of `elem`-byte elements) starts on one, and the
+/// access's offset and every stride but the contiguous one (±1) are whole
+/// lines. Only then do a kernel's direct results fill whole lines vector by
+/// vector ([`Results::Direct`]): jacobi3d at 250³, whose rows are 1000
+/// bytes, ran 8.1-8.3 ms streamed against 3.8 written into an aligned
+/// output (2-core AMD EPYC, AVX-512); at 248³ (992-byte rows) 5.8 against
+/// 3.5-4.4.
+pub fn starts_lines(ptr: usize, elem: usize, access: &mdh_rt::desc::Linear) -> bool {
+    let whole = |x: isize| x.unsigned_abs().saturating_mul(elem) % 64 == 0;
+    ptr % 64 == 0
+        && whole(access.base)
+        && access
+            .coefs
+            .iter()
+            .all(|&c| c.unsigned_abs() == 1 || whole(c))
 }
 
 /// Lines a [`StreamWriter`]'s table holds. A prime, so that the lines where
@@ -617,6 +636,26 @@ mod tests {
                 "{results:?}"
             );
         }
+    }
+
+    #[test]
+    fn vector_runs_start_on_lines_only_with_whole_line_strides() {
+        let access = |base: isize, coefs: &[isize]| mdh_rt::desc::Linear {
+            base,
+            coefs: coefs.to_vec(),
+        };
+        // jacobi3d's output at 256³ (f32): planes and rows of whole lines.
+        let rows_256 = access(0, &[65536, 256, 1]);
+        assert!(starts_lines(4096, 4, &rows_256));
+        // The buffer off a line, or rows of 250 floats (1000 bytes).
+        assert!(!starts_lines(4096 + 16, 4, &rows_256));
+        assert!(!starts_lines(4096, 4, &access(0, &[62500, 250, 1])));
+        // An offset of a row, a reduced dimension (0), rows in reverse, f64.
+        assert!(starts_lines(0, 4, &access(256, &[256, 0, 1])));
+        assert!(!starts_lines(0, 4, &access(8, &[256, 1])));
+        assert!(starts_lines(0, 4, &access(65280, &[-256, 1])));
+        assert!(starts_lines(0, 8, &access(0, &[8, 1])));
+        assert!(!starts_lines(0, 8, &access(0, &[4, 1])));
     }
 
     /// Writes `vs[j]` at element `at[j]`, in order, through one writer.

@@ -370,9 +370,13 @@ impl<'k> Gen<'k> {
             .map(|e| self.for_plan(&e.plan).simd(&e.plan).map_or(1, |s| s.lanes));
         let execute = self.execute();
         let results = if self.direct() {
-            quote!(::mdh::__rt::StreamedResults::Direct {
-                aligned: true #(&& #out_names.as_ptr() as usize % 64 == 0)*
-            })
+            let starts = linear_slots(&k.output_accesses())
+                .into_iter()
+                .map(|(b, a)| {
+                    let (name, bytes) = (&k.outputs[b].name, mdh_rt::types::elem_bytes(k.outputs[b].ty));
+                    quote!(&& ::mdh::__rt::starts_lines(#name.as_ptr() as usize, #bytes, &__bound.out_linear[#b][#a]))
+                });
+            quote!(::mdh::__rt::StreamedResults::Direct { aligned: true #(#starts)* })
         } else {
             quote!(::mdh::__rt::StreamedResults::Accumulated)
         };

@@ -76,9 +76,15 @@ fn direct_results_stream_only_where_the_call_says() {
     let mut e = entry(&k, None);
     e.plan.stream = true;
     let code = cpu_fn(&k, &[e]).to_string();
-    // Direct results stream only into aligned outputs (`mdh::stream::pays`).
+    // Direct results stream only where their vector runs start on lines
+    // (`mdh::stream::starts_lines`).
     let results = quote!(::mdh::__rt::StreamedResults::Direct {
-        aligned: true && w.as_ptr() as usize % 64 == 0
+        aligned: true
+            && ::mdh::__rt::starts_lines(
+                w.as_ptr() as usize,
+                4usize,
+                &__bound.out_linear[0usize][0usize]
+            )
     });
     assert!(code.contains(&results.to_string()), "{code}");
     // Each body (one per plan: the entry's, the baseline's): the streamed
