@@ -81,8 +81,8 @@ pub fn pays(out_bytes: usize, results: Results) -> bool {
 /// output (2-core AMD EPYC, AVX-512); at 248³ (992-byte rows) 5.8 against
 /// 3.5-4.4.
 pub fn starts_lines(ptr: usize, elem: usize, access: &mdh_rt::desc::Linear) -> bool {
-    let whole = |x: isize| x.unsigned_abs().saturating_mul(elem) % 64 == 0;
-    ptr % 64 == 0
+    let whole = |x: isize| x.unsigned_abs().saturating_mul(elem).is_multiple_of(64);
+    ptr.is_multiple_of(64)
         && whole(access.base)
         && access
             .coefs
