@@ -42,8 +42,9 @@ pub enum Results {
 /// the caches for its next reader. Measured on the 2-core AMD EPYC (Zen 5)
 /// at 64 MiB, streamed against written:
 /// - direct results only where each vector run fills whole lines (outputs
-///   and rows aligned to 64 bytes, [`starts_lines`]) (jacobi3d, AVX-512: 2.7-2.8 ms against 3.4-3.5;
-///   AVX2: 4.0 against 4.8-4.9). At another alignment the writer assembles
+///   and rows aligned to 64 bytes, [`starts_lines`]): jacobi3d, AVX-512:
+///   2.7-2.8 ms against 3.4-3.5; AVX2: 4.0 against 4.8-4.9 (each pair one
+///   executable's). At another alignment the writer assembles
 ///   every line from two vectors, which costs more than the bandwidth it
 ///   saves (AVX-512: 5.0-5.1 against 3.4-3.5; AVX2: 5.0-5.2 against
 ///   4.7-5.0);
