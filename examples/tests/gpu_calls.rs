@@ -194,6 +194,7 @@ impl GpuDevice for SimDevice {
             max_items: MAX_ITEMS,
             local_bytes: mdh::gpu::CUDA_STATIC_SHARED_BYTES,
             cuda_arch: None,
+            compute: Default::default(),
         }
     }
 }

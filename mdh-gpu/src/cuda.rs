@@ -348,6 +348,9 @@ pub struct Device {
     shared_optin_bytes: u64,
     sm_count: Option<usize>,
     clock_khz: Option<u32>,
+    sm_threads: Option<usize>,
+    sm_registers: Option<usize>,
+    sm_shared_bytes: Option<u64>,
     driver_version: String,
     modules: Arc<Mutex<HashMap<String, Arc<Module>>>>,
     memo: Arc<crate::memo::Memo>,
@@ -418,6 +421,14 @@ impl Device {
             let known = |a| ctx.attribute(a).ok().filter(|&v| v > 0);
             let sm_count = known(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map(|v| v as usize);
             let clock_khz = known(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).map(|v| v as u32);
+            // What one SM holds at once: the analytical default plan's
+            // occupancy (mdh::gpu::defaults).
+            let sm_threads =
+                known(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR).map(|v| v as usize);
+            let sm_registers =
+                known(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR).map(|v| v as usize);
+            let sm_shared_bytes =
+                known(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR).map(|v| v as u64);
             let mut driver = 0;
             // SAFETY: cuDriverGetVersion writes one int through the pointer,
             // which points at a live local.
@@ -440,6 +451,9 @@ impl Device {
                 shared_optin_bytes,
                 sm_count,
                 clock_khz,
+                sm_threads,
+                sm_registers,
+                sm_shared_bytes,
                 driver_version,
                 modules: Arc::new(Mutex::new(HashMap::new())),
                 memo: Arc::default(),
@@ -518,6 +532,25 @@ impl Device {
         self.clock_khz
     }
 
+    /// Threads one multiprocessor holds at once
+    /// (`CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR`; `None` if the
+    /// driver does not say).
+    pub fn sm_threads(&self) -> Option<usize> {
+        self.sm_threads
+    }
+
+    /// 32-bit registers of one multiprocessor
+    /// (`CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR`).
+    pub fn sm_registers(&self) -> Option<usize> {
+        self.sm_registers
+    }
+
+    /// Shared memory of one multiprocessor in bytes
+    /// (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR`).
+    pub fn sm_shared_bytes(&self) -> Option<u64> {
+        self.sm_shared_bytes
+    }
+
     /// This device issuing its copies and launches on `stream` (e.g. one
     /// of the caller's, to overlap with other work) instead of the default
     /// stream; the module cache is shared. `stream` must belong to this
@@ -542,6 +575,9 @@ impl Device {
             shared_optin_bytes: self.shared_optin_bytes,
             sm_count: self.sm_count,
             clock_khz: self.clock_khz,
+            sm_threads: self.sm_threads,
+            sm_registers: self.sm_registers,
+            sm_shared_bytes: self.sm_shared_bytes,
             driver_version: self.driver_version.clone(),
             modules: self.modules.clone(),
             memo: self.memo.clone(),

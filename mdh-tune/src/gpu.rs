@@ -92,8 +92,7 @@ fn unchecked_because<D: RawDevice>(k: &Checked, bench: &Bench<'_, D>) -> Option<
 }
 
 /// The plan the macro runs without a config entry on this device: the
-/// heuristic default fitted to its limits, as a plan (`groups` left to the
-/// run time, as the default does).
+/// analytical default ([`mdh::gpu::defaults`]).
 pub(crate) fn fitted_default(
     desc: &KernelDesc,
     bound: &Bound,
@@ -101,20 +100,7 @@ pub(crate) fn fitted_default(
     device: &str,
     lim: DeviceLimits,
 ) -> GpuPlan {
-    let r = choose(desc, bound, info, &[], device, lim);
-    GpuPlan {
-        groups: GpuPlan::default_for(desc).groups,
-        items: r.items,
-        tile: r.tile,
-        local: r.local,
-        blocked: r.blocked,
-        vector: r.vector,
-        transpose: r.transpose,
-        pad: r.pad,
-        stages: r.stages,
-        mma: r.mma,
-        warps: r.warps,
-    }
+    mdh::gpu::defaults::default_plan(desc, bound, info, device, lim)
 }
 
 /// The GPU plan that the config in `out_dir` (the file the result is
@@ -349,6 +335,7 @@ mod tests {
             max_items: 512,
             local_bytes: 48 * 1024,
             cuda_arch: None,
+            compute: Default::default(),
         };
         let h100 = "NVIDIA H100 80GB HBM3";
         let dir = crate::tuning::tests::TempDir::new("configured-gpu");

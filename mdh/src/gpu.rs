@@ -18,6 +18,8 @@ use mdh_rt::Error;
 pub mod bench;
 pub mod calls;
 mod choice;
+pub mod defaults;
+pub mod model;
 pub mod space;
 pub mod tune;
 pub use calls::{call, Call, CallDevice, CallKernel};
@@ -50,10 +52,14 @@ pub struct DeviceLimits {
     /// The compute capability of a CUDA device (`sm_90`: 90; see
     /// [`mdh_rt::gpu_plan::cuda_arch_number`]); `None` on OpenCL.
     pub cuda_arch: Option<u32>,
+    /// What the runtime tells of the device's compute units: what the
+    /// analytical default plan is derived from ([`defaults`]).
+    pub compute: DeviceCompute,
 }
 
 /// What a device's runtime tells of its compute power (`None`: not known):
-/// informative, for the tuner's lower bounds of run times.
+/// the analytical default plan's and the throughput model's figures
+/// ([`model::GpuModel::for_device`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct DeviceCompute {
     /// Parallel compute units: OpenCL's `CL_DEVICE_MAX_COMPUTE_UNITS`, CUDA's
@@ -61,6 +67,15 @@ pub struct DeviceCompute {
     pub compute_units: Option<usize>,
     /// The peak clock in Hz.
     pub clock_hz: Option<f64>,
+    /// Threads, 32-bit registers and bytes of shared memory one unit holds
+    /// at once (CUDA's per-multiprocessor attributes).
+    pub unit_threads: Option<usize>,
+    pub unit_registers: Option<usize>,
+    pub unit_shared: Option<u64>,
+    /// An OpenCL device of type CPU (PoCL): its default plan is the
+    /// CPU's rule ([`GpuPlan::default_for`]: caches serve better than
+    /// local memory), not the GPU classes'.
+    pub cpu: bool,
 }
 
 /// Everything a wrapper needs to launch one call.
@@ -192,6 +207,12 @@ impl GpuDevice for mdh_gpu::opencl::Device {
             max_items: self.max_work_group_size(),
             local_bytes: self.local_mem_bytes(),
             cuda_arch: None,
+            compute: DeviceCompute {
+                compute_units: self.compute_units(),
+                clock_hz: self.max_clock_mhz().map(|m| m as f64 * 1e6),
+                cpu: self.is_cpu(),
+                ..DeviceCompute::default()
+            },
         }
     }
 }
@@ -230,6 +251,7 @@ pub fn cuda_arch_limits(arch: &str) -> DeviceLimits {
         max_items: MAX_ITEMS,
         local_bytes: cuda_optin_shared_bytes(arch).unwrap_or(CUDA_STATIC_SHARED_BYTES),
         cuda_arch: cuda_arch_number(arch),
+        compute: DeviceCompute::default(),
     }
 }
 
@@ -240,6 +262,14 @@ impl GpuDevice for mdh_gpu::cuda::Device {
             max_items: self.max_threads_per_block(),
             local_bytes: self.shared_mem_per_block_optin(),
             cuda_arch: cuda_arch_number(self.arch()),
+            compute: DeviceCompute {
+                compute_units: self.sm_count(),
+                clock_hz: self.clock_khz().map(|k| k as f64 * 1e3),
+                unit_threads: self.sm_threads(),
+                unit_registers: self.sm_registers(),
+                unit_shared: self.sm_shared_bytes(),
+                cpu: false,
+            },
         }
     }
 }
@@ -500,6 +530,7 @@ pub fn source(
         max_items: MAX_ITEMS,
         local_bytes: CUDA_STATIC_SHARED_BYTES,
         cuda_arch: None,
+        compute: DeviceCompute::default(),
     };
     match bound {
         Ok(bound) => {
@@ -591,7 +622,7 @@ pub trait RawDevice: GpuDevice {
     fn device_name(&self) -> &str;
     /// The device's compute units and clock, as far as the runtime says.
     fn compute(&self) -> DeviceCompute {
-        DeviceCompute::default()
+        self.limits().compute
     }
     /// A device buffer holding `bytes` (at least one byte: devices refuse
     /// empty buffers).
@@ -741,13 +772,6 @@ impl RawDevice for mdh_gpu::opencl::Device {
 
     raw_device_io!();
 
-    fn compute(&self) -> DeviceCompute {
-        DeviceCompute {
-            compute_units: self.compute_units(),
-            clock_hz: self.max_clock_mhz().map(|m| m as f64 * 1e6),
-        }
-    }
-
     fn compile(&self, source: &str) -> Result<Self::Program, Error> {
         self.program(source, "")
     }
@@ -776,13 +800,6 @@ impl RawDevice for mdh_gpu::cuda::Device {
 
     // CUDA's `read` copies whole buffers; outputs are uploaded at their size.
     raw_device_io!();
-
-    fn compute(&self) -> DeviceCompute {
-        DeviceCompute {
-            compute_units: self.sm_count(),
-            clock_hz: self.clock_khz().map(|k| k as f64 * 1e3),
-        }
-    }
 
     fn compile(&self, source: &str) -> Result<Self::Program, Error> {
         self.module(source)

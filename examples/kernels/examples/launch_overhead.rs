@@ -81,6 +81,7 @@ impl GpuDevice for Lookup {
             max_items: 1024,
             local_bytes: mdh::gpu::CUDA_STATIC_SHARED_BYTES,
             cuda_arch: None,
+            compute: Default::default(),
         }
     }
 }

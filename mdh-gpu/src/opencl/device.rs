@@ -5,7 +5,7 @@ use opencl3::command_queue::{
     enqueue_fill_buffer, enqueue_read_buffer, CommandQueue, CL_QUEUE_PROFILING_ENABLE,
 };
 use opencl3::context::Context;
-use opencl3::device::{Device as ClDevice, CL_DEVICE_TYPE_ALL};
+use opencl3::device::{Device as ClDevice, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU};
 use opencl3::error_codes::{
     ClError, CL_BUILD_PROGRAM_FAILURE, CL_DEVICE_NOT_FOUND, CL_INVALID_BUFFER_SIZE,
     CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_RESOURCES, CL_PLATFORM_NOT_FOUND_KHR,
@@ -105,6 +105,7 @@ pub struct Device {
     max_alloc_bytes: u64,
     compute_units: Option<usize>,
     max_clock_mhz: Option<u32>,
+    cpu: bool,
     driver_version: String,
     programs: Mutex<HashMap<ProgramKey, ProgramSlot>>,
     memo: crate::memo::Memo,
@@ -192,6 +193,11 @@ impl Device {
                 .filter(|&n| n > 0)
                 .map(|n| n as usize);
             let max_clock_mhz = device.max_clock_frequency().ok().filter(|&f| f > 0);
+            // A CPU device (PoCL) takes the default plan of CPUs, not the
+            // GPUs' analytical one (mdh::gpu::defaults).
+            let cpu = device
+                .dev_type()
+                .is_ok_and(|t| t & CL_DEVICE_TYPE_CPU != 0);
             // Part of the run-time tuning cache's key only: a platform that
             // does not say shares its entries across its versions.
             let driver_version = device.driver_version().unwrap_or_default();
@@ -207,6 +213,7 @@ impl Device {
                 max_alloc_bytes,
                 compute_units,
                 max_clock_mhz,
+                cpu,
                 driver_version,
                 programs: Mutex::new(HashMap::new()),
                 memo: Default::default(),
@@ -247,6 +254,11 @@ impl Device {
     /// `None` if the platform does not say).
     pub fn max_clock_mhz(&self) -> Option<u32> {
         self.max_clock_mhz
+    }
+
+    /// Whether the device is a CPU (`CL_DEVICE_TYPE_CPU`, as PoCL's).
+    pub fn is_cpu(&self) -> bool {
+        self.cpu
     }
 
     /// The version of the device's driver (`CL_DRIVER_VERSION`; empty if

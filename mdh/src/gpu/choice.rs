@@ -7,7 +7,7 @@
 use mdh_rt::desc::{Bound, KernelDesc};
 use mdh_rt::gpu_plan::{GpuPlan, Resolved};
 
-use super::{fits, DeviceLimits, KernelInfo};
+use super::{defaults, fits, DeviceLimits, KernelInfo};
 use crate::machine::{size_distance, sizes_text};
 
 /// A tuned GPU plan from the kernel's config.
@@ -20,36 +20,6 @@ pub struct GpuEntry {
     /// of that architecture.
     pub arch: Option<u32>,
     pub sizes: Option<&'static [usize]>,
-}
-
-/// The default plan shrunk until it fits the device: fewer work-items,
-/// then no local memory.
-fn fitted_default(
-    desc: &KernelDesc,
-    bound: &Bound,
-    info: &KernelInfo,
-    lim: DeviceLimits,
-) -> GpuPlan {
-    let mut plan = GpuPlan::default_for(desc);
-    loop {
-        let r = plan.resolve(&desc.kinds, &bound.extents);
-        if fits(desc, info, bound, &r, lim) {
-            return plan;
-        }
-        if plan.local.iter().any(|&l| l) {
-            plan.local.iter_mut().for_each(|l| *l = false);
-            continue;
-        }
-        // Halve the largest work-item count (tiles along with it).
-        let x = (0..plan.items.len())
-            .max_by_key(|&x| r.items[x])
-            .unwrap_or(0);
-        if r.items[x] <= 1 {
-            return plan;
-        }
-        plan.items[x] = r.items[x] / 2;
-        plan.tile[x] = plan.tile[x].div_ceil(2).max(plan.items[x]);
-    }
 }
 
 /// The plan for one call, resolved (see [`chosen_plan`]).
@@ -106,7 +76,7 @@ pub fn chosen_plan(
 ) -> GpuPlan {
     match chosen_entry(desc, bound, info, entries, device, lim) {
         Some((i, _)) => entries[i].plan.clone(),
-        None => fitted_default(desc, bound, info, lim),
+        None => defaults::default_plan(desc, bound, info, device, lim),
     }
 }
 

@@ -419,11 +419,13 @@ mod tests {
                 max_items: 1024,
                 local_bytes: crate::gpu::CUDA_STATIC_SHARED_BYTES,
                 cuda_arch: None,
+                compute: Default::default(),
             },
             DeviceLimits {
                 max_items: 256,
                 local_bytes: 4096,
                 cuda_arch: None,
+                compute: Default::default(),
             },
         ] {
             let s = space(&k, &[64, 100, 48], lim);
@@ -477,6 +479,7 @@ mod tests {
             max_items: 1024,
             local_bytes: crate::gpu::CUDA_STATIC_SHARED_BYTES,
             cuda_arch: None,
+            compute: Default::default(),
         };
         let s = space(&k, &[256, 256, 256], lim);
         let mut rng = Rng::new(9);
