@@ -45,13 +45,23 @@ type JobFn = fn(
 /// The limits of the smaller of the two architectures the tests compile
 /// for (sm_80: 1024 threads and 163 KiB of shared memory per block).
 fn limits() -> mdh::gpu::DeviceLimits {
-    mdh::gpu::cuda_arch_limits("sm_80")
+    mdh::gpu::DeviceLimits {
+        compute: mdh::gpu::DeviceCompute {
+            compute_units: Some(108),
+            ..Default::default()
+        },
+        ..mdh::gpu::cuda_arch_limits("sm_80")
+    }
 }
 
 /// Random cases per family on the CPU (each compiles one C++ program).
 const SIM_CASES: usize = 5;
 /// Random cases per family with a warp layer, on the CPU.
 const WARP_CASES: usize = 2;
+/// Random sizes per family with the analytical default plan, on the CPU,
+/// and the most points of their index spaces.
+const DEFAULT_CASES: usize = 3;
+const DEFAULT_BUDGET: usize = 1 << 18;
 /// Random cases per family on a GPU.
 const GPU_CASES: usize = 24;
 /// Sources per family compiled by NVRTC (per architecture).
@@ -256,6 +266,10 @@ macro_rules! cuda_tests {
                 gpu::warp_cases($name::SPEC, WARP_CASES, $budget, seed, SIM_ITEMS, &mut |plan, i, o, p, s| {
                     run_on_cpu($name::cuda::job, $name::SPEC, plan, i, o, p, s)
                 });
+                let kernel = mdh::reference::kernel($name::SPEC).unwrap();
+                let info = mdh::reference::kernel_info(&kernel, Dialect::Cuda);
+                gpu::default_cases($name::SPEC, DEFAULT_CASES, DEFAULT_BUDGET, seed, limits(), info,
+                    &mut |plan, i, o, p, s| run_on_cpu($name::cuda::job, $name::SPEC, plan, i, o, p, s));
                 if let Some(dev) = device() {
                     let max_items = dev.max_threads_per_block();
                     gpu::family($name::SPEC, GPU_CASES, $budget, seed, max_items, |plan, i, o, p, s| {
@@ -510,6 +524,90 @@ fn matmul_vector_loads_in_sass() {
             assert_eq!(hot.ffma, 64, "{report}");
             assert_eq!(hot.lds, if vectors { 4 } else { 16 }, "{report}\n{sass}");
             assert_eq!(main.division_calls(), 0, "{report}");
+        }
+    }
+}
+
+/// The limits of a device of `arch` with 132 units (an H100's): what the
+/// bench cases' defaults are derived for in the SASS tests.
+fn gpu_limits(arch: &str) -> mdh::gpu::DeviceLimits {
+    mdh::gpu::DeviceLimits {
+        compute: mdh::gpu::DeviceCompute {
+            compute_units: Some(132),
+            ..Default::default()
+        },
+        ..mdh::gpu::cuda_arch_limits(arch)
+    }
+}
+
+/// The SASS of the analytical default plan of each class at a bench
+/// case's sizes, on sm_80 and sm_90 (NVRTC → `nvdisasm`, no GPU): no
+/// local memory (spills), no integer division calls, no tensor cores
+/// (`HMMA`: a default never lowers precision); matmul's (a contraction)
+/// hot loop FMA-bound (at least 60 % FFMA, at most 0.25 shared loads per
+/// FFMA) with 128-bit global loads (`LDG.E.128`, or `LDGSTS.E.128` where
+/// two stages copy by `cp.async`); matvec's (a reduction) 128-bit loads of its
+/// cached vector.
+#[test]
+fn default_plans_in_sass() {
+    if !sass_tools() {
+        return;
+    }
+    macro_rules! case {
+        ($name:ident, $sizes:expr) => {{
+            let kernel = mdh::reference::kernel($name::SPEC).unwrap();
+            let desc = KernelDesc::from_kernel(&kernel);
+            let info = mdh::reference::kernel_info(&kernel, Dialect::Cuda);
+            (stringify!($name), desc, info, $sizes, $name::cuda::job as JobFn)
+        }};
+    }
+    let cases = [
+        case!(matmul, gpu::matmul_sizes(1024, 1024, 1024)),
+        case!(matmul, gpu::matmul_sizes(16, 1000, 2048)),
+        case!(matvec, vec![4096, 4096]),
+        case!(dot, vec![1 << 24]),
+        case!(jacobi3d, vec![256, 256, 256]),
+        case!(mcc, vec![1, 112, 7, 112, 7, 3, 64]),
+    ];
+    for (name, desc, info, sizes, job) in cases {
+        for arch in ["sm_80", "sm_90"] {
+            let lim = gpu_limits(arch);
+            let bound = mdh::gpu::bind_sizes(&desc, &sizes).unwrap();
+            let plan = mdh::gpu::defaults::default_plan(&desc, &bound, info, "*", lim);
+            // Forced: a `*` entry of the configs would serve "*" first.
+            let src = job(&bound, Some(&plan), "*", lim).unwrap().unwrap().source;
+            let c = mdh_gpu::cuda::nvrtc_resources(&src, arch).unwrap();
+            let what = format!("{name} {sizes:?} on {arch}, default {plan:?}");
+            for k in &c.kernels {
+                assert_no_local_memory(k, &what, &c.log);
+            }
+            let sass = mdh_gpu::sass::disassemble(&c.cubin).unwrap();
+            let main = mdh_gpu::sass::Function::parse_all(&sass)
+                .into_iter()
+                .find(|f| f.name == "mdh_main")
+                .expect(&sass);
+            let hot = main.hot_loop();
+            // 128-bit global loads: plain, or copying straight into
+            // shared memory (`cp.async` of two stages on sm_80 and later).
+            let wide_loads = main.wide("LDG") + main.wide("LDGSTS");
+            let report = format!(
+                "{what}: hot loop {hot:?}, 128-bit global loads {wide_loads}, LDS.128 {}\n{}",
+                main.wide("LDS"),
+                c.log
+            );
+            eprintln!("{report}");
+            assert_eq!(main.division_calls(), 0, "{report}\n{sass}");
+            assert_eq!(main.count("HMMA"), 0, "{report}");
+            match (name, sizes[0]) {
+                ("matmul", 1024) => {
+                    let hot = hot.expect(&sass);
+                    assert!(hot.ffma_share() >= 0.6, "{report}");
+                    assert!(hot.lds_per_ffma() <= 0.25, "{report}");
+                    assert!(wide_loads > 0, "{report}\n{sass}");
+                }
+                ("matvec", _) => assert!(wide_loads > 0, "{report}\n{sass}"),
+                _ => {}
+            }
         }
     }
 }

@@ -24,6 +24,26 @@ const CASES: usize = 24;
 /// Random cases per family with a warp layer.
 const WARP_CASES: usize = 2;
 
+/// Random sizes per family run with the GPUs' analytical default plan.
+const DEFAULT_CASES: usize = 3;
+/// Most points of their index spaces.
+const DEFAULT_BUDGET: usize = 1 << 18;
+
+/// The limits of a GPU (sm_80's, with 108 units) within what PoCL's device
+/// allows: the GPUs' analytical default plans run on PoCL.
+fn gpu_limits(dev: &mdh::opencl::Device) -> mdh::gpu::DeviceLimits {
+    let sm80 = mdh::gpu::cuda_arch_limits("sm_80");
+    mdh::gpu::DeviceLimits {
+        max_items: sm80.max_items.min(dev.max_work_group_size()),
+        local_bytes: sm80.local_bytes.min(dev.local_mem_bytes()),
+        compute: mdh::gpu::DeviceCompute {
+            compute_units: Some(108),
+            ..Default::default()
+        },
+        ..sm80
+    }
+}
+
 macro_rules! opencl_tests {
     ($($name:ident: $budget:expr;)*) => {
         $(
@@ -34,6 +54,11 @@ macro_rules! opencl_tests {
                 gpu::family($name::SPEC, CASES, $budget, gpu::seed(stringify!($name)), max_items,
                     |plan, i, o, p, s| $name::opencl::run_dyn(dev, plan, i, o, p, s));
                 gpu::warp_cases($name::SPEC, WARP_CASES, $budget, gpu::seed(stringify!($name)), max_items,
+                    &mut |plan, i, o, p, s| $name::opencl::run_dyn(dev, plan, i, o, p, s));
+                let kernel = mdh::reference::kernel($name::SPEC).unwrap();
+                let info = mdh::reference::kernel_info(&kernel, mdh_core::codegen::c_expr::Dialect::OpenCl);
+                gpu::default_cases($name::SPEC, DEFAULT_CASES, DEFAULT_BUDGET, gpu::seed(stringify!($name)),
+                    gpu_limits(dev), info,
                     &mut |plan, i, o, p, s| $name::opencl::run_dyn(dev, plan, i, o, p, s));
             }
         )*

@@ -806,3 +806,44 @@ pub fn mma_cases(
         one_case_within(spec, &sizes, Some(&plan), rng, run, extra(plan.mma));
     }
 }
+
+/// Sizes for the default plans: per size parameter one of a few extents
+/// below, at and past the candidates' tiles (1, primes, 64, 130, 257), with
+/// at most `budget` points in the index space: sizes below one wave of the
+/// units, edge tiles, reductions split across groups.
+fn default_sizes(rng: &mut Rng, desc: &KernelDesc, budget: usize) -> Vec<usize> {
+    for _ in 0..1000 {
+        let sizes: Vec<usize> = (0..desc.size_params.len())
+            .map(|_| [1, 3, 17, 64, 130, 257][rng.below(6)])
+            .collect();
+        if within(desc, &sizes, budget) {
+            return sizes;
+        }
+    }
+    random_sizes(rng, desc, budget, false)
+}
+
+/// `cases` random sizes ([`default_sizes`]) of one family, each with the
+/// analytical default plan of a GPU of `lim` (`mdh::gpu::defaults`),
+/// through `run`, compared with the reference interpreter. `run` is given
+/// the plan, so that a back end whose device is no GPU (PoCL) runs the
+/// GPUs' default too.
+pub fn default_cases(
+    spec: &str,
+    cases: usize,
+    budget: usize,
+    seed: u64,
+    lim: mdh::gpu::DeviceLimits,
+    info: &mdh::gpu::KernelInfo,
+    run: &mut RunDyn,
+) {
+    let kernel = mdh::reference::kernel(spec).expect("the example's spec checks");
+    let desc = KernelDesc::from_kernel(&kernel);
+    let mut rng = Rng::new(seed ^ 0xdef0);
+    for _ in 0..cases {
+        let sizes = default_sizes(&mut rng, &desc, budget);
+        let bound = mdh::gpu::bind_sizes(&desc, &sizes).expect("the sizes bind");
+        let plan = mdh::gpu::defaults::default_plan(&desc, &bound, info, "a GPU", lim);
+        one_case(spec, &sizes, Some(&plan), &mut rng, run);
+    }
+}

@@ -44,6 +44,9 @@ use crate::search::{Ensemble, Point};
 /// The search budget of a call tuned under `MDH_AUTOTUNE=1`, unless
 /// `MDH_AUTOTUNE_BUDGET` gives one (seconds).
 pub const AUTOTUNE_BUDGET: Duration = Duration::from_secs(10);
+/// The model's best candidates a search measures before its techniques
+/// propose (see [`super::defaults::ranked`]).
+const MODEL_FIRST: usize = 8;
 /// The searches are reproducible (one seed for all).
 const SEED: u64 = 0x7E57_0001;
 /// A candidate whose checked run is this many times slower than the best
@@ -427,14 +430,32 @@ fn search<D: RawDevice + CallDevice>(
     let mut seen = vec![(before.resolve(kinds, extents), before_s)];
     let (mut best, mut best_s) = (None::<Point>, before_s);
     let (mut measured, mut rejected, mut known) = (1, 0, 0);
+    // The model's best candidates first (the analytical default's ranking,
+    // at their nearest points of the space), then the techniques.
+    let mut first = super::defaults::ranked(
+        k.desc,
+        k.bound,
+        k.info,
+        dev.call_device_name(),
+        dev.limits(),
+    )
+    .into_iter()
+    .take(MODEL_FIRST)
+    .map(|c| space.nearest(&c.plan));
     while started.elapsed() < budget && known < EXHAUSTED {
-        let (t, p) = ensemble.propose();
+        let (t, p) = match first.next() {
+            Some(p) => (None, p),
+            None => {
+                let (t, p) = ensemble.propose();
+                (Some(t), p)
+            }
+        };
         let p = space.repair(p);
         let plan = space.decode(&p);
         let resolved = plan.resolve(kinds, extents);
         if let Some(&(_, cost)) = seen.iter().find(|(r, _)| *r == resolved) {
             // Known: the technique learns its cost again, nothing runs.
-            ensemble.observe(Some(t), p, cost);
+            ensemble.observe(t, p, cost);
             known += 1;
             continue;
         }
@@ -459,7 +480,7 @@ fn search<D: RawDevice + CallDevice>(
                 started.elapsed().as_secs_f64()
             ));
         }
-        ensemble.observe(Some(t), p, cost);
+        ensemble.observe(t, p, cost);
     }
     let (kept, why) = match best {
         None => (
