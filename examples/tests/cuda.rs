@@ -558,7 +558,13 @@ fn default_plans_in_sass() {
             let kernel = mdh::reference::kernel($name::SPEC).unwrap();
             let desc = KernelDesc::from_kernel(&kernel);
             let info = mdh::reference::kernel_info(&kernel, Dialect::Cuda);
-            (stringify!($name), desc, info, $sizes, $name::cuda::job as JobFn)
+            (
+                stringify!($name),
+                desc,
+                info,
+                $sizes,
+                $name::cuda::job as JobFn,
+            )
         }};
     }
     let cases = [

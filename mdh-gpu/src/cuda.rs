@@ -428,7 +428,8 @@ impl Device {
             let sm_registers =
                 known(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR).map(|v| v as usize);
             let sm_shared_bytes =
-                known(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR).map(|v| v as u64);
+                known(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
+                    .map(|v| v as u64);
             let mut driver = 0;
             // SAFETY: cuDriverGetVersion writes one int through the pointer,
             // which points at a live local.

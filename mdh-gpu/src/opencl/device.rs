@@ -195,9 +195,7 @@ impl Device {
             let max_clock_mhz = device.max_clock_frequency().ok().filter(|&f| f > 0);
             // A CPU device (PoCL) takes the default plan of CPUs, not the
             // GPUs' analytical one (mdh::gpu::defaults).
-            let cpu = device
-                .dev_type()
-                .is_ok_and(|t| t & CL_DEVICE_TYPE_CPU != 0);
+            let cpu = device.dev_type().is_ok_and(|t| t & CL_DEVICE_TYPE_CPU != 0);
             // Part of the run-time tuning cache's key only: a platform that
             // does not say shares its entries across its versions.
             let driver_version = device.driver_version().unwrap_or_default();

@@ -443,13 +443,8 @@ fn h100_cases() -> Vec<Case> {
             };
             // The default of the measurements' day: the heuristic one,
             // fitted (the analytical default came after them).
-            let default = mdh::gpu::defaults::fitted(
-                GpuPlan::default_for(&desc),
-                &desc,
-                &bound,
-                info,
-                lim,
-            );
+            let default =
+                mdh::gpu::defaults::fitted(GpuPlan::default_for(&desc), &desc, &bound, info, lim);
             for (which, plan, measured_s) in [
                 ("tuned", &e.plan, prov.time_s),
                 ("default", &default, default_time_s),

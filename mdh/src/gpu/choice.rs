@@ -96,6 +96,10 @@ fn chosen_entry(
         .filter(|(_, e)| e.plan.validate(desc).is_ok())
         .filter_map(|(i, e)| {
             let m = DeviceMatch::of(e, device, lim)?;
+            // As on a GPU nobody tuned for (as the CPU entries' rule).
+            if m != DeviceMatch::Any && crate::machine::ignore_device_entries() {
+                return None;
+            }
             Some((size_distance(e.sizes, &bound.sizes), m, i))
         })
         .collect();
@@ -120,10 +124,12 @@ pub fn explain_choice(
 ) -> String {
     let at = sizes_text(&desc.size_params, &bound.sizes);
     let what = match chosen_entry(desc, bound, info, entries, device, lim) {
-        None => "the default plan fitted to the device: no entry for this device, its \
-                 architecture or any device is valid here and fits it (MDH_AUTOTUNE=1 \
-                 tunes this call on the device: README, \"Run-time tuning on the user's GPU\")"
-            .to_string(),
+        None => format!(
+            "the analytical default plan: no entry for this device, its architecture or any \
+             device is valid here and fits it (MDH_AUTOTUNE=1 tunes this call on the device: \
+             README, \"Run-time tuning on the user's GPU\"); {}",
+            defaults::explain(desc, bound, info, device, lim)
+        ),
         Some((i, m)) => {
             let e = &entries[i];
             let arch = e.arch.map_or(String::new(), |a| format!(", arch sm_{a}"));
@@ -228,6 +234,10 @@ mod tests {
         let s = say(&entries, l4, sm("sm_89"));
         assert!(s.contains("device \"*\": for any device;"), "{s}");
         let s = say(&entries[1..2], l4, sm("sm_89"));
-        assert!(s.contains("the default plan fitted to the device: no entry for this device, its architecture or any device is valid here and fits it (MDH_AUTOTUNE=1 tunes"), "{s}");
+        assert!(s.contains("the analytical default plan: no entry for this device, its architecture or any device is valid here and fits it (MDH_AUTOTUNE=1 tunes"), "{s}");
+        assert!(
+            s.contains("class contraction, ranked by the throughput model (derived):\n  -> "),
+            "{s}"
+        );
     }
 }

@@ -43,9 +43,15 @@ pub const MAX_CANDIDATES: usize = 16;
 pub enum Class {
     /// Dimensions `m` and `n` kept, each used by one input alone, and a
     /// PW dimension `k` both use.
-    Contraction { m: usize, n: usize, k: usize },
+    Contraction {
+        m: usize,
+        n: usize,
+        k: usize,
+    },
     /// PW dimension `r`, contiguous in the largest input.
-    Reduction { r: usize },
+    Reduction {
+        r: usize,
+    },
     Map,
     Other,
 }
@@ -217,7 +223,12 @@ pub fn explain(
 fn registers(r: &Resolved, desc: &KernelDesc, info: &KernelInfo) -> Resources {
     let kept = DimKind::kept(&desc.kinds);
     let private: usize = kept.iter().map(|&x| r.private[x]).product();
-    let words: usize = info.acc_bytes.iter().map(|b| b.div_ceil(4)).sum::<usize>().max(1);
+    let words: usize = info
+        .acc_bytes
+        .iter()
+        .map(|b| b.div_ceil(4))
+        .sum::<usize>()
+        .max(1);
     let fragments: usize = kept.iter().map(|&x| r.private[x]).sum();
     let regs = 40 + (private * words * 5).div_ceil(4) + fragments;
     Resources {
@@ -278,7 +289,11 @@ fn base(d: usize, inputs: usize) -> GpuPlan {
 fn candidates(k: &ModelKernel, bound: &Bound, lim: DeviceLimits) -> Vec<GpuPlan> {
     let ext = &bound.extents;
     let units = lim.compute.compute_units.filter(|&n| n > 0).unwrap_or(100);
-    let stages = if lim.cuda_arch.is_some_and(|a| a >= 80) { 2 } else { 1 };
+    let stages = if lim.cuda_arch.is_some_and(|a| a >= 80) {
+        2
+    } else {
+        1
+    };
     match class_of(k) {
         Class::Contraction { m, n, k: r } => contraction(k, ext, units, stages, m, n, r),
         Class::Reduction { r } => reduction(k, ext, units, r),
@@ -299,7 +314,14 @@ fn kept_groups(kinds: &[DimKind], plan: &GpuPlan, ext: &[usize]) -> usize {
 /// `plan` with PW dimension `r` split across groups where its kept tiles
 /// make fewer groups than two per unit: as many as fill two waves, each
 /// group at least `min_steps` tiles of `r`.
-fn split(mut plan: GpuPlan, kinds: &[DimKind], ext: &[usize], units: usize, r: usize, min_steps: usize) -> Option<GpuPlan> {
+fn split(
+    mut plan: GpuPlan,
+    kinds: &[DimKind],
+    ext: &[usize],
+    units: usize,
+    r: usize,
+    min_steps: usize,
+) -> Option<GpuPlan> {
     let kept = kept_groups(kinds, &plan, ext);
     let steps = ext[r].div_ceil(plan.tile[r].max(1));
     let want = (2 * units).div_ceil(kept);
@@ -333,7 +355,10 @@ fn contraction(
     // The input that uses the rows (the mma's A): transposed in local
     // memory when its contiguous dimension is the reduction, so that a
     // thread's values along the rows are runs of 4.
-    let a_input = k.inputs.iter().find(|a| a.uses.contains(&m) && !a.uses.contains(&n));
+    let a_input = k
+        .inputs
+        .iter()
+        .find(|a| a.uses.contains(&m) && !a.uses.contains(&n));
     let transpose: Vec<bool> = (0..inputs)
         .map(|b| a_input.is_some_and(|a| a.buffer == b && a.coefs[r] == Some(1)))
         .collect();
@@ -343,12 +368,20 @@ fn contraction(
     // PW dimensions besides `r` step one index at a time; other kept
     // dimensions take one index per group.
     let only = |x: usize, with: usize, without: usize| {
-        let uses = |d: usize| k.inputs.iter().any(|a| a.uses.contains(&x) && a.uses.contains(&d));
+        let uses = |d: usize| {
+            k.inputs
+                .iter()
+                .any(|a| a.uses.contains(&x) && a.uses.contains(&d))
+        };
         kinds[x].is_kept() && uses(with) && !uses(without)
     };
     let along = |first: usize, with: usize, without: usize| -> Vec<usize> {
         let mut v = vec![first];
-        v.extend((0..d).rev().filter(|&x| x != first && only(x, with, without)));
+        v.extend(
+            (0..d)
+                .rev()
+                .filter(|&x| x != first && only(x, with, without)),
+        );
         v
     };
     let (rows, cols) = (along(m, m, n), along(n, n, m));
@@ -395,7 +428,13 @@ fn contraction(
         p.tile[m] = rows;
         p.items[n] = cols.min(256 / lanes / p.items[m]).max(1);
         p.tile[n] = p.items[n] * 2;
-        p.local = (0..inputs).map(|b| !k.inputs.iter().any(|a| a.buffer == b && a.uses.contains(&m))).collect();
+        p.local = (0..inputs)
+            .map(|b| {
+                !k.inputs
+                    .iter()
+                    .any(|a| a.buffer == b && a.uses.contains(&m))
+            })
+            .collect();
         p.vector = vec![4; inputs];
         if let Some(s) = split(p.clone(), kinds, ext, units, r, 1) {
             v.push(s);
@@ -457,7 +496,11 @@ fn reduction(k: &ModelKernel, ext: &[usize], units: usize, r: usize) -> Vec<GpuP
             // Inputs that do not move with the rows are read by every row:
             // local memory.
             let local: Vec<bool> = (0..inputs)
-                .map(|b| !k.inputs.iter().any(|a| a.buffer == b && a.uses.contains(&rows)))
+                .map(|b| {
+                    !k.inputs
+                        .iter()
+                        .any(|a| a.buffer == b && a.uses.contains(&rows))
+                })
                 .collect();
             // Lanes along `r`, rows per group, steps of `r` per lane and
             // tile, which inputs are cached (`local`: those without rows;

@@ -236,7 +236,10 @@ impl GpuModel {
         GpuModel {
             name: "derived",
             units,
-            clock_hz: c.clock_hz.filter(|f| f.is_finite() && *f > 0.0).unwrap_or(1.5e9),
+            clock_hz: c
+                .clock_hz
+                .filter(|f| f.is_finite() && *f > 0.0)
+                .unwrap_or(1.5e9),
             fma_lanes: if wide { 128.0 } else { 64.0 },
             l2_bytes: per_unit(0.4 * 1024.0 * 1024.0),
             l2_bw: per_unit(40.0e9),
@@ -245,7 +248,9 @@ impl GpuModel {
             dram_peak_bw: per_unit(25.0e9),
             unit_threads: c.unit_threads.unwrap_or(2048),
             unit_registers: c.unit_registers.unwrap_or(65536),
-            unit_shared: c.unit_shared.unwrap_or(lim.local_bytes.saturating_add(1024)),
+            unit_shared: c
+                .unit_shared
+                .unwrap_or(lim.local_bytes.saturating_add(1024)),
             ..H100_SXM
         }
     }
@@ -369,7 +374,12 @@ impl ModelKernel {
                         .filter(|&x| a.components.iter().any(|c| c.dims[x] != 0))
                         .collect();
                     let coefs = (0..d)
-                        .map(|x| linear.get(b).and_then(|l| l.get(j)).map(|l| l.coefs[x] as i64))
+                        .map(|x| {
+                            linear
+                                .get(b)
+                                .and_then(|l| l.get(j))
+                                .map(|l| l.coefs[x] as i64)
+                        })
                         .collect();
                     v.push(ModelAccess {
                         buffer: b,
@@ -404,7 +414,9 @@ impl Bytes {
                 .sum()
         };
         Bytes {
-            inputs: sum(&bound.in_shapes, &|b| info.in_bytes.get(b).copied().unwrap_or(4)),
+            inputs: sum(&bound.in_shapes, &|b| {
+                info.in_bytes.get(b).copied().unwrap_or(4)
+            }),
             outputs: sum(&bound.out_shapes, &|b| {
                 info.out_types.get(b).map_or(4, |&t| elem_bytes(t))
             }),
@@ -700,4 +712,3 @@ fn bound(s: &Shape, bytes: Bytes, m: &GpuModel) -> f64 {
     let bandwidth = (units * m.unit_bytes * m.clock_hz).min(device_bw);
     compute.max(bytes.inputs / bandwidth)
 }
-
