@@ -13,8 +13,9 @@
 # and goes with the call as a carried path (`carry: [".dev"]`). What runs
 # there, in order of value, each under its own timeout and all under
 # DEADLINE seconds (default 530: a call may last 600): the CUDA tests with
-# MDH_REQUIRE_CUDA_DEVICE=1, launch_overhead, `mdh-bench --quick` as built,
-# then `mdh-bench --quick` under MDH_AUTOTUNE=1 (run-time tuning,
+# MDH_REQUIRE_CUDA_DEVICE=1, launch_overhead, `mdh-bench --quick` with the
+# analytical defaults (MDH_IGNORE_DEVICE_ENTRIES=1), as built, then
+# `mdh-bench --quick` under MDH_AUTOTUNE=1 (run-time tuning,
 # AUTOTUNE_BUDGET seconds per call, default 10). Logs, CSVs and the tuning
 # cache land in $OUT; the kept plans are printed ("mdh: tuning K: … : GpuPlan
 # { … }") for config entries.
@@ -109,6 +110,14 @@ run() {
     if [ "$(left)" -gt 60 ]; then
         stage "launch overhead"
         timeout 40 target/release/examples/launch_overhead --quick 2>&1 | tail -25
+    fi
+    if [ "$(left)" -gt 180 ]; then
+        # The analytical defaults alone (only `*` entries count), as on a
+        # GPU nobody tuned for.
+        stage "bench with the defaults (MDH_IGNORE_DEVICE_ENTRIES=1)"
+        MDH_IGNORE_DEVICE_ENTRIES=1 timeout 150 target/release/mdh-bench --quick \
+            --csv "$OUT/bench-defaults.csv" --png /tmp/bench-defaults.png > "$OUT/bench-defaults.log" 2>&1
+        echo "rc(bench defaults)=$?"; grep "^|" "$OUT/bench-defaults.log" | grep -E "cuda|cublas"
     fi
     if [ "$(left)" -gt 120 ]; then
         stage "bench as built"
