@@ -236,7 +236,7 @@ mod tests {
         let s = say(&entries[1..2], l4, sm("sm_89"));
         assert!(s.contains("the analytical default plan: no entry for this device, its architecture or any device is valid here and fits it (MDH_AUTOTUNE=1 tunes"), "{s}");
         assert!(
-            s.contains("class contraction, ranked by the throughput model (derived):\n  -> "),
+            s.contains("class contraction, ranked by the throughput model (derived), FP32:\n  -> "),
             "{s}"
         );
     }

@@ -6,8 +6,10 @@
 //! fastest under it is the default. A CPU device (PoCL) keeps the CPU's
 //! rule, [`GpuPlan::default_for`] (no local memory: caches serve better).
 //!
-//! A default never lowers precision: no candidate asks for tensor cores
-//! (`mma`); those stay a plan's explicit choice.
+//! A default never lowers precision: tensor cores (`mma`) are candidates
+//! only where the user opts in, with `MDH_GPU_MATH=tf32` (or `3xtf32`;
+//! [`GpuMath`]), as cuBLAS's math mode and PyTorch's
+//! `allow_tf32` are opt-ins; by default every candidate computes in FP32.
 //!
 //! The classes, by what the kernel's views say (for the call's strides):
 //! - **contraction**: two inputs each missing a kept dimension the other
@@ -37,6 +39,24 @@ use super::{fits, local_bytes, DeviceLimits, KernelInfo};
 
 /// The most candidates a class ranks.
 pub const MAX_CANDIDATES: usize = 16;
+
+/// The arithmetic the default of a contraction may use
+/// (`MDH_GPU_MATH`: `fp32`, the default, `tf32` or `3xtf32`): the
+/// precision a user opts in to.
+pub type GpuMath = Mma;
+
+/// `MDH_GPU_MATH`, read once; FP32 (with a warning) for anything else.
+pub fn gpu_math() -> GpuMath {
+    static MATH: std::sync::OnceLock<GpuMath> = std::sync::OnceLock::new();
+    *MATH.get_or_init(|| match std::env::var("MDH_GPU_MATH") {
+        Err(_) => Mma::Off,
+        Ok(v) if v == "fp32" || v.is_empty() => Mma::Off,
+        Ok(v) => Mma::from_name(&v).unwrap_or_else(|| {
+            log::warn!("mdh: MDH_GPU_MATH={v:?} is none of fp32, tf32, 3xtf32: FP32");
+            Mma::Off
+        }),
+    })
+}
 
 /// A kernel's computation class (module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,7 +151,7 @@ pub fn default_plan(
     if lim.compute.cpu {
         return fitted(GpuPlan::default_for(desc), desc, bound, info, lim);
     }
-    ranked(desc, bound, info, device, lim)
+    ranked_with(desc, bound, info, device, lim, gpu_math())
         .into_iter()
         .next()
         .map(|c| c.plan)
@@ -154,11 +174,23 @@ pub fn ranked(
     device: &str,
     lim: DeviceLimits,
 ) -> Vec<Candidate> {
+    ranked_with(desc, bound, info, device, lim, gpu_math())
+}
+
+/// [`ranked`] under the arithmetic `math`.
+pub fn ranked_with(
+    desc: &KernelDesc,
+    bound: &Bound,
+    info: &KernelInfo,
+    device: &str,
+    lim: DeviceLimits,
+    math: GpuMath,
+) -> Vec<Candidate> {
     let k = ModelKernel::of_call(desc, bound, info);
     let model = GpuModel::for_device(device, &lim);
     let bytes = Bytes::of_call(bound, info);
     let mut seen = Vec::new();
-    let mut out: Vec<Candidate> = candidates(&k, bound, lim)
+    let mut out: Vec<Candidate> = candidates(&k, bound, lim, math)
         .into_iter()
         .filter_map(|mut plan| {
             plan.fill_layout_defaults(desc);
@@ -195,15 +227,19 @@ pub fn explain(
     let k = ModelKernel::of_call(desc, bound, info);
     let model = GpuModel::for_device(device, &lim);
     let mut s = format!(
-        "class {}, ranked by the throughput model ({}):",
+        "class {}, ranked by the throughput model ({}), {}:",
         class_of(&k).name(),
-        model.name
+        model.name,
+        match gpu_math() {
+            Mma::Off => "FP32".to_string(),
+            m => format!("MDH_GPU_MATH={}", m.name()),
+        }
     );
     for (i, c) in ranked(desc, bound, info, device, lim).iter().enumerate() {
         let p = &c.plan;
         let _ = write!(
             s,
-            "\n  {} {:8.1} µs ({}) items {:?} tile {:?} groups {:?} local {:?}{}",
+            "\n  {} {:8.1} µs ({}) items {:?} tile {:?} groups {:?} local {:?}{}{}",
             if i == 0 { "->" } else { "  " },
             c.prediction.time_s * 1e6,
             c.prediction.limiter,
@@ -212,6 +248,10 @@ pub fn explain(
             p.groups,
             p.local,
             if p.blocked { " blocked" } else { "" },
+            match p.mma {
+                Mma::Off => String::new(),
+                m => format!(" mma {}", m.name()),
+            },
         );
     }
     s
@@ -286,16 +326,33 @@ fn base(d: usize, inputs: usize) -> GpuPlan {
 }
 
 /// The candidates of `k`'s class, before validation and fitting.
-fn candidates(k: &ModelKernel, bound: &Bound, lim: DeviceLimits) -> Vec<GpuPlan> {
+fn candidates(k: &ModelKernel, bound: &Bound, lim: DeviceLimits, math: GpuMath) -> Vec<GpuPlan> {
     let ext = &bound.extents;
     let units = lim.compute.compute_units.filter(|&n| n > 0).unwrap_or(100);
-    let stages = if lim.cuda_arch.is_some_and(|a| a >= 80) {
-        2
-    } else {
-        1
-    };
+    let sm80 = lim.cuda_arch.is_some_and(|a| a >= 80);
+    let stages = if sm80 { 2 } else { 1 };
     match class_of(k) {
-        Class::Contraction { m, n, k: r } => contraction(k, ext, units, stages, m, n, r),
+        Class::Contraction { m, n, k: r } => {
+            let mut v = Vec::new();
+            // Tensor cores where the user opted in (sm_80 and later): warps
+            // of 8 row groups × 4 column pairs (see `GpuPlan::mma`).
+            if math != Mma::Off && sm80 && mdh_rt::gpu_plan::mma_dims(&k.desc).is_some() {
+                for (tm, tn) in [(128, 64), (64, 64), (64, 32)] {
+                    let mut p = base(ext.len(), k.desc.inputs.len());
+                    p.items[m] = 32;
+                    p.items[n] = 4;
+                    p.tile[m] = tm;
+                    p.tile[n] = tn;
+                    p.tile[r] = 16;
+                    p.local = vec![true; k.desc.inputs.len()];
+                    p.stages = stages;
+                    p.mma = math;
+                    v.push(p);
+                }
+            }
+            v.extend(contraction(k, ext, units, stages, m, n, r));
+            v
+        }
         Class::Reduction { r } => reduction(k, ext, units, r),
         Class::Map => map(k, ext),
         Class::Other => vec![GpuPlan::default_for(&k.desc)],
@@ -629,4 +686,151 @@ fn map(k: &ModelKernel, ext: &[usize]) -> Vec<GpuPlan> {
         }
     }
     v
+}
+
+// The tests build their kernels with the interpreter's front end.
+#[cfg(all(test, feature = "reference"))]
+mod tests {
+    use super::*;
+    use crate::gpu::{bind_sizes, cuda_arch_limits, DeviceCompute};
+    use mdh_core::codegen::c_expr::Dialect;
+
+    /// An H100's limits as its runtime reports them.
+    fn h100() -> DeviceLimits {
+        DeviceLimits {
+            compute: DeviceCompute {
+                compute_units: Some(132),
+                ..DeviceCompute::default()
+            },
+            ..cuda_arch_limits("sm_90")
+        }
+    }
+
+    struct Call {
+        desc: KernelDesc,
+        info: &'static KernelInfo,
+        bound: Bound,
+    }
+
+    fn call(k: &mdh_core::Checked, sizes: &[usize]) -> Call {
+        let desc = KernelDesc::from_kernel(k);
+        let bound = bind_sizes(&desc, sizes).unwrap();
+        Call {
+            info: crate::reference::kernel_info(k, Dialect::Cuda),
+            desc,
+            bound,
+        }
+    }
+
+    impl Call {
+        fn ranked(&self, lim: DeviceLimits, math: GpuMath) -> Vec<Candidate> {
+            ranked_with(
+                &self.desc,
+                &self.bound,
+                self.info,
+                "NVIDIA H100 80GB HBM3",
+                lim,
+                math,
+            )
+        }
+        fn class(&self) -> Class {
+            class_of(&ModelKernel::of_call(&self.desc, &self.bound, self.info))
+        }
+    }
+
+    #[test]
+    fn classes_follow_the_views() {
+        use mdh_core::fixtures::{compiled, matmul, matvec, JACOBI1D};
+        assert_eq!(
+            call(&matmul(), &[64, 64, 64]).class(),
+            Class::Contraction { m: 0, n: 1, k: 2 }
+        );
+        assert_eq!(
+            call(&matvec(), &[64, 64]).class(),
+            Class::Reduction { r: 1 }
+        );
+        assert_eq!(call(&compiled(JACOBI1D), &[64]).class(), Class::Map);
+    }
+
+    /// At most 16 candidates, each valid and fitting the device, fastest
+    /// first; the default is the first.
+    #[test]
+    fn candidates_are_valid_fitting_and_ranked() {
+        let c = call(&mdh_core::fixtures::matmul(), &[1024, 1024, 1024]);
+        let lim = h100();
+        let ranked = c.ranked(lim, Mma::Off);
+        assert!(!ranked.is_empty() && ranked.len() <= MAX_CANDIDATES);
+        for (i, cand) in ranked.iter().enumerate() {
+            cand.plan.validate(&c.desc).unwrap();
+            let r = cand.plan.resolve(&c.desc.kinds, &c.bound.extents);
+            assert!(fits(&c.desc, c.info, &c.bound, &r, lim), "{:?}", cand.plan);
+            assert_eq!(cand.plan.mma, Mma::Off);
+            if i > 0 {
+                assert!(ranked[i - 1].prediction.time_s <= cand.prediction.time_s);
+            }
+        }
+        let default = default_plan(&c.desc, &c.bound, c.info, "NVIDIA H100 80GB HBM3", lim);
+        assert_eq!(default, ranked[0].plan);
+        // matmul 1024³: 8 × 8 register tiles of a 128 × 128 block over
+        // shared tiles of both inputs.
+        assert_eq!(
+            (default.items.clone(), default.tile.clone()),
+            (vec![16, 16, 1], vec![128, 128, 8])
+        );
+        assert_eq!(default.local, [true, true]);
+    }
+
+    /// A product of one row and few columns (I = 1, K = 8192, J = 64)
+    /// splits its reduction across groups: its kept tiles alone give fewer
+    /// groups than the units.
+    #[test]
+    fn few_rows_split_the_reduction() {
+        let c = call(&mdh_core::fixtures::matmul(), &[1, 8192, 64]);
+        let p = &c.ranked(h100(), Mma::Off)[0].plan;
+        let r = p.resolve(&c.desc.kinds, &c.bound.extents);
+        assert!(r.groups[2] > 1, "{p:?} resolved {r:?}");
+    }
+
+    /// Tensor cores only where the user opts in, on sm_80 and later.
+    #[test]
+    fn tensor_cores_only_when_asked() {
+        let c = call(&mdh_core::fixtures::matmul(), &[1024, 1024, 1024]);
+        let tf32 = c.ranked(h100(), Mma::Tf32);
+        assert_eq!(tf32[0].plan.mma, Mma::Tf32, "{:?}", tf32[0]);
+        let sm75 = DeviceLimits {
+            cuda_arch: Some(75),
+            ..h100()
+        };
+        assert!(c
+            .ranked(sm75, Mma::Tf32)
+            .iter()
+            .all(|x| x.plan.mma == Mma::Off));
+        let opencl = DeviceLimits {
+            cuda_arch: None,
+            ..h100()
+        };
+        assert!(c
+            .ranked(opencl, Mma::Tf32)
+            .iter()
+            .all(|x| x.plan.mma == Mma::Off));
+    }
+
+    /// A CPU device (PoCL) keeps the CPU's rule.
+    #[test]
+    fn a_cpu_device_keeps_the_cpu_rule() {
+        let c = call(&mdh_core::fixtures::matvec(), &[256, 256]);
+        let lim = DeviceLimits {
+            max_items: 4096,
+            local_bytes: 4 << 20,
+            cuda_arch: None,
+            compute: DeviceCompute {
+                compute_units: Some(2),
+                cpu: true,
+                ..DeviceCompute::default()
+            },
+        };
+        let plan = default_plan(&c.desc, &c.bound, c.info, "cpu-zen", lim);
+        assert_eq!(plan, GpuPlan::default_for(&c.desc));
+        assert!(explain(&c.desc, &c.bound, c.info, "cpu-zen", lim).contains("a CPU device"));
+    }
 }
