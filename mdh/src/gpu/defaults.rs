@@ -473,6 +473,7 @@ fn contraction(
         }
         v.push(p);
     }
+    let mut few = Vec::new();
     // Few rows (a skinny product, a matrix-vector-like one): lanes along the
     // reduction, the rows' whole extent (up to 16) per group, 2-4 columns
     // per thread; the operand without rows in local memory.
@@ -494,9 +495,9 @@ fn contraction(
             .collect();
         p.vector = vec![4; inputs];
         if let Some(s) = split(p.clone(), kinds, ext, units, r, 1) {
-            v.push(s);
+            few.push(s);
         }
-        v.push(p);
+        few.push(p);
     }
     // One row: columns across threads and groups, the reduction split.
     let mut p = base(d, inputs);
@@ -505,9 +506,16 @@ fn contraction(
     p.tile[r] = 16;
     p.blocked = true;
     if let Some(s) = split(p, kinds, ext, units, r, 1) {
-        v.push(s);
+        few.push(s);
     }
-    v
+    // Ranked within the first [`MAX_CANDIDATES`]: the shape's own first.
+    if ext[m] <= 16 {
+        few.extend(v);
+        few
+    } else {
+        v.extend(few);
+        v
+    }
 }
 
 /// Spreads `items` work-items and a tile of `tile` indices over `dims`,
