@@ -46,7 +46,7 @@
 //!   they fit there (repeated runs keep them), else from DRAM; the bytes
 //!   the blocks load (each block its footprint of each input) through L2;
 //!   global accesses whose consecutive threads are not consecutive
-//!   elements move more ([`spread`]: sectors of 32 bytes), in L2, DRAM
+//!   elements move more (`spread`: sectors of 32 bytes), in L2, DRAM
 //!   and L1 cycles alike;
 //! - and a fixed time per launch.
 //!
