@@ -201,21 +201,24 @@ impl Isa {
 /// Defines `fn $name(isa: Isa, args) -> ret`: the body compiled for each
 /// instruction set (inlined into a `#[target_feature]` function per set,
 /// so that the compiler vectorizes it for that set) and called for `isa`.
+/// In the body, the const `$acc` is the f32 lanes of 8 of the set's
+/// vectors (128, 64, 32): independent accumulators enough to cover the
+/// add latency × the loads per cycle.
 macro_rules! per_isa {
-    ($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty $body:block) => {
+    ($(#[$doc:meta])* fn $name:ident<const $acc:ident>($($arg:ident: $ty:ty),*) -> $ret:ty $body:block) => {
         $(#[$doc])*
         fn $name(isa: Isa, $($arg: $ty),*) -> $ret {
             #[inline(always)]
-            fn body($($arg: $ty),*) -> $ret $body
+            fn body<const $acc: usize>($($arg: $ty),*) -> $ret $body
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
             fn avx512($($arg: $ty),*) -> $ret {
-                body($($arg),*)
+                body::<128>($($arg),*)
             }
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx2,fma")]
             fn avx2($($arg: $ty),*) -> $ret {
-                body($($arg),*)
+                body::<64>($($arg),*)
             }
             match isa.0 {
                 // SAFETY: an `Isa` of this kind comes only from
@@ -227,32 +230,34 @@ macro_rules! per_isa {
                 // `Isa::detect`, which found avx2 and fma on this CPU.
                 #[cfg(target_arch = "x86_64")]
                 Kind::Avx2 => unsafe { avx2($($arg),*) },
-                Kind::Baseline => body($($arg),*),
+                Kind::Baseline => body::<32>($($arg),*),
             }
         }
     };
 }
 
-/// Lanes of the bandwidth kernels' accumulators (independent adds, so that
-/// the compiler vectorizes them without reassociating).
-const LANES: usize = 32;
+/// Each thread's part of a buffer is a multiple of this many floats (the
+/// widest accumulator of [`per_isa`]).
+const ALIGN: usize = 128;
 
 per_isa! {
-    /// The sum of `x` (`x.len()` a multiple of [`LANES`]).
-    fn sum(x: &[f32]) -> f32 {
-        let mut acc = [0.0f32; LANES];
-        for c in x.chunks_exact(LANES) {
+    /// The sum of `x`.
+    fn sum<const ACC>(x: &[f32]) -> f32 {
+        let mut acc = [0.0f32; ACC];
+        let chunks = x.chunks_exact(ACC);
+        let rest: f32 = chunks.remainder().iter().sum();
+        for c in chunks {
             for (a, v) in acc.iter_mut().zip(c) {
                 *a += v;
             }
         }
-        acc.iter().sum()
+        acc.iter().sum::<f32>() + rest
     }
 }
 
 per_isa! {
     /// `a = b + s·c`.
-    fn triad(a: &mut [f32], b: &[f32], c: &[f32], s: f32) -> () {
+    fn triad<const ACC>(a: &mut [f32], b: &[f32], c: &[f32], s: f32) -> () {
         for ((a, b), c) in a.iter_mut().zip(b).zip(c) {
             *a = b + s * c;
         }
@@ -433,8 +438,8 @@ pub fn measure(sizes: Sizes, threads: usize) -> Result<Roofs, String> {
     )?;
 
     // Streaming: each buffer split among the threads, each thread's part
-    // a whole number of LANES.
-    let len = (sizes.stream / 4).div_ceil(LANES * threads) * LANES * threads;
+    // a whole number of ALIGN.
+    let len = (sizes.stream / 4).div_ceil(ALIGN * threads) * ALIGN * threads;
     let chunk = len / threads;
     let (a, b, mut c) = (buffer(len, 1.0)?, buffer(len, 2.0)?, buffer(len, 0.0)?);
     let stream_sum = roof(
@@ -476,7 +481,7 @@ pub fn measure(sizes: Sizes, threads: usize) -> Result<Roofs, String> {
     drop((a, b, c));
 
     // L2: each thread sums a buffer of its own, over and over.
-    let l2_len = (sizes.l2 / 4).div_ceil(LANES) * LANES;
+    let l2_len = (sizes.l2 / 4).div_ceil(ALIGN) * ALIGN;
     let l2_bufs = (0..threads)
         .map(|_| buffer(l2_len, 1.0))
         .collect::<Result<Vec<_>, _>>()?;
