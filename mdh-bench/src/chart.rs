@@ -90,7 +90,7 @@ pub fn draw(path: &std::path::Path, panels: &[Panel]) -> Result<(), String> {
                 bar_panel(&area, (lo..hi).log_scale(), lo, &panel.caption, bars, &look)
             }
             Scale::PercentOfRoof => {
-                let x_desc = "% of roof = the case's roofline (FMA peak or intensity × streaming bandwidth) / its rate";
+                let x_desc = "% of roof = the rate / the case's roofline, min(FMA peak, flops/bytes × streaming bandwidth)";
                 let axis = |x: &f64| format!("{x:.0}%");
                 let value = |v: f64| format!(" {v:.1}%");
                 let colour = |b: &Bar| if b.highlight { BLUE } else { GREY };

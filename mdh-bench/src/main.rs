@@ -14,12 +14,25 @@
 //! result is compared with mdh's (relative tolerance [`cases::RTOL`] for
 //! floats, exact for integers); a disagreement is printed loudly and makes the
 //! exit code 1. Writes a CSV
-//! (`case,impl,median_s,reps,gflops,gbs,mdh_speedup,versus,agrees`;
+//! (`case,impl,median_s,reps,gflops,gbs,mdh_speedup,versus,agrees,pct_of_roof`;
 //! `mdh_speedup` = peer median / median of `versus`, > 1 when mdh is faster;
 //! `versus` is `mdh` for the CPU peers and `mdh-cuda` for cuBLAS) and a PNG
 //! bar chart of `mdh_speedup` for every case and peer. Where a CUDA device is
 //! present, every case gains `mdh-cuda` rows (and the BLAS cases `cublas`
 //! rows), see [`cuda`].
+//!
+//! Before the cases the run measures the machine's roofs on all threads
+//! (see [`roof`]): the f32 FMA peak of the widest instruction set (AVX-512,
+//! AVX2+FMA or the baseline, chosen at run time; a register-only loop), the
+//! streaming bandwidth (read-only sum, copy, triad over buffers of 4× the
+//! last-level cache) and the L2 bandwidth (a sum over half the L2 per
+//! thread, repeated). They are printed above the table (name, rate,
+//! threads, instruction set), and every row gains `% of roof`: the
+//! shortest time the case's flops and bytes allow, `flops / min(FMA peak,
+//! flops/bytes × streaming bandwidth)` (the bandwidth being the fastest of
+//! sum, copy and triad; a case with flops alone is held against the FMA
+//! peak, one with bytes alone against the bandwidth), over its median, in
+//! percent. The CSV gains `pct_of_roof`, the PNG a second panel of it.
 
 mod blas;
 mod cases;
@@ -349,7 +362,7 @@ fn table(rows: &[Row], roofs: &[roof::Roof], machine: &str) -> String {
     if !roofs.is_empty() {
         let _ = writeln!(
             s,
-            "Roofs, measured in this run; % of roof = the case's roofline, min(FMA peak, flops/bytes × the fastest stream rate), over its rate\n"
+            "Roofs, measured in this run; % of roof = a row's rate over its case's roofline, min(FMA peak, flops/bytes × the fastest stream rate)\n"
         );
         let _ = writeln!(s, "| roof | rate | threads | ISA | how |");
         let _ = writeln!(s, "|---|---:|---:|---|---|");
