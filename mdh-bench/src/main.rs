@@ -307,37 +307,36 @@ fn main() -> ExitCode {
 /// The bar charts of the rows' speedups over their peers and of every
 /// row's % of roof (where the roofs were measured).
 fn write_png(png: &std::path::Path, machine: &str, rows: &[Row]) -> Result<(), String> {
-    let speedups = chart::Panel {
-        caption: format!("mdh speedup over peers ({machine})"),
-        scale: chart::Scale::Speedup,
-        bars: rows
-            .iter()
-            .filter_map(|r| {
-                Some(chart::Bar {
-                    label: match r.versus {
-                        "mdh" => format!("{} vs {}", r.case, r.imp),
-                        v => format!("{}: {v} vs {}", r.case, r.imp),
-                    },
-                    value: r.speedup?,
-                    highlight: false,
-                })
-            })
-            .collect(),
+    let panel = |caption, scale, bar: &dyn Fn(&Row) -> Option<chart::Bar>| chart::Panel {
+        caption,
+        scale,
+        bars: rows.iter().filter_map(bar).collect(),
     };
-    let roofs = chart::Panel {
-        caption: format!("% of roof, measured in the same run ({machine})"),
-        scale: chart::Scale::PercentOfRoof,
-        bars: rows
-            .iter()
-            .filter_map(|r| {
-                Some(chart::Bar {
-                    label: format!("{}: {}", r.case, r.imp),
-                    value: r.pct_of_roof?,
-                    highlight: r.imp == r.versus,
-                })
+    let speedups = panel(
+        format!("mdh speedup over peers ({machine})"),
+        chart::Scale::Speedup,
+        &|r| {
+            Some(chart::Bar {
+                label: match r.versus {
+                    "mdh" => format!("{} vs {}", r.case, r.imp),
+                    v => format!("{}: {v} vs {}", r.case, r.imp),
+                },
+                value: r.speedup?,
+                highlight: false,
             })
-            .collect(),
-    };
+        },
+    );
+    let roofs = panel(
+        format!("% of roof, measured in the same run ({machine})"),
+        chart::Scale::PercentOfRoof,
+        &|r| {
+            Some(chart::Bar {
+                label: format!("{}: {}", r.case, r.imp),
+                value: r.pct_of_roof?,
+                highlight: r.imp == r.versus,
+            })
+        },
+    );
     let mut panels = vec![speedups];
     if !roofs.bars.is_empty() {
         panels.push(roofs);
