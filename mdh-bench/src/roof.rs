@@ -113,7 +113,7 @@ impl Sizes {
             stream: (4 * l3_total).max(MIN_STREAM),
             l2: (l2 / 2).max(4096),
             sample: Duration::from_millis(if quick { 40 } else { 200 }),
-            tries: if quick { 3 } else { 5 },
+            tries: if quick { 5 } else { 7 },
         }
     }
 }
@@ -337,29 +337,24 @@ fn fma(isa: Isa, iters: u64) -> f64 {
 }
 
 /// The highest rate, in units per second, of `run(reps)`, which does
-/// `reps` repetitions and returns the units (flops, bytes) they did:
-/// `reps` doubles until a run lasts `sizes.sample` (the runs until then
-/// warm up), then the fastest of `sizes.tries` runs counts.
-fn best_rate(sizes: &Sizes, mut run: impl FnMut(u64) -> f64) -> f64 {
-    let mut reps = 1u64;
-    loop {
-        let t = Instant::now();
-        run(reps);
-        let took = t.elapsed().as_secs_f64();
-        let want = sizes.sample.as_secs_f64();
-        if took >= want / 4.0 || reps >= 1 << 40 {
-            reps = ((reps as f64 * want / took.max(1e-9)).ceil() as u64).max(1);
-            break;
+/// `reps` repetitions and returns the units (flops, bytes) they did and the
+/// seconds they took: a run shorter than half of `sizes.sample` does not
+/// count and doubles `reps` (those runs warm up; a run that was slowed down,
+/// e.g. preempted, counts at its slower rate but never makes the later
+/// runs too short to time), and the fastest of `sizes.tries` runs counts.
+fn best_rate(sizes: &Sizes, mut run: impl FnMut(u64) -> (f64, f64)) -> f64 {
+    let long_enough = sizes.sample.as_secs_f64() / 2.0;
+    let (mut reps, mut best, mut counted) = (1u64, 0.0f64, 0);
+    while counted < sizes.tries.max(1) {
+        let (units, seconds) = run(reps);
+        if seconds >= long_enough || reps >= 1 << 40 {
+            counted += 1;
+            best = best.max(units / seconds.max(1e-9));
+        } else {
+            reps *= 2;
         }
-        reps *= 2;
     }
-    (0..sizes.tries.max(1))
-        .map(|_| {
-            let t = Instant::now();
-            let units = run(reps);
-            units / t.elapsed().as_secs_f64().max(1e-9)
-        })
-        .fold(0.0, f64::max)
+    best
 }
 
 /// Sums `x` `reps` times; the bytes read.
@@ -385,19 +380,34 @@ fn buffer(len: usize, value: f32) -> Result<Vec<f32>, String> {
     Ok(v)
 }
 
-/// Runs `work` on each of `parts` in a thread of its own, all at once; the
-/// sum of what they return.
-fn on_threads<T: Send>(parts: impl IntoIterator<Item = T>, work: impl Fn(T) -> f64 + Sync) -> f64 {
-    let work = &work;
+/// Runs `work` on each of `parts` in a thread of its own, all starting at
+/// once (the threads' start-up is not timed); the sum of what they return
+/// (NaN where a thread failed) and the seconds the slowest took.
+fn on_threads<T: Send>(
+    parts: impl IntoIterator<Item = T>,
+    work: impl Fn(T) -> f64 + Sync,
+) -> (f64, f64) {
+    let parts: Vec<T> = parts.into_iter().collect();
+    let start = std::sync::Barrier::new(parts.len());
+    let (work, start) = (&work, &start);
     std::thread::scope(|s| {
         let running: Vec<_> = parts
             .into_iter()
-            .map(|p| s.spawn(move || work(p)))
+            .map(|p| {
+                s.spawn(move || {
+                    start.wait();
+                    let t = Instant::now();
+                    let units = work(p);
+                    (units, t.elapsed().as_secs_f64())
+                })
+            })
             .collect();
         running
             .into_iter()
-            .map(|t| t.join().unwrap_or(f64::NAN))
-            .sum()
+            .map(|t| t.join().unwrap_or((f64::NAN, f64::NAN)))
+            .fold((0.0f64, 0.0f64), |(u, s), (units, secs)| {
+                (u + units, s.max(secs))
+            })
     })
 }
 
@@ -407,7 +417,7 @@ pub fn measure(sizes: Sizes, threads: usize) -> Result<Roofs, String> {
     let threads = threads.max(1);
     let size = |b: usize| mdh::machine::format_size(b as u64);
     let mut rows = Vec::new();
-    let mut roof = |name, unit, how: String, run: &mut dyn FnMut(u64) -> f64| {
+    let mut roof = |name, unit, how: String, run: &mut dyn FnMut(u64) -> (f64, f64)| {
         let rate = best_rate(&sizes, run);
         if !(rate.is_finite() && rate > 0.0) {
             return Err(format!("roofs: {name} measured {rate} (a thread failed?)"));
