@@ -7,8 +7,8 @@
 //!   vectors elsewhere), chosen at run time; enough independent
 //!   accumulators per thread to cover the FMA latency times the FMA ports.
 //! - **Streaming bandwidth**: a read-only sum, a copy and a triad
-//!   (`a = b + s·c`) over buffers of four times the last-level cache that
-//!   the threads share (at least 64 MiB each), split among all threads.
+//!   (`c = a + s·b`) over buffers of four times the last-level caches that
+//!   the threads span (at least 64 MiB each), split among all threads.
 //! - **L2 bandwidth**: a read-only sum over a buffer of half a thread's
 //!   share of the L2, per thread, repeated.
 //!
@@ -318,7 +318,7 @@ fn fma_baseline(iters: u64) -> f64 {
         }
     }
     black_box(acc);
-    (iters as usize * CHAINS * W * 2) as f64
+    iters as f64 * (CHAINS * W * 2) as f64
 }
 
 /// `iters` rounds of FMA chains with `isa`; the flops done.
@@ -546,6 +546,23 @@ mod tests {
         assert_eq!(LIMITS.pct_of_roof(None, None, 1.0), None);
         assert_eq!(LIMITS.pct_of_roof(Some(0.0), Some(0.0), 1.0), None);
         assert_eq!(LIMITS.pct_of_roof(Some(1e9), None, 0.0), None);
+    }
+
+    #[test]
+    fn every_instruction_set_computes_the_same() {
+        let x: Vec<f32> = (0..1000).map(|i| (i % 7) as f32).collect();
+        let y: Vec<f32> = (0..1000).map(|i| (i % 5) as f32).collect();
+        let want: f32 = x.iter().sum();
+        for isa in [Isa::detect(), Isa(Kind::Baseline)] {
+            assert_eq!(sum(isa, &x), want, "{}", isa.name());
+            let mut out = vec![f32::NAN; 1000];
+            triad(isa, &mut out, &x, &y, 0.5);
+            assert!(out
+                .iter()
+                .zip(x.iter().zip(&y))
+                .all(|(o, (a, b))| *o == a + 0.5 * b));
+            assert!(fma(isa, 3) > 0.0);
+        }
     }
 
     #[test]
