@@ -458,36 +458,30 @@ pub fn measure(sizes: Sizes, threads: usize) -> Result<Roofs, String> {
         format!("read-only sum over {}", size(4 * len)),
         &mut |reps| on_threads(a.chunks(chunk), |x| sums(isa, x, reps)),
     )?;
-    let stream_copy = roof(
-        "stream copy",
-        "GB/s",
-        format!("c = a (memcpy), 2 × {}", size(4 * len)),
-        &mut |reps| {
-            on_threads(c.chunks_mut(chunk).zip(a.chunks(chunk)), |(c, a)| {
-                for _ in 0..reps {
-                    black_box(&mut *c).copy_from_slice(a);
-                }
-                reps as f64 * (8 * a.len()) as f64
+    // Copy and triad: `kernel(c, a, b)` on each thread's parts, `arrays`
+    // buffers moved (bytes counted as STREAM does).
+    let mut stream =
+        |name, what: &str, arrays: usize, kernel: &(dyn Fn(&mut [f32], &[f32], &[f32]) + Sync)| {
+            let how = format!("{what}, {arrays} × {}", size(4 * len));
+            roof(name, "GB/s", how, &mut |reps| {
+                let parts = c
+                    .chunks_mut(chunk)
+                    .zip(a.chunks(chunk))
+                    .zip(b.chunks(chunk));
+                on_threads(parts, |((c, a), b)| {
+                    for _ in 0..reps {
+                        kernel(black_box(&mut *c), a, b);
+                    }
+                    reps as f64 * (4 * arrays * a.len()) as f64
+                })
             })
-        },
-    )?;
-    let stream_triad = roof(
-        "stream triad",
-        "GB/s",
-        format!("c = a + s·b, 3 × {}", size(4 * len)),
-        &mut |reps| {
-            let parts = c
-                .chunks_mut(chunk)
-                .zip(a.chunks(chunk))
-                .zip(b.chunks(chunk));
-            on_threads(parts, |((c, a), b)| {
-                for _ in 0..reps {
-                    triad(isa, black_box(&mut *c), a, b, 1.5);
-                }
-                reps as f64 * (12 * a.len()) as f64
-            })
-        },
-    )?;
+        };
+    let stream_copy = stream("stream copy", "c = a (memcpy)", 2, &|c, a, _| {
+        c.copy_from_slice(a)
+    })?;
+    let stream_triad = stream("stream triad", "c = a + s·b", 3, &|c, a, b| {
+        triad(isa, c, a, b, 1.5)
+    })?;
     drop((a, b, c));
 
     // L2: each thread sums a buffer of its own, over and over.
