@@ -411,6 +411,9 @@ fn on_threads<T: Send>(
     })
 }
 
+/// A streaming kernel: `kernel(c, a, b)` writes `c` from `a` and `b`.
+type StreamKernel<'a> = dyn Fn(&mut [f32], &[f32], &[f32]) + Sync + 'a;
+
 /// Measures the roofs with `sizes` on `threads` threads.
 pub fn measure(sizes: Sizes, threads: usize) -> Result<Roofs, String> {
     let isa = Isa::detect();
@@ -460,22 +463,21 @@ pub fn measure(sizes: Sizes, threads: usize) -> Result<Roofs, String> {
     )?;
     // Copy and triad: `kernel(c, a, b)` on each thread's parts, `arrays`
     // buffers moved (bytes counted as STREAM does).
-    let mut stream =
-        |name, what: &str, arrays: usize, kernel: &(dyn Fn(&mut [f32], &[f32], &[f32]) + Sync)| {
-            let how = format!("{what}, {arrays} × {}", size(4 * len));
-            roof(name, "GB/s", how, &mut |reps| {
-                let parts = c
-                    .chunks_mut(chunk)
-                    .zip(a.chunks(chunk))
-                    .zip(b.chunks(chunk));
-                on_threads(parts, |((c, a), b)| {
-                    for _ in 0..reps {
-                        kernel(black_box(&mut *c), a, b);
-                    }
-                    reps as f64 * (4 * arrays * a.len()) as f64
-                })
+    let mut stream = |name, what: &str, arrays: usize, kernel: &StreamKernel<'_>| {
+        let how = format!("{what}, {arrays} × {}", size(4 * len));
+        roof(name, "GB/s", how, &mut |reps| {
+            let parts = c
+                .chunks_mut(chunk)
+                .zip(a.chunks(chunk))
+                .zip(b.chunks(chunk));
+            on_threads(parts, |((c, a), b)| {
+                for _ in 0..reps {
+                    kernel(black_box(&mut *c), a, b);
+                }
+                reps as f64 * (4 * arrays * a.len()) as f64
             })
-        };
+        })
+    };
     let stream_copy = stream("stream copy", "c = a (memcpy)", 2, &|c, a, _| {
         c.copy_from_slice(a)
     })?;
