@@ -14,12 +14,25 @@
 //! result is compared with mdh's (relative tolerance [`cases::RTOL`] for
 //! floats, exact for integers); a disagreement is printed loudly and makes the
 //! exit code 1. Writes a CSV
-//! (`case,impl,median_s,reps,gflops,gbs,mdh_speedup,versus,agrees`;
+//! (`case,impl,median_s,reps,gflops,gbs,mdh_speedup,versus,agrees,pct_of_roof`;
 //! `mdh_speedup` = peer median / median of `versus`, > 1 when mdh is faster;
 //! `versus` is `mdh` for the CPU peers and `mdh-cuda` for cuBLAS) and a PNG
 //! bar chart of `mdh_speedup` for every case and peer. Where a CUDA device is
 //! present, every case gains `mdh-cuda` rows (and the BLAS cases `cublas`
 //! rows), see [`cuda`].
+//!
+//! Before the cases the run measures the machine's roofs on all threads
+//! (see [`roof`]): the f32 FMA peak of the widest instruction set (AVX-512,
+//! AVX2+FMA or the baseline, chosen at run time; a register-only loop), the
+//! streaming bandwidth (read-only sum, copy, triad over buffers of 4× the
+//! last-level cache) and the L2 bandwidth (a sum over half the L2 per
+//! thread, repeated). They are printed above the table (name, rate,
+//! threads, instruction set), and every row gains `% of roof`: the
+//! shortest time the case's flops and bytes allow, `flops / min(FMA peak,
+//! flops/bytes × streaming bandwidth)` (the bandwidth being the fastest of
+//! sum, copy and triad; a case with flops alone is held against the FMA
+//! peak, one with bytes alone against the bandwidth), over its median, in
+//! percent. The CSV gains `pct_of_roof`, the PNG a second panel of it.
 
 mod blas;
 mod cases;
@@ -32,6 +45,7 @@ mod kernels;
 mod mpi;
 mod omp;
 mod opencl;
+mod roof;
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -120,6 +134,9 @@ struct Row {
     /// What the speedup is stated against.
     versus: &'static str,
     mismatch: Option<String>,
+    /// The case's roof (the shortest time its flops and bytes allow on this
+    /// machine, see [`roof`]) over this median, in percent.
+    pct_of_roof: Option<f64>,
 }
 
 fn main() -> ExitCode {
@@ -184,6 +201,25 @@ fn main() -> ExitCode {
     let started = Instant::now();
     let mut rows: Vec<Row> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
+    let threads = rayon::current_num_threads();
+    let sizes = roof::Sizes::for_machine(threads, args.quick);
+    eprintln!(
+        "roofs: FMA peak, streaming bandwidth over {} buffers, L2 bandwidth over {} per thread",
+        mdh::machine::format_size(sizes.stream as u64),
+        mdh::machine::format_size(sizes.l2 as u64)
+    );
+    let roofs = match roof::measure(sizes, threads) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            eprintln!("\n!!! {e}\n");
+            failures.push(e);
+            None
+        }
+    };
+    let roof_rows = roofs.as_ref().map_or(&[][..], |r| &r.rows[..]);
+    for r in roof_rows {
+        eprintln!("    {:<16} {:>8.1} {}", r.name, r.rate, r.unit);
+    }
     let mut notes: Vec<String> = Vec::new();
     let opts = cases::Opts { quick: args.quick };
     for (i, (name, build)) in selected.iter().enumerate() {
@@ -231,12 +267,15 @@ fn main() -> ExitCode {
                 speedup,
                 versus: t.versus,
                 mismatch: t.mismatch.clone(),
+                pct_of_roof: roofs
+                    .as_ref()
+                    .and_then(|r| r.limits.pct_of_roof(case.flops, case.bytes, s)),
             });
         }
         eprintln!("    done in {:.1} s", t.elapsed().as_secs_f64());
     }
 
-    print!("{}", table(&rows, &machine));
+    print!("{}", table(&rows, roof_rows, &machine));
     for n in &notes {
         println!("- {n}");
     }
@@ -265,51 +304,91 @@ fn main() -> ExitCode {
     code
 }
 
-/// The bar chart of the rows' speedups over their peers.
+/// The bar charts of the rows' speedups over their peers and of every
+/// row's % of roof (where the roofs were measured).
 fn write_png(png: &std::path::Path, machine: &str, rows: &[Row]) -> Result<(), String> {
-    let bars: Vec<chart::Bar> = rows
-        .iter()
-        .filter_map(|r| {
+    let panel = |caption, scale, bar: &dyn Fn(&Row) -> Option<chart::Bar>| chart::Panel {
+        caption,
+        scale,
+        bars: rows.iter().filter_map(bar).collect(),
+    };
+    let speedups = panel(
+        format!("mdh speedup over peers ({machine})"),
+        chart::Scale::Speedup,
+        &|r| {
             Some(chart::Bar {
                 label: match r.versus {
                     "mdh" => format!("{} vs {}", r.case, r.imp),
                     v => format!("{}: {v} vs {}", r.case, r.imp),
                 },
-                speedup: r.speedup?,
+                value: r.speedup?,
+                highlight: false,
             })
-        })
-        .collect();
-    let title = format!("mdh speedup over peers ({machine})");
+        },
+    );
+    let roofs = panel(
+        format!("% of roof, measured in the same run ({machine})"),
+        chart::Scale::PercentOfRoof,
+        &|r| {
+            Some(chart::Bar {
+                label: format!("{}: {}", r.case, r.imp),
+                value: r.pct_of_roof?,
+                highlight: r.imp == r.versus,
+            })
+        },
+    );
+    let mut panels = vec![speedups];
+    if !roofs.bars.is_empty() {
+        panels.push(roofs);
+    }
     std::fs::create_dir_all(png.parent().unwrap_or(std::path::Path::new(".")))
         .map_err(|e| e.to_string())
-        .and_then(|()| chart::draw(png, &title, &bars))
+        .and_then(|()| chart::draw(png, &panels))
 }
 
 fn opt(x: Option<f64>, prec: usize) -> String {
     x.map_or(String::new(), |v| format!("{v:.prec$}"))
 }
 
-/// A Markdown table (readable in a terminal, pasteable into the README).
-fn table(rows: &[Row], machine: &str) -> String {
+/// A Markdown table (readable in a terminal, pasteable into the README),
+/// under the roofs of the machine.
+fn table(rows: &[Row], roofs: &[roof::Roof], machine: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
         "\nmdh-bench on {machine}; mdh speedup = peer median / mdh median, or / mdh-cuda median where it says so (> 1: mdh faster)\n"
     );
+    if !roofs.is_empty() {
+        let _ = writeln!(
+            s,
+            "Roofs, measured in this run; % of roof = a row's rate over its case's roofline, min(FMA peak, flops/bytes × the fastest stream rate)\n"
+        );
+        let _ = writeln!(s, "| roof | rate | threads | ISA | how |");
+        let _ = writeln!(s, "|---|---:|---:|---|---|");
+        for r in roofs {
+            let _ = writeln!(
+                s,
+                "| {} | {:.1} {} | {} | {} | {} |",
+                r.name, r.rate, r.unit, r.threads, r.isa, r.how
+            );
+        }
+        s.push('\n');
+    }
     let _ = writeln!(
         s,
-        "| case | impl | median (ms) | GFLOP/s | GB/s | mdh speedup | reps | agrees |"
+        "| case | impl | median (ms) | GFLOP/s | GB/s | % of roof | mdh speedup | reps | agrees |"
     );
-    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---|");
+    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---|");
     for r in rows {
         let _ = writeln!(
             s,
-            "| {} | {} | {:.3} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {:.3} | {} | {} | {} | {} | {} | {} |",
             r.case,
             r.imp,
             r.median_s * 1e3,
             opt(r.gflops, 1),
             opt(r.gbs, 1),
+            opt(r.pct_of_roof, 1),
             match (r.speedup, r.versus) {
                 (None, _) => String::new(),
                 (Some(x), "mdh") => format!("{x:.2}"),
@@ -366,13 +445,13 @@ fn write_csv(path: &std::path::Path, rows: &[Row]) -> Result<(), String> {
     let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(fail)?);
     writeln!(
         f,
-        "case,impl,median_s,reps,gflops,gbs,mdh_speedup,versus,agrees"
+        "case,impl,median_s,reps,gflops,gbs,mdh_speedup,versus,agrees,pct_of_roof"
     )
     .map_err(fail)?;
     for r in rows {
         writeln!(
             f,
-            "{},{},{:.9},{},{},{},{},{},{}",
+            "{},{},{:.9},{},{},{},{},{},{},{}",
             r.case,
             r.imp,
             r.median_s,
@@ -381,7 +460,8 @@ fn write_csv(path: &std::path::Path, rows: &[Row]) -> Result<(), String> {
             opt(r.gbs, 3),
             opt(r.speedup, 4),
             r.versus,
-            r.mismatch.is_none()
+            r.mismatch.is_none(),
+            opt(r.pct_of_roof, 2)
         )
         .map_err(fail)?;
     }
