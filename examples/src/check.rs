@@ -7,7 +7,13 @@
 //! Integers (and `bool`s) are compared exactly: both sides compute the same
 //! wrapping arithmetic, and integer reductions are exact in any order.
 //!
-//! Floats are compared as `|a - b| <= rtol · max(1, |a|, |b|)`. A scalar
+//! Floats are compared as `|a - b| <= rtol · max(|a|, |b|) + floor` (a
+//! [`Tol`]): relative, with an absolute floor for results near zero, where
+//! a relative bound means nothing (a difference of nearly equal terms
+//! keeps their absolute rounding error, not a relative one). The floor is
+//! `16 · ε · √n` for a type of machine epsilon `ε` and results that reduce
+//! `n` terms of magnitude at most 1 (the generators' range): the random
+//! walk below in absolute terms, ten times over. A scalar
 //! function without reduction is evaluated with the same operations in the
 //! same order on both sides, so `rtol = 1e-4` ([`RTOL`]) is generous. A
 //! reduction of `n` terms is evaluated in different orders (the kernel splits
@@ -34,10 +40,51 @@ pub type Res<T = ()> = Result<T, Box<dyn StdError>>;
 /// Relative tolerance of float results without a long reduction.
 pub const RTOL: f64 = 1e-4;
 
-/// Relative tolerance for float results that are reductions of `n` terms of
-/// one sign (see the module documentation for the derivation).
-pub fn sum_rtol(n: usize) -> f64 {
-    RTOL.max(4.0 * f32::EPSILON as f64 * (n as f64).sqrt())
+/// The tolerance of float results (see the module documentation); an
+/// `f64` converts to a relative tolerance of results without a reduction.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tol {
+    /// Relative to the larger magnitude of the two values.
+    pub rel: f64,
+    /// Terms of the longest reduction behind one result (1: none).
+    pub terms: usize,
+}
+
+impl Tol {
+    /// Equal values only (and NaN with NaN).
+    pub const EXACT: Tol = Tol { rel: 0.0, terms: 1 };
+
+    /// `extra` more relative tolerance (a plan's own precision).
+    pub fn plus(self, extra: f64) -> Tol {
+        Tol {
+            rel: self.rel + extra,
+            ..self
+        }
+    }
+
+    /// The absolute floor for a type of machine epsilon `eps` (none for
+    /// [`Tol::EXACT`]).
+    pub fn floor(self, eps: f64) -> f64 {
+        if self.rel == 0.0 {
+            return 0.0;
+        }
+        16.0 * eps * (self.terms.max(1) as f64).sqrt()
+    }
+}
+
+impl From<f64> for Tol {
+    fn from(rel: f64) -> Tol {
+        Tol { rel, terms: 1 }
+    }
+}
+
+/// The tolerance of float results that are reductions of `n` terms of one
+/// sign (see the module documentation for the derivation).
+pub fn sum_rtol(n: usize) -> Tol {
+    Tol {
+        rel: RTOL.max(4.0 * f32::EPSILON as f64 * (n as f64).sqrt()),
+        terms: n,
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -155,8 +202,9 @@ pub fn verify(
     init: Vec<Buffer>,
     result: Result<(), mdh::Error>,
     got: &[Buffer],
-    rtol: f64,
+    rtol: impl Into<Tol>,
 ) -> Result<(), String> {
+    let rtol = rtol.into();
     let mut want = init;
     let reference = reference(spec, sizes, inputs, &mut want, params);
     match (result, reference) {
@@ -183,16 +231,19 @@ pub fn verify(
     }
 }
 
-/// `|a - b| <= rtol · max(1, |a|, |b|)`, NaN equal to NaN.
-pub fn close(a: f64, b: f64, rtol: f64) -> bool {
+/// `|a - b| <= tol.rel · max(|a|, |b|) + tol.floor(eps)` for values of a
+/// type of machine epsilon `eps`, NaN equal to NaN.
+pub fn close(a: f64, b: f64, tol: Tol, eps: f64) -> bool {
     if a.is_nan() || b.is_nan() {
         return a.is_nan() && b.is_nan();
     }
     if a == b {
         return true;
     }
-    (a - b).abs() <= rtol * 1f64.max(a.abs()).max(b.abs())
+    (a - b).abs() <= tol.rel * a.abs().max(b.abs()) + tol.floor(eps)
 }
+
+const F32_EPS: f64 = f32::EPSILON as f64;
 
 fn mismatch_report(
     what: &str,
@@ -209,7 +260,8 @@ fn mismatch_report(
 
 /// Compares two buffers: exactly for integers and `bool`s, with [`close`]
 /// for floats.
-pub fn compare(what: &str, got: &Buffer, want: &Buffer, rtol: f64) -> Result<(), String> {
+pub fn compare(what: &str, got: &Buffer, want: &Buffer, rtol: impl Into<Tol>) -> Result<(), String> {
+    let rtol = rtol.into();
     if got.ty() != want.ty() || got.len() != want.len() {
         return Err(format!(
             "{what}: got {} elements of {}, expected {} elements of {}",
@@ -224,8 +276,8 @@ pub fn compare(what: &str, got: &Buffer, want: &Buffer, rtol: f64) -> Result<(),
     for i in 0..got.len() {
         let (g, w) = (got.get(i), want.get(i));
         let ok = match (g, w) {
-            (Value::F32(a), Value::F32(b)) => close(a as f64, b as f64, rtol),
-            (Value::F64(a), Value::F64(b)) => close(a, b, rtol),
+            (Value::F32(a), Value::F32(b)) => close(a as f64, b as f64, rtol, F32_EPS),
+            (Value::F64(a), Value::F64(b)) => close(a, b, rtol, f64::EPSILON),
             _ => g == w,
         };
         if !ok {
@@ -243,7 +295,13 @@ pub fn compare(what: &str, got: &Buffer, want: &Buffer, rtol: f64) -> Result<(),
 }
 
 /// Compares float results with values computed by a plain loop (in `f64`).
-pub fn compare_f32(what: &str, got: &[f32], want: &[f64], rtol: f64) -> Result<(), String> {
+pub fn compare_f32(
+    what: &str,
+    got: &[f32],
+    want: &[f64],
+    rtol: impl Into<Tol>,
+) -> Result<(), String> {
+    let rtol = rtol.into();
     if got.len() != want.len() {
         return Err(format!(
             "{what}: {} elements, expected {}",
@@ -254,7 +312,7 @@ pub fn compare_f32(what: &str, got: &[f32], want: &[f64], rtol: f64) -> Result<(
     let mut bad = Vec::new();
     let mut count = 0;
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        if !close(g as f64, w, rtol) {
+        if !close(g as f64, w, rtol, F32_EPS) {
             count += 1;
             if bad.len() < 8 {
                 bad.push((i, format!("{g}"), format!("{w}")));
@@ -274,9 +332,10 @@ pub fn sampled_f32(
     what: &str,
     got: &[f32],
     samples: usize,
-    rtol: f64,
+    rtol: impl Into<Tol>,
     want: impl Fn(usize) -> f64,
 ) -> Result<(), String> {
+    let rtol = rtol.into();
     if got.is_empty() {
         return Ok(());
     }
@@ -287,7 +346,7 @@ pub fn sampled_f32(
     let mut count = 0;
     for &i in &idx {
         let w = want(i);
-        if !close(got[i] as f64, w, rtol) {
+        if !close(got[i] as f64, w, rtol, F32_EPS) {
             count += 1;
             if bad.len() < 8 {
                 bad.push((i, format!("{}", got[i]), format!("{w}")));
@@ -439,7 +498,7 @@ pub fn against_reference(
     inputs: &[Buffer],
     params: &[Value],
     got: &[Buffer],
-    rtol: f64,
+    rtol: impl Into<Tol>,
 ) -> Res {
     let init: Vec<Buffer> = got.iter().map(|b| Buffer::zeros(b.ty(), b.len())).collect();
     let t = Instant::now();
@@ -453,24 +512,24 @@ pub fn against_reference(
 }
 
 /// A case of the shape of most examples: `f32` inputs and one `f32` output
-/// of `out_len` elements, no params; `kernel` computes it, and the result is
-/// [`verify`]'d against the interpreter.
+/// of `out_len` elements, no params; `kernel` computes it into a
+/// [`Guarded`] output, and the result is [`verify`]'d against the
+/// interpreter, the guards after it.
 pub fn f32_case(
     spec: &str,
     sizes: &[usize],
     inputs: Vec<Vec<f32>>,
     out_len: usize,
-    rtol: f64,
+    rtol: impl Into<Tol>,
     kernel: impl FnOnce(&[Vec<f32>], &mut [f32]) -> Result<(), mdh::Error>,
 ) -> Result<(), String> {
     // Half of the calls write into a 64-byte aligned output (where plans
     // with `stream` write whole vectors past the caches), the others into
     // one 4 bytes off.
     let skew = sizes.iter().sum::<usize>() % 2;
-    let mut buf = vec![f32::NAN; out_len + 16];
-    let start = (buf.as_ptr().align_offset(64) + skew) % 16;
-    let r = kernel(&inputs, &mut buf[start..start + out_len]);
-    let out = buf[start..start + out_len].to_vec();
+    let mut out = Guarded::new(out_len, skew, f32::NAN);
+    let r = kernel(&inputs, out.slice());
+    let got = out.slice().to_vec();
     let ins: Vec<Buffer> = inputs.into_iter().map(Buffer::from).collect();
     verify(
         spec,
@@ -479,7 +538,61 @@ pub fn f32_case(
         &[],
         vec![vec![f32::NAN; out_len].into()],
         r,
-        &[out.into()],
+        &[got.into()],
         rtol,
-    )
+    )?;
+    out.check()
+}
+
+/// An output with [`Guarded::GUARDS`] guard elements on each side, which
+/// hold a pattern no kernel computes and are checked after the call: a
+/// store past either end (a streamed store of a whole vector, an index off
+/// by one) is a failure, not a silent write into a neighbour's memory.
+pub struct Guarded {
+    buf: Vec<f32>,
+    start: usize,
+    len: usize,
+}
+
+impl Guarded {
+    /// Guard elements on each side: a 64-byte vector of `f32`.
+    pub const GUARDS: usize = 16;
+    /// A NaN with a payload that no arithmetic produces (its quiet NaNs
+    /// carry the default payload or an operand's).
+    const PATTERN: u32 = 0x7FE5_A5A5;
+
+    /// `len` elements set to `init`, starting `skew` elements past a
+    /// 64-byte boundary.
+    pub fn new(len: usize, skew: usize, init: f32) -> Guarded {
+        let guard = f32::from_bits(Self::PATTERN);
+        let mut buf = vec![guard; len + 3 * Self::GUARDS + skew];
+        let start = buf.as_ptr().align_offset(64) % Self::GUARDS + Self::GUARDS + skew;
+        buf[start..start + len].fill(init);
+        Guarded { buf, start, len }
+    }
+
+    /// The output itself.
+    pub fn slice(&mut self) -> &mut [f32] {
+        &mut self.buf[self.start..self.start + self.len]
+    }
+
+    /// `Err` naming the guard elements that were written.
+    pub fn check(&self) -> Result<(), String> {
+        let written: Vec<String> = (0..self.buf.len())
+            .filter(|&i| i < self.start || i >= self.start + self.len)
+            .filter(|&i| self.buf[i].to_bits() != Self::PATTERN)
+            .map(|i| {
+                let at = i as isize - self.start as isize;
+                format!("[{at}] = {}", self.buf[i])
+            })
+            .collect();
+        if written.is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "the kernel wrote outside its output of {} elements: {}",
+            self.len,
+            written.join(", ")
+        ))
+    }
 }
