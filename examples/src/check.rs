@@ -260,7 +260,12 @@ fn mismatch_report(
 
 /// Compares two buffers: exactly for integers and `bool`s, with [`close`]
 /// for floats.
-pub fn compare(what: &str, got: &Buffer, want: &Buffer, rtol: impl Into<Tol>) -> Result<(), String> {
+pub fn compare(
+    what: &str,
+    got: &Buffer,
+    want: &Buffer,
+    rtol: impl Into<Tol>,
+) -> Result<(), String> {
     let rtol = rtol.into();
     if got.ty() != want.ty() || got.len() != want.len() {
         return Err(format!(
@@ -595,4 +600,79 @@ impl Guarded {
             written.join(", ")
         ))
     }
+}
+
+/// Runs `$e` with `$v` bound to the vector inside a [`Buffer`].
+macro_rules! each_vec {
+    ($b:expr, $v:ident => $e:expr) => {
+        match $b {
+            Buffer::F32($v) => $e,
+            Buffer::F64($v) => $e,
+            Buffer::I8($v) => $e,
+            Buffer::I16($v) => $e,
+            Buffer::I32($v) => $e,
+            Buffer::I64($v) => $e,
+            Buffer::U8($v) => $e,
+            Buffer::U16($v) => $e,
+            Buffer::U32($v) => $e,
+            Buffer::U64($v) => $e,
+            Buffer::Bool($v) => $e,
+        }
+    };
+}
+
+/// Guard bytes past the end of a vector's elements, in its allocation's
+/// spare capacity, for outputs that must stay `Vec`s (the interpreter's
+/// [`Buffer`]s, which `run_dyn` entry points take): a store one element
+/// or a vector past the end lands there, and [`check_tail`] sees it. (A
+/// front guard needs a slice into a larger allocation: [`Guarded`].)
+pub fn guard_tail(b: &mut Buffer) {
+    each_vec!(b, v => fill_tail(v));
+}
+
+/// `Err` if a byte of the guard [`guard_tail`] put past `b`'s elements was
+/// written. Only for buffers [`guard_tail`] guarded and that have not been
+/// reallocated since (other spare capacity is uninitialized).
+pub fn check_tail(b: &Buffer) -> Result<(), String> {
+    each_vec!(b, v => tail_written(v))
+}
+
+/// Guard bytes past the elements: 64 (a vector of the widest ISA).
+const TAIL_BYTES: usize = 64;
+const TAIL_PATTERN: u8 = 0xA5;
+
+fn fill_tail<T>(v: &mut Vec<T>) {
+    let size = std::mem::size_of::<T>().max(1);
+    v.reserve_exact(TAIL_BYTES.div_ceil(size));
+    let spare = v.spare_capacity_mut();
+    let bytes = std::mem::size_of_val(spare);
+    // SAFETY: the spare capacity is `bytes` bytes of this allocation that
+    // no element occupies; `MaybeUninit<u8>` has no validity invariant.
+    let spare = unsafe {
+        std::slice::from_raw_parts_mut(spare.as_mut_ptr() as *mut std::mem::MaybeUninit<u8>, bytes)
+    };
+    spare.fill(std::mem::MaybeUninit::new(TAIL_PATTERN));
+}
+
+fn tail_written<T>(v: &Vec<T>) -> Result<(), String> {
+    let size = std::mem::size_of::<T>();
+    let (len, cap) = (v.len() * size, v.capacity() * size);
+    let base = v.as_ptr() as *const u8;
+    let written: Vec<usize> = (len..cap)
+        // SAFETY: inside the allocation (below its capacity), in bytes that
+        // `fill_tail` initialized (or a stray store wrote).
+        .filter(|&i| unsafe { base.add(i).read() } != TAIL_PATTERN)
+        .map(|i| (i - len) / size.max(1))
+        .collect();
+    if written.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "written past the end of the output of {} elements, at element(s) {:?} after it",
+        v.len(),
+        written
+            .iter()
+            .copied()
+            .collect::<std::collections::BTreeSet<_>>()
+    ))
 }

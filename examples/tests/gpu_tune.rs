@@ -311,13 +311,20 @@ fn a_truncated_or_other_versions_file_is_ignored_and_replaced() {
         let configured = dot::opencl::job(&bound, None, fresh.name(), fresh.limits())
             .unwrap()
             .unwrap();
-        assert_eq!(call.ready().unwrap().job().source, configured.source, "{bad}");
+        assert_eq!(
+            call.ready().unwrap().job().source,
+            configured.source,
+            "{bad}"
+        );
         run_dot(&fresh, n);
         // Tuning again replaces the file with a whole one of this mdh.
         let again = dot::opencl::tune(&fresh, dot::Sizes { N: n }, Duration::ZERO).unwrap();
         assert_eq!(again.file, r.file);
         let text = std::fs::read_to_string(&r.file).unwrap();
-        assert!(text.contains(&version) && text.ends_with("\nend\n"), "{text}");
+        assert!(
+            text.contains(&version) && text.ends_with("\nend\n"),
+            "{text}"
+        );
     }
 }
 
@@ -345,9 +352,16 @@ fn processes_tuning_one_call_at_once_leave_one_whole_file() {
         .collect();
     assert_eq!(files.len(), 1, "one file, no temporary ones: {files:?}");
     let text = std::fs::read_to_string(&files[0]).unwrap();
-    assert!(text.starts_with("# mdh run-time tuning cache") && text.ends_with("\nend\n"), "{text}");
+    assert!(
+        text.starts_with("# mdh run-time tuning cache") && text.ends_with("\nend\n"),
+        "{text}"
+    );
     // And a later process runs what it keeps.
-    child("tunes_dot_as_others_do", &dir, &[("MDH_TUNE_ONLY_RUN", "1")]);
+    child(
+        "tunes_dot_as_others_do",
+        &dir,
+        &[("MDH_TUNE_ONLY_RUN", "1")],
+    );
 }
 
 /// Run by [`processes_tuning_one_call_at_once_leave_one_whole_file`] in
@@ -361,7 +375,8 @@ fn tunes_dot_as_others_do() {
     let dev = fresh_device();
     if std::env::var_os("MDH_TUNE_ONLY_RUN").is_none() {
         for _ in 0..2 {
-            let r = dot::opencl::tune(&dev, dot::Sizes { N: 1800 }, Duration::from_millis(300)).unwrap();
+            let r = dot::opencl::tune(&dev, dot::Sizes { N: 1800 }, Duration::from_millis(300))
+                .unwrap();
             assert!(r.file.starts_with(&dir), "{r:?}");
         }
     }
@@ -380,12 +395,16 @@ fn autotuned_calls_run_without_a_cache_folder_and_say_so_once() {
     let unmakeable = file.join("cache");
     let pocl_cache = dir.join("pocl");
     for cache in [Some(unmakeable.to_str().unwrap()), None] {
-        let mut c = child_command("autotuned_calls_without_a_cache", &dir, &[
-            ("MDH_AUTOTUNE", "1"),
-            ("MDH_AUTOTUNE_BUDGET", "0.3"),
-            // PoCL keeps its kernels under HOME otherwise.
-            ("POCL_CACHE_DIR", pocl_cache.to_str().unwrap()),
-        ]);
+        let mut c = child_command(
+            "autotuned_calls_without_a_cache",
+            &dir,
+            &[
+                ("MDH_AUTOTUNE", "1"),
+                ("MDH_AUTOTUNE_BUDGET", "0.3"),
+                // PoCL keeps its kernels under HOME otherwise.
+                ("POCL_CACHE_DIR", pocl_cache.to_str().unwrap()),
+            ],
+        );
         c.env_remove("MDH_TUNE_CACHE").env_remove("XDG_CACHE_HOME");
         match cache {
             Some(d) => c.env("MDH_TUNE_CACHE", d),
@@ -394,7 +413,11 @@ fn autotuned_calls_run_without_a_cache_folder_and_say_so_once() {
         let said = finished("autotuned_calls_without_a_cache", c.output().unwrap());
         let warning = "the plans found run in this process only";
         assert_eq!(said.matches(warning).count(), 1, "{cache:?}:\n{said}");
-        assert_eq!(said.matches("MDH_AUTOTUNE: tuning dot").count(), 2, "{said}");
+        assert_eq!(
+            said.matches("MDH_AUTOTUNE: tuning dot").count(),
+            2,
+            "{said}"
+        );
     }
 }
 

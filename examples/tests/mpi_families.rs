@@ -3,7 +3,9 @@
 //! random `nod` plans, replicated and distributed inputs, results on every
 //! rank, on rank 0 and distributed; and faults (see `mpi_faults`): a random
 //! rank passing a wrong length, other sizes, another plan, input mode or
-//! placement, which must be an `Err` on every rank that says why.
+//! placement, which must be an `Err` on every rank that says why. Every
+//! output has guard bytes past its end (`check::guard_tail`), checked
+//! after each call.
 //! `cargo test` runs it on one rank; scripts/mpi-check.sh runs its binary
 //! under `mpirun -np N` too (every rank runs the same cases: the seed is
 //! shared). It exits with a failure on any rank that sees a mismatch, after
@@ -300,6 +302,7 @@ fn run_case(world: &SimpleCommunicator, f: &Family, rng: &mut Rng, case: usize) 
         for placement in [Placement::All, Placement::Root, Placement::Distributed] {
             let mode = what(&format!("{in_mode:?} inputs, {placement:?} results"));
             let mut got = c.outputs_for(&c.init, placement);
+            got.iter_mut().for_each(check::guard_tail);
             let r = (f.run)(
                 world,
                 Some(&c.plan),
@@ -322,6 +325,11 @@ fn run_case(world: &SimpleCommunicator, f: &Family, rng: &mut Rng, case: usize) 
                 }
                 (Ok(()), Ok(())) => {}
             }
+            for (o, g) in got.iter().enumerate() {
+                if let Err(e) = check::check_tail(g) {
+                    errors.push(format!("{mode}: output #{o}: {e}"));
+                }
+            }
             let expect: Vec<Buffer> = match placement {
                 // Idle ranks hold no part (a scalar's part is the scalar).
                 Placement::Distributed if c.plan.region().is_none() => continue,
@@ -338,7 +346,11 @@ fn run_case(world: &SimpleCommunicator, f: &Family, rng: &mut Rng, case: usize) 
     // Faults only where the call itself succeeds: an `Err` of every rank
     // for the sizes alone would hide which error each rank must report.
     if reference.is_ok() {
-        errors.extend(mpi_faults::every(world, f, &c, rng).into_iter().map(|e| what(&e)));
+        errors.extend(
+            mpi_faults::every(world, f, &c, rng)
+                .into_iter()
+                .map(|e| what(&e)),
+        );
     }
     errors
 }

@@ -560,7 +560,11 @@ fn gpu_runs_the_same_kernels_when_present() {
         Ok(dev) => dev,
         Err(e) => {
             let why = format!("there is no CUDA device ({e})");
-            skip_or_fail("gpu_runs_the_same_kernels_when_present", "MDH_REQUIRE_CUDA_DEVICE", &why);
+            skip_or_fail(
+                "gpu_runs_the_same_kernels_when_present",
+                "MDH_REQUIRE_CUDA_DEVICE",
+                &why,
+            );
             return;
         }
     };

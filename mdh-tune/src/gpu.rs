@@ -419,7 +419,10 @@ mod tests {
         let dev = mdh::opencl::Device::first()
             .map_err(|e| {
                 let why = format!("no OpenCL device ({e})");
-                assert!(std::env::var_os("MDH_REQUIRE_OPENCL").is_none(), "MDH_REQUIRE_OPENCL is set but {why}");
+                assert!(
+                    std::env::var_os("MDH_REQUIRE_OPENCL").is_none(),
+                    "MDH_REQUIRE_OPENCL is set but {why}"
+                );
                 println!("skipped: {why} (set MDH_REQUIRE_OPENCL=1 to make this a failure)");
             })
             .ok()?;

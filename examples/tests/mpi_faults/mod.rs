@@ -87,16 +87,14 @@ fn one(
     let (mut sizes, mut plan) = (c.sizes.clone(), c.plan.clone());
     let (mut in_mode_here, mut placement_here) = (in_mode, placement);
     // Drawn on every rank, used on `bad`: the ranks' generators stay alike.
-    let which = rng.below(ins.len() + outs.len());
+    let n_in = ins.len();
+    let which = rng.below(n_in + outs.len());
     let size = rng.below(sizes.len().max(1));
-    let lengthened = match which.checked_sub(ins.len()) {
-        None => &mut ins[which],
-        Some(o) => &mut outs[o],
+    let (lengthened, buffer) = match which.checked_sub(n_in) {
+        None => (&mut ins[which], &desc.inputs[which].name),
+        Some(o) => (&mut outs[o], &desc.outputs[o].name),
     };
-    let (buffer, expected) = match which.checked_sub(ins.len()) {
-        None => (&desc.inputs[which].name, lengthened.len()),
-        Some(o) => (&desc.outputs[o].name, lengthened.len()),
-    };
+    let expected = lengthened.len();
     if rank == bad {
         match fault {
             Fault::Length => *lengthened = Buffer::zeros(lengthened.ty(), expected + 1),

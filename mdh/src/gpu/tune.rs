@@ -247,7 +247,9 @@ fn parse(text: &str, key: &Key, space: &GpuSpace) -> Result<Kept, String> {
     // A write cut short (a crash before the rename of an older mdh, a
     // copied file) ends before its last line.
     if lines.find(|l| !l.starts_with('#')) != Some(END) || lines.next().is_some() {
-        return Err(format!("it does not end with its `{END}` line (truncated?)"));
+        return Err(format!(
+            "it does not end with its `{END}` line (truncated?)"
+        ));
     }
     if point == "today" {
         return Ok(Kept::Today);
@@ -690,11 +692,17 @@ mod tests {
             let space = call.space(lim);
             let key = call.key(H100, "CUDA 13.0", lim);
             let text = |point: &str| {
-                format!("{HEADER}\n{VERSION_LINE}{VERSION}\n{}point {point}\n# note\n{END}\n", key.lines())
+                format!(
+                    "{HEADER}\n{VERSION_LINE}{VERSION}\n{}point {point}\n# note\n{END}\n",
+                    key.lines()
+                )
             };
             let p = space.sample(&mut crate::search::Rng::new(3));
             let line = p.iter().map(usize::to_string).collect::<Vec<_>>().join(" ");
-            assert_eq!(parse(&text(&line), &key, &space), Ok(Kept::Point(p.clone())));
+            assert_eq!(
+                parse(&text(&line), &key, &space),
+                Ok(Kept::Point(p.clone()))
+            );
             assert_eq!(parse(&text("today"), &key, &space), Ok(Kept::Today));
             assert_eq!(text(&line), super::text(&key, &Kept::Point(p), "note"));
             // Garbage, another call's file, a point off the space.
@@ -730,7 +738,11 @@ mod tests {
             }
             let older = whole.replace(&format!("\nmdh {VERSION}\n"), "\nmdh 0.0.1\n");
             let r = parse(&older, &key, &space);
-            assert!(r.as_ref().is_err_and(|e| e.contains("written by mdh 0.0.1")), "{r:?}");
+            assert!(
+                r.as_ref()
+                    .is_err_and(|e| e.contains("written by mdh 0.0.1")),
+                "{r:?}"
+            );
         }
 
         #[test]
@@ -761,7 +773,10 @@ mod tests {
                     let mut seen = 0;
                     while !done.load(std::sync::atomic::Ordering::Relaxed) {
                         if let Some((_, kept)) = load(&dir, &key, &space) {
-                            assert!(points.iter().any(|p| kept == Kept::Point(p.clone())), "{kept:?}");
+                            assert!(
+                                points.iter().any(|p| kept == Kept::Point(p.clone())),
+                                "{kept:?}"
+                            );
                             seen += 1;
                         }
                     }
@@ -773,8 +788,15 @@ mod tests {
                 done.store(true, std::sync::atomic::Ordering::Relaxed);
                 assert!(reader.join().unwrap() > 0, "the reader never saw a file");
             });
-            let files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|f| f.unwrap().path()).collect();
-            assert_eq!(files, vec![key.file(&dir)], "one file, no temporary ones left");
+            let files: Vec<_> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|f| f.unwrap().path())
+                .collect();
+            assert_eq!(
+                files,
+                vec![key.file(&dir)],
+                "one file, no temporary ones left"
+            );
             assert!(load(&dir, &key, &space).is_some());
             std::fs::remove_dir_all(&dir).unwrap();
         }
