@@ -244,8 +244,9 @@ fn parse(text: &str, key: &Key, space: &GpuSpace) -> Result<Kept, String> {
         .next()
         .and_then(|l| l.strip_prefix("point "))
         .ok_or("its `point` line is missing")?;
-    // A write cut short (a crash before the rename of an older mdh, a
-    // copied file) ends before its last line.
+    // A file cut short ends before its last line: the rename is atomic,
+    // but after a power loss the renamed file may lack its unsynced data,
+    // and a copy of the folder can be cut short.
     if lines.find(|l| !l.starts_with('#')) != Some(END) || lines.next().is_some() {
         return Err(format!(
             "it does not end with its `{END}` line (truncated?)"
