@@ -224,34 +224,6 @@ fn run_dot(dev: &Device, n: usize) {
 }
 
 #[test]
-fn a_reduction_is_tuned_and_a_corrupt_cache_file_ignored() {
-    let Some((_one_at_a_time, _)) = setup(false) else {
-        return;
-    };
-    let dev = fresh_device();
-    let n = 3000;
-    let r = dot::opencl::tune(&dev, dot::Sizes { N: n }, BUDGET).unwrap();
-    assert!(r.file.exists(), "{r:?}");
-    run_dot(&dev, n);
-    // A corrupt file: a fresh device's calls run the configured choice.
-    std::fs::write(&r.file, b"\x00\x01 not a cache file").unwrap();
-    let fresh = fresh_device();
-    let call = dot::opencl::call(&fresh, None, &[n], &[n, n], &[1]).unwrap();
-    let bound = bind_sizes(dot::desc(), &[n]).unwrap();
-    let configured = dot::opencl::job(&bound, None, fresh.name(), fresh.limits())
-        .unwrap()
-        .unwrap();
-    assert_eq!(call.ready().unwrap().job().source, configured.source);
-    run_dot(&fresh, n);
-    // Tuning again replaces it.
-    let again = dot::opencl::tune(&fresh, dot::Sizes { N: n }, Duration::ZERO).unwrap();
-    assert_eq!(again.file, r.file);
-    assert!(std::fs::read_to_string(&r.file)
-        .unwrap()
-        .starts_with("# mdh run-time tuning cache"));
-}
-
-#[test]
 fn autotune_tunes_a_call_without_a_kept_plan() {
     let Some((_one_at_a_time, dir)) = setup(false) else {
         return;
@@ -287,18 +259,21 @@ fn edited(text: &str, line: &str, by: &str) -> String {
 }
 
 #[test]
-fn a_truncated_or_other_versions_file_is_ignored_and_replaced() {
+fn a_reduction_is_tuned_and_a_corrupt_truncated_or_other_versions_file_ignored() {
     let Some((_one_at_a_time, _)) = setup(false) else {
         return;
     };
     let dev = fresh_device();
-    let n = 2500;
+    let n = 3000;
     let r = dot::opencl::tune(&dev, dot::Sizes { N: n }, BUDGET).unwrap();
+    assert!(r.file.exists(), "{r:?}");
+    run_dot(&dev, n);
     let whole = std::fs::read_to_string(&r.file).unwrap();
     let version = format!("\nmdh {}\n", env!("CARGO_PKG_VERSION"));
     let bound = bind_sizes(dot::desc(), &[n]).unwrap();
     let bytes = whole.as_bytes();
     for bad in [
+        b"\x00\x01 not a cache file".to_vec(),
         bytes[..bytes.len() / 2].to_vec(),
         bytes[..bytes.len() - 5].to_vec(),
         edited(&whole, &version, "\nmdh 0.0.1\n").into_bytes(),
