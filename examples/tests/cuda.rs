@@ -23,7 +23,7 @@ mod gpu;
 use std::sync::OnceLock;
 
 use mdh::cuda::Device;
-use mdh::gpu::{param_bytes, to_bytes};
+use mdh::gpu::{from_bytes, param_bytes, to_bytes};
 use mdh::reference::{Buffer, Value};
 use mdh::Error;
 use mdh_core::codegen::c_expr::Dialect;
@@ -118,19 +118,16 @@ fn run_on_cpu(
     };
     let c = |t| Dialect::Cuda.storage_ty(t);
     // Arguments: inputs, outputs, partial results per output access, params.
-    let mut bufs = gpu::SimBufs::default();
-    for b in inputs.iter().chain(outputs.iter()) {
-        bufs.push(to_bytes(b), c(b.ty()));
-    }
-    let mut n_bufs = inputs.len() + outputs.len();
+    let mut data: Vec<(Vec<u8>, &'static str)> = Vec::new();
+    data.extend(inputs.iter().map(|b| (to_bytes(b), c(b.ty()))));
+    data.extend(outputs.iter().map(|b| (to_bytes(b), c(b.ty()))));
     for (b, _) in kernel.output_accesses() {
         let t = kernel.outputs[b].ty;
-        bufs.push(to_bytes(&Buffer::zeros(t, job.partial_len)), c(t));
-        n_bufs += 1;
+        data.push((to_bytes(&Buffer::zeros(t, job.partial_len)), c(t)));
     }
+    let n_bufs = data.len();
     let (n_in, n_out) = (inputs.len(), outputs.len());
-    let mut args: Vec<SimArg> = bufs
-        .args()
+    let mut args: Vec<SimArg> = gpu::sim_buffers(&mut data)
         .chain(params.iter().map(|v| SimArg::Scalar {
             bytes: param_bytes(v),
             ty: c(v.ty()),
@@ -152,7 +149,10 @@ fn run_on_cpu(
         .collect::<Result<_, Error>>()?;
     run_launches_on_cpu(&job.source, &mut args, &sim)?;
     drop(args);
-    bufs.outputs_into(n_in, outputs)
+    for (o, (bytes, _)) in outputs.iter_mut().zip(&data[n_in..n_in + n_out]) {
+        from_bytes(o, bytes);
+    }
+    Ok(())
 }
 
 /// NVRTC compiles `NVRTC_SOURCES` sources of the family (random nonzero

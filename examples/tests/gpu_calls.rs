@@ -19,7 +19,7 @@ mod gpu;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use mdh::gpu::{param_bytes, to_bytes, Call, CallDevice, DeviceLimits, GpuDevice};
+use mdh::gpu::{from_bytes, param_bytes, to_bytes, Call, CallDevice, DeviceLimits, GpuDevice};
 use mdh::reference::{Buffer, Value};
 use mdh::Error;
 use mdh_core::codegen::c_expr::Dialect;
@@ -239,15 +239,15 @@ fn sim_run(
         return Ok(());
     };
     let c = |t| Dialect::Cuda.storage_ty(t);
-    let mut bufs = gpu::SimBufs::default();
-    for b in inputs.iter().chain(outputs.iter()) {
-        bufs.push(to_bytes(b), c(b.ty()));
-    }
+    let mut data: Vec<(Vec<u8>, &'static str)> = inputs
+        .iter()
+        .chain(outputs.iter())
+        .map(|b| (to_bytes(b), c(b.ty())))
+        .collect();
     let mut parts = ready.partials(dev)?;
     let n_parts = parts.iter_mut().count();
     let (n_in, n_out) = (inputs.len(), outputs.len());
-    let mut args: Vec<SimArg> = bufs
-        .args()
+    let mut args: Vec<SimArg> = gpu::sim_buffers(&mut data)
         .chain(parts.iter_mut().map(|(p, _)| SimArg::Buf {
             data: p.as_mut_slice(),
             elem: part_ty,
@@ -274,7 +274,10 @@ fn sim_run(
         .collect::<Result<_, Error>>()?;
     run_launches_on_cpu(&ready.job().source, &mut args, &sim)?;
     drop(args);
-    bufs.outputs_into(n_in, outputs)
+    for (o, (bytes, _)) in outputs.iter_mut().zip(&data[n_in..]) {
+        from_bytes(o, bytes);
+    }
+    Ok(())
 }
 
 fn cpu_sim_or_skip() -> bool {

@@ -615,72 +615,17 @@ pub fn opencl_device() -> Option<&'static mdh::opencl::Device> {
     .as_ref()
 }
 
-/// The buffers of a CPU execution of CUDA, as bytes with guard bytes on
-/// each side, which hold a pattern and are checked after the launches: a
-/// store past either end of a buffer (an edge tile's, a vector's) is an
-/// error, not a silent write into the heap.
+/// The CPU execution's arguments of buffers held as (bytes, C element
+/// type), in order.
 #[allow(dead_code)] // tests/opencl.rs shares this module but not cuda_sim
-#[derive(Default)]
-pub struct SimBufs {
-    data: Vec<(Vec<u8>, &'static str)>,
-}
-
-#[allow(dead_code)]
-impl SimBufs {
-    /// Guard bytes on each side: a 64-byte vector, which keeps the
-    /// allocation's alignment for the buffer.
-    const GUARD: usize = 64;
-    const PATTERN: u8 = 0xA5;
-
-    /// One buffer more: `bytes` of C element type `elem`.
-    pub fn push(&mut self, bytes: Vec<u8>, elem: &'static str) {
-        let mut guarded = vec![Self::PATTERN; bytes.len() + 2 * Self::GUARD];
-        guarded[Self::GUARD..Self::GUARD + bytes.len()].copy_from_slice(&bytes);
-        self.data.push((guarded, elem));
-    }
-
-    /// The CPU execution's arguments of the buffers, in order.
-    pub fn args(&mut self) -> impl Iterator<Item = mdh_gpu::cuda_sim::SimArg<'_>> {
-        self.data
-            .iter_mut()
-            .map(|(bytes, elem)| mdh_gpu::cuda_sim::SimArg::Buf {
-                data: Self::inside(bytes),
-                elem,
-            })
-    }
-
-    /// After the launches: `outputs` from the buffers from `first` on,
-    /// where no guard was written (else `Err`).
-    pub fn outputs_into(&mut self, first: usize, outputs: &mut [Buffer]) -> Result<(), Error> {
-        self.check()?;
-        for (o, out) in outputs.iter_mut().enumerate() {
-            mdh::gpu::from_bytes(out, Self::inside(&mut self.data[first + o].0));
-        }
-        Ok(())
-    }
-
-    fn inside(guarded: &mut [u8]) -> &mut [u8] {
-        let end = guarded.len() - Self::GUARD;
-        &mut guarded[Self::GUARD..end]
-    }
-
-    /// `Err` naming the first buffer whose guards were written, and where.
-    pub fn check(&self) -> Result<(), Error> {
-        for (b, (bytes, _)) in self.data.iter().enumerate() {
-            let end = bytes.len() - Self::GUARD;
-            let written: Vec<isize> = (0..bytes.len())
-                .filter(|&i| (i < Self::GUARD || i >= end) && bytes[i] != Self::PATTERN)
-                .map(|i| i as isize - Self::GUARD as isize)
-                .collect();
-            if !written.is_empty() {
-                return Err(Error::Backend(format!(
-                    "buffer #{b} of {} bytes: bytes written outside it, at {written:?}",
-                    end - Self::GUARD
-                )));
-            }
-        }
-        Ok(())
-    }
+pub fn sim_buffers<'a>(
+    data: &'a mut [(Vec<u8>, &'static str)],
+) -> impl Iterator<Item = mdh_gpu::cuda_sim::SimArg<'a>> {
+    data.iter_mut()
+        .map(|(bytes, elem)| mdh_gpu::cuda_sim::SimArg::Buf {
+            data: bytes.as_mut_slice(),
+            elem,
+        })
 }
 
 /// The register-tiled plans of matmul (issue 21), written once.
