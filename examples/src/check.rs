@@ -40,51 +40,15 @@ pub type Res<T = ()> = Result<T, Box<dyn StdError>>;
 /// Relative tolerance of float results without a long reduction.
 pub const RTOL: f64 = 1e-4;
 
-/// The tolerance of float results (see the module documentation); an
-/// `f64` converts to a relative tolerance of results without a reduction.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Tol {
-    /// Relative to the larger magnitude of the two values.
-    pub rel: f64,
-    /// Terms of the longest reduction behind one result (1: none).
-    pub terms: usize,
-}
-
-impl Tol {
-    /// Equal values only (and NaN with NaN).
-    pub const EXACT: Tol = Tol { rel: 0.0, terms: 1 };
-
-    /// `extra` more relative tolerance (a plan's own precision).
-    pub fn plus(self, extra: f64) -> Tol {
-        Tol {
-            rel: self.rel + extra,
-            ..self
-        }
-    }
-
-    /// The absolute floor for a type of machine epsilon `eps` (none for
-    /// [`Tol::EXACT`]).
-    pub fn floor(self, eps: f64) -> f64 {
-        if self.rel == 0.0 {
-            return 0.0;
-        }
-        16.0 * eps * (self.terms.max(1) as f64).sqrt()
-    }
-}
-
-impl From<f64> for Tol {
-    fn from(rel: f64) -> Tol {
-        Tol { rel, terms: 1 }
-    }
-}
+/// The tolerance of float results (see the module documentation; the
+/// tuner's checks share it); an `f64` converts to a relative tolerance of
+/// results without a reduction.
+pub use mdh::search::check::Tol;
 
 /// The tolerance of float results that are reductions of `n` terms of one
 /// sign (see the module documentation for the derivation).
 pub fn sum_rtol(n: usize) -> Tol {
-    Tol {
-        rel: RTOL.max(4.0 * f32::EPSILON as f64 * (n as f64).sqrt()),
-        terms: n,
-    }
+    mdh::search::check::sum_tol(n)
 }
 
 // ---------------------------------------------------------------------------
@@ -231,18 +195,7 @@ pub fn verify(
     }
 }
 
-/// `|a - b| <= tol.rel · max(|a|, |b|) + tol.floor(eps)` for values of a
-/// type of machine epsilon `eps`, NaN equal to NaN.
-pub fn close(a: f64, b: f64, tol: Tol, eps: f64) -> bool {
-    if a.is_nan() || b.is_nan() {
-        return a.is_nan() && b.is_nan();
-    }
-    if a == b {
-        return true;
-    }
-    (a - b).abs() <= tol.rel * a.abs().max(b.abs()) + tol.floor(eps)
-}
-
+/// The machine epsilon of `f32`, for [`Tol::close`].
 const F32_EPS: f64 = f32::EPSILON as f64;
 
 fn mismatch_report(
@@ -258,7 +211,7 @@ fn mismatch_report(
     s
 }
 
-/// Compares two buffers: exactly for integers and `bool`s, with [`close`]
+/// Compares two buffers: exactly for integers and `bool`s, with [`Tol::close`]
 /// for floats.
 pub fn compare(
     what: &str,
@@ -281,8 +234,8 @@ pub fn compare(
     for i in 0..got.len() {
         let (g, w) = (got.get(i), want.get(i));
         let ok = match (g, w) {
-            (Value::F32(a), Value::F32(b)) => close(a as f64, b as f64, rtol, F32_EPS),
-            (Value::F64(a), Value::F64(b)) => close(a, b, rtol, f64::EPSILON),
+            (Value::F32(a), Value::F32(b)) => rtol.close(a as f64, b as f64, F32_EPS),
+            (Value::F64(a), Value::F64(b)) => rtol.close(a, b, f64::EPSILON),
             _ => g == w,
         };
         if !ok {
@@ -317,7 +270,7 @@ pub fn compare_f32(
     let mut bad = Vec::new();
     let mut count = 0;
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        if !close(g as f64, w, rtol, F32_EPS) {
+        if !rtol.close(g as f64, w, F32_EPS) {
             count += 1;
             if bad.len() < 8 {
                 bad.push((i, format!("{g}"), format!("{w}")));
@@ -351,7 +304,7 @@ pub fn sampled_f32(
     let mut count = 0;
     for &i in &idx {
         let w = want(i);
-        if !close(got[i] as f64, w, rtol, F32_EPS) {
+        if !rtol.close(got[i] as f64, w, F32_EPS) {
             count += 1;
             if bad.len() < 8 {
                 bad.push((i, format!("{}", got[i]), format!("{w}")));
