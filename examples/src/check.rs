@@ -471,8 +471,8 @@ pub fn against_reference(
 
 /// A case of the shape of most examples: `f32` inputs and one `f32` output
 /// of `out_len` elements, no params; `kernel` computes it into a
-/// [`Guarded`] output, and the result is [`verify`]'d against the
-/// interpreter, the guards after it.
+/// [`Guarded`] output, whose guards are checked, and the result is
+/// [`verify`]'d against the interpreter.
 pub fn f32_case(
     spec: &str,
     sizes: &[usize],
@@ -487,6 +487,8 @@ pub fn f32_case(
     let skew = sizes.iter().sum::<usize>() % 2;
     let mut out = Guarded::new(out_len, skew, f32::NAN);
     let r = kernel(&inputs, out.slice());
+    // A store outside the output first: it may be what broke the values.
+    out.check()?;
     let got = out.slice().to_vec();
     let ins: Vec<Buffer> = inputs.into_iter().map(Buffer::from).collect();
     verify(
@@ -498,8 +500,7 @@ pub fn f32_case(
         r,
         &[got.into()],
         rtol,
-    )?;
-    out.check()
+    )
 }
 
 /// An output with [`Guarded::GUARDS`] guard elements on each side, which
