@@ -630,3 +630,60 @@ fn tail_written<T>(v: &Vec<T>) -> Result<(), String> {
             .collect::<std::collections::BTreeSet<_>>()
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guards_see_a_store_just_before_or_after_an_output() {
+        for skew in [0, 1] {
+            let mut g = Guarded::new(5, skew, f32::NAN);
+            assert_eq!(g.buf.as_ptr().wrapping_add(g.start - skew) as usize % 64, 0);
+            g.slice().fill(1.0);
+            assert_eq!(g.check(), Ok(()));
+            let (start, end) = (g.start, g.start + g.len);
+            g.buf[end] = 2.0;
+            assert!(g.check().is_err_and(|e| e.contains("[5] = 2")));
+            g.buf[end] = f32::from_bits(Guarded::PATTERN);
+            g.buf[start - 1] = 3.0;
+            assert!(g.check().is_err_and(|e| e.contains("[-1] = 3")));
+        }
+    }
+
+    #[test]
+    fn tail_guards_see_a_store_past_a_buffer() {
+        let mut b = Buffer::from(vec![0u32; 7]);
+        guard_tail(&mut b);
+        assert_eq!(check_tail(&b), Ok(()));
+        let Buffer::U32(v) = &mut b else {
+            unreachable!()
+        };
+        v.iter_mut().for_each(|x| *x = 9);
+        assert_eq!(check_tail(&b), Ok(()), "the elements are not the guard");
+        let Buffer::U32(v) = &mut b else {
+            unreachable!()
+        };
+        // SAFETY: the element after the last lies in the capacity that
+        // `guard_tail` reserved: what a stray store would write.
+        unsafe { v.as_mut_ptr().add(7).write(1) };
+        let e = check_tail(&b).unwrap_err();
+        assert!(e.contains("at element(s) {0}"), "{e}");
+    }
+
+    #[test]
+    fn floats_compare_relatively_with_a_floor_near_zero() {
+        let eps = f32::EPSILON as f64;
+        let t = Tol::from(1e-4);
+        assert!(t.close(1000.0, 1000.09, eps));
+        assert!(!t.close(1000.0, 1000.2, eps));
+        // Below 1 the bound stays relative: 0.5 vs 0.5001 is 2e-4 off.
+        assert!(!t.close(0.5, 0.5001, eps));
+        // Near zero, the floor of the reduction's length.
+        assert!(t.close(0.0, 1e-6, eps));
+        assert!(!t.close(0.0, 1e-5, eps));
+        assert!(sum_rtol(10_000).close(0.0, 1e-5, eps));
+        assert!(Tol::EXACT.close(f64::NAN, f64::NAN, eps));
+        assert!(!Tol::EXACT.close(0.0, 1e-30, eps));
+    }
+}
