@@ -152,7 +152,9 @@ pub fn mismatch(got: &[Buffer], want: &[Buffer], tol: Tol) -> Option<String> {
     for (o, (g, w)) in got.iter().zip(want).enumerate() {
         for i in 0..g.len() {
             let ok = match (g.get(i), w.get(i)) {
-                (Value::F32(a), Value::F32(b)) => tol.close(a as f64, b as f64, f32::EPSILON as f64),
+                (Value::F32(a), Value::F32(b)) => {
+                    tol.close(a as f64, b as f64, f32::EPSILON as f64)
+                }
                 (Value::F64(a), Value::F64(b)) => tol.close(a, b, f64::EPSILON),
                 (a, b) => a == b,
             };
