@@ -144,7 +144,7 @@ fn draw_nod(dims: usize, ranks: usize, rng: &mut Rng) -> Vec<usize> {
     let mut left = ranks;
     let mut p = 2;
     while left > 1 {
-        while left % p == 0 {
+        while left.is_multiple_of(p) {
             nod[rng.below(dims)] *= p;
             left /= p;
         }
@@ -265,7 +265,7 @@ fn draw_case(
         .collect();
     let nod = draw_nod(desc.dims.len(), ranks, rng);
     // Not collective: every rank computes the same plan (or error).
-    let plan = if case % 2 == 0 {
+    let plan = if case.is_multiple_of(2) {
         mdh::__rt::mpi::plan(world, desc, Some(&nod), &sizes)
     } else {
         mdh::__rt::mpi::plan(world, desc, None, &sizes)
