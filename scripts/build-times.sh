@@ -6,7 +6,9 @@
 # first release build including dependencies and its rebuild after touching
 # its source; matmul 512³ in that crate's release build, its default debug
 # build (with the count of the debug-build note it logs, which must be 1) and
-# its debug build with each candidate profile setting.
+# its debug build with each candidate profile setting (the note once where
+# the kernel's crate has debug assertions, else never: it exits with a
+# failure otherwise).
 #
 # usage: scripts/build-times.sh [--no-readme] [--test-command] [WORKDIR]
 # (default: a new temporary folder; the registry should be downloaded
@@ -116,8 +118,10 @@ echo "one-kernel crate, release rebuild after touching src/main.rs: ${secs} s"
 release=$(cargo run -q --release 2>/dev/null)
 echo "matmul 512^3, release build: ${release} ms"
 
-# A debug build of the crate with profile setting "$1" (empty: the default);
+# A debug build of the crate with profile setting "$1" (empty: the default)
+# described by "$2", which must log the debug-build note "$3" times;
 # prints its build time, matmul's time, the ratio to release, the notes.
+wrong_notes=()
 debug() {
     cp Cargo.toml Cargo.toml.orig
     printf '%b' "$1" >>Cargo.toml
@@ -127,10 +131,16 @@ debug() {
     notes=$(grep -c "compiled with debug assertions" "$work/stderr" || true)
     mv Cargo.toml.orig Cargo.toml
     echo "matmul 512^3, debug build ${2}: ${ms} ms ($(awk -v a="$ms" -v b="$release" 'BEGIN { printf "%.1f", a / b }')x release; build ${build} s; debug-build notes logged: ${notes})"
+    [ "$notes" -eq "$3" ] || wrong_notes+=("debug build $2: $notes debug-build notes, expected $3")
 }
-debug "" "(default dev profile)"
-debug '\n[profile.dev]\nopt-level = 1\n' "with [profile.dev] opt-level = 1"
-debug '\n[profile.dev.package."*"]\nopt-level = 3\n' "with [profile.dev.package.\"*\"] opt-level = 3"
-debug '\n[profile.dev.package."*"]\nopt-level = 3\n[profile.dev.package.onekernel]\nopt-level = 3\n' "with opt-level = 3 for \"*\" and the kernel's crate"
-# The README's recommendation (and the note's hint).
-debug '\n[profile.dev.package."*"]\nopt-level = 3\n[profile.dev.package.onekernel]\nopt-level = 3\ndebug-assertions = false\n' "with the README's setting (opt-level = 3 for \"*\", the kernel's crate also debug-assertions = false)"
+debug "" "(default dev profile)" 1
+debug '\n[profile.dev]\nopt-level = 1\n' "with [profile.dev] opt-level = 1" 1
+debug '\n[profile.dev.package."*"]\nopt-level = 3\n' "with [profile.dev.package.\"*\"] opt-level = 3" 1
+debug '\n[profile.dev.package."*"]\nopt-level = 3\n[profile.dev.package.onekernel]\nopt-level = 3\n' "with opt-level = 3 for \"*\" and the kernel's crate" 1
+# The README's recommendation (and the note's hint): no debug assertions
+# in the kernel's crate, so no note.
+debug '\n[profile.dev.package."*"]\nopt-level = 3\n[profile.dev.package.onekernel]\nopt-level = 3\ndebug-assertions = false\n' "with the README's setting (opt-level = 3 for \"*\", the kernel's crate also debug-assertions = false)" 0
+if [ ${#wrong_notes[@]} -gt 0 ]; then
+    printf 'build-times.sh: FAILED: %s\n' "${wrong_notes[@]}" >&2
+    exit 1
+fi

@@ -18,7 +18,8 @@
 # `mdh-bench --quick` under MDH_AUTOTUNE=1 (run-time tuning,
 # AUTOTUNE_BUDGET seconds per call, default 10). Logs, CSVs and the tuning
 # cache land in $OUT; the kept plans are printed ("mdh: tuning K: … : GpuPlan
-# { … }") for config entries.
+# { … }") for config entries. `run` exits with a failure when a test run or
+# a bench failed (each is still run: one call shows all).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,7 +59,8 @@ for line in sys.stdin:
 }
 
 run() {
-    local t0 deadline root
+    local t0 deadline root rc
+    local failed=()
     t0=$(date +%s)
     deadline=${DEADLINE:-530}
     root=$PWD
@@ -98,8 +100,10 @@ run() {
         local dir=$1 name=$2 limit=$3 bin
         shift 3
         bin=$(ls -t target/debug/deps/"$name"-* | grep -v '\.d$' | head -1)
-        (cd "$dir" && timeout "$limit" "$root/$bin" --test-threads 8 "$@" > "/tmp/test-$name.log" 2>&1
-            echo "rc(test $name)=$?")
+        rc=0
+        (cd "$dir" && timeout "$limit" "$root/$bin" --test-threads 8 "$@" > "/tmp/test-$name.log" 2>&1) || rc=$?
+        echo "rc(test $name)=$rc"
+        [ "$rc" -eq 0 ] || failed+=("test $name (status $rc)")
         # One file for all tests: a call brings back at most 8 files.
         { echo "=== $name"; cat "/tmp/test-$name.log"; } >> "$OUT/tests.log"
         grep -E "^test |panicked|test result|skipped" "/tmp/test-$name.log" | grep -v " ok$" | tail -30
@@ -122,19 +126,29 @@ run() {
     if [ "$(left)" -gt 120 ]; then
         stage "bench as built"
         local limit=$(($(left) - 100))
+        rc=0
         timeout $((limit < 200 ? limit : 200)) target/release/mdh-bench --quick \
-            --csv "$OUT/bench.csv" --png /tmp/bench.png > "$OUT/bench.log" 2>&1
-        echo "rc(bench)=$?"; grep "^|" "$OUT/bench.log" | grep -E "cuda|cublas"
+            --csv "$OUT/bench.csv" --png /tmp/bench.png > "$OUT/bench.log" 2>&1 || rc=$?
+        echo "rc(bench)=$rc"
+        [ "$rc" -eq 0 ] || failed+=("bench (status $rc)")
+        grep "^|" "$OUT/bench.log" | grep -E "cuda|cublas"
     fi
     if [ "$(left)" -gt 60 ]; then
         stage "bench under MDH_AUTOTUNE=1"
+        rc=0
         MDH_TUNE_CACHE=/tmp/mdh-cache MDH_AUTOTUNE=1 MDH_AUTOTUNE_BUDGET=${AUTOTUNE_BUDGET:-10} \
             timeout $(($(left) - 15)) target/release/mdh-bench --quick \
-            --csv "$OUT/bench-tuned.csv" --png /tmp/bench-tuned.png > "$OUT/bench-tuned.log" 2>&1
-        echo "rc(bench tuned)=$?"; grep -E "re-timed|^\|.*(cuda|cublas)" "$OUT/bench-tuned.log"
+            --csv "$OUT/bench-tuned.csv" --png /tmp/bench-tuned.png > "$OUT/bench-tuned.log" 2>&1 || rc=$?
+        echo "rc(bench tuned)=$rc"
+        [ "$rc" -eq 0 ] || failed+=("bench under MDH_AUTOTUNE=1 (status $rc)")
+        grep -E "re-timed|^\|.*(cuda|cublas)" "$OUT/bench-tuned.log"
         tar -czf "$OUT/cache.tgz" -C /tmp mdh-cache 2>/dev/null
     fi
     stage "end"
+    if [ ${#failed[@]} -gt 0 ]; then
+        printf 'gpu-check.sh: FAILED: %s\n' "${failed[@]}"
+        exit 1
+    fi
 }
 
 case "${1:-}" in

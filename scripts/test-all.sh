@@ -10,10 +10,11 @@ cd "$(dirname "$0")/.."
 # loads OpenCL at run time, so no -dev package is needed to build. OpenMPI
 # runs the node layer (mdh's `mpi` feature; the `mpi` crate's bindings need
 # libclang at build time). gcc builds mdh-bench's c-openmp peers (its
-# libgomp is the OpenMP runtime they link).
+# libgomp is the OpenMP runtime they link); g++ the CPU execution of the
+# CUDA kernels (examples/tests/cuda.rs).
 need=()
 for pkg in libopenblas-dev libdnnl-dev ocl-icd-libopencl1 pocl-opencl-icd \
-    libopenmpi-dev openmpi-bin libclang1-14 libclang-common-14-dev gcc; do
+    libopenmpi-dev openmpi-bin libclang1-14 libclang-common-14-dev gcc g++; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -77,8 +78,10 @@ if [ -z "$(command -v nvdisasm || nvdisasm_bin)" ]; then
 fi
 export MDH_REQUIRE_NVDISASM=1
 # The OpenCL tests (every example family on PoCL) fail instead of skipping
-# when no OpenCL device is found.
-export MDH_REQUIRE_OPENCL=1
+# when no OpenCL device is found; those of large local tiles (up to 160 KiB)
+# when the device has less local memory, which PoCL's CPU device has as
+# POCL_CPU_LOCAL_MEM_SIZE says. (No MDH_REQUIRE_CUDA_DEVICE: no GPU here.)
+export MDH_REQUIRE_OPENCL=1 MDH_REQUIRE_LOCAL_MEM=1 POCL_CPU_LOCAL_MEM_SIZE=262144
 
 # MPI (the node layer's tests) on this machine only: loopback and shared
 # memory, no ssh, more ranks than cores, and as root too.
@@ -120,6 +123,11 @@ cargo clippy -p mdh-rt -p mdh-core -p mdh-macros -p mdh-gpu -p mdh -p mdh-tune -
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p mdh-rt -p mdh-core -p mdh-macros -p mdh-gpu -p mdh \
     -p mdh-tune --features mdh-gpu/opencl,mdh-gpu/cuda,mdh/reference,mdh/opencl,mdh/cuda,mdh/mpi
 
+# The GPU tests' random plans and sizes: new ones each run, from this
+# seed (said here, so that a failing run's cases can be drawn again).
+export MDH_TEST_SEED=${MDH_TEST_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+echo "test-all.sh: MDH_TEST_SEED=$MDH_TEST_SEED"
+
 # MDH_STREAM=always: plans with `stream` stream at the tests' small sizes
 # too (by default only outputs larger than the cores' L2 caches stream).
 MDH_STREAM=always cargo test --workspace "${features[@]}" --no-fail-fast
@@ -155,9 +163,7 @@ cargo test -p mdh-gpu --features cuda --no-fail-fast
 cargo test -p mdh-gpu --features opencl --no-fail-fast
 
 # The node layer (NOD) over MPI: every example family under 1 to 4 ranks on
-# this machine (the test binary the workspace run built; mpirun fails when
-# any rank exits with a failure).
+# this machine (the test binary the workspace run built), each mpirun under
+# a time limit, which is shown to fire first.
 read -r dir exe < <(test_bin mpi_families)
-for np in 1 2 3 4; do
-  (cd "$dir" && mpirun -np $np "$exe" 3 $((23 + np)))
-done
+./scripts/mpi-check.sh "$dir" "$exe"

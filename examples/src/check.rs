@@ -7,7 +7,13 @@
 //! Integers (and `bool`s) are compared exactly: both sides compute the same
 //! wrapping arithmetic, and integer reductions are exact in any order.
 //!
-//! Floats are compared as `|a - b| <= rtol · max(1, |a|, |b|)`. A scalar
+//! Floats are compared as `|a - b| <= rtol · max(|a|, |b|) + floor` (a
+//! [`Tol`]): relative, with an absolute floor for results near zero, where
+//! a relative bound means nothing (a difference of nearly equal terms
+//! keeps their absolute rounding error, not a relative one). The floor is
+//! `16 · ε · √n` for a type of machine epsilon `ε` and results that reduce
+//! `n` terms of magnitude at most 1 (the generators' range): the random
+//! walk below in absolute terms, ten times over. A scalar
 //! function without reduction is evaluated with the same operations in the
 //! same order on both sides, so `rtol = 1e-4` ([`RTOL`]) is generous. A
 //! reduction of `n` terms is evaluated in different orders (the kernel splits
@@ -34,10 +40,15 @@ pub type Res<T = ()> = Result<T, Box<dyn StdError>>;
 /// Relative tolerance of float results without a long reduction.
 pub const RTOL: f64 = 1e-4;
 
-/// Relative tolerance for float results that are reductions of `n` terms of
-/// one sign (see the module documentation for the derivation).
-pub fn sum_rtol(n: usize) -> f64 {
-    RTOL.max(4.0 * f32::EPSILON as f64 * (n as f64).sqrt())
+/// The tolerance of float results (see the module documentation; the
+/// tuner's checks share it); an `f64` converts to a relative tolerance of
+/// results without a reduction.
+pub use mdh::search::check::Tol;
+
+/// The tolerance of float results that are reductions of `n` terms of one
+/// sign (see the module documentation for the derivation).
+pub fn sum_rtol(n: usize) -> Tol {
+    mdh::search::check::sum_tol(n)
 }
 
 // ---------------------------------------------------------------------------
@@ -155,8 +166,9 @@ pub fn verify(
     init: Vec<Buffer>,
     result: Result<(), mdh::Error>,
     got: &[Buffer],
-    rtol: f64,
+    rtol: impl Into<Tol>,
 ) -> Result<(), String> {
+    let rtol = rtol.into();
     let mut want = init;
     let reference = reference(spec, sizes, inputs, &mut want, params);
     match (result, reference) {
@@ -183,16 +195,8 @@ pub fn verify(
     }
 }
 
-/// `|a - b| <= rtol · max(1, |a|, |b|)`, NaN equal to NaN.
-pub fn close(a: f64, b: f64, rtol: f64) -> bool {
-    if a.is_nan() || b.is_nan() {
-        return a.is_nan() && b.is_nan();
-    }
-    if a == b {
-        return true;
-    }
-    (a - b).abs() <= rtol * 1f64.max(a.abs()).max(b.abs())
-}
+/// The machine epsilon of `f32`, for [`Tol::close`].
+const F32_EPS: f64 = f32::EPSILON as f64;
 
 fn mismatch_report(
     what: &str,
@@ -207,9 +211,15 @@ fn mismatch_report(
     s
 }
 
-/// Compares two buffers: exactly for integers and `bool`s, with [`close`]
+/// Compares two buffers: exactly for integers and `bool`s, with [`Tol::close`]
 /// for floats.
-pub fn compare(what: &str, got: &Buffer, want: &Buffer, rtol: f64) -> Result<(), String> {
+pub fn compare(
+    what: &str,
+    got: &Buffer,
+    want: &Buffer,
+    rtol: impl Into<Tol>,
+) -> Result<(), String> {
+    let rtol = rtol.into();
     if got.ty() != want.ty() || got.len() != want.len() {
         return Err(format!(
             "{what}: got {} elements of {}, expected {} elements of {}",
@@ -224,8 +234,8 @@ pub fn compare(what: &str, got: &Buffer, want: &Buffer, rtol: f64) -> Result<(),
     for i in 0..got.len() {
         let (g, w) = (got.get(i), want.get(i));
         let ok = match (g, w) {
-            (Value::F32(a), Value::F32(b)) => close(a as f64, b as f64, rtol),
-            (Value::F64(a), Value::F64(b)) => close(a, b, rtol),
+            (Value::F32(a), Value::F32(b)) => rtol.close(a as f64, b as f64, F32_EPS),
+            (Value::F64(a), Value::F64(b)) => rtol.close(a, b, f64::EPSILON),
             _ => g == w,
         };
         if !ok {
@@ -243,7 +253,13 @@ pub fn compare(what: &str, got: &Buffer, want: &Buffer, rtol: f64) -> Result<(),
 }
 
 /// Compares float results with values computed by a plain loop (in `f64`).
-pub fn compare_f32(what: &str, got: &[f32], want: &[f64], rtol: f64) -> Result<(), String> {
+pub fn compare_f32(
+    what: &str,
+    got: &[f32],
+    want: &[f64],
+    rtol: impl Into<Tol>,
+) -> Result<(), String> {
+    let rtol = rtol.into();
     if got.len() != want.len() {
         return Err(format!(
             "{what}: {} elements, expected {}",
@@ -254,7 +270,7 @@ pub fn compare_f32(what: &str, got: &[f32], want: &[f64], rtol: f64) -> Result<(
     let mut bad = Vec::new();
     let mut count = 0;
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        if !close(g as f64, w, rtol) {
+        if !rtol.close(g as f64, w, F32_EPS) {
             count += 1;
             if bad.len() < 8 {
                 bad.push((i, format!("{g}"), format!("{w}")));
@@ -274,9 +290,10 @@ pub fn sampled_f32(
     what: &str,
     got: &[f32],
     samples: usize,
-    rtol: f64,
+    rtol: impl Into<Tol>,
     want: impl Fn(usize) -> f64,
 ) -> Result<(), String> {
+    let rtol = rtol.into();
     if got.is_empty() {
         return Ok(());
     }
@@ -287,7 +304,7 @@ pub fn sampled_f32(
     let mut count = 0;
     for &i in &idx {
         let w = want(i);
-        if !close(got[i] as f64, w, rtol) {
+        if !rtol.close(got[i] as f64, w, F32_EPS) {
             count += 1;
             if bad.len() < 8 {
                 bad.push((i, format!("{}", got[i]), format!("{w}")));
@@ -439,7 +456,7 @@ pub fn against_reference(
     inputs: &[Buffer],
     params: &[Value],
     got: &[Buffer],
-    rtol: f64,
+    rtol: impl Into<Tol>,
 ) -> Res {
     let init: Vec<Buffer> = got.iter().map(|b| Buffer::zeros(b.ty(), b.len())).collect();
     let t = Instant::now();
@@ -453,24 +470,26 @@ pub fn against_reference(
 }
 
 /// A case of the shape of most examples: `f32` inputs and one `f32` output
-/// of `out_len` elements, no params; `kernel` computes it, and the result is
+/// of `out_len` elements, no params; `kernel` computes it into a
+/// [`Guarded`] output, whose guards are checked, and the result is
 /// [`verify`]'d against the interpreter.
 pub fn f32_case(
     spec: &str,
     sizes: &[usize],
     inputs: Vec<Vec<f32>>,
     out_len: usize,
-    rtol: f64,
+    rtol: impl Into<Tol>,
     kernel: impl FnOnce(&[Vec<f32>], &mut [f32]) -> Result<(), mdh::Error>,
 ) -> Result<(), String> {
     // Half of the calls write into a 64-byte aligned output (where plans
     // with `stream` write whole vectors past the caches), the others into
     // one 4 bytes off.
     let skew = sizes.iter().sum::<usize>() % 2;
-    let mut buf = vec![f32::NAN; out_len + 16];
-    let start = (buf.as_ptr().align_offset(64) + skew) % 16;
-    let r = kernel(&inputs, &mut buf[start..start + out_len]);
-    let out = buf[start..start + out_len].to_vec();
+    let mut out = Guarded::new(out_len, skew, f32::NAN);
+    let r = kernel(&inputs, out.slice());
+    // A store outside the output first: it may be what broke the values.
+    out.check()?;
+    let got = out.slice().to_vec();
     let ins: Vec<Buffer> = inputs.into_iter().map(Buffer::from).collect();
     verify(
         spec,
@@ -479,7 +498,192 @@ pub fn f32_case(
         &[],
         vec![vec![f32::NAN; out_len].into()],
         r,
-        &[out.into()],
+        &[got.into()],
         rtol,
     )
+}
+
+/// An output with [`Guarded::GUARDS`] guard elements on each side, which
+/// hold a pattern no kernel computes and are checked after the call: a
+/// store past either end (a streamed store of a whole vector, an index off
+/// by one) is a failure, not a silent write into a neighbour's memory.
+pub struct Guarded {
+    buf: Vec<f32>,
+    start: usize,
+    len: usize,
+}
+
+impl Guarded {
+    /// Guard elements on each side: a 64-byte vector of `f32`.
+    pub const GUARDS: usize = 16;
+    /// A NaN with a payload that no arithmetic produces (its quiet NaNs
+    /// carry the default payload or an operand's).
+    const PATTERN: u32 = 0x7FE5_A5A5;
+
+    /// `len` elements set to `init`, starting `skew` elements past a
+    /// 64-byte boundary.
+    pub fn new(len: usize, skew: usize, init: f32) -> Guarded {
+        let guard = f32::from_bits(Self::PATTERN);
+        let mut buf = vec![guard; len + 3 * Self::GUARDS + skew];
+        let start = buf.as_ptr().align_offset(64) % Self::GUARDS + Self::GUARDS + skew;
+        buf[start..start + len].fill(init);
+        Guarded { buf, start, len }
+    }
+
+    /// The output itself.
+    pub fn slice(&mut self) -> &mut [f32] {
+        &mut self.buf[self.start..self.start + self.len]
+    }
+
+    /// `Err` naming the guard elements that were written.
+    pub fn check(&self) -> Result<(), String> {
+        let written: Vec<String> = (0..self.buf.len())
+            .filter(|&i| i < self.start || i >= self.start + self.len)
+            .filter(|&i| self.buf[i].to_bits() != Self::PATTERN)
+            .map(|i| {
+                let at = i as isize - self.start as isize;
+                format!("[{at}] = {}", self.buf[i])
+            })
+            .collect();
+        if written.is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "the kernel wrote outside its output of {} elements: {}",
+            self.len,
+            written.join(", ")
+        ))
+    }
+}
+
+/// Runs `$e` with `$v` bound to the vector inside a [`Buffer`].
+macro_rules! each_vec {
+    ($b:expr, $v:ident => $e:expr) => {
+        match $b {
+            Buffer::F32($v) => $e,
+            Buffer::F64($v) => $e,
+            Buffer::I8($v) => $e,
+            Buffer::I16($v) => $e,
+            Buffer::I32($v) => $e,
+            Buffer::I64($v) => $e,
+            Buffer::U8($v) => $e,
+            Buffer::U16($v) => $e,
+            Buffer::U32($v) => $e,
+            Buffer::U64($v) => $e,
+            Buffer::Bool($v) => $e,
+        }
+    };
+}
+
+/// Guard bytes past the end of a vector's elements, in its allocation's
+/// spare capacity, for outputs that must stay `Vec`s (the interpreter's
+/// [`Buffer`]s, which `run_dyn` entry points take): a store one element
+/// or a vector past the end lands there, and [`check_tail`] sees it. (A
+/// front guard needs a slice into a larger allocation: [`Guarded`].)
+pub fn guard_tail(b: &mut Buffer) {
+    each_vec!(b, v => fill_tail(v));
+}
+
+/// `Err` if a byte of the guard [`guard_tail`] put past `b`'s elements was
+/// written. Only for buffers [`guard_tail`] guarded and that have not been
+/// reallocated since (other spare capacity is uninitialized).
+pub fn check_tail(b: &Buffer) -> Result<(), String> {
+    each_vec!(b, v => tail_written(v))
+}
+
+/// Guard bytes past the elements: 64 (a vector of the widest ISA).
+const TAIL_BYTES: usize = 64;
+const TAIL_PATTERN: u8 = 0xA5;
+
+fn fill_tail<T>(v: &mut Vec<T>) {
+    let size = std::mem::size_of::<T>().max(1);
+    v.reserve_exact(TAIL_BYTES.div_ceil(size));
+    let spare = v.spare_capacity_mut();
+    let bytes = std::mem::size_of_val(spare);
+    // SAFETY: the spare capacity is `bytes` bytes of this allocation that
+    // no element occupies; `MaybeUninit<u8>` has no validity invariant.
+    let spare = unsafe {
+        std::slice::from_raw_parts_mut(spare.as_mut_ptr() as *mut std::mem::MaybeUninit<u8>, bytes)
+    };
+    spare.fill(std::mem::MaybeUninit::new(TAIL_PATTERN));
+}
+
+fn tail_written<T>(v: &Vec<T>) -> Result<(), String> {
+    let size = std::mem::size_of::<T>();
+    let (len, cap) = (v.len() * size, v.capacity() * size);
+    let base = v.as_ptr() as *const u8;
+    let written: Vec<usize> = (len..cap)
+        // SAFETY: inside the allocation (below its capacity), in bytes that
+        // `fill_tail` initialized (or a stray store wrote).
+        .filter(|&i| unsafe { base.add(i).read() } != TAIL_PATTERN)
+        .map(|i| (i - len) / size.max(1))
+        .collect();
+    if written.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "written past the end of the output of {} elements, at element(s) {:?} after it",
+        v.len(),
+        written
+            .iter()
+            .copied()
+            .collect::<std::collections::BTreeSet<_>>()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guards_see_a_store_just_before_or_after_an_output() {
+        for skew in [0, 1] {
+            let mut g = Guarded::new(5, skew, f32::NAN);
+            assert_eq!(g.buf.as_ptr().wrapping_add(g.start - skew) as usize % 64, 0);
+            g.slice().fill(1.0);
+            assert_eq!(g.check(), Ok(()));
+            let (start, end) = (g.start, g.start + g.len);
+            g.buf[end] = 2.0;
+            assert!(g.check().is_err_and(|e| e.contains("[5] = 2")));
+            g.buf[end] = f32::from_bits(Guarded::PATTERN);
+            g.buf[start - 1] = 3.0;
+            assert!(g.check().is_err_and(|e| e.contains("[-1] = 3")));
+        }
+    }
+
+    #[test]
+    fn tail_guards_see_a_store_past_a_buffer() {
+        let mut b = Buffer::from(vec![0u32; 7]);
+        guard_tail(&mut b);
+        assert_eq!(check_tail(&b), Ok(()));
+        let Buffer::U32(v) = &mut b else {
+            unreachable!()
+        };
+        v.iter_mut().for_each(|x| *x = 9);
+        assert_eq!(check_tail(&b), Ok(()), "the elements are not the guard");
+        let Buffer::U32(v) = &mut b else {
+            unreachable!()
+        };
+        // SAFETY: the element after the last lies in the capacity that
+        // `guard_tail` reserved: what a stray store would write.
+        unsafe { v.as_mut_ptr().add(7).write(1) };
+        let e = check_tail(&b).unwrap_err();
+        assert!(e.contains("at element(s) {0}"), "{e}");
+    }
+
+    #[test]
+    fn floats_compare_relatively_with_a_floor_near_zero() {
+        let eps = f32::EPSILON as f64;
+        let t = Tol::from(1e-4);
+        assert!(t.close(1000.0, 1000.09, eps));
+        assert!(!t.close(1000.0, 1000.2, eps));
+        // Below 1 the bound stays relative: 0.5 vs 0.5001 is 2e-4 off.
+        assert!(!t.close(0.5, 0.5001, eps));
+        // Near zero, the floor of the reduction's length.
+        assert!(t.close(0.0, 1e-6, eps));
+        assert!(!t.close(0.0, 1e-5, eps));
+        assert!(sum_rtol(10_000).close(0.0, 1e-5, eps));
+        assert!(Tol::EXACT.close(f64::NAN, f64::NAN, eps));
+        assert!(!Tol::EXACT.close(0.0, 1e-30, eps));
+    }
 }

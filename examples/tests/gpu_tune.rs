@@ -3,8 +3,11 @@
 //! computes what the interpreter does; the cache file is written; later
 //! calls run the kept plan, in this process (on the same device and on a
 //! fresh one, whose prepared calls read the file) and in another process;
-//! a corrupt file is ignored. The CUDA `tune` shares all of it but the
-//! device (it is compiled here, not run).
+//! a corrupt, truncated or other version's file is ignored (and replaced);
+//! processes tuning the same call at once leave one whole file; without a
+//! cache folder (no `HOME`, one that cannot be made) autotuned calls still
+//! run and say so once. The CUDA `tune` shares all of it but the device
+//! (it is compiled here, not run).
 //!
 //! The tests share one cache folder (`MDH_TUNE_CACHE`, set once per
 //! process, under `target/tmp/`) and run one at a time (PoCL, see mdh-tune's GPU tests); the
@@ -130,13 +133,22 @@ fn run_matmul(dev: &Device) -> Vec<f32> {
 /// The process this test binary starts with `env` to run test `name`; its
 /// stderr.
 fn child(name: &str, dir: &PathBuf, env: &[(&str, &str)]) -> String {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+    finished(name, child_command(name, dir, env).output().unwrap())
+}
+
+/// The command of [`child`], to start it without waiting.
+fn child_command(name: &str, dir: &PathBuf, env: &[(&str, &str)]) -> Command {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args([name, "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD, dir)
         .env("MDH_TUNE_CACHE", dir)
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
+        .envs(env.iter().copied());
+    c
+}
+
+/// The stderr of the process of [`child`] that ran test `name`, which
+/// must have passed.
+fn finished(name: &str, out: std::process::Output) -> String {
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
@@ -212,34 +224,6 @@ fn run_dot(dev: &Device, n: usize) {
 }
 
 #[test]
-fn a_reduction_is_tuned_and_a_corrupt_cache_file_ignored() {
-    let Some((_one_at_a_time, _)) = setup(false) else {
-        return;
-    };
-    let dev = fresh_device();
-    let n = 3000;
-    let r = dot::opencl::tune(&dev, dot::Sizes { N: n }, BUDGET).unwrap();
-    assert!(r.file.exists(), "{r:?}");
-    run_dot(&dev, n);
-    // A corrupt file: a fresh device's calls run the configured choice.
-    std::fs::write(&r.file, b"\x00\x01 not a cache file").unwrap();
-    let fresh = fresh_device();
-    let call = dot::opencl::call(&fresh, None, &[n], &[n, n], &[1]).unwrap();
-    let bound = bind_sizes(dot::desc(), &[n]).unwrap();
-    let configured = dot::opencl::job(&bound, None, fresh.name(), fresh.limits())
-        .unwrap()
-        .unwrap();
-    assert_eq!(call.ready().unwrap().job().source, configured.source);
-    run_dot(&fresh, n);
-    // Tuning again replaces it.
-    let again = dot::opencl::tune(&fresh, dot::Sizes { N: n }, Duration::ZERO).unwrap();
-    assert_eq!(again.file, r.file);
-    assert!(std::fs::read_to_string(&r.file)
-        .unwrap()
-        .starts_with("# mdh run-time tuning cache"));
-}
-
-#[test]
 fn autotune_tunes_a_call_without_a_kept_plan() {
     let Some((_one_at_a_time, dir)) = setup(false) else {
         return;
@@ -266,4 +250,164 @@ fn autotuned_call() {
         return;
     };
     run_dot(&fresh_device(), 2000);
+}
+
+/// The cache file's text with `line` (one of its own) replaced by `by`.
+fn edited(text: &str, line: &str, by: &str) -> String {
+    assert!(text.contains(line), "{text}");
+    text.replace(line, by)
+}
+
+#[test]
+fn a_reduction_is_tuned_and_a_corrupt_truncated_or_other_versions_file_ignored() {
+    let Some((_one_at_a_time, _)) = setup(false) else {
+        return;
+    };
+    let dev = fresh_device();
+    let n = 3000;
+    let r = dot::opencl::tune(&dev, dot::Sizes { N: n }, BUDGET).unwrap();
+    assert!(r.file.exists(), "{r:?}");
+    run_dot(&dev, n);
+    let whole = std::fs::read_to_string(&r.file).unwrap();
+    let version = format!("\nmdh {}\n", env!("CARGO_PKG_VERSION"));
+    let bound = bind_sizes(dot::desc(), &[n]).unwrap();
+    let bytes = whole.as_bytes();
+    for bad in [
+        b"\x00\x01 not a cache file".to_vec(),
+        bytes[..bytes.len() / 2].to_vec(),
+        bytes[..bytes.len() - 5].to_vec(),
+        edited(&whole, &version, "\nmdh 0.0.1\n").into_bytes(),
+    ] {
+        std::fs::write(&r.file, &bad).unwrap();
+        let bad = String::from_utf8_lossy(&bad);
+        // A fresh device's calls run the configured choice, correctly.
+        let fresh = fresh_device();
+        let call = dot::opencl::call(&fresh, None, &[n], &[n, n], &[1]).unwrap();
+        let configured = dot::opencl::job(&bound, None, fresh.name(), fresh.limits())
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            call.ready().unwrap().job().source,
+            configured.source,
+            "{bad}"
+        );
+        run_dot(&fresh, n);
+        // Tuning again replaces the file with a whole one of this mdh.
+        let again = dot::opencl::tune(&fresh, dot::Sizes { N: n }, Duration::ZERO).unwrap();
+        assert_eq!(again.file, r.file);
+        let text = std::fs::read_to_string(&r.file).unwrap();
+        assert!(
+            text.contains(&version) && text.ends_with("\nend\n"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn processes_tuning_one_call_at_once_leave_one_whole_file() {
+    let Some((_one_at_a_time, dir)) = setup(false) else {
+        return;
+    };
+    let dir = dir.join("race");
+    let children: Vec<_> = (0..3)
+        .map(|_| {
+            child_command("tunes_dot_as_others_do", &dir, &[])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        finished("tunes_dot_as_others_do", c.wait_with_output().unwrap());
+    }
+    let files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|f| f.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "one file, no temporary ones: {files:?}");
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(
+        text.starts_with("# mdh run-time tuning cache") && text.ends_with("\nend\n"),
+        "{text}"
+    );
+    // And a later process runs what it keeps.
+    child(
+        "tunes_dot_as_others_do",
+        &dir,
+        &[("MDH_TUNE_ONLY_RUN", "1")],
+    );
+}
+
+/// Run by [`processes_tuning_one_call_at_once_leave_one_whole_file`] in
+/// processes of their own, at once: tunes dot (reading the file the others
+/// write), then runs it; only runs it under `MDH_TUNE_ONLY_RUN`.
+#[test]
+fn tunes_dot_as_others_do() {
+    let Some((_one_at_a_time, dir)) = setup(true) else {
+        return;
+    };
+    let dev = fresh_device();
+    if std::env::var_os("MDH_TUNE_ONLY_RUN").is_none() {
+        for _ in 0..2 {
+            let r = dot::opencl::tune(&dev, dot::Sizes { N: 1800 }, Duration::from_millis(300))
+                .unwrap();
+            assert!(r.file.starts_with(&dir), "{r:?}");
+        }
+    }
+    run_dot(&dev, 1800);
+}
+
+#[test]
+fn autotuned_calls_run_without_a_cache_folder_and_say_so_once() {
+    let Some((_one_at_a_time, dir)) = setup(false) else {
+        return;
+    };
+    // A folder that cannot be made (its parent is a file), and none at all
+    // (no HOME, no XDG_CACHE_HOME, no MDH_TUNE_CACHE).
+    let file = dir.join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let unmakeable = file.join("cache");
+    let pocl_cache = dir.join("pocl");
+    for cache in [Some(unmakeable.to_str().unwrap()), None] {
+        let mut c = child_command(
+            "autotuned_calls_without_a_cache",
+            &dir,
+            &[
+                ("MDH_AUTOTUNE", "1"),
+                ("MDH_AUTOTUNE_BUDGET", "0.3"),
+                // PoCL keeps its kernels under HOME otherwise.
+                ("POCL_CACHE_DIR", pocl_cache.to_str().unwrap()),
+            ],
+        );
+        c.env_remove("MDH_TUNE_CACHE").env_remove("XDG_CACHE_HOME");
+        match cache {
+            Some(d) => c.env("MDH_TUNE_CACHE", d),
+            None => c.env_remove("HOME"),
+        };
+        let said = finished("autotuned_calls_without_a_cache", c.output().unwrap());
+        let warning = "the plans found run in this process only";
+        assert_eq!(said.matches(warning).count(), 1, "{cache:?}:\n{said}");
+        assert_eq!(
+            said.matches("MDH_AUTOTUNE: tuning dot").count(),
+            2,
+            "{said}"
+        );
+    }
+}
+
+/// Run by [`autotuned_calls_run_without_a_cache_folder_and_say_so_once`] in
+/// a process of its own without a usable cache folder: two autotuned
+/// calls run correctly, and `tune` is an `Err` that says why.
+#[test]
+fn autotuned_calls_without_a_cache() {
+    let Some((_one_at_a_time, _)) = setup(true) else {
+        return;
+    };
+    let dev = fresh_device();
+    run_dot(&dev, 1500);
+    run_dot(&dev, 1700);
+    let e = dot::opencl::tune(&dev, dot::Sizes { N: 1500 }, Duration::ZERO).unwrap_err();
+    let e = e.to_string();
+    assert!(e.contains("tuning cache"), "{e}");
 }

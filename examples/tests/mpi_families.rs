@@ -1,13 +1,21 @@
 //! Every example family on the node layer (NOD) over MPI, against the
 //! reference interpreter: random sizes (1, primes, fewer points than ranks),
 //! random `nod` plans, replicated and distributed inputs, results on every
-//! rank, on rank 0 and distributed; and a rank passing a wrong length,
-//! which must be an `Err` on every rank. `cargo test` runs it on one rank;
-//! scripts/test-all.sh runs its binary under `mpirun -np N` too (every rank
-//! runs the same cases: the seed is shared). It exits with a failure on any
-//! rank that sees a mismatch.
+//! rank, on rank 0 and distributed; and faults (see `mpi_faults`): a random
+//! rank passing a wrong length, other sizes, another plan, input mode or
+//! placement, which must be an `Err` on every rank that says why. Every
+//! output has guard bytes past its end (`check::guard_tail`), checked
+//! after each call.
+//! `cargo test` runs it on one rank; scripts/mpi-check.sh runs its binary
+//! under `mpirun -np N` too (every rank runs the same cases: the seed is
+//! shared). It exits with a failure on any rank that sees a mismatch, after
+//! every case: a rank that stopped at its first mismatch would leave the
+//! others waiting in the collectives of the next call.
 //!
 //! `mpi_families [CASES] [SEED]`: random cases per family (default 4).
+//! `mpi_families --fault die|hang`: the last rank aborts, or never enters
+//! the collective the others wait in (what scripts/mpi-check.sh shows its
+//! time limit and MPI's own error handling end).
 
 use mdh::__rt::KernelDesc;
 use mdh::mpi::{Communicator, Inputs, Placement, Plan, SimpleCommunicator};
@@ -15,6 +23,8 @@ use mdh::reference::{Buffer, Value};
 use mdh::Error;
 use mdh_example_kernels::*;
 use mdh_examples::check::{self, Rng, RTOL};
+
+mod mpi_faults;
 
 type RunDyn = fn(
     &SimpleCommunicator,
@@ -47,10 +57,13 @@ macro_rules! families {
 /// Largest index space a case draws (the interpreter runs it on every rank).
 const MAX_POINTS: usize = 6000;
 
-fn main() {
+fn main() -> std::process::ExitCode {
     let universe = mdh::mpi::initialize().expect("MPI initializes once");
     let world = universe.world();
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--fault") {
+        return mpi_faults::provoke(&world, args.get(2).map_or("", String::as_str));
+    }
     let cases: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(4);
     let seed: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(23);
     let families = families![
@@ -81,11 +94,11 @@ fn main() {
     let mut runs = 0;
     for f in &families {
         for case in 0..cases {
-            let outcome = run_case(&world, f, &mut rng, case);
             runs += 1;
-            if let Err(e) = outcome {
-                failures += 1;
-                let name = &(f.desc)().name;
+            let name = &(f.desc)().name;
+            let errors = run_case(&world, f, &mut rng, case);
+            failures += usize::from(!errors.is_empty());
+            for e in errors {
                 eprintln!("rank {}: {name} case {case}: {e}", world.rank());
             }
         }
@@ -97,8 +110,9 @@ fn main() {
         mdh::mpi::bytes_sent()
     );
     if failures > 0 {
-        std::process::exit(1);
+        return std::process::ExitCode::FAILURE;
     }
+    std::process::ExitCode::SUCCESS
 }
 
 /// Sizes whose index space has at most [`MAX_POINTS`] points: each 1, a
@@ -130,7 +144,7 @@ fn draw_nod(dims: usize, ranks: usize, rng: &mut Rng) -> Vec<usize> {
     let mut left = ranks;
     let mut p = 2;
     while left > 1 {
-        while left % p == 0 {
+        while left.is_multiple_of(p) {
             nod[rng.below(dims)] *= p;
             left /= p;
         }
@@ -164,16 +178,50 @@ fn value(like: &Buffer, x: i64) -> Value {
     v.cast(like.ty()).unwrap_or(Value::Bool(x % 2 == 1))
 }
 
-fn run_case(
+/// One family's random case: sizes, plan, whole inputs and outputs (the
+/// outputs' initial contents), and what each rank passes in each mode.
+struct Case {
+    sizes: Vec<usize>,
+    plan: Plan,
+    inputs: Vec<Buffer>,
+    init: Vec<Buffer>,
+    params: Vec<Value>,
+    in_shapes: Vec<Vec<usize>>,
+    out_shapes: Vec<Vec<usize>>,
+}
+
+impl Case {
+    /// This rank's inputs in `in_mode`.
+    fn inputs_for(&self, in_mode: Inputs) -> Vec<Buffer> {
+        match in_mode {
+            Inputs::Replicated => self.inputs.clone(),
+            Inputs::Distributed => (0..self.inputs.len())
+                .map(|b| sub_box(&self.inputs[b], &self.in_shapes[b], self.plan.input_part(b)))
+                .collect(),
+        }
+    }
+
+    /// This rank's outputs (`bufs`: whole outputs) for `placement`.
+    fn outputs_for(&self, bufs: &[Buffer], placement: Placement) -> Vec<Buffer> {
+        match placement {
+            Placement::Distributed => (0..bufs.len())
+                .map(|b| sub_box(&bufs[b], &self.out_shapes[b], self.plan.output_part(b)))
+                .collect(),
+            _ => bufs.to_vec(),
+        }
+    }
+}
+
+/// A random case of `f` for the ranks of `world`.
+fn draw_case(
     world: &SimpleCommunicator,
     f: &Family,
     rng: &mut Rng,
     case: usize,
-) -> Result<(), String> {
+) -> Result<Case, String> {
     let kernel = mdh::reference::kernel(f.spec).map_err(|e| e.to_string())?;
     let desc = (f.desc)();
     let ranks = world.size() as usize;
-    let rank = world.rank() as usize;
     let sizes = draw_sizes(desc, rng, ranks);
     let shape = |code: &[mdh::__rt::SizeOp]| KernelDesc::eval_size(code, &sizes).unwrap_or(0);
     let shapes = |bufs: &[mdh::__rt::BufDesc]| -> Vec<Vec<usize>> {
@@ -215,89 +263,94 @@ fn run_case(
             buf
         })
         .collect();
-    let mut want = init.clone();
-    let reference = check::reference(f.spec, &sizes, &inputs, &mut want, &params);
     let nod = draw_nod(desc.dims.len(), ranks, rng);
-    let plan = if case % 2 == 0 {
+    // Not collective: every rank computes the same plan (or error).
+    let plan = if case.is_multiple_of(2) {
         mdh::__rt::mpi::plan(world, desc, Some(&nod), &sizes)
     } else {
         mdh::__rt::mpi::plan(world, desc, None, &sizes)
     }
     .map_err(|e| format!("plan: {e}"))?;
-    let what = |m: &str| format!("sizes {sizes:?}, nod {:?}, {m}", plan.nod);
+    Ok(Case {
+        sizes,
+        plan,
+        inputs,
+        init,
+        params,
+        in_shapes,
+        out_shapes,
+    })
+}
+
+/// Every mismatch of one random case of `f` (every input mode and
+/// placement, then the faults). Every rank makes the same calls whatever
+/// it sees: the mismatches are collected, never returned early.
+fn run_case(world: &SimpleCommunicator, f: &Family, rng: &mut Rng, case: usize) -> Vec<String> {
+    // Before any collective, and alike on every rank.
+    let c = match draw_case(world, f, rng, case) {
+        Ok(c) => c,
+        Err(e) => return vec![e],
+    };
+    let rank = world.rank() as usize;
+    let mut errors = Vec::new();
+    let mut want = c.init.clone();
+    let reference = check::reference(f.spec, &c.sizes, &c.inputs, &mut want, &c.params);
+    let what = |m: &str| format!("sizes {:?}, nod {:?}, {m}", c.sizes, c.plan.nod);
 
     for in_mode in [Inputs::Replicated, Inputs::Distributed] {
-        let ins: Vec<Buffer> = match in_mode {
-            Inputs::Replicated => inputs.clone(),
-            Inputs::Distributed => (0..inputs.len())
-                .map(|b| sub_box(&inputs[b], &in_shapes[b], plan.input_part(b)))
-                .collect(),
-        };
+        let ins = c.inputs_for(in_mode);
         for placement in [Placement::All, Placement::Root, Placement::Distributed] {
             let mode = what(&format!("{in_mode:?} inputs, {placement:?} results"));
-            let mut got: Vec<Buffer> = match placement {
-                Placement::Distributed => (0..init.len())
-                    .map(|b| sub_box(&init[b], &out_shapes[b], plan.output_part(b)))
-                    .collect(),
-                _ => init.clone(),
-            };
+            let mut got = c.outputs_for(&c.init, placement);
+            got.iter_mut().for_each(check::guard_tail);
             let r = (f.run)(
                 world,
-                Some(&plan),
+                Some(&c.plan),
                 in_mode,
                 placement,
                 &ins,
                 &mut got,
-                &params,
-                &sizes,
+                &c.params,
+                &c.sizes,
             );
             match (&r, &reference) {
                 (Err(_), Err(_)) => continue,
                 (Ok(()), Err(e)) => {
-                    return Err(format!("{mode}: ran, but the interpreter fails: {e}"))
+                    errors.push(format!("{mode}: ran, but the interpreter fails: {e}"));
+                    continue;
                 }
-                (Err(e), Ok(())) => return Err(format!("{mode}: {e}")),
+                (Err(e), Ok(())) => {
+                    errors.push(format!("{mode}: {e}"));
+                    continue;
+                }
                 (Ok(()), Ok(())) => {}
+            }
+            for (o, g) in got.iter().enumerate() {
+                if let Err(e) = check::check_tail(g) {
+                    errors.push(format!("{mode}: output #{o}: {e}"));
+                }
             }
             let expect: Vec<Buffer> = match placement {
                 // Idle ranks hold no part (a scalar's part is the scalar).
-                Placement::Distributed if plan.region().is_none() => continue,
-                Placement::Distributed => (0..want.len())
-                    .map(|b| sub_box(&want[b], &out_shapes[b], plan.output_part(b)))
-                    .collect(),
+                Placement::Distributed if c.plan.region().is_none() => continue,
                 Placement::Root if rank != 0 => continue,
-                _ => want.clone(),
+                _ => c.outputs_for(&want, placement),
             };
             for (o, (g, w)) in got.iter().zip(&expect).enumerate() {
-                check::compare(&format!("output #{o}"), g, w, RTOL)
-                    .map_err(|e| format!("{mode}: {e}"))?;
+                if let Err(e) = check::compare(&format!("output #{o}"), g, w, RTOL) {
+                    errors.push(format!("{mode}: {e}"));
+                }
             }
         }
     }
-
-    // A wrong length on the last rank: an `Err` on every rank.
-    if !inputs.is_empty() || !init.is_empty() {
-        let mut ins = inputs.clone();
-        let mut outs = init.clone();
-        if rank == ranks - 1 {
-            match ins.first_mut() {
-                Some(b) => *b = Buffer::zeros(b.ty(), b.len() + 1),
-                None => outs[0] = Buffer::zeros(outs[0].ty(), outs[0].len() + 1),
-            }
-        }
-        let r = (f.run)(
-            world,
-            Some(&plan),
-            Inputs::Replicated,
-            Placement::All,
-            &ins,
-            &mut outs,
-            &params,
-            &sizes,
+    // Faults only where the call itself succeeds: an `Err` of every rank
+    // for the sizes alone would hide which error each rank must report.
+    if reference.is_ok() {
+        errors.extend(
+            mpi_faults::every(world, f, &c, rng)
+                .into_iter()
+                .map(|e| what(&e)),
         );
-        if r.is_ok() {
-            return Err(what("a wrong length on the last rank was accepted"));
-        }
     }
-    Ok(())
+    errors
 }

@@ -276,11 +276,7 @@ fn matmul_vector_layouts() {
 #[test]
 fn matmul_big_local_tiles() {
     let Some(dev) = device() else { return };
-    if dev.local_mem_bytes() < 80 * 1024 {
-        eprintln!(
-            "skipped: the device has {} bytes of local memory",
-            dev.local_mem_bytes()
-        );
+    if !local_mem_at_least(dev, 80 * 1024) {
         return;
     }
     let mut rng = mdh_examples::check::Rng::new(gpu::seed("big local tiles"));
@@ -294,15 +290,25 @@ fn matmul_big_local_tiles() {
 #[test]
 fn matmul_pipeline_stages() {
     let Some(dev) = device() else { return };
-    if dev.local_mem_bytes() < 160 * 1024 {
-        eprintln!(
-            "skipped: the device has {} bytes of local memory",
-            dev.local_mem_bytes()
-        );
+    if !local_mem_at_least(dev, 160 * 1024) {
         return;
     }
     let mut rng = mdh_examples::check::Rng::new(gpu::seed("pipeline stages"));
     gpu::matmul_stages_cases(&mut rng, &mut |plan, i, o, p, s| {
         matmul::opencl::run_dyn(dev, plan, i, o, p, s)
     });
+}
+
+/// Whether `dev` has `bytes` of local memory, else the test is skipped
+/// (said on stderr), or fails where `MDH_REQUIRE_LOCAL_MEM=1` (set by
+/// scripts/test-all.sh together with PoCL's `POCL_CPU_LOCAL_MEM_SIZE`).
+fn local_mem_at_least(dev: &mdh::opencl::Device, bytes: u64) -> bool {
+    let has = dev.local_mem_bytes();
+    if has < bytes {
+        gpu::skip_or_fail(
+            "MDH_REQUIRE_LOCAL_MEM",
+            format!("the device has {has} bytes of local memory, the test needs {bytes} (PoCL: set POCL_CPU_LOCAL_MEM_SIZE)"),
+        );
+    }
+    has >= bytes
 }

@@ -51,7 +51,7 @@ fn verify(
     init: Vec<Buffer>,
     result: Result<(), Error>,
     got: Vec<Buffer>,
-    rtol: f64,
+    rtol: impl Into<check::Tol>,
 ) -> Result<(), TestCaseError> {
     check::verify(spec, sizes, &inputs, params, init, result, &got, rtol)
         .map_err(TestCaseError::fail)

@@ -46,16 +46,22 @@ fn nvrtc_or_skip(test: &str) -> bool {
     if cuda::nvrtc_available() {
         return true;
     }
-    if std::env::var_os("MDH_REQUIRE_NVRTC").is_some() {
-        panic!(
-            "{test}: MDH_REQUIRE_NVRTC is set but NVRTC is not available \
-             (pip install --user nvidia-cuda-nvrtc-cu12 and put its lib folder on LD_LIBRARY_PATH)"
-        );
-    }
-    eprintln!(
-        "{test}: skipped, NVRTC is not available (set MDH_REQUIRE_NVRTC=1 to make this a failure)"
+    skip_or_fail(
+        test,
+        "MDH_REQUIRE_NVRTC",
+        "NVRTC is not available (pip install --user nvidia-cuda-nvrtc-cu12 and put its lib folder on LD_LIBRARY_PATH)",
     );
     false
+}
+
+/// Says that `test` is skipped because `why`, or fails it where `var` is
+/// set (scripts/test-all.sh sets those of what it installs).
+fn skip_or_fail(test: &str, var: &str, why: &str) {
+    assert!(
+        std::env::var_os(var).is_none(),
+        "{test}: {var} is set but {why}"
+    );
+    eprintln!("{test}: skipped, {why} (set {var}=1 to make this a failure)");
 }
 
 fn data(n: usize) -> Vec<f32> {
@@ -550,9 +556,17 @@ fn no_device_is_an_err_not_a_panic() {
 /// On a machine with a GPU: the same kernels on the device agree with the CPU.
 #[test]
 fn gpu_runs_the_same_kernels_when_present() {
-    let Ok(dev) = Device::first() else {
-        eprintln!("gpu_runs_the_same_kernels_when_present: skipped, no CUDA device");
-        return;
+    let dev = match Device::first() {
+        Ok(dev) => dev,
+        Err(e) => {
+            let why = format!("there is no CUDA device ({e})");
+            skip_or_fail(
+                "gpu_runs_the_same_kernels_when_present",
+                "MDH_REQUIRE_CUDA_DEVICE",
+                &why,
+            );
+            return;
+        }
     };
     let m = dev.module(SOURCE).unwrap();
     assert!(

@@ -160,10 +160,7 @@ fn tune_and_check(backend: &str, device: &str, limits: DeviceLimits) {
 fn tunes_matvec_on_opencl_writes_an_entry_the_macro_chooses_and_resumes() {
     let dev = match mdh::opencl::Device::first() {
         Ok(d) => d,
-        Err(e) => {
-            println!("skipped: no OpenCL device ({e})");
-            return;
-        }
+        Err(e) => return skip_or_fail("MDH_REQUIRE_OPENCL", format!("no OpenCL device ({e})")),
     };
     use mdh::gpu::GpuDevice as _;
     tune_and_check("opencl", dev.name(), dev.limits());
@@ -173,11 +170,15 @@ fn tunes_matvec_on_opencl_writes_an_entry_the_macro_chooses_and_resumes() {
 fn tunes_matvec_on_cuda_where_there_is_a_gpu() {
     let dev = match mdh::cuda::Device::first() {
         Ok(d) => d,
-        Err(e) => {
-            println!("skipped: no CUDA device ({e})");
-            return;
-        }
+        Err(e) => return skip_or_fail("MDH_REQUIRE_CUDA_DEVICE", format!("no CUDA device ({e})")),
     };
     use mdh::gpu::GpuDevice as _;
     tune_and_check("cuda", dev.name(), dev.limits());
+}
+
+/// Says that a test is skipped because `why`, or fails it where `var` is
+/// set (scripts/test-all.sh sets `MDH_REQUIRE_OPENCL`).
+fn skip_or_fail(var: &str, why: String) {
+    assert!(std::env::var_os(var).is_none(), "{var} is set but {why}");
+    println!("skipped: {why} (set {var}=1 to make this a failure)");
 }

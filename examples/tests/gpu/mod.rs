@@ -387,10 +387,32 @@ pub fn buffer_len(b: &BufDesc, sizes: &[usize]) -> usize {
         .product()
 }
 
-/// A seed per family, from its name.
+/// The seed of the random cases named `name` (a family, a test): from its
+/// name and this run's seed, which is `MDH_TEST_SEED` or a new one per run
+/// (as proptest draws new cases per run), said on stderr (shown with a
+/// failing test's output) with how to draw the same cases again.
 pub fn seed(name: &str) -> u64 {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+    let run = run_seed();
+    eprintln!("{name}: random cases of MDH_TEST_SEED={run} (set it to draw them again)");
+    name.bytes().fold(0xcbf2_9ce4_8422_2325 ^ run, |h, b| {
         (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// `MDH_TEST_SEED`, else one drawn from the clock and the process id,
+/// once per process.
+fn run_seed() -> u64 {
+    static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *SEED.get_or_init(|| match std::env::var("MDH_TEST_SEED") {
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("MDH_TEST_SEED={v:?} is not a number")),
+        Err(_) => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+            Rng::new(now ^ u64::from(std::process::id())).next_u64()
+        }
     })
 }
 
@@ -505,7 +527,7 @@ pub fn one_case_within(
         init,
         result,
         &got,
-        check::sum_rtol(points) + extra,
+        check::sum_rtol(points).plus(extra),
     ) {
         panic!(
             "kernel `{}`, sizes {sizes:?}, plan {plan:?}: {msg}",

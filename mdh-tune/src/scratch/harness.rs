@@ -27,7 +27,7 @@ pub struct Case {
     pub inputs: Vec<Buffer>,
     init: Vec<Buffer>,
     want: Vec<Buffer>,
-    rtol: f64,
+    tol: check::Tol,
     /// A candidate whose checked run takes longer than this many seconds
     /// is not repeated (it cannot be the best).
     slow_s: f64,
@@ -168,7 +168,7 @@ pub fn setup(spec: &str, sizes: &[usize], params: &[Value], by_default: Option<B
         inputs,
         init,
         want,
-        rtol: check::tolerance(&desc, sizes),
+        tol: check::tolerance(&desc, sizes),
         slow_s: num("--slow", f64::INFINITY),
         min_time_s: num("--min-time", 0.2),
     }
@@ -219,7 +219,7 @@ fn checked(case: &Case, name: &str, run: &mut Run<'_>) -> Option<(Vec<Buffer>, f
         );
         return None;
     }
-    if let Some(m) = check::mismatch(&outs, &case.want, case.rtol) {
+    if let Some(m) = check::mismatch(&outs, &case.want, case.tol) {
         report(
             name,
             &format!("\"status\": \"wrong\", \"error\": {}", yaml_string(&m)),
@@ -351,7 +351,7 @@ pub fn measure_ranks<C: mdh::mpi::Communicator>(
     let first = mdh::mpi::slowest(comm, t.elapsed().as_secs_f64());
     // Every rank holds all results (`Placement::All`): any mismatch fails
     // the candidate on every rank.
-    let mismatch = check::mismatch(&outs, &case.want, case.rtol);
+    let mismatch = check::mismatch(&outs, &case.want, case.tol);
     if mdh::mpi::slowest(comm, if mismatch.is_some() { 1.0 } else { 0.0 }) > 0.0 {
         if root {
             let m = mismatch.unwrap_or_else(|| "another rank's results differ".into());

@@ -39,7 +39,7 @@ pub struct Bench<'a, D: RawDevice> {
     /// The expected outputs (`None` until the first plan measured gave
     /// them).
     pub want: Option<Vec<Buffer>>,
-    pub rtol: f64,
+    pub tol: check::Tol,
 }
 
 /// How a measured candidate fared.
@@ -96,7 +96,7 @@ impl<'a, D: RawDevice> Bench<'a, D> {
             init,
             params: info.param_types.iter().map(|&t| check::param(t)).collect(),
             want: None,
-            rtol: check::tolerance(desc, sizes),
+            tol: check::tolerance(desc, sizes),
         })
     }
 
@@ -133,7 +133,7 @@ impl<'a, D: RawDevice> Bench<'a, D> {
         loaded.read(self.dev, &mut got).map_err(Outcome::failed)?;
         match &self.want {
             Some(want) => {
-                if let Some(m) = check::mismatch(&got, want, self.rtol) {
+                if let Some(m) = check::mismatch(&got, want, self.tol) {
                     return Err(Outcome {
                         status: Status::Wrong,
                         time_s: None,

@@ -18,12 +18,19 @@
 //!
 //! The cache: one small text file per (kernel, device name, driver
 //! version, kernel identity, sizes) in [`cache_dir`], written atomically
-//! (a temporary file renamed). The kernel identity is a hash of mdh's
-//! version, the generated source template, the configured entries and the
-//! search space's parameters, so a changed kernel, config, space or mdh
-//! never reuses a stale plan. The plan is stored as its point in the space (or `today`:
-//! the configured choice stays). A file that cannot be read or does not
-//! match its call is ignored with a `log` warning.
+//! (a temporary file of its own per writer, renamed: of concurrent writers,
+//! threads or processes, one complete file wins, and a reader sees a whole
+//! file or none). The kernel identity is a hash of the generated source
+//! template, the configured entries and the search space's parameters, so
+//! a changed kernel, config or space never reuses a stale plan; the file
+//! also names the mdh version that wrote it (how a point decodes is its
+//! code's), and a file of another version is ignored and replaced by the
+//! next tuning. The plan is stored as its point in the space (or `today`:
+//! the configured choice stays); an `end` line closes the file, so that a
+//! truncated one does not count. A file that cannot be read or does not
+//! match its call is ignored with a `log` warning. Without a cache folder
+//! (no `HOME`), or where it cannot be written, `MDH_AUTOTUNE` still tunes
+//! and runs the plan found, for this process only, and says so once.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -56,7 +63,11 @@ const SLOW: f64 = 3.0;
 /// counts as exhausted.
 const EXHAUSTED: usize = 1000;
 /// The first line of a cache file (its format's version).
-const HEADER: &str = "# mdh run-time tuning cache, format 1 (delete the file to tune again)";
+const HEADER: &str = "# mdh run-time tuning cache, format 2 (delete the file to tune again)";
+/// The version of mdh, the line of a cache file that names it, and its last line.
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+const VERSION_LINE: &str = "mdh ";
+const END: &str = "end";
 
 /// What [`tune`] found and kept.
 #[derive(Clone, Debug)]
@@ -134,7 +145,8 @@ fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
 
 const FNV_START: u64 = 0xCBF2_9CE4_8422_2325;
 
-/// What one cache file is for; its lines, in order, as written.
+/// What one cache file is for; its lines, in order, as written (after the
+/// line of the mdh version).
 #[derive(Debug, PartialEq, Eq)]
 struct Key {
     kernel: String,
@@ -148,9 +160,9 @@ impl Key {
     /// The key of a call of `k` on a device called `device` with driver
     /// `driver`, whose space is `space`.
     fn new(k: &CallKernel<'_>, device: &str, driver: &str, space: &GpuSpace) -> Key {
-        // mdh's version too: how a point decodes is its code's.
-        let mut id = fnv(FNV_START, env!("CARGO_PKG_VERSION").as_bytes());
-        id = fnv(id, k.info.template.as_bytes());
+        // Not mdh's version: a file of another version keeps its name,
+        // so that the next tuning replaces it (its `mdh` line refuses it).
+        let mut id = fnv(FNV_START, k.info.template.as_bytes());
         for e in k.entries {
             id = fnv(
                 id,
@@ -202,12 +214,29 @@ enum Kept {
     Point(Point),
 }
 
+/// The text of the cache file of `key` keeping `kept`, with a note.
+fn text(key: &Key, kept: &Kept, note: &str) -> String {
+    let point = match kept {
+        Kept::Today => "today".to_string(),
+        Kept::Point(p) => p.iter().map(usize::to_string).collect::<Vec<_>>().join(" "),
+    };
+    format!(
+        "{HEADER}\n{VERSION_LINE}{VERSION}\n{}point {point}\n# {note}\n{END}\n",
+        key.lines()
+    )
+}
+
 /// The plan a cache file keeps for `key`, or why the file does not count.
 fn parse(text: &str, key: &Key, space: &GpuSpace) -> Result<Kept, String> {
     let expected = key.lines();
     let mut lines = text.lines();
     if lines.next() != Some(HEADER) {
         return Err("not a cache file of this format".into());
+    }
+    match lines.next().and_then(|l| l.strip_prefix(VERSION_LINE)) {
+        Some(VERSION) => {}
+        Some(v) => return Err(format!("it was written by mdh {v}, this is mdh {VERSION}")),
+        None => return Err("its `mdh` line is missing".into()),
     }
     for want in expected.lines() {
         if lines.next() != Some(want) {
@@ -218,6 +247,14 @@ fn parse(text: &str, key: &Key, space: &GpuSpace) -> Result<Kept, String> {
         .next()
         .and_then(|l| l.strip_prefix("point "))
         .ok_or("its `point` line is missing")?;
+    // A file cut short ends before its last line: the rename is atomic,
+    // but after a power loss the renamed file may lack its unsynced data,
+    // and a copy of the folder can be cut short.
+    if lines.find(|l| !l.starts_with('#')) != Some(END) || lines.next().is_some() {
+        return Err(format!(
+            "it does not end with its `{END}` line (truncated?)"
+        ));
+    }
     if point == "today" {
         return Ok(Kept::Today);
     }
@@ -233,10 +270,10 @@ fn parse(text: &str, key: &Key, space: &GpuSpace) -> Result<Kept, String> {
     Ok(Kept::Point(p))
 }
 
-/// The cache file of `key` and what it keeps, if it exists and counts
-/// (a warning says why one that exists does not).
-fn load(key: &Key, space: &GpuSpace) -> Option<(PathBuf, Kept)> {
-    let file = key.file(&cache_dir()?);
+/// The cache file of `key` in `dir` and what it keeps, if it exists and
+/// counts (a warning says why one that exists does not).
+fn load(dir: &Path, key: &Key, space: &GpuSpace) -> Option<(PathBuf, Kept)> {
+    let file = key.file(dir);
     let text = match std::fs::read_to_string(&file) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
@@ -260,27 +297,28 @@ fn load(key: &Key, space: &GpuSpace) -> Option<(PathBuf, Kept)> {
     }
 }
 
-/// Writes the cache file of `key` atomically: a temporary file beside it,
-/// renamed (a reader sees the old file or the new one, never a part).
-fn store(key: &Key, kept: &Kept, note: &str) -> Result<PathBuf, Error> {
-    let dir = cache_dir().ok_or_else(|| {
+/// [`cache_dir`], or the error that says how to give one.
+fn require_cache_dir() -> Result<PathBuf, Error> {
+    cache_dir().ok_or_else(|| {
         Error::Argument(
             "no folder for the tuning cache: set MDH_TUNE_CACHE (or XDG_CACHE_HOME or HOME)".into(),
         )
-    })?;
-    let file = key.file(&dir);
+    })
+}
+
+/// Writes the cache file of `key` in `dir` atomically: a temporary file
+/// beside it, of this writer alone, renamed (a reader sees the old file or
+/// the new one, never a part; of concurrent writers, the last rename wins).
+fn store(dir: &Path, key: &Key, kept: &Kept, note: &str) -> Result<PathBuf, Error> {
+    let file = key.file(dir);
     let io = |e: std::io::Error| {
         Error::Argument(format!(
             "cannot write the tuning cache file {}: {e}",
             file.display()
         ))
     };
-    std::fs::create_dir_all(&dir).map_err(io)?;
-    let point = match kept {
-        Kept::Today => "today".to_string(),
-        Kept::Point(p) => p.iter().map(usize::to_string).collect::<Vec<_>>().join(" "),
-    };
-    let text = format!("{HEADER}\n{}point {point}\n# {note}\n", key.lines());
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let text = text(key, kept, note);
     // Unique per process and write: writers of one key never share it.
     static WRITES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -308,7 +346,8 @@ pub fn tuned_plan<D: RawDevice + CallDevice>(dev: &D, k: &CallKernel<'_>) -> Opt
     let space = space_of(k, dev);
     let key = Key::new(k, dev.call_device_name(), driver, &space);
     let explain = crate::machine::explaining();
-    let (file, kept) = match load(&key, &space) {
+    let dir = cache_dir();
+    let (file, kept) = match dir.as_deref().and_then(|d| load(d, &key, &space)) {
         Some(found) => found,
         None if autotuning() => {
             let budget = autotune_budget();
@@ -321,7 +360,7 @@ pub fn tuned_plan<D: RawDevice + CallDevice>(dev: &D, k: &CallKernel<'_>) -> Opt
             );
             // The plan kept runs (today's plan, where nothing beat it, is
             // the configured choice itself).
-            return match search(dev, k, &space, key, budget, true) {
+            return match search(dev, k, &space, key, budget, true, Keep::IfPossible) {
                 Ok(r) => Some(r.plan),
                 Err(e) => {
                     log::warn!("mdh: MDH_AUTOTUNE: tuning {} failed: {e}", k.desc.name);
@@ -386,9 +425,31 @@ pub fn tune<D: RawDevice + CallDevice>(
             dev.call_device_name()
         ))
     })?;
+    // Before the search: its result is to be kept.
+    require_cache_dir()?;
     let space = space_of(&k, dev);
     let key = Key::new(&k, dev.call_device_name(), driver, &space);
-    search(dev, &k, &space, key, budget, crate::machine::explaining())
+    let progress = crate::machine::explaining();
+    search(dev, &k, &space, key, budget, progress, Keep::Required)
+}
+
+/// Whether a search without a cache to keep its result in fails.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// [`tune`]: the caller asked for the result to be kept.
+    Required,
+    /// `MDH_AUTOTUNE`: the call runs the plan found all the same (and the
+    /// process says once that the cache cannot keep it).
+    IfPossible,
+}
+
+/// Says once per process why the tuning cache cannot keep what
+/// `MDH_AUTOTUNE` found (each call tuned would say it again otherwise).
+fn cannot_keep(e: &Error) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        eprintln!("mdh: MDH_AUTOTUNE: {e}; the plans found run in this process only");
+    }
 }
 
 /// The search of [`tune`] for the call of `key`; `progress`: one line on
@@ -400,11 +461,13 @@ fn search<D: RawDevice + CallDevice>(
     key: Key,
     budget: Duration,
     progress: bool,
+    keep: Keep,
 ) -> Result<TuneReport, Error> {
     let started = Instant::now();
     let mut bench = Bench::new(dev, k.desc, k.info, &key.sizes)?;
+    let dir = cache_dir();
     // What runs today: the cached plan, else the configured choice.
-    let (kept_before, before) = match load(&key, space) {
+    let (kept_before, before) = match dir.as_deref().and_then(|d| load(d, &key, space)) {
         Some((_, Kept::Point(p))) => (Kept::Point(p.clone()), space.decode(&p)),
         _ => (Kept::Today, today(dev, k)),
     };
@@ -506,8 +569,20 @@ fn search<D: RawDevice + CallDevice>(
         measured,
         started.elapsed().as_secs_f64()
     );
-    let file = store(&key, &kept, &note)?;
-    say(format!("kept in {}", file.display()));
+    let stored = require_cache_dir().and_then(|d| store(&d, &key, &kept, &note));
+    let file = match (stored, keep) {
+        (Ok(file), _) => {
+            say(format!("kept in {}", file.display()));
+            file
+        }
+        (Err(e), Keep::Required) => return Err(e),
+        // No file: the report goes no further than the call, which runs
+        // `plan`.
+        (Err(e), Keep::IfPossible) => {
+            cannot_keep(&e);
+            PathBuf::new()
+        }
+    };
     calls::forget(dev, k.info, &key.sizes);
     Ok(TuneReport {
         plan,
@@ -638,15 +713,24 @@ mod tests {
             let call = Call::matmul(Dialect::Cuda, &[64, 64, 64]);
             let space = call.space(lim);
             let key = call.key(H100, "CUDA 13.0", lim);
-            let text = |point: &str| format!("{HEADER}\n{}point {point}\n# note\n", key.lines());
+            let text = |point: &str| {
+                format!(
+                    "{HEADER}\n{VERSION_LINE}{VERSION}\n{}point {point}\n# note\n{END}\n",
+                    key.lines()
+                )
+            };
             let p = space.sample(&mut crate::search::Rng::new(3));
             let line = p.iter().map(usize::to_string).collect::<Vec<_>>().join(" ");
-            assert_eq!(parse(&text(&line), &key, &space), Ok(Kept::Point(p)));
+            assert_eq!(
+                parse(&text(&line), &key, &space),
+                Ok(Kept::Point(p.clone()))
+            );
             assert_eq!(parse(&text("today"), &key, &space), Ok(Kept::Today));
+            assert_eq!(text(&line), super::text(&key, &Kept::Point(p), "note"));
             // Garbage, another call's file, a point off the space.
             assert!(parse("\u{0}\u{1}garbage", &key, &space).is_err());
             let other = call.key(H100, "CUDA 12.8", lim);
-            let theirs = format!("{HEADER}\n{}point today\n", other.lines());
+            let theirs = super::text(&other, &Kept::Today, "");
             assert!(parse(&theirs, &key, &space).is_err_and(|e| e.contains("not for this call")));
             assert!(parse(&text("1 2"), &key, &space).is_err());
             assert!(parse(&text("x"), &key, &space).is_err());
@@ -657,6 +741,86 @@ mod tests {
                 .collect::<Vec<_>>()
                 .join(" ");
             assert!(parse(&text(&far), &key, &space).is_err());
+        }
+
+        #[test]
+        fn a_truncated_file_or_one_of_another_mdh_is_refused() {
+            use mdh_core::codegen::c_expr::Dialect;
+            let lim = cuda_arch_limits("sm_90");
+            let call = Call::matmul(Dialect::Cuda, &[64, 64, 64]);
+            let (space, key) = (call.space(lim), call.key(H100, "CUDA 13.0", lim));
+            let p = space.sample(&mut crate::search::Rng::new(5));
+            let whole = super::text(&key, &Kept::Point(p.clone()), "a note");
+            assert_eq!(parse(&whole, &key, &space), Ok(Kept::Point(p)));
+            // Every cut but the last newline's: a point cut inside a number
+            // could decode to another plan.
+            for cut in 0..whole.len() - 1 {
+                let r = parse(&whole[..cut], &key, &space);
+                assert!(r.is_err(), "cut at {cut}: {r:?}");
+            }
+            let older = whole.replace(&format!("\nmdh {VERSION}\n"), "\nmdh 0.0.1\n");
+            let r = parse(&older, &key, &space);
+            assert!(
+                r.as_ref()
+                    .is_err_and(|e| e.contains("written by mdh 0.0.1")),
+                "{r:?}"
+            );
+        }
+
+        #[test]
+        fn concurrent_writers_leave_one_whole_file_and_readers_see_whole_ones() {
+            use mdh_core::codegen::c_expr::Dialect;
+            let lim = cuda_arch_limits("sm_90");
+            let call = Call::matmul(Dialect::Cuda, &[64, 64, 64]);
+            let (space, key) = (call.space(lim), call.key(H100, "CUDA 13.0", lim));
+            let dir = std::env::temp_dir().join(format!("mdh-tune-race-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            let points: Vec<Point> = (0..4)
+                .map(|w| space.sample(&mut crate::search::Rng::new(w)))
+                .collect();
+            let done = std::sync::atomic::AtomicBool::new(false);
+            std::thread::scope(|s| {
+                let writers: Vec<_> = points
+                    .iter()
+                    .map(|p| {
+                        let (dir, key, p) = (&dir, &key, p.clone());
+                        s.spawn(move || {
+                            for _ in 0..200 {
+                                store(dir, key, &Kept::Point(p.clone()), "race").unwrap();
+                            }
+                        })
+                    })
+                    .collect();
+                let reader = s.spawn(|| {
+                    let mut seen = 0;
+                    while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                        if let Some((_, kept)) = load(&dir, &key, &space) {
+                            assert!(
+                                points.iter().any(|p| kept == Kept::Point(p.clone())),
+                                "{kept:?}"
+                            );
+                            seen += 1;
+                        }
+                    }
+                    seen
+                });
+                for w in writers {
+                    w.join().unwrap();
+                }
+                done.store(true, std::sync::atomic::Ordering::Relaxed);
+                assert!(reader.join().unwrap() > 0, "the reader never saw a file");
+            });
+            let files: Vec<_> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|f| f.unwrap().path())
+                .collect();
+            assert_eq!(
+                files,
+                vec![key.file(&dir)],
+                "one file, no temporary ones left"
+            );
+            assert!(load(&dir, &key, &space).is_some());
+            std::fs::remove_dir_all(&dir).unwrap();
         }
     }
 }

@@ -185,8 +185,10 @@ fn split(comm: &SimpleCommunicator, group: Option<usize>) -> Option<SimpleCommun
 }
 
 /// `local` if every rank of `comm` has an `Ok` and the same `fingerprint`,
-/// else an `Err` on every rank: its own error, or one naming the first
-/// rank that failed.
+/// else an `Err` on every rank: where the fingerprints differ, the same
+/// error on every rank (a rank whose own arguments fail too says so only
+/// after the ranks agree on the call: its error would hide the cause);
+/// else its own error, or one naming the first rank that failed.
 fn agree<C: Communicator, T>(
     comm: &C,
     kernel: &str,
@@ -203,12 +205,12 @@ fn agree<C: Communicator, T>(
     let mut recv = vec![0u64; send.len()];
     comm.all_reduce_into(&send[..], &mut recv[..], SystemOperation::min());
     let n = fingerprint.len();
-    let local = local?;
     if (0..n).any(|i| recv[1 + i] != !recv[1 + n + i]) {
         return Err(Error::Argument(format!(
             "kernel `{kernel}`: the ranks passed different sizes, nod plans, input or result placements; pass the same on every rank"
         )));
     }
+    let local = local?;
     if recv[0] != u64::MAX {
         return Err(Error::Argument(format!(
             "kernel `{kernel}`: rank {} of {} failed (its own error says why), so no rank's results are valid",

@@ -72,10 +72,71 @@ pub fn data(
     (inputs, init)
 }
 
-/// The relative tolerance of results: reductions are summed in other
-/// orders than the interpreter's, so max(1e-4, 4 ε √n) for n reduced terms
-/// of one sign (the derivation is in examples/src/check.rs).
-pub fn tolerance(desc: &KernelDesc, sizes: &[usize]) -> f64 {
+/// A tolerance of float results: `|a - b| <= rel · max(|a|, |b|) + floor`,
+/// relative, with an absolute floor for results near zero (a difference of
+/// nearly equal terms keeps their absolute rounding error, which no
+/// relative bound covers): `16 · ε · √terms` for a type of machine epsilon
+/// `ε` and results that reduce `terms` terms of magnitude at most 1, the
+/// inputs' range (the derivation is in examples/src/check.rs). An `f64`
+/// converts to a relative tolerance of results without a reduction.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tol {
+    /// Relative to the larger magnitude of the two values.
+    pub rel: f64,
+    /// Terms of the longest reduction behind one result (1: none).
+    pub terms: usize,
+}
+
+impl Tol {
+    /// Equal values only (and NaN with NaN).
+    pub const EXACT: Tol = Tol { rel: 0.0, terms: 1 };
+
+    /// `extra` more relative tolerance (a plan's own precision).
+    pub fn plus(self, extra: f64) -> Tol {
+        Tol {
+            rel: self.rel + extra,
+            ..self
+        }
+    }
+
+    /// The absolute floor for a type of machine epsilon `eps` (none for
+    /// [`Tol::EXACT`]).
+    pub fn floor(self, eps: f64) -> f64 {
+        if self.rel == 0.0 {
+            return 0.0;
+        }
+        16.0 * eps * (self.terms.max(1) as f64).sqrt()
+    }
+
+    /// Whether `a` and `b`, of a type of machine epsilon `eps`, agree (NaN
+    /// with NaN).
+    pub fn close(self, a: f64, b: f64, eps: f64) -> bool {
+        if a.is_nan() || b.is_nan() {
+            return a.is_nan() && b.is_nan();
+        }
+        a == b || (a - b).abs() <= self.rel * a.abs().max(b.abs()) + self.floor(eps)
+    }
+}
+
+impl From<f64> for Tol {
+    fn from(rel: f64) -> Tol {
+        Tol { rel, terms: 1 }
+    }
+}
+
+/// The tolerance of results that reduce `n` terms of one sign, summed in
+/// other orders than the interpreter's: max(1e-4, 4 ε √n) relative (f32's
+/// ε), with the floor of `n` terms.
+pub fn sum_tol(n: usize) -> Tol {
+    Tol {
+        rel: 1e-4f64.max(4.0 * f32::EPSILON as f64 * (n as f64).sqrt()),
+        terms: n,
+    }
+}
+
+/// The tolerance of a kernel's results at `sizes` ([`sum_tol`] of its
+/// reduced points).
+pub fn tolerance(desc: &KernelDesc, sizes: &[usize]) -> Tol {
     let reduced: usize = desc
         .kinds
         .iter()
@@ -83,20 +144,18 @@ pub fn tolerance(desc: &KernelDesc, sizes: &[usize]) -> f64 {
         .filter(|(kd, _)| **kd != DimKind::Cc)
         .map(|(_, c)| KernelDesc::eval_size(c, sizes).unwrap_or(1))
         .product();
-    1e-4f64.max(4.0 * f32::EPSILON as f64 * (reduced as f64).sqrt())
-}
-
-fn close(a: f64, b: f64, rtol: f64) -> bool {
-    (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= rtol * 1f64.max(a.abs()).max(b.abs())
+    sum_tol(reduced)
 }
 
 /// The first element that differs from the reference, if any.
-pub fn mismatch(got: &[Buffer], want: &[Buffer], rtol: f64) -> Option<String> {
+pub fn mismatch(got: &[Buffer], want: &[Buffer], tol: Tol) -> Option<String> {
     for (o, (g, w)) in got.iter().zip(want).enumerate() {
         for i in 0..g.len() {
             let ok = match (g.get(i), w.get(i)) {
-                (Value::F32(a), Value::F32(b)) => close(a as f64, b as f64, rtol),
-                (Value::F64(a), Value::F64(b)) => close(a, b, rtol),
+                (Value::F32(a), Value::F32(b)) => {
+                    tol.close(a as f64, b as f64, f32::EPSILON as f64)
+                }
+                (Value::F64(a), Value::F64(b)) => tol.close(a, b, f64::EPSILON),
                 (a, b) => a == b,
             };
             if !ok {
