@@ -17,7 +17,9 @@
 //! again.
 //!
 //! The cache: one small text file per (kernel, device name, driver
-//! version, kernel identity, sizes) in [`cache_dir`], written atomically
+//! version, kernel identity, size bucket: [`bucket`], each extent's next
+//! power of two, so that a kernel called with many sizes is tuned once per
+//! bucket) in [`cache_dir`], written atomically
 //! (a temporary file of its own per writer, renamed: of concurrent writers,
 //! threads or processes, one complete file wins, and a reader sees a whole
 //! file or none). The kernel identity is a hash of the generated source
@@ -153,7 +155,19 @@ struct Key {
     device: String,
     driver: String,
     identity: u64,
-    sizes: Vec<usize>,
+    /// The size bucket: per md_hom dimension its extent's next power of
+    /// two ([`bucket`]).
+    bucket: Vec<usize>,
+}
+
+/// The size bucket of a call at `extents`: per md_hom dimension the next
+/// power of two of its extent. Calls whose extents share it share a tuned
+/// plan (a plan is valid at every size, and the search space's
+/// parameters, which a cache file's point indexes, are the same for
+/// them): a kernel called with many sizes is tuned once per bucket, not
+/// per size.
+pub fn bucket(extents: &[usize]) -> Vec<usize> {
+    extents.iter().map(|e| e.max(&1).next_power_of_two()).collect()
 }
 
 impl Key {
@@ -175,19 +189,19 @@ impl Key {
             device: device.to_string(),
             driver: driver.to_string(),
             identity: id,
-            sizes: k.bound.sizes.clone(),
+            bucket: bucket(&k.bound.extents),
         }
     }
 
     fn lines(&self) -> String {
-        let sizes: Vec<String> = self.sizes.iter().map(usize::to_string).collect();
+        let bucket: Vec<String> = self.bucket.iter().map(usize::to_string).collect();
         format!(
-            "kernel {}\ndevice {}\ndriver {}\nidentity {:016x}\nsizes {}\n",
+            "kernel {}\ndevice {}\ndriver {}\nidentity {:016x}\nextents up to {}\n",
             self.kernel,
             self.device,
             self.driver,
             self.identity,
-            sizes.join(" ")
+            bucket.join(" ")
         )
     }
 
@@ -354,7 +368,7 @@ pub fn tuned_plan<D: RawDevice + CallDevice>(dev: &D, k: &CallKernel<'_>) -> Opt
             eprintln!(
                 "mdh: MDH_AUTOTUNE: tuning {} at {} on {} for about {:.1} s",
                 key.kernel,
-                sizes_text(&k.desc.size_params, &key.sizes),
+                sizes_text(&k.desc.size_params, &k.bound.sizes),
                 key.device,
                 budget.as_secs_f64()
             );
@@ -378,7 +392,7 @@ pub fn tuned_plan<D: RawDevice + CallDevice>(dev: &D, k: &CallKernel<'_>) -> Opt
         eprintln!(
             "mdh: {} at {}: the plan of the run-time tuning cache ({}), before the configured entries: {}",
             key.kernel,
-            sizes_text(&k.desc.size_params, &key.sizes),
+            sizes_text(&k.desc.size_params, &k.bound.sizes),
             file.display(),
             plan.as_ref()
                 .map_or("the configured choice".to_string(), |p| format!("{p:?}"))
@@ -464,7 +478,7 @@ fn search<D: RawDevice + CallDevice>(
     keep: Keep,
 ) -> Result<TuneReport, Error> {
     let started = Instant::now();
-    let mut bench = Bench::new(dev, k.desc, k.info, &key.sizes)?;
+    let mut bench = Bench::new(dev, k.desc, k.info, &k.bound.sizes)?;
     let dir = cache_dir();
     // What runs today: the cached plan, else the configured choice.
     let (kept_before, before) = match dir.as_deref().and_then(|d| load(d, &key, space)) {
@@ -565,7 +579,8 @@ fn search<D: RawDevice + CallDevice>(
         Kept::Today => before.clone(),
     };
     let note = format!(
-        "{} candidates in {:.1} s: {why}",
+        "tuned at {}: {} candidates in {:.1} s: {why}",
+        sizes_text(&k.desc.size_params, &k.bound.sizes),
         measured,
         started.elapsed().as_secs_f64()
     );
@@ -583,7 +598,7 @@ fn search<D: RawDevice + CallDevice>(
             PathBuf::new()
         }
     };
-    calls::forget(dev, k.info, &key.sizes);
+    calls::forget(dev, k.info, &k.bound.sizes);
     Ok(TuneReport {
         plan,
         before,
@@ -659,6 +674,13 @@ mod tests {
             let file = |c: &Call, device: &str, driver: &str| c.key(device, driver, lim).file(dir);
             let base = file(&cuda, H100, "CUDA 13.0");
             assert_eq!(base, file(&cuda, H100, "CUDA 13.0"), "stable");
+            // Sizes of the same bucket (J = 33: its extent's next power of
+            // two is 64 too) share the file.
+            assert_eq!(
+                base,
+                file(&Call::matmul(Dialect::Cuda, &[64, 64, 33]), H100, "CUDA 13.0"),
+                "same bucket"
+            );
             assert!(base.to_string_lossy().starts_with("/cache/matmul-"));
             let mut others = vec![
                 file(&cuda, H100, "CUDA 12.8"),
