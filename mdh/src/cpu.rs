@@ -386,6 +386,37 @@ macro_rules! int_div {
 }
 int_div!(i8, i16, i32, i64, u8, u16, u32, u64, usize);
 
+/// Float `max` and `min` of scalar functions and combine operators, with
+/// `f32::max`'s meaning (a NaN operand yields the other one), written as a
+/// compare and select instead of `f32::max` (LLVM's `maxnum`). rustc 1.95's
+/// LLVM vectorizes a loop with `maxnum`/`minnum` reductions of both `f32`
+/// and `f64` (e.g. `PW(max)` into an `f32` and an `f64` output) into
+/// invalid IR: its NaN check compares an `f32` vector with an `f64` one
+/// (`fcmp uno <8 x float>, <8 x double>`), and the release build stops with
+/// "Cannot emit physreg copy instruction" (issue 37, the `physreg` kernel
+/// of mdh-random-kernels). A select is no `maxnum` reduction to LLVM; the
+/// lanes of a plan's accumulators still vectorize as element-wise selects.
+pub trait FloatMinMax: Sized {
+    fn max_num(self, o: Self) -> Self;
+    fn min_num(self, o: Self) -> Self;
+}
+
+macro_rules! float_min_max {
+    ($($t:ty),*) => {$(
+        impl FloatMinMax for $t {
+            #[inline(always)]
+            fn max_num(self, o: $t) -> $t {
+                if self < o || self.is_nan() { o } else { self }
+            }
+            #[inline(always)]
+            fn min_num(self, o: $t) -> $t {
+                if self > o || self.is_nan() { o } else { self }
+            }
+        }
+    )*};
+}
+float_min_max!(f32, f64);
+
 /// Splits `0..extent` into at most `parts` nearly equal, non-empty ranges
 /// whose bounds are multiples of `align` (but the last), so that the
 /// register tiles of a task are not cut by its neighbour's.
