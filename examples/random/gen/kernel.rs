@@ -151,9 +151,9 @@ pub fn kernel(rng: &mut Rng, name: &str) -> String {
 
 /// `CC, PW(+), PS(+, max)`: one operator per output access in every
 /// reduced dimension (Lemma 1: the same in all of them), written once
-/// where all outputs share it.
+/// where all outputs share a built-in one (a closure has one type).
 fn combine_ops(dims: &[Dim], ops: &[&str]) -> String {
-    let list = if ops.iter().all(|o| *o == ops[0]) {
+    let list = if ops.iter().all(|o| *o == ops[0] && !o.starts_with('|')) {
         ops[0].to_string()
     } else {
         ops.join(", ")
