@@ -65,6 +65,15 @@ fn regressions(dir: &Path) -> Result<Vec<(String, String)>, String> {
                 .file_stem()
                 .and_then(|s| s.to_str())
                 .unwrap_or_default();
+            let text =
+                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            // The tests name the kernel by its file.
+            if !text.contains(&format!("kernel {name} {{")) {
+                return Err(format!(
+                    "{} must hold one kernel named `{name}` (`pub kernel {name} {{ … }}`)",
+                    path.display()
+                ));
+            }
             found.push((name.to_string(), path.display().to_string()));
         }
     }

@@ -141,6 +141,17 @@ pub fn clamp(x: E) -> E {
     )
 }
 
+/// `a.min(b)` or `a.max(b)`: exact if both are.
+fn min_max(rng: &mut Rng, a: &E, b: &E) -> E {
+    let m = rng.pick(&["min", "max"]);
+    e(
+        format!("({}).{m}({})", a.text, b.text),
+        a.ty,
+        a.bound.max(b.bound),
+        a.exact && b.exact,
+    )
+}
+
 /// A float expression; `exact_only` keeps to exact operations.
 fn float(rng: &mut Rng, env: &Env, ty: Ty, depth: usize, exact_only: bool) -> E {
     if depth == 0 || rng.chance(20) {
@@ -167,13 +178,7 @@ fn float(rng: &mut Rng, env: &Env, ty: Ty, depth: usize, exact_only: bool) -> E 
         2 => e(format!("({}).abs()", a.text), ty, a.bound, a.exact),
         3 => {
             let b = sub(rng);
-            let m = rng.pick(&["min", "max"]);
-            e(
-                format!("({}).{m}({})", a.text, b.text),
-                ty,
-                a.bound.max(b.bound),
-                a.exact && b.exact,
-            )
+            min_max(rng, &a, &b)
         }
         4 if a.exact => {
             let m = rng.pick(&["floor", "ceil"]);
@@ -300,13 +305,7 @@ fn int(rng: &mut Rng, env: &Env, ty: Ty, depth: usize) -> E {
         }
         4 => {
             let b = sub(rng);
-            let m = rng.pick(&["min", "max"]);
-            e(
-                format!("({}).{m}({})", a.text, b.text),
-                ty,
-                a.bound.max(b.bound),
-                true,
-            )
+            min_max(rng, &a, &b)
         }
         5 if ty.is_signed() => {
             let m = rng.pick(&["(-{})", "({}).abs()"]);
