@@ -86,11 +86,16 @@ impl Dialect {
     }
 
     /// `(t)a` with Rust's `as` semantics for floats to integers (saturating,
-    /// NaN to 0). OpenCL says so with `convert_T_sat_rtz`; CUDA's
-    /// conversion instructions saturate by themselves.
+    /// NaN to 0). OpenCL says so with `convert_T_sat_rtz`; CUDA through
+    /// `mdh_cvt_T_F` ([`float_cast_helpers`]): C leaves an out-of-range
+    /// conversion undefined (the CPU execution of CUDA C wrapped `-5.0` to
+    /// `u8` 251, issue 37), and only some of CUDA's conversion
+    /// instructions saturate.
     fn cast(self, a: &str, from: ScalarType, to: ScalarType) -> String {
         if from.is_float() && to.is_int() && self == Dialect::OpenCl {
             format!("convert_{}_sat_rtz({a})", self.ty(to))
+        } else if from.is_float() && to.is_int() {
+            format!("mdh_cvt_{}_{}({a})", to.name(), from.name())
         } else if to == ScalarType::Bool {
             format!("(({a}) != 0)")
         } else {
@@ -161,6 +166,43 @@ pub fn int_div_helpers(d: Dialect, types: &[ScalarType]) -> String {
     s
 }
 
+/// The C definitions of the CUDA helpers `mdh_cvt_T_F` for the float to
+/// integer casts `casts` (`(F, T)` pairs): Rust's `as` (NaN to 0, values
+/// beyond `T`'s range to its bounds, the rest truncated toward zero); an
+/// expression lowered by [`Lowering`] calls those in its `float_casts`.
+pub fn float_cast_helpers(d: Dialect, casts: &[(ScalarType, ScalarType)]) -> String {
+    let mut s = String::new();
+    for &(from, to) in casts {
+        let bits = 8 * crate::plan::elem_bytes(to) as i32;
+        // The bounds as floats: -2^(bits-1) and 2^(bits-1) (signed), 0 and
+        // 2^bits (unsigned), each exact; `x >= hi` saturates.
+        let (lo, hi, min) = if to.is_signed() {
+            let min = format!("(({})(1UL << {}))", d.ty(to), bits - 1);
+            (-(2f64.powi(bits - 1)), 2f64.powi(bits - 1), min)
+        } else {
+            (0.0, 2f64.powi(bits), int_lit(d, 0, to))
+        };
+        let max = int_lit(
+            d,
+            if to.is_signed() {
+                (1u128 << (bits - 1)) - 1
+            } else {
+                (1u128 << bits) - 1
+            },
+            to,
+        );
+        let (c, f, h) = (d.ty(to), d.ty(from), d.helper());
+        let (lo, hi) = (float_lit(d, lo, from), float_lit(d, hi, from));
+        let _ = writeln!(
+            s,
+            "{h} {c} mdh_cvt_{}_{}({f} x) {{ return x != x ? ({c})0 : x <= {lo} ? {min} : x >= {hi} ? {max} : ({c})x; }}",
+            to.name(),
+            from.name()
+        );
+    }
+    s
+}
+
 /// The neutral element of a built-in operator on `t`.
 pub fn identity(d: Dialect, op: BuiltinOp, t: ScalarType) -> String {
     let signed_min = |bits: u32| format!("(({})(1UL << {}))", d.ty(t), bits - 1);
@@ -211,6 +253,9 @@ pub struct Lowering {
     /// The integer types whose `/` or `%` helpers the lowered code calls
     /// (the prelude defines them, see [`int_div_helpers`]).
     pub int_divs: Vec<ScalarType>,
+    /// The float to integer casts (`(from, to)`) whose helpers the lowered
+    /// CUDA code calls (see [`float_cast_helpers`]).
+    pub float_casts: Vec<(ScalarType, ScalarType)>,
 }
 
 impl Lowering {
@@ -222,6 +267,7 @@ impl Lowering {
             scope: Vec::new(),
             fresh: 0,
             int_divs: Vec::new(),
+            float_casts: Vec::new(),
         }
     }
 
@@ -306,6 +352,14 @@ impl Lowering {
             }
             ExprKind::Cast(a, to, from) => {
                 let a = self.value(a);
+                let cast = (*from, *to);
+                if d == Dialect::Cuda
+                    && from.is_float()
+                    && to.is_int()
+                    && !self.float_casts.contains(&cast)
+                {
+                    self.float_casts.push(cast);
+                }
                 d.cast(&a, *from, *to)
             }
             ExprKind::MethodCall(recv, m, args, t) => {
