@@ -22,7 +22,7 @@ mod gpu;
 
 use std::sync::OnceLock;
 
-use gpu::cuda_cpu::{limits, nvrtc_and_compiler, run_on_cpu, JobFn};
+use gpu::cuda_cpu::{limits, nvrtc_and_compiler, nvrtc_sources, run_on_cpu, JobFn};
 use mdh::cuda::Device;
 use mdh::gpu::{from_bytes, param_bytes, to_bytes};
 use mdh::reference::{Buffer, Value};
@@ -62,31 +62,6 @@ fn device() -> Option<&'static Device> {
         }
     })
     .as_ref()
-}
-
-/// NVRTC compiles `NVRTC_SOURCES` sources of the family (random nonzero
-/// sizes; the configured / default plan, then random plans) for sm_80 and
-/// sm_90, with an empty log.
-fn nvrtc_sources(job: JobFn, spec: &str, budget: usize, seed: u64) {
-    gpu::sources(
-        spec,
-        NVRTC_SOURCES,
-        budget,
-        seed,
-        MAX_ITEMS,
-        |bound, plan| job(bound, plan, "*", limits()),
-        |source, what| {
-            for arch in ["sm_80", "sm_90"] {
-                let out = nvrtc_compile(source, arch)
-                    .unwrap_or_else(|e| panic!("{what}, {arch}: {e}\n{source}"));
-                assert!(
-                    out.log.is_empty(),
-                    "{what}, {arch}: NVRTC warned:\n{}\n{source}",
-                    out.log
-                );
-            }
-        },
-    );
 }
 
 /// What a CUBIN records of each kernel (registers, stack frame, static
@@ -158,7 +133,7 @@ macro_rules! cuda_tests {
                     return;
                 }
                 let seed = gpu::seed(stringify!($name));
-                nvrtc_sources($name::cuda::job, $name::SPEC, $budget, seed);
+                nvrtc_sources($name::cuda::job, $name::SPEC, NVRTC_SOURCES, $budget, seed);
                 gpu::family($name::SPEC, SIM_CASES, $budget, seed, SIM_ITEMS, |plan, i, o, p, s| {
                     run_on_cpu($name::cuda::job, $name::SPEC, plan, i, o, p, s)
                 });

@@ -2,7 +2,8 @@
 //! from the seed `MDH_RANDOM_SEED`, and every kernel that once failed) on
 //! every back end that runs without a GPU, against the reference
 //! interpreter: the CPU kernel, OpenCL (PoCL) with random plans, and the
-//! CUDA kernel executed on the CPU (`mdh_gpu::cuda_sim`) with random plans.
+//! CUDA kernel compiled by NVRTC and executed on the CPU
+//! (`mdh_gpu::cuda_sim`).
 //!
 //! Each test runs every kernel and reports all that fail, with the seed
 //! that reproduces them: `MDH_RANDOM_SEED=<seed> cargo test -p
@@ -22,7 +23,7 @@ use mdh::Error;
 use mdh_core::gpu_plan::GpuPlan;
 use mdh_random_kernels::*;
 
-use gpu::cuda_cpu::{nvrtc_and_compiler, run_on_cpu, JobFn};
+use gpu::cuda_cpu::{nvrtc_and_compiler, nvrtc_sources, run_on_cpu, JobFn};
 
 /// Random sizes per kernel on the CPU (the first with the default plan).
 const CPU_CASES: usize = 6;
@@ -31,6 +32,9 @@ const OPENCL_CASES: usize = 3;
 /// Random sizes and plans per kernel on the CPU execution of CUDA (each
 /// compiles one C++ program).
 const CUDA_CASES: usize = 1;
+/// Sources per kernel NVRTC compiles (for sm_80 and sm_90, without a
+/// warning).
+const NVRTC_SOURCES: usize = 1;
 /// Work-items per work-group of random GPU plans.
 const MAX_ITEMS: usize = 64;
 
@@ -151,6 +155,7 @@ fn cuda_on_cpu() {
         return;
     }
     run_all("cuda", |k, seed| {
+        nvrtc_sources(k.cuda, k.spec, NVRTC_SOURCES, k.budget, seed);
         gpu::family(
             k.spec,
             CUDA_CASES,

@@ -72,11 +72,7 @@ pub fn kernel(rng: &mut Rng, name: &str) -> String {
             ty.name(),
             View::shape(&views, &dims)
         ));
-        let closures: Vec<String> = views.iter().map(|v| v.closure(&dims)).collect();
-        inp_view.push(match closures.len() {
-            1 => format!("x{b}: {}", closures[0]),
-            _ => format!("x{b}: [{}]", closures.join(", ")),
-        });
+        inp_view.push(view_entry(&format!("x{b}"), &views, &dims));
         for a in 0..views.len() {
             let name = format!("a{b}{}", ["", "b"][a]);
             let bound = if ty.is_float() { 1.0 } else { 64.0 };
@@ -104,20 +100,25 @@ pub fn kernel(rng: &mut Rng, name: &str) -> String {
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for o in 0..rng.pick(&[1, 1, 2, 2, 3]) {
         let ty = element_type(rng);
-        let view = View::output(rng, &dims);
+        let mut views = vec![View::output(rng, &dims)];
+        if let Some(second) = views[0].interleaved().filter(|_| rng.chance(50)) {
+            views.push(second);
+        }
         out.push(format!(
             "y{o}: {}[{}]",
             ty.name(),
-            View::shape(std::slice::from_ref(&view), &dims)
+            View::shape(&views, &dims)
         ));
-        out_view.push(format!("y{o}: {}", view.closure(&dims)));
-        let (op, combine) = if reduced {
-            operator(rng, ty)
-        } else {
-            ("+", Combine::Any)
-        };
-        ops.push(op);
-        outputs.push((ty, combine));
+        out_view.push(view_entry(&format!("y{o}"), &views, &dims));
+        for _ in &views {
+            let (op, combine) = if reduced {
+                operator(rng, ty)
+            } else {
+                ("+", Combine::Any)
+            };
+            ops.push(op);
+            outputs.push((ty, combine));
+        }
     }
     if fn_params.is_empty() || rng.chance(40) {
         env.indices = dims.iter().map(|d| d.index).collect();
@@ -147,6 +148,15 @@ pub fn kernel(rng: &mut Rng, name: &str) -> String {
         fn_params.join(", "),
         inp_view.join(", "),
     )
+}
+
+/// `x0: |i| (i)`, or `x0: [|i| (i), |i| (i + 1)]` for several accesses.
+fn view_entry(buffer: &str, views: &[View], dims: &[Dim]) -> String {
+    let closures: Vec<String> = views.iter().map(|v| v.closure(dims)).collect();
+    match closures.len() {
+        1 => format!("{buffer}: {}", closures[0]),
+        _ => format!("{buffer}: [{}]", closures.join(", ")),
+    }
 }
 
 /// `CC, PW(+), PS(+, max)`: one operator per output access in every

@@ -50,6 +50,7 @@ struct Term {
 }
 
 /// One component of an index function: a sum of terms plus an offset.
+#[derive(Clone)]
 pub struct Component {
     terms: Vec<Term>,
     offset: i64,
@@ -153,7 +154,8 @@ impl Term {
     }
 }
 
-/// An index function with its buffer's shape: `(|i, j| (…), [extent, …])`.
+/// An index function: one component per dimension of its buffer.
+#[derive(Clone)]
 pub struct View {
     pub components: Vec<Component>,
 }
@@ -217,6 +219,20 @@ impl View {
                 .map(|d| Component::output(rng, d))
                 .collect(),
         }
+    }
+
+    /// A second access of an output that writes other elements than this
+    /// one: the odd elements of a component with stride 2 where this one
+    /// writes the even ones (or the other way round); `None` without such
+    /// a component.
+    pub fn interleaved(&self) -> Option<View> {
+        let c = self
+            .components
+            .iter()
+            .position(|c| matches!(c.terms[..], [Term { coef: 2, .. }]))?;
+        let mut other = self.clone();
+        other.components[c].offset += 1;
+        Some(other)
     }
 
     /// An input view of rank 1 to 3 (at most the number of dimensions).

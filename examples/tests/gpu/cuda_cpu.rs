@@ -9,7 +9,8 @@ use mdh::reference::{Buffer, Value};
 use mdh::Error;
 use mdh_core::codegen::c_expr::Dialect;
 use mdh_core::desc::{Bound, KernelDesc};
-use mdh_core::gpu_plan::GpuPlan;
+use mdh_core::gpu_plan::{GpuPlan, MAX_ITEMS};
+use mdh_gpu::cuda::nvrtc_compile;
 use mdh_gpu::cuda_sim::{cpu_sim_available, run_launches_on_cpu, SimArg, SimLaunch};
 
 /// The generated `NAME::cuda::job`.
@@ -101,4 +102,29 @@ pub fn run_on_cpu(
         from_bytes(o, bytes);
     }
     Ok(())
+}
+
+/// NVRTC compiles `count` sources of the kernel (random nonzero
+/// sizes; the configured / default plan, then random plans) for sm_80 and
+/// sm_90, with an empty log.
+pub fn nvrtc_sources(job: JobFn, spec: &str, count: usize, budget: usize, seed: u64) {
+    super::sources(
+        spec,
+        count,
+        budget,
+        seed,
+        MAX_ITEMS,
+        |bound, plan| job(bound, plan, "*", limits()),
+        |source, what| {
+            for arch in ["sm_80", "sm_90"] {
+                let out = nvrtc_compile(source, arch)
+                    .unwrap_or_else(|e| panic!("{what}, {arch}: {e}\n{source}"));
+                assert!(
+                    out.log.is_empty(),
+                    "{what}, {arch}: NVRTC warned:\n{}\n{source}",
+                    out.log
+                );
+            }
+        },
+    );
 }
