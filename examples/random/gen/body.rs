@@ -107,9 +107,11 @@ fn accumulate_loop(rng: &mut Rng, env: &mut Env, m: usize) -> String {
 /// The value of one output access: sometimes a cast of a binding (as in
 /// `(r, r as f64)`), else a new expression; near 1 for float products.
 fn result(rng: &mut Rng, env: &Env, ty: Ty, combine: Combine) -> E {
+    // A float cast to an integer only where it is exact (see `scalar`).
     let castable: Vec<&Var> = env
         .vars
         .iter()
+        .filter(|v| v.exact || ty.is_float() || !v.ty.is_float())
         .filter(|v| {
             v.name.starts_with('t')
                 && (v.ty == ty

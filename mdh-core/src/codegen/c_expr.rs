@@ -68,11 +68,25 @@ impl Dialect {
 
     /// The qualifiers of a helper function defined in the prelude (OpenCL C
     /// follows C99, where a plain `inline` definition may leave no symbol to
-    /// call when it is not inlined).
+    /// call when it is not inlined). A helper is defined when some lowered
+    /// code calls it, which may sit in a part the plan's `#if`s drop: NVRTC
+    /// warns of an unreferenced static function (#177) unless it is
+    /// `[[maybe_unused]]` (random kernels with integer `/`, issue 37).
     fn helper(self) -> &'static str {
         match self {
             Dialect::OpenCl => "static inline",
-            Dialect::Cuda => "static __device__ __forceinline__",
+            Dialect::Cuda => "[[maybe_unused]] static __device__ __forceinline__",
+        }
+    }
+
+    /// What precedes the declaration of a variable the user named (a
+    /// scalar-function parameter, a `let`): the user may leave it unread,
+    /// which Rust allows (the generated Rust says `allow(unused)`) and
+    /// NVRTC warns of (#177, #550; random kernels, issue 37).
+    fn user_var(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "",
+            Dialect::Cuda => "[[maybe_unused]] ",
         }
     }
 
@@ -317,6 +331,18 @@ impl Lowering {
         v
     }
 
+    /// Declares a fresh variable for the user's name `name`, of type `t`,
+    /// initialized with `init` if given; the user may leave it unread.
+    pub fn user_var(&mut self, name: &str, t: ScalarType, init: Option<&str>) -> String {
+        let v = self.fresh(name);
+        let (attr, ty) = (self.d.user_var(), self.d.ty(t));
+        match init {
+            Some(init) => self.line(&format!("{attr}{ty} {v} = {init};")),
+            None => self.line(&format!("{attr}{ty} {v};")),
+        }
+        v
+    }
+
     /// `e` as a pure C expression, emitting the statements it needs first.
     pub fn value(&mut self, e: &Expr) -> String {
         let d = self.d;
@@ -445,19 +471,8 @@ impl Lowering {
                     ..
                 } => {
                     let (n, t) = (name.to_string(), *t);
-                    let v = match init {
-                        Some(init) => {
-                            let x = self.value(init);
-                            let v = self.fresh(&n);
-                            self.line(&format!("{} {v} = {x};", self.d.ty(t)));
-                            v
-                        }
-                        None => {
-                            let v = self.fresh(&n);
-                            self.line(&format!("{} {v};", self.d.ty(t)));
-                            v
-                        }
-                    };
+                    let x = init.as_ref().map(|init| self.value(init));
+                    let v = self.user_var(&n, t, x.as_deref());
                     self.bind(&n, &v);
                 }
                 Stmt::Expr(e) => self.stmt(e),

@@ -785,7 +785,7 @@ impl<'k> Emit<'k> {
         }
         for ((name, &(b, _)), input) in f.params.iter().zip(&self.ins).zip(inputs) {
             let t = self.k.inputs[b].ty;
-            let v = l.temp(&name.to_string(), t, input);
+            let v = l.user_var(&name.to_string(), t, Some(input));
             l.bind(&name.to_string(), &v);
         }
         let dests: Vec<String> = self
