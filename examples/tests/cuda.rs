@@ -24,10 +24,7 @@ use std::sync::OnceLock;
 
 use gpu::cuda_cpu::{limits, nvrtc_and_compiler, nvrtc_sources, run_on_cpu, JobFn};
 use mdh::cuda::Device;
-use mdh::gpu::{from_bytes, param_bytes, to_bytes};
 use mdh::reference::{Buffer, Value};
-use mdh::Error;
-use mdh_core::codegen::c_expr::Dialect;
 use mdh_core::desc::{Bound, KernelDesc};
 use mdh_core::fixtures;
 use mdh_core::gpu_plan::{GpuPlan, Mma, MAX_ITEMS};
