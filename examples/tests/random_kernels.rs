@@ -25,12 +25,13 @@ use mdh_random_kernels::*;
 
 use gpu::cuda_cpu::{nvrtc_and_compiler, nvrtc_sources, run_on_cpu, JobFn};
 
-/// Random sizes per kernel on the CPU (the first with the default plan).
+/// Random sizes per kernel on the CPU (its configured / default plan).
 const CPU_CASES: usize = 6;
 /// Random sizes and plans per kernel on OpenCL.
 const OPENCL_CASES: usize = 3;
-/// Random sizes and plans per kernel on the CPU execution of CUDA (each
-/// compiles one C++ program).
+/// Random sizes per kernel on the CPU execution of CUDA, with the default
+/// plan (each case compiles one C++ program; random plans of the emitter
+/// both GPU dialects share run on OpenCL).
 const CUDA_CASES: usize = 1;
 /// Sources per kernel NVRTC compiles (for sm_80 and sm_90, without a
 /// warning).
