@@ -18,6 +18,7 @@ mod gpu;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use mdh::gpu::GpuDevice as _;
 use mdh::reference::{Buffer, Value};
 use mdh::Error;
 use mdh_core::gpu_plan::GpuPlan;
@@ -25,6 +26,8 @@ use mdh_random_kernels::*;
 
 use gpu::cuda_cpu::{nvrtc_and_compiler, nvrtc_sources, run_on_cpu, JobFn};
 
+/// Sources per kernel built by PoCL with `-Werror`, with an empty log.
+const WERROR_SOURCES: usize = 1;
 /// Random sizes per kernel on the CPU (its configured / default plan).
 const CPU_CASES: usize = 6;
 /// Random sizes and plans per kernel on OpenCL.
@@ -49,13 +52,15 @@ type OpenClDyn = fn(
     &[usize],
 ) -> Result<(), Error>;
 
-/// One kernel of the crate and its entry points.
+/// One kernel of the crate and its entry points (`JobFn`: a back end's
+/// `NAME::…::job`).
 struct Kernel {
     name: &'static str,
     spec: &'static str,
     budget: usize,
     cpu: CpuDyn,
     opencl: OpenClDyn,
+    opencl_job: JobFn,
     cuda: JobFn,
 }
 
@@ -67,6 +72,7 @@ macro_rules! kernel_list {
             budget: $budget,
             cpu: $name::cpu_dyn,
             opencl: $name::opencl::run_dyn,
+            opencl_job: $name::opencl::job,
             cuda: $name::cuda::job,
         }),*]
     };
@@ -139,6 +145,15 @@ fn opencl() {
     };
     let max_items = dev.max_work_group_size().min(MAX_ITEMS);
     run_all("opencl", |k, seed| {
+        gpu::sources(
+            k.spec,
+            WERROR_SOURCES,
+            k.budget,
+            seed,
+            max_items,
+            |bound, plan| (k.opencl_job)(bound, plan, dev.name(), dev.limits()),
+            |source, what| gpu::build_without_warnings(dev, source, what),
+        );
         gpu::family(
             k.spec,
             OPENCL_CASES,

@@ -601,6 +601,21 @@ pub fn opencl_device() -> Option<&'static mdh::opencl::Device> {
     .as_ref()
 }
 
+/// Builds an OpenCL `source` with `-Werror` on `dev` and checks that its
+/// build log is empty: the generated C has no warning to hide.
+#[allow(dead_code)] // tests/cuda.rs shares this module but not OpenCL
+pub fn build_without_warnings(dev: &mdh::opencl::Device, source: &str, what: &str) {
+    use mdh::gpu::GpuDevice as _;
+    let program = dev
+        .program(source, "-Werror")
+        .unwrap_or_else(|e| panic!("{what}: {e}\n{source}"));
+    assert!(
+        program.build_log().is_empty(),
+        "{what}: the build log is not empty:\n{}\n{source}",
+        program.build_log()
+    );
+}
+
 /// The CPU execution's arguments of buffers held as (bytes, C element
 /// type), in order.
 #[allow(dead_code)] // tests/opencl.rs shares this module but not cuda_sim
