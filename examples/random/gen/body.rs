@@ -3,7 +3,7 @@
 
 use crate::rng::Rng;
 use crate::scalar::{cast, clamp, expr, var, Env, Var, E};
-use crate::types::Ty;
+use crate::types::{Ty, NUMBERS};
 
 /// How an output's values are combined, as far as its values' range goes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -24,7 +24,7 @@ pub fn body(rng: &mut Rng, env: &mut Env, outputs: &[(Ty, Combine)]) -> String {
         let ty = if rng.chance(10) {
             Ty::Bool
         } else {
-            rng.pick(&Ty::NUMBERS)
+            rng.pick(&NUMBERS)
         };
         let x = expr(rng, env, ty, 2);
         let mutable = rng.chance(40);

@@ -5,7 +5,7 @@
 use crate::body::{body, Combine};
 use crate::rng::Rng;
 use crate::scalar::{Env, Var};
-use crate::types::Ty;
+use crate::types::{Ty, NUMBERS};
 use crate::views::{dims, Dim, Kind, View};
 
 /// A combine operator for outputs of type `ty`: a built-in one or a
@@ -44,7 +44,7 @@ fn element_type(rng: &mut Rng) -> Ty {
     if rng.chance(10) {
         Ty::Bool
     } else {
-        rng.pick(&Ty::NUMBERS)
+        rng.pick(&NUMBERS)
     }
 }
 
@@ -67,11 +67,7 @@ pub fn kernel(rng: &mut Rng, name: &str) -> String {
             let second = views[0].variant(rng);
             views.push(second);
         }
-        inp.push(format!(
-            "x{b}: {}[{}]",
-            ty.name(),
-            View::shape(&views, &dims)
-        ));
+        inp.push(declaration(&format!("x{b}"), ty, &views, &dims));
         inp_view.push(view_entry(&format!("x{b}"), &views, &dims));
         for a in 0..views.len() {
             let name = format!("a{b}{}", ["", "b"][a]);
@@ -104,11 +100,7 @@ pub fn kernel(rng: &mut Rng, name: &str) -> String {
         if let Some(second) = views[0].interleaved().filter(|_| rng.chance(50)) {
             views.push(second);
         }
-        out.push(format!(
-            "y{o}: {}[{}]",
-            ty.name(),
-            View::shape(&views, &dims)
-        ));
+        out.push(declaration(&format!("y{o}"), ty, &views, &dims));
         out_view.push(view_entry(&format!("y{o}"), &views, &dims));
         for _ in &views {
             let (op, combine) = if reduced {
@@ -148,6 +140,11 @@ pub fn kernel(rng: &mut Rng, name: &str) -> String {
         fn_params.join(", "),
         inp_view.join(", "),
     )
+}
+
+/// `x0: f32[I + 1]`: a buffer with the shape its accesses need.
+fn declaration(buffer: &str, ty: Ty, views: &[View], dims: &[Dim]) -> String {
+    format!("{buffer}: {}[{}]", ty.name(), View::shape(views, dims))
 }
 
 /// `x0: |i| (i)`, or `x0: [|i| (i), |i| (i + 1)]` for several accesses.

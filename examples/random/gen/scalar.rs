@@ -12,7 +12,7 @@
 //! so that differences of one rounding stay within the tests' tolerance.
 
 use crate::rng::Rng;
-use crate::types::Ty;
+use crate::types::{Ty, NUMBERS};
 
 /// A name in scope: a scalar-function parameter, `let`, index, size or param.
 #[derive(Clone)]
@@ -361,7 +361,7 @@ fn boolean(rng: &mut Rng, env: &Env, depth: usize) -> E {
 /// operand"), which the tests keep out of the generated C.
 fn comparison(rng: &mut Rng, env: &Env, depth: usize, op: &str) -> String {
     for _ in 0..8 {
-        let ty = rng.pick(&Ty::NUMBERS);
+        let ty = rng.pick(&NUMBERS);
         let (x, y) = if ty.is_float() {
             (
                 float(rng, env, ty, depth, true),

@@ -605,7 +605,6 @@ pub fn opencl_device() -> Option<&'static mdh::opencl::Device> {
 /// build log is empty: the generated C has no warning to hide.
 #[allow(dead_code)] // tests/cuda.rs shares this module but not OpenCL
 pub fn build_without_warnings(dev: &mdh::opencl::Device, source: &str, what: &str) {
-    use mdh::gpu::GpuDevice as _;
     let program = dev
         .program(source, "-Werror")
         .unwrap_or_else(|e| panic!("{what}: {e}\n{source}"));
