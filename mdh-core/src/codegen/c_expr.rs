@@ -597,6 +597,15 @@ impl Lowering {
         match (m, t.is_float()) {
             (Method::Min, true) => format!("fmin({a}, {b})"),
             (_, true) => format!("fmax({a}, {b})"),
+            // OpenCL's built-ins: `x.max(x)` as `x > x ? x : x` made clang
+            // warn of a self-comparison (random kernel 45 of seed 108,
+            // issue 37). Operands cast to `t`: a conditional expression of
+            // narrow integers is an `int`, and the built-ins take one type.
+            (_, false) if self.d == Dialect::OpenCl => {
+                let c = self.d.ty(t);
+                let f = if m == Method::Min { "min" } else { "max" };
+                format!("{f}(({c})({a}), ({c})({b}))")
+            }
             (Method::Min, false) => format!("({a} < {b} ? {a} : {b})"),
             (_, false) => format!("({a} > {b} ? {a} : {b})"),
         }
