@@ -850,6 +850,54 @@ fn scan_axis<A: Copy + Send + Sync>(
 mod tests {
     use super::*;
 
+    /// The compare-and-select `max_num` / `min_num` mean what `f32::max` /
+    /// `f32::min` mean (the interpreter's): a NaN operand yields the other.
+    #[test]
+    fn float_min_max_are_f32_max_and_min() {
+        fn check<T: FloatMinMax + Copy + PartialEq + std::fmt::Debug>(
+            xs: &[T],
+            max: fn(T, T) -> T,
+            min: fn(T, T) -> T,
+            nan: fn(T) -> bool,
+        ) {
+            for &a in xs {
+                for &b in xs {
+                    let same = |x: T, y: T| x == y || (nan(x) && nan(y));
+                    assert!(same(a.max_num(b), max(a, b)), "{a:?} max {b:?}");
+                    assert!(same(a.min_num(b), min(a, b)), "{a:?} min {b:?}");
+                }
+            }
+        }
+        check(
+            &[
+                f32::NAN,
+                -1.5,
+                -0.0,
+                0.0,
+                2.0,
+                f32::INFINITY,
+                f32::NEG_INFINITY,
+            ],
+            f32::max,
+            f32::min,
+            f32::is_nan,
+        );
+        check(
+            &[
+                f64::NAN,
+                -1.5,
+                -0.0,
+                0.0,
+                2.0,
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+            ],
+            f64::max,
+            f64::min,
+            f64::is_nan,
+        );
+    }
+
     std::thread_local! {
         static SLOT: PackSlot<f32, 2> = const { core::cell::Cell::new(None) };
     }
