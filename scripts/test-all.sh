@@ -10,8 +10,8 @@ cd "$(dirname "$0")/.."
 # loads OpenCL at run time, so no -dev package is needed to build. OpenMPI
 # runs the node layer (mdh's `mpi` feature; the `mpi` crate's bindings need
 # libclang at build time). gcc builds mdh-bench's c-openmp peers (its
-# libgomp is the OpenMP runtime they link); g++ the CPU execution of the
-# CUDA kernels (examples/tests/cuda.rs).
+# libgomp is the OpenMP runtime they link); g++ the CPU execution of CUDA
+# C (mdh-gpu's cuda_sim) in the CUDA tests.
 need=()
 for pkg in libopenblas-dev libdnnl-dev ocl-icd-libopencl1 pocl-opencl-icd \
     libopenmpi-dev openmpi-bin libclang1-14 libclang-common-14-dev gcc g++; do
@@ -82,6 +82,16 @@ export MDH_REQUIRE_NVDISASM=1
 # when the device has less local memory, which PoCL's CPU device has as
 # POCL_CPU_LOCAL_MEM_SIZE says. (No MDH_REQUIRE_CUDA_DEVICE: no GPU here.)
 export MDH_REQUIRE_OPENCL=1 MDH_REQUIRE_LOCAL_MEM=1 POCL_CPU_LOCAL_MEM_SIZE=262144
+
+# The random kernels (examples/random, tests/random_kernels.rs) are drawn
+# at build time from MDH_RANDOM_SEED: a new seed per run unless it is set,
+# so that every run tries other kernels; the seed of a failing run draws
+# the same ones again.
+if [ -z "${MDH_RANDOM_SEED:-}" ]; then
+    MDH_RANDOM_SEED=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+fi
+export MDH_RANDOM_SEED
+echo "test-all.sh: random kernels of seed $MDH_RANDOM_SEED (MDH_RANDOM_SEED=$MDH_RANDOM_SEED reproduces them)"
 
 # MPI (the node layer's tests) on this machine only: loopback and shared
 # memory, no ssh, more ranks than cores, and as root too.
@@ -154,6 +164,9 @@ for isa in avx2 baseline; do
     read -r dir exe < <(test_bin $t)
     (cd "$dir" && MDH_STREAM=always MDH_ISA=$isa "$exe")
   done
+  # The random kernels' CPU test too (their GPU tests do not depend on it).
+  read -r dir exe < <(test_bin random_kernels)
+  (cd "$dir" && MDH_ISA=$isa "$exe" --exact cpu)
 done
 # The CUDA runtime (NVRTC, CPU execution of CUDA C, no-GPU errors; on a GPU
 # machine also the device runs).

@@ -22,37 +22,15 @@ mod gpu;
 
 use std::sync::OnceLock;
 
+use gpu::cuda_cpu::{limits, nvrtc_and_compiler, nvrtc_sources, run_on_cpu, JobFn};
 use mdh::cuda::Device;
-use mdh::gpu::{from_bytes, param_bytes, to_bytes};
 use mdh::reference::{Buffer, Value};
-use mdh::Error;
 use mdh_core::codegen::c_expr::Dialect;
 use mdh_core::desc::{Bound, KernelDesc};
 use mdh_core::fixtures;
 use mdh_core::gpu_plan::{GpuPlan, Mma, MAX_ITEMS};
 use mdh_example_kernels::*;
 use mdh_gpu::cuda::nvrtc_compile;
-use mdh_gpu::cuda_sim::{cpu_sim_available, run_launches_on_cpu, SimArg, SimLaunch};
-
-/// The generated `NAME::cuda::job`.
-type JobFn = fn(
-    &Bound,
-    Option<&GpuPlan>,
-    &str,
-    mdh::gpu::DeviceLimits,
-) -> Result<Option<mdh::gpu::Job>, Error>;
-
-/// The limits of the smaller of the two architectures the tests compile
-/// for (sm_80: 1024 threads and 163 KiB of shared memory per block).
-fn limits() -> mdh::gpu::DeviceLimits {
-    mdh::gpu::DeviceLimits {
-        compute: mdh::gpu::DeviceCompute {
-            compute_units: Some(108),
-            ..Default::default()
-        },
-        ..mdh::gpu::cuda_arch_limits("sm_80")
-    }
-}
 
 /// Random cases per family on the CPU (each compiles one C++ program).
 const SIM_CASES: usize = 5;
@@ -70,21 +48,6 @@ const NVRTC_SOURCES: usize = 3;
 /// not free).
 const SIM_ITEMS: usize = 256;
 
-fn nvrtc_and_compiler() -> bool {
-    static OK: OnceLock<bool> = OnceLock::new();
-    *OK.get_or_init(|| {
-        if !mdh_gpu::cuda::nvrtc_available() {
-            gpu::skip_or_fail("MDH_REQUIRE_NVRTC", "NVRTC is not available (pip install --user nvidia-cuda-nvrtc-cu12 and put its lib folder on LD_LIBRARY_PATH)");
-            return false;
-        }
-        if !cpu_sim_available() {
-            gpu::skip_or_fail("MDH_REQUIRE_NVRTC", "there is no C++ compiler for the CPU execution of CUDA (install g++ 11 or later)");
-            return false;
-        }
-        true
-    })
-}
-
 fn device() -> Option<&'static Device> {
     static DEV: OnceLock<Option<Device>> = OnceLock::new();
     DEV.get_or_init(|| match Device::first() {
@@ -101,93 +64,6 @@ fn device() -> Option<&'static Device> {
         }
     })
     .as_ref()
-}
-
-/// `buffers`' lengths.
-fn lens(buffers: &[Buffer]) -> Vec<usize> {
-    buffers.iter().map(Buffer::len).collect()
-}
-
-/// Like `NAME::cuda::run_dyn`, on the CPU: the same job (source, plan,
-/// launches and their geometry), the same arguments per launch, executed by
-/// `cuda_sim` instead of a device.
-fn run_on_cpu(
-    job: JobFn,
-    spec: &str,
-    plan: Option<&GpuPlan>,
-    inputs: &[Buffer],
-    outputs: &mut [Buffer],
-    params: &[Value],
-    sizes: &[usize],
-) -> Result<(), Error> {
-    let kernel = mdh::reference::kernel(spec)?;
-    let desc = KernelDesc::from_kernel(&kernel);
-    let bound = desc.bind(sizes, &lens(inputs), &lens(outputs))?;
-    let Some(job) = job(&bound, plan, "the CPU execution of CUDA", limits())? else {
-        return Ok(());
-    };
-    let c = |t| Dialect::Cuda.storage_ty(t);
-    // Arguments: inputs, outputs, partial results per output access, params.
-    let mut data: Vec<(Vec<u8>, &'static str)> = Vec::new();
-    data.extend(inputs.iter().map(|b| (to_bytes(b), c(b.ty()))));
-    data.extend(outputs.iter().map(|b| (to_bytes(b), c(b.ty()))));
-    for (b, _) in kernel.output_accesses() {
-        let t = kernel.outputs[b].ty;
-        data.push((to_bytes(&Buffer::zeros(t, job.partial_len)), c(t)));
-    }
-    let n_bufs = data.len();
-    let (n_in, n_out) = (inputs.len(), outputs.len());
-    let mut args: Vec<SimArg> = gpu::sim_buffers(&mut data)
-        .chain(params.iter().map(|v| SimArg::Scalar {
-            bytes: param_bytes(v),
-            ty: c(v.ty()),
-        }))
-        .collect();
-    let launches = job.launches();
-    let sim: Vec<SimLaunch> = launches
-        .iter()
-        .map(|l| {
-            let (grid, block) = l.grid_block()?;
-            Ok(SimLaunch {
-                kernel: &l.kernel,
-                args: l.arg_order(n_in, n_out, n_bufs - n_in - n_out, params.len()),
-                grid,
-                block,
-                shared: l.shared_bytes,
-            })
-        })
-        .collect::<Result<_, Error>>()?;
-    run_launches_on_cpu(&job.source, &mut args, &sim)?;
-    drop(args);
-    for (o, (bytes, _)) in outputs.iter_mut().zip(&data[n_in..n_in + n_out]) {
-        from_bytes(o, bytes);
-    }
-    Ok(())
-}
-
-/// NVRTC compiles `NVRTC_SOURCES` sources of the family (random nonzero
-/// sizes; the configured / default plan, then random plans) for sm_80 and
-/// sm_90, with an empty log.
-fn nvrtc_sources(job: JobFn, spec: &str, budget: usize, seed: u64) {
-    gpu::sources(
-        spec,
-        NVRTC_SOURCES,
-        budget,
-        seed,
-        MAX_ITEMS,
-        |bound, plan| job(bound, plan, "*", limits()),
-        |source, what| {
-            for arch in ["sm_80", "sm_90"] {
-                let out = nvrtc_compile(source, arch)
-                    .unwrap_or_else(|e| panic!("{what}, {arch}: {e}\n{source}"));
-                assert!(
-                    out.log.is_empty(),
-                    "{what}, {arch}: NVRTC warned:\n{}\n{source}",
-                    out.log
-                );
-            }
-        },
-    );
 }
 
 /// What a CUBIN records of each kernel (registers, stack frame, static
@@ -259,7 +135,7 @@ macro_rules! cuda_tests {
                     return;
                 }
                 let seed = gpu::seed(stringify!($name));
-                nvrtc_sources($name::cuda::job, $name::SPEC, $budget, seed);
+                nvrtc_sources($name::cuda::job, $name::SPEC, NVRTC_SOURCES, $budget, seed);
                 gpu::family($name::SPEC, SIM_CASES, $budget, seed, SIM_ITEMS, |plan, i, o, p, s| {
                     run_on_cpu($name::cuda::job, $name::SPEC, plan, i, o, p, s)
                 });

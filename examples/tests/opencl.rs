@@ -88,16 +88,7 @@ macro_rules! opencl_sources {
                     gpu::seed(stringify!($name)),
                     max_items,
                     |bound, plan| $name::opencl::job(bound, plan, dev.name(), dev.limits()),
-                    |source, what| {
-                        let program = dev
-                            .program(source, "-Werror")
-                            .unwrap_or_else(|e| panic!("{what}: {e}\n{source}"));
-                        assert!(
-                            program.build_log().is_empty(),
-                            "{what}: the build log is not empty:\n{}\n{source}",
-                            program.build_log()
-                        );
-                    },
+                    |source, what| gpu::build_without_warnings(dev, source, what),
                 );
             )*
         }

@@ -157,7 +157,7 @@ pub mod reference {
 #[doc(hidden)]
 pub mod __rt {
     pub use crate::bind_cache::{BindCache, Binding};
-    pub use crate::cpu::{cpu_name, execute, isa, IntDiv, Isa, Region, SyncPtr};
+    pub use crate::cpu::{cpu_name, execute, isa, FloatMinMax, IntDiv, Isa, Region, SyncPtr};
     pub use crate::debug_build::note_debug_build;
     pub use crate::gpu;
     pub use crate::machine::{choose_plan, Machine, PlanEntry};

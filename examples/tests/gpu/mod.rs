@@ -4,6 +4,11 @@
 //! through a back end and compares every result with the reference
 //! interpreter.
 
+// tests/cuda.rs and tests/random_kernels.rs run CUDA kernels on the CPU;
+// the other tests that share this module do not.
+#[allow(dead_code)]
+pub mod cuda_cpu;
+
 use mdh::reference::{Buffer, Value};
 use mdh::Error;
 use mdh_core::desc::{Bound, BufDesc, KernelDesc};
@@ -86,6 +91,9 @@ pub fn sentinel(t: ScalarType, n: usize) -> Buffer {
     let v = match t {
         ScalarType::F32 => Value::F32(f32::NAN),
         ScalarType::F64 => Value::F64(f64::NAN),
+        // Either value can be computed: `true` shows a forgotten element
+        // half the time.
+        ScalarType::Bool => Value::Bool(true),
         other => Value::I64(-77).cast(other).unwrap_or(Value::I64(0)),
     };
     for i in 0..n {
@@ -613,6 +621,20 @@ pub fn opencl_device() -> Option<&'static mdh::opencl::Device> {
         }
     })
     .as_ref()
+}
+
+/// Builds an OpenCL `source` with `-Werror` on `dev` and checks that its
+/// build log is empty: the generated C has no warning to hide.
+#[allow(dead_code)] // tests/cuda.rs shares this module but not OpenCL
+pub fn build_without_warnings(dev: &mdh::opencl::Device, source: &str, what: &str) {
+    let program = dev
+        .program(source, "-Werror")
+        .unwrap_or_else(|e| panic!("{what}: {e}\n{source}"));
+    assert!(
+        program.build_log().is_empty(),
+        "{what}: the build log is not empty:\n{}\n{source}",
+        program.build_log()
+    );
 }
 
 /// The CPU execution's arguments of buffers held as (bytes, C element

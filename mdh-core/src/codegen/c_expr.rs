@@ -68,11 +68,25 @@ impl Dialect {
 
     /// The qualifiers of a helper function defined in the prelude (OpenCL C
     /// follows C99, where a plain `inline` definition may leave no symbol to
-    /// call when it is not inlined).
+    /// call when it is not inlined). A helper is defined when some lowered
+    /// code calls it, which may sit in a part the plan's `#if`s drop: NVRTC
+    /// warns of an unreferenced static function (#177) unless it is
+    /// `[[maybe_unused]]` (random kernels with integer `/`, issue 37).
     fn helper(self) -> &'static str {
         match self {
             Dialect::OpenCl => "static inline",
-            Dialect::Cuda => "static __device__ __forceinline__",
+            Dialect::Cuda => "[[maybe_unused]] static __device__ __forceinline__",
+        }
+    }
+
+    /// What precedes the declaration of a variable the user named (a
+    /// scalar-function parameter, a `let`): the user may leave it unread,
+    /// which Rust allows (the generated Rust says `allow(unused)`) and
+    /// NVRTC warns of (#177, #550; random kernels, issue 37).
+    fn user_var(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "",
+            Dialect::Cuda => "[[maybe_unused]] ",
         }
     }
 
@@ -86,11 +100,16 @@ impl Dialect {
     }
 
     /// `(t)a` with Rust's `as` semantics for floats to integers (saturating,
-    /// NaN to 0). OpenCL says so with `convert_T_sat_rtz`; CUDA's
-    /// conversion instructions saturate by themselves.
+    /// NaN to 0). OpenCL says so with `convert_T_sat_rtz`; CUDA through
+    /// `mdh_cvt_T_F` ([`float_cast_helpers`]): C leaves an out-of-range
+    /// conversion undefined (the CPU execution of CUDA C wrapped `-5.0` to
+    /// `u8` 251, issue 37), and only some of CUDA's conversion
+    /// instructions saturate.
     fn cast(self, a: &str, from: ScalarType, to: ScalarType) -> String {
         if from.is_float() && to.is_int() && self == Dialect::OpenCl {
             format!("convert_{}_sat_rtz({a})", self.ty(to))
+        } else if from.is_float() && to.is_int() {
+            format!("mdh_cvt_{}_{}({a})", to.name(), from.name())
         } else if to == ScalarType::Bool {
             format!("(({a}) != 0)")
         } else {
@@ -161,6 +180,43 @@ pub fn int_div_helpers(d: Dialect, types: &[ScalarType]) -> String {
     s
 }
 
+/// The C definitions of the CUDA helpers `mdh_cvt_T_F` for the float to
+/// integer casts `casts` (`(F, T)` pairs): Rust's `as` (NaN to 0, values
+/// beyond `T`'s range to its bounds, the rest truncated toward zero); an
+/// expression lowered by [`Lowering`] calls those in its `float_casts`.
+pub fn float_cast_helpers(d: Dialect, casts: &[(ScalarType, ScalarType)]) -> String {
+    let mut s = String::new();
+    for &(from, to) in casts {
+        let bits = 8 * crate::plan::elem_bytes(to) as i32;
+        // The bounds as floats: -2^(bits-1) and 2^(bits-1) (signed), 0 and
+        // 2^bits (unsigned), each exact; `x >= hi` saturates.
+        let (lo, hi, min) = if to.is_signed() {
+            let min = format!("(({})(1UL << {}))", d.ty(to), bits - 1);
+            (-(2f64.powi(bits - 1)), 2f64.powi(bits - 1), min)
+        } else {
+            (0.0, 2f64.powi(bits), int_lit(d, 0, to))
+        };
+        let max = int_lit(
+            d,
+            if to.is_signed() {
+                (1u128 << (bits - 1)) - 1
+            } else {
+                (1u128 << bits) - 1
+            },
+            to,
+        );
+        let (c, f, h) = (d.ty(to), d.ty(from), d.helper());
+        let (lo, hi) = (float_lit(d, lo, from), float_lit(d, hi, from));
+        let _ = writeln!(
+            s,
+            "{h} {c} mdh_cvt_{}_{}({f} x) {{ return x != x ? ({c})0 : x <= {lo} ? {min} : x >= {hi} ? {max} : ({c})x; }}",
+            to.name(),
+            from.name()
+        );
+    }
+    s
+}
+
 /// The neutral element of a built-in operator on `t`.
 pub fn identity(d: Dialect, op: BuiltinOp, t: ScalarType) -> String {
     let signed_min = |bits: u32| format!("(({})(1UL << {}))", d.ty(t), bits - 1);
@@ -211,6 +267,9 @@ pub struct Lowering {
     /// The integer types whose `/` or `%` helpers the lowered code calls
     /// (the prelude defines them, see [`int_div_helpers`]).
     pub int_divs: Vec<ScalarType>,
+    /// The float to integer casts (`(from, to)`) whose helpers the lowered
+    /// CUDA code calls (see [`float_cast_helpers`]).
+    pub float_casts: Vec<(ScalarType, ScalarType)>,
 }
 
 impl Lowering {
@@ -222,6 +281,7 @@ impl Lowering {
             scope: Vec::new(),
             fresh: 0,
             int_divs: Vec::new(),
+            float_casts: Vec::new(),
         }
     }
 
@@ -271,6 +331,18 @@ impl Lowering {
         v
     }
 
+    /// Declares a fresh variable for the user's name `name`, of type `t`,
+    /// initialized with `init` if given; the user may leave it unread.
+    pub fn user_var(&mut self, name: &str, t: ScalarType, init: Option<&str>) -> String {
+        let v = self.fresh(name);
+        let (attr, ty) = (self.d.user_var(), self.d.ty(t));
+        match init {
+            Some(init) => self.line(&format!("{attr}{ty} {v} = {init};")),
+            None => self.line(&format!("{attr}{ty} {v};")),
+        }
+        v
+    }
+
     /// `e` as a pure C expression, emitting the statements it needs first.
     pub fn value(&mut self, e: &Expr) -> String {
         let d = self.d;
@@ -306,6 +378,14 @@ impl Lowering {
             }
             ExprKind::Cast(a, to, from) => {
                 let a = self.value(a);
+                let cast = (*from, *to);
+                if d == Dialect::Cuda
+                    && from.is_float()
+                    && to.is_int()
+                    && !self.float_casts.contains(&cast)
+                {
+                    self.float_casts.push(cast);
+                }
                 d.cast(&a, *from, *to)
             }
             ExprKind::MethodCall(recv, m, args, t) => {
@@ -391,19 +471,8 @@ impl Lowering {
                     ..
                 } => {
                     let (n, t) = (name.to_string(), *t);
-                    let v = match init {
-                        Some(init) => {
-                            let x = self.value(init);
-                            let v = self.fresh(&n);
-                            self.line(&format!("{} {v} = {x};", self.d.ty(t)));
-                            v
-                        }
-                        None => {
-                            let v = self.fresh(&n);
-                            self.line(&format!("{} {v};", self.d.ty(t)));
-                            v
-                        }
-                    };
+                    let x = init.as_ref().map(|init| self.value(init));
+                    let v = self.user_var(&n, t, x.as_deref());
                     self.bind(&n, &v);
                 }
                 Stmt::Expr(e) => self.stmt(e),
@@ -528,6 +597,15 @@ impl Lowering {
         match (m, t.is_float()) {
             (Method::Min, true) => format!("fmin({a}, {b})"),
             (_, true) => format!("fmax({a}, {b})"),
+            // OpenCL's built-ins: `x.max(x)` as `x > x ? x : x` made clang
+            // warn of a self-comparison (random kernel 45 of seed 108,
+            // issue 37). Operands cast to `t`: a conditional expression of
+            // narrow integers is an `int`, and the built-ins take one type.
+            (_, false) if self.d == Dialect::OpenCl => {
+                let c = self.d.ty(t);
+                let f = if m == Method::Min { "min" } else { "max" };
+                format!("{f}(({c})({a}), ({c})({b}))")
+            }
             (Method::Min, false) => format!("({a} < {b} ? {a} : {b})"),
             (_, false) => format!("({a} > {b} ? {a} : {b})"),
         }

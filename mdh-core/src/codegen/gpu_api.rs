@@ -271,6 +271,7 @@ pub fn gpu_module(k: &Checked, backend: Backend, entries: &[GpuEntryCfg]) -> Tok
     let host = host_fns(k);
     let run_dyn = host_args::run_dyn(
         k,
+        host_args::DynEntry::run_with(),
         quote!(),
         quote!(__dev: &Device, __plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,),
         quote!(__dev, __plan,),

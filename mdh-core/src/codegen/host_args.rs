@@ -35,17 +35,43 @@ pub(crate) fn forward(k: &Checked) -> TokenStream {
     quote!(#(#names,)*)
 }
 
-/// `run_dyn`: `run_with` on the reference interpreter's buffers and values,
-/// so that generic code (tests, the tuner) can run any kernel; `generics`,
-/// `lead` and `lead_args` are what `run_with` takes before the buffers
-/// (declared, and forwarded). A buffer, param or size count that does not
-/// fit the kernel is an `Err`.
+/// An entry point on the reference interpreter's buffers and values: its
+/// name, the typed entry point it calls and the path of `Sizes` where it
+/// stands.
+pub(crate) struct DynEntry {
+    pub name: Ident,
+    pub callee: TokenStream,
+    pub sizes: TokenStream,
+}
+
+impl DynEntry {
+    /// `run_dyn`, calling `run_with`, in a backend's module.
+    pub fn run_with() -> DynEntry {
+        DynEntry {
+            name: format_ident!("run_dyn"),
+            callee: quote!(run_with),
+            sizes: quote!(super::Sizes),
+        }
+    }
+}
+
+/// `run_dyn` (or `entry.name`): `run_with` (or `entry.callee`) on the
+/// reference interpreter's buffers and values, so that generic code (tests,
+/// the tuner) can run any kernel; `generics`, `lead` and `lead_args` are
+/// what the callee takes before the buffers (declared, and forwarded). A
+/// buffer, param or size count that does not fit the kernel is an `Err`.
 pub(crate) fn run_dyn(
     k: &Checked,
+    entry: DynEntry,
     generics: TokenStream,
     lead: TokenStream,
     lead_args: TokenStream,
 ) -> TokenStream {
+    let DynEntry {
+        name: fn_name,
+        callee,
+        sizes: sizes_ty,
+    } = entry;
     let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
     let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
     let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
@@ -64,11 +90,11 @@ pub(crate) fn run_dyn(
         .map(|p| format_ident!("{}", format!("{:?}", p.ty)));
     let forward = forward(k);
     quote! {
-        /// [`run_with`] on the reference interpreter's buffers and
+        /// The kernel on the reference interpreter's buffers and
         /// values, so that generic code (tests, the tuner) can run
         /// any kernel.
         #[doc(hidden)]
-        pub fn run_dyn #generics (
+        pub fn #fn_name #generics (
             #lead
             __inputs: &[::mdh::reference::Buffer],
             __outputs: &mut [::mdh::reference::Buffer],
@@ -79,7 +105,7 @@ pub(crate) fn run_dyn(
                 "kernel `{}`: {what} does not fit the kernel", #name_str
             ));
             let [#(#size_names),*] = __sizes else { return ::core::result::Result::Err(__arg("the number of sizes")) };
-            let __sizes = super::Sizes { #(#size_names: *#size_names),* };
+            let __sizes = #sizes_ty { #(#size_names: *#size_names),* };
             #(let #in_names = __inputs.get(#in_idx).and_then(|b| b.#in_as()).ok_or_else(|| __arg("an input buffer"))?;)*
             let [#(#out_names),*] = __outputs else { return ::core::result::Result::Err(__arg("the number of outputs")) };
             #(let #out_names = #out_names.#out_as_mut().ok_or_else(|| __arg("an output buffer"))?;)*
@@ -87,7 +113,7 @@ pub(crate) fn run_dyn(
                 ::core::option::Option::Some(::mdh::reference::Value::#param_variants(x)) => *x,
                 _ => return ::core::result::Result::Err(__arg("a param")),
             };)*
-            run_with(#lead_args #forward __sizes)
+            #callee(#lead_args #forward __sizes)
         }
     }
 }

@@ -31,6 +31,17 @@ pub fn module(k: &Checked, entries: &Entries, config: Option<&Path>) -> TokenStr
     let spec = &k.source;
     let desc = desc_tokens(&KernelDesc::from_kernel(k));
     let cpu = cpu::cpu_fn(k, &entries.cpu);
+    let cpu_dyn = host_args::run_dyn(
+        k,
+        host_args::DynEntry {
+            name: quote::format_ident!("cpu_dyn"),
+            callee: quote!(self::cpu),
+            sizes: quote!(self::Sizes),
+        },
+        quote!(),
+        quote!(),
+        quote!(),
+    );
     let opencl = gpu_api::gpu_module(k, gpu_api::Backend::OpenCl, &entries.opencl);
     let cuda = gpu_api::gpu_module(k, gpu_api::Backend::Cuda, &entries.cuda);
     let mpi = mpi::mpi_module(k, &entries.cpu);
@@ -78,6 +89,8 @@ pub fn module(k: &Checked, entries: &Entries, config: Option<&Path>) -> TokenStr
             #(const _: ::core::option::Option<&str> = ::core::option_env!(#env_vars);)*
 
             #cpu
+
+            #cpu_dyn
 
             #opencl
 

@@ -80,6 +80,7 @@ pub fn mpi_module(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
     );
     let run_dyn = host_args::run_dyn(
         k,
+        host_args::DynEntry::run_with(),
         quote!(<C: Communicator>),
         quote!(__comm: &C, __plan: ::core::option::Option<&Plan>, __in_mode: Inputs, __placement: Placement,),
         quote!(__comm, __plan, __in_mode, __placement,),

@@ -89,11 +89,16 @@ pub fn combine(op: &ReduceOp, t: ScalarType, a: &TokenStream, b: &TokenStream) -
     }
 }
 
+/// `a.max(b)` / `a.min(b)`; for floats through `mdh::__rt::FloatMinMax`
+/// (the same meaning as `f32::max`, but not LLVM's `maxnum`, whose
+/// vectorized reductions of two float types rustc 1.95 cannot compile: see
+/// the trait's documentation).
 fn min_max(m: Method, t: ScalarType, a: &TokenStream, b: &TokenStream) -> TokenStream {
-    let name = format_ident!("{}", m.name());
     if t.is_float() {
-        quote!((#a).#name(#b))
+        let name = format_ident!("{}_num", m.name());
+        quote!(::mdh::__rt::FloatMinMax::#name(#a, #b))
     } else {
+        let name = format_ident!("{}", m.name());
         quote!(::core::cmp::Ord::#name(#a, #b))
     }
 }

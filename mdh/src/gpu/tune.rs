@@ -167,7 +167,10 @@ struct Key {
 /// them): a kernel called with many sizes is tuned once per bucket, not
 /// per size.
 pub fn bucket(extents: &[usize]) -> Vec<usize> {
-    extents.iter().map(|e| e.max(&1).next_power_of_two()).collect()
+    extents
+        .iter()
+        .map(|e| e.max(&1).next_power_of_two())
+        .collect()
 }
 
 impl Key {
@@ -678,7 +681,11 @@ mod tests {
             // two is 64 too) share the file.
             assert_eq!(
                 base,
-                file(&Call::matmul(Dialect::Cuda, &[64, 64, 33]), H100, "CUDA 13.0"),
+                file(
+                    &Call::matmul(Dialect::Cuda, &[64, 64, 33]),
+                    H100,
+                    "CUDA 13.0"
+                ),
                 "same bucket"
             );
             assert!(base.to_string_lossy().starts_with("/cache/matmul-"));

@@ -48,7 +48,7 @@ mod scan;
 mod words;
 
 use crate::analysis::Checked;
-use crate::codegen::c_expr::{identity, int_div_helpers, Dialect, Lowering};
+use crate::codegen::c_expr::{float_cast_helpers, identity, int_div_helpers, Dialect, Lowering};
 use crate::spec::{DimKind, ReduceOp, ScalarType, Type};
 use mdh_rt::names::{
     self, BLOCKED, DYN_SHARED, IDX, KEPT_POINTS, LANES, MMA, PW_GROUPS, PW_ITEMS, STAGES, WG_ITEMS,
@@ -74,6 +74,8 @@ struct Emit<'k> {
     /// The integer types whose division helpers the kernels emitted so far
     /// call (the prelude, emitted last, defines them).
     int_divs: RefCell<Vec<ScalarType>>,
+    /// The float to integer casts whose helpers they call (CUDA).
+    float_casts: RefCell<Vec<(ScalarType, ScalarType)>>,
 }
 
 /// Opens the loop over the LM tiles `[t{x}, e{x})` of this work-group's
@@ -150,6 +152,7 @@ impl<'k> Emit<'k> {
             ins,
             ops: (0..n_out).map(|o| k.op(o)).collect(),
             int_divs: RefCell::new(Vec::new()),
+            float_casts: RefCell::new(Vec::new()),
         }
     }
 
@@ -160,6 +163,12 @@ impl<'k> Emit<'k> {
         for t in l.int_divs {
             if !divs.contains(&t) {
                 divs.push(t);
+            }
+        }
+        let mut casts = self.float_casts.borrow_mut();
+        for c in l.float_casts {
+            if !casts.contains(&c) {
+                casts.push(c);
             }
         }
     }
@@ -776,7 +785,7 @@ impl<'k> Emit<'k> {
         }
         for ((name, &(b, _)), input) in f.params.iter().zip(&self.ins).zip(inputs) {
             let t = self.k.inputs[b].ty;
-            let v = l.temp(&name.to_string(), t, input);
+            let v = l.user_var(&name.to_string(), t, Some(input));
             l.bind(&name.to_string(), &v);
         }
         let dests: Vec<String> = self
@@ -855,6 +864,7 @@ impl<'k> Emit<'k> {
         src.push_str("#define MDH_MIN(a, b) ((a) < (b) ? (a) : (b))\n");
         let _ = writeln!(src, "#define SCAN_CHUNK {SCAN_CHUNK}");
         src.push_str(&int_div_helpers(self.d, &self.int_divs.borrow()));
+        src.push_str(&float_cast_helpers(self.d, &self.float_casts.borrow()));
         // MDH_SHFL: the lanes per run of PW work-items combined by shuffles,
         // the largest power of two that divides PW_ITEMS and a warp.
         match self.w.warp {
