@@ -91,18 +91,6 @@ fn unchecked_because<D: RawDevice>(k: &Checked, bench: &Bench<'_, D>) -> Option<
     crate::reference::interpreter_unfit(k, bench.desc, &bench.bound.extents)
 }
 
-/// The plan the macro runs without a config entry on this device: the
-/// analytical default ([`mdh::gpu::defaults`]).
-pub(crate) fn fitted_default(
-    desc: &KernelDesc,
-    bound: &Bound,
-    info: &KernelInfo,
-    device: &str,
-    lim: DeviceLimits,
-) -> GpuPlan {
-    mdh::gpu::defaults::default_plan(desc, bound, info, device, lim)
-}
-
 /// The GPU plan that the config in `out_dir` (the file the result is
 /// merged into) dispatches to for `backend` (`opencl` or `cuda`) on the
 /// device called `device` with limits `lim`, at `bound`'s sizes: the entry
@@ -203,7 +191,7 @@ pub fn tune<D: RawDevice>(
         target.checked_against = format!("the default plan's result ({why})");
     }
     eprintln!("results are checked against {}", target.checked_against);
-    let default = fitted_default(desc, &bound, info, dev.device_name(), lim);
+    let default = mdh::gpu::defaults::default_plan(desc, &bound, info, dev.device_name(), lim);
     let configured = configured_gpu_plan(
         k,
         &target.out_dir,
@@ -367,7 +355,7 @@ mod tests {
             gpu_entry_yaml(&k, backend, device, None, Some(sizes), p, &[])
         };
         let bound = bind_sizes(desc, &[1024, 1024]).unwrap();
-        let default = fitted_default(desc, &bound, info, h100, lim);
+        let default = mdh::gpu::defaults::default_plan(desc, &bound, info, h100, lim);
         dir.config(
             &k,
             &[
@@ -423,7 +411,7 @@ mod tests {
         };
         let k = mdh_core::fixtures::matvec();
         let mut bench = bench(&dev, &k, &[64, 64], Dialect::OpenCl).unwrap();
-        let plan = fitted_default(
+        let plan = mdh::gpu::defaults::default_plan(
             bench.desc,
             &bench.bound,
             bench.info,
@@ -462,7 +450,7 @@ mod tests {
         let machine = GpuModel::of(dev.device_name(), dev.compute());
         assert!(machine.units >= 1);
         let input_bytes = 4.0 * (256.0 * 256.0 + 256.0);
-        let default = fitted_default(
+        let default = mdh::gpu::defaults::default_plan(
             bench.desc,
             &bench.bound,
             bench.info,
