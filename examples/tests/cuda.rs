@@ -496,6 +496,47 @@ fn default_plans_in_sass() {
 
 /// The register-tiled plan with vectors under every layout of the shared
 /// tiles, executed on the CPU (see `gpu::matmul_vector_layouts`).
+/// bmatmul's few-rows default (lanes along k, B's tile in shared memory
+/// copied in vectors of 4) at the extents where PoCL 3.1 miscompiles its
+/// vector copy (`tests/opencl.rs`, `scalar_copies`): the plan itself is
+/// right, every access within the canaries.
+#[test]
+fn few_rows_vector_copies() {
+    if !nvrtc_and_compiler() {
+        return;
+    }
+    let desc = KernelDesc::from_kernel(&mdh::reference::kernel(bmatmul::SPEC).unwrap());
+    let plan = GpuPlan {
+        groups: vec![0; 4],
+        items: vec![1, 2, 2, 64],
+        tile: vec![1, 4, 4, 2048],
+        local: vec![false, true],
+        blocked: false,
+        vector: vec![4, 4],
+        transpose: vec![false, false],
+        pad: vec![0, 0],
+        stages: 1,
+        mma: Mma::Off,
+        warps: Vec::new(),
+    };
+    let mut rng = mdh_examples::check::Rng::new(gpu::seed("few rows vector copies"));
+    for k in [1, 2, 130] {
+        let sizes: Vec<usize> = desc
+            .size_params
+            .iter()
+            .map(|p| match p.as_ref() {
+                "NB" => 1,
+                "I" => 3,
+                "J" => 64,
+                _ => k,
+            })
+            .collect();
+        gpu::one_case(bmatmul::SPEC, &sizes, Some(&plan), &mut rng, &mut |plan, i, o, p, s| {
+            run_on_cpu(bmatmul::cuda::job, bmatmul::SPEC, plan, i, o, p, s)
+        });
+    }
+}
+
 #[test]
 fn matmul_vector_layouts_run_full_and_edge_tiles() {
     if !nvrtc_and_compiler() {

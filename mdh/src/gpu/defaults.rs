@@ -493,10 +493,7 @@ fn contraction(
                     .any(|a| a.buffer == b && a.uses.contains(&m))
             })
             .collect();
-        // Scalar copies: PoCL crashed (SIGSEGV in mdh_main) on the vector
-        // copies of bmatmul's B tile under this plan (NB 1, I 3, J 130,
-        // K 64); not yet understood, see the session note of 2026-11-27.
-        p.vector = vec![1; inputs];
+        p.vector = vec![4; inputs];
         if let Some(s) = split(p.clone(), kinds, ext, units, r, 1) {
             few.push(s);
         }
