@@ -488,8 +488,7 @@ pub fn f32_case(
     let mut out = Guarded::new(out_len, skew, f32::NAN);
     let r = kernel(&inputs, out.slice());
     // A store outside the output first: it may be what broke the values.
-    out.check()?;
-    let got = out.slice().to_vec();
+    let got = out.into_checked()?;
     let ins: Vec<Buffer> = inputs.into_iter().map(Buffer::from).collect();
     verify(
         spec,
@@ -503,35 +502,71 @@ pub fn f32_case(
     )
 }
 
-/// An output with [`Guarded::GUARDS`] guard elements on each side, which
-/// hold a pattern no kernel computes and are checked after the call: a
-/// store past either end (a streamed store of a whole vector, an index off
-/// by one) is a failure, not a silent write into a neighbour's memory.
-pub struct Guarded {
-    buf: Vec<f32>,
+/// An element type of a [`Guarded`] output: its guard value, a pattern
+/// that the kernels under test do not compute, compared bit for bit.
+pub trait Guard: Copy + std::fmt::Debug {
+    /// The guard value.
+    const PATTERN: Self;
+    /// Whether `self` is still the guard value, bit for bit.
+    fn is_guard(&self) -> bool;
+}
+
+macro_rules! guard_ints {
+    ($($t:ty),*) => {$(
+        impl Guard for $t {
+            // 0xA5 in every byte: no index, count or small value.
+            const PATTERN: $t = <$t>::from_ne_bytes([0xA5; std::mem::size_of::<$t>()]);
+            fn is_guard(&self) -> bool {
+                *self == Self::PATTERN
+            }
+        }
+    )*};
+}
+guard_ints!(i8, u8, i16, u16, i32, u32, i64, u64);
+
+impl Guard for f32 {
+    /// A NaN with a payload that no arithmetic produces (its quiet NaNs
+    /// carry the default payload or an operand's).
+    const PATTERN: f32 = f32::from_bits(0x7FE5_A5A5);
+    fn is_guard(&self) -> bool {
+        self.to_bits() == Self::PATTERN.to_bits()
+    }
+}
+
+impl Guard for f64 {
+    /// As for `f32`.
+    const PATTERN: f64 = f64::from_bits(0x7FFC_A5A5_A5A5_A5A5);
+    fn is_guard(&self) -> bool {
+        self.to_bits() == Self::PATTERN.to_bits()
+    }
+}
+
+/// An output with guard elements (64 bytes) on each side, which hold
+/// [`Guard::PATTERN`] and are checked after the call: a store past either
+/// end (a streamed store of a whole vector, an index off by one) is a
+/// failure, not a silent write into a neighbour's memory.
+pub struct Guarded<T> {
+    buf: Vec<T>,
     start: usize,
     len: usize,
 }
 
-impl Guarded {
-    /// Guard elements on each side: a 64-byte vector of `f32`.
-    pub const GUARDS: usize = 16;
-    /// A NaN with a payload that no arithmetic produces (its quiet NaNs
-    /// carry the default payload or an operand's).
-    const PATTERN: u32 = 0x7FE5_A5A5;
+impl<T: Guard> Guarded<T> {
+    /// Guard elements on each side: a 64-byte vector.
+    pub const GUARDS: usize = 64 / std::mem::size_of::<T>();
 
     /// `len` elements set to `init`, starting `skew` elements past a
     /// 64-byte boundary.
-    pub fn new(len: usize, skew: usize, init: f32) -> Guarded {
-        let guard = f32::from_bits(Self::PATTERN);
-        let mut buf = vec![guard; len + 3 * Self::GUARDS + skew];
-        let start = buf.as_ptr().align_offset(64) % Self::GUARDS + Self::GUARDS + skew;
+    pub fn new(len: usize, skew: usize, init: T) -> Guarded<T> {
+        let g = Self::GUARDS;
+        let mut buf = vec![T::PATTERN; len + 3 * g + skew];
+        let start = buf.as_ptr().align_offset(64) % g + g + skew;
         buf[start..start + len].fill(init);
         Guarded { buf, start, len }
     }
 
     /// The output itself.
-    pub fn slice(&mut self) -> &mut [f32] {
+    pub fn slice(&mut self) -> &mut [T] {
         &mut self.buf[self.start..self.start + self.len]
     }
 
@@ -539,10 +574,10 @@ impl Guarded {
     pub fn check(&self) -> Result<(), String> {
         let written: Vec<String> = (0..self.buf.len())
             .filter(|&i| i < self.start || i >= self.start + self.len)
-            .filter(|&i| self.buf[i].to_bits() != Self::PATTERN)
+            .filter(|&i| !self.buf[i].is_guard())
             .map(|i| {
                 let at = i as isize - self.start as isize;
-                format!("[{at}] = {}", self.buf[i])
+                format!("[{at}] = {:?}", self.buf[i])
             })
             .collect();
         if written.is_empty() {
@@ -554,6 +589,25 @@ impl Guarded {
             written.join(", ")
         ))
     }
+
+    /// The output, once [`check`](Self::check)ed.
+    pub fn into_checked(self) -> Result<Vec<T>, String> {
+        self.check()?;
+        Ok(self.buf[self.start..self.start + self.len].to_vec())
+    }
+}
+
+/// `kernel` run on a [`Guarded`] output of `len` elements set to `init`
+/// (starting 64-byte aligned or one element off, by `len`'s parity): its
+/// result and the output, or `Err` if it wrote outside the output.
+pub fn guarded<T: Guard, R>(
+    len: usize,
+    init: T,
+    kernel: impl FnOnce(&mut [T]) -> R,
+) -> Result<(R, Vec<T>), String> {
+    let mut out = Guarded::new(len, len % 2, init);
+    let r = kernel(out.slice());
+    Ok((r, out.into_checked()?))
 }
 
 /// Runs `$e` with `$v` bound to the vector inside a [`Buffer`].
@@ -644,10 +698,10 @@ mod tests {
             assert_eq!(g.check(), Ok(()));
             let (start, end) = (g.start, g.start + g.len);
             g.buf[end] = 2.0;
-            assert!(g.check().is_err_and(|e| e.contains("[5] = 2")));
-            g.buf[end] = f32::from_bits(Guarded::PATTERN);
+            assert!(g.check().is_err_and(|e| e.contains("[5] = 2.0")));
+            g.buf[end] = f32::PATTERN;
             g.buf[start - 1] = 3.0;
-            assert!(g.check().is_err_and(|e| e.contains("[-1] = 3")));
+            assert!(g.check().is_err_and(|e| e.contains("[-1] = 3.0")));
         }
     }
 

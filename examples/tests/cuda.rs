@@ -531,9 +531,13 @@ fn few_rows_vector_copies() {
                 _ => k,
             })
             .collect();
-        gpu::one_case(bmatmul::SPEC, &sizes, Some(&plan), &mut rng, &mut |plan, i, o, p, s| {
-            run_on_cpu(bmatmul::cuda::job, bmatmul::SPEC, plan, i, o, p, s)
-        });
+        gpu::one_case(
+            bmatmul::SPEC,
+            &sizes,
+            Some(&plan),
+            &mut rng,
+            &mut |plan, i, o, p, s| run_on_cpu(bmatmul::cuda::job, bmatmul::SPEC, plan, i, o, p, s),
+        );
     }
 }
 

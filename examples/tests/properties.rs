@@ -174,8 +174,7 @@ proptest! {
         let mut g = Rng::new(seed);
         let s = jacobi1d::Sizes { N: n };
         let v = g.f32s(n + 2);
-        let mut w = nan(n);
-        let r = jacobi1d::cpu(&v, &mut w, c0, c1, s);
+        let (r, w) = check::guarded(n, f32::NAN, |w| jacobi1d::cpu(&v, w, c0, c1, s)).map_err(TestCaseError::fail)?;
         verify(jacobi1d::SPEC, &s.values(), vec![v.into()], &[Value::F32(c0), Value::F32(c1)],
             vec![nan(n).into()], r, vec![w.into()], RTOL)?;
     }
@@ -215,8 +214,8 @@ proptest! {
             g.i32s(j, 0, 4), g.i32s(j, 0, 4), g.i32s(j, 0, 5),
         ];
         let sentinel = vec![0x5A5A_5A5Ai64; i];
-        let mut best = sentinel.clone();
-        let r = prl::cpu(&f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &mut best, s);
+        let (r, best) = check::guarded(i, 0x5A5A_5A5Ai64, |b| prl::cpu(&f[0], &f[1], &f[2], &f[3], &f[4], &f[5], b, s))
+            .map_err(TestCaseError::fail)?;
         // J = 0: an empty reduction with a user-defined operator is an error.
         prop_assert_eq!(r.is_err(), i > 0 && j == 0);
         if r.is_ok() {
@@ -239,8 +238,7 @@ proptest! {
         let s = histo::Sizes { E: e, B: b };
         let elems = g.u32s(e, b as u32 + 3);
         let bins: Vec<u32> = (0..b as u32).rev().collect();
-        let mut hist = vec![0xDEAD_BEEFu32; b];
-        let r = histo::cpu(&elems, &bins, &mut hist, s);
+        let (r, hist) = check::guarded(b, 0xDEAD_BEEFu32, |h| histo::cpu(&elems, &bins, h, s)).map_err(TestCaseError::fail)?;
         verify(histo::SPEC, &s.values(), vec![elems.into(), bins.into()], &[],
             vec![vec![0xDEAD_BEEFu32; b].into()], r, vec![hist.into()], 0.0)?;
     }
@@ -251,8 +249,7 @@ proptest! {
         let s = genhisto::Sizes { E: e, B: b };
         let (vals, keys) = (g.f32s(e), g.i32s(e, -2, b as i32 + 2));
         let bins: Vec<i32> = (0..b as i32).collect();
-        let mut hist = nan(b);
-        let r = genhisto::cpu(&vals, &keys, &bins, &mut hist, s);
+        let (r, hist) = check::guarded(b, f32::NAN, |h| genhisto::cpu(&vals, &keys, &bins, h, s)).map_err(TestCaseError::fail)?;
         // E = 0: an empty reduction with a user-defined operator is an error.
         prop_assert_eq!(r.is_err(), e == 0 && b > 0);
         verify(genhisto::SPEC, &s.values(), vec![vals.into(), keys.into(), bins.into()], &[],
@@ -339,8 +336,7 @@ proptest! {
         let mut g = Rng::new(seed);
         let s = absmax::Sizes { I: i, J: j };
         let x = g.i32s(i * j, -1000, 1000);
-        let mut m = vec![i32::MIN + 1; i];
-        let r = absmax::cpu(&x, &mut m, s);
+        let (r, m) = check::guarded(i, i32::MIN + 1, |m| absmax::cpu(&x, m, s)).map_err(TestCaseError::fail)?;
         // J = 0: an empty reduction with a user-defined operator is an error.
         prop_assert_eq!(r.is_err(), j == 0 && i > 0);
         verify(absmax::SPEC, &s.values(), vec![x.into()], &[],
@@ -359,8 +355,7 @@ proptest! {
         let mut g = Rng::new(seed);
         let s = map::Sizes { N: n };
         let (x, y) = (g.f32s_in(n, -1.0, 1.0), g.f32s_in(n, -1.0, 1.0));
-        let mut z = nan(n);
-        let r = map::cpu(&x, &y, &mut z, alpha, s);
+        let (r, z) = check::guarded(n, f32::NAN, |z| map::cpu(&x, &y, z, alpha, s)).map_err(TestCaseError::fail)?;
         verify(map::SPEC, &s.values(), vec![x.into(), y.into()], &[Value::F32(alpha)],
             vec![nan(n).into()], r, vec![z.into()], RTOL)?;
     }
@@ -377,8 +372,9 @@ proptest! {
         let mut g = Rng::new(seed);
         let s = reduce2::Sizes { N: n };
         let x = g.f32s(n);
-        let (mut sum, mut max) = (nan(1), nan(1));
-        let r = reduce2::cpu(&x, &mut sum, &mut max, s);
+        let (sum, max) = check::guarded(1, f32::NAN, |max| check::guarded(1, f32::NAN, |sum| reduce2::cpu(&x, sum, max, s)))
+            .map_err(TestCaseError::fail)?;
+        let (r, sum) = sum.map_err(TestCaseError::fail)?;
         verify(reduce2::SPEC, &s.values(), vec![x.into()], &[], vec![nan(1).into(), nan(1).into()], r,
             vec![sum.into(), max.into()], sum_rtol(n))?;
     }
@@ -400,8 +396,7 @@ proptest! {
     #[test]
     fn mandelbrot_matches(h in size0(31), w in size0(97), max_iter in 0u32..64) {
         let s = mandelbrot::Sizes { H: h, W: w };
-        let mut o = vec![0xDEAD_BEEFu32; h * w];
-        let r = mandelbrot::cpu(&mut o, max_iter, s);
+        let (r, o) = check::guarded(h * w, 0xDEAD_BEEFu32, |o| mandelbrot::cpu(o, max_iter, s)).map_err(TestCaseError::fail)?;
         verify(mandelbrot::SPEC, &s.values(), vec![], &[Value::U32(max_iter)],
             vec![vec![0xDEAD_BEEFu32; h * w].into()], r, vec![o.into()], 0.0)?;
     }
@@ -424,8 +419,11 @@ fn configured_plans_cut_for_more_threads_compute_the_same() {
                 .num_threads(threads)
                 .build()
                 .unwrap();
-            let mut c = nan(i * j);
-            pool.install(|| matmul::cpu(&a, &b, &mut c, s)).unwrap();
+            let (r, c) = check::guarded(i * j, f32::NAN, |c| {
+                pool.install(|| matmul::cpu(&a, &b, c, s))
+            })
+            .unwrap();
+            r.unwrap();
             c
         };
         let as_set = run(2);
@@ -721,8 +719,9 @@ fn empty_index_spaces() {
 fn long_scans_match_plain_loops() {
     for n in [16_384, 65_537, 1 << 20] {
         let x = Rng::new(n as u64).f32s(n);
-        let mut y = nan(n);
-        scan::cpu(&x, &mut y, scan::Sizes { N: n }).unwrap();
+        let (r, y) =
+            check::guarded(n, f32::NAN, |y| scan::cpu(&x, y, scan::Sizes { N: n })).unwrap();
+        r.unwrap();
         let mut acc = 0.0f64;
         let want: Vec<f64> = x
             .iter()
@@ -735,8 +734,11 @@ fn long_scans_match_plain_loops() {
     }
     let (i, j) = (3001, 67);
     let a = Rng::new(5).f32s(i * j);
-    let mut o = nan(i);
-    mbbs::cpu(&a, &mut o, mbbs::Sizes { I: i, J: j }).unwrap();
+    let (r, o) = check::guarded(i, f32::NAN, |o| {
+        mbbs::cpu(&a, o, mbbs::Sizes { I: i, J: j })
+    })
+    .unwrap();
+    r.unwrap();
     let mut acc = 0.0f64;
     let want: Vec<f64> = a
         .chunks(j)

@@ -561,8 +561,7 @@ fn jacobi1d() {
         let exact = g.below(2) == 0;
         let (c0, c1) = (g.unit() * 4.0 - 2.0, g.unit() * 4.0 - 2.0);
         let x = g.f32s_or_ints(s.N + 2, exact);
-        let mut w = nan(s.N);
-        let r = jacobi1d::cpu(&x, &mut w, c0, c1, s);
+        let (r, w) = check::guarded(s.N, f32::NAN, |w| jacobi1d::cpu(&x, w, c0, c1, s))?;
         verify(
             jacobi1d::SPEC,
             v,
@@ -621,8 +620,9 @@ fn prl() {
             g.i32s(s.J, 0, 5),
         ];
         let sentinel = vec![0x5A5A_5A5Ai64; s.I];
-        let mut best = sentinel.clone();
-        let r = prl::cpu(&x[0], &x[1], &x[2], &x[3], &x[4], &x[5], &mut best, s);
+        let (r, best) = check::guarded(s.I, 0x5A5A_5A5Ai64, |b| {
+            prl::cpu(&x[0], &x[1], &x[2], &x[3], &x[4], &x[5], b, s)
+        })?;
         let ins: Vec<Buffer> = x.into_iter().map(Buffer::from).collect();
         verify(
             prl::SPEC,
@@ -651,8 +651,7 @@ fn histo() {
         let s = sizes!(histo, v; E, B);
         let elems = g.u32s(s.E, (s.B + 3) as u32);
         let bins: Vec<u32> = (0..s.B as u32).rev().collect();
-        let mut hist = vec![0xDEAD_BEEFu32; s.B];
-        let r = histo::cpu(&elems, &bins, &mut hist, s);
+        let (r, hist) = check::guarded(s.B, 0xDEAD_BEEFu32, |h| histo::cpu(&elems, &bins, h, s))?;
         verify(
             histo::SPEC,
             v,
@@ -684,8 +683,7 @@ fn map() {
         let exact = g.below(2) == 0;
         let alpha = g.unit() * 8.0 - 4.0;
         let (x, y) = (g.f32s_or_ints(s.N, exact), g.f32s_or_ints(s.N, exact));
-        let mut z = nan(s.N);
-        let r = map::cpu(&x, &y, &mut z, alpha, s);
+        let (r, z) = check::guarded(s.N, f32::NAN, |z| map::cpu(&x, &y, z, alpha, s))?;
         verify(
             map::SPEC,
             v,
@@ -737,8 +735,10 @@ fn reduce2() {
         let s = sizes!(reduce2, v; N);
         let exact = g.below(2) == 0;
         let x = g.f32s_or_ints(s.N, exact);
-        let (mut sum, mut max) = (nan(1), nan(1));
-        let r = reduce2::cpu(&x, &mut sum, &mut max, s);
+        let (sum, max) = check::guarded(1, f32::NAN, |max| {
+            check::guarded(1, f32::NAN, |sum| reduce2::cpu(&x, sum, max, s))
+        })?;
+        let (r, sum) = sum?;
         verify(
             reduce2::SPEC,
             v,
@@ -817,8 +817,7 @@ fn mandelbrot() {
         let s = sizes!(mandelbrot, v; H, W);
         let max_iter = g.below(64) as u32;
         let n = s.H * s.W;
-        let mut o = vec![0xDEAD_BEEFu32; n];
-        let r = mandelbrot::cpu(&mut o, max_iter, s);
+        let (r, o) = check::guarded(n, 0xDEAD_BEEFu32, |o| mandelbrot::cpu(o, max_iter, s))?;
         verify(
             mandelbrot::SPEC,
             v,
