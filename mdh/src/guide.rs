@@ -52,3 +52,8 @@ pub mod troubleshooting {}
 
 #[doc = include_str!("../../docs/guide/10-testing.md")]
 pub mod testing {}
+
+/// The README's example is a doc test too (only when collecting doc tests).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct Readme;
