@@ -350,7 +350,7 @@ fn opt(x: Option<f64>, prec: usize) -> String {
     x.map_or(String::new(), |v| format!("{v:.prec$}"))
 }
 
-/// A Markdown table (readable in a terminal, pasteable into the README),
+/// A Markdown table (readable in a terminal, pasteable into mdh-bench/README.md),
 /// under the roofs of the machine.
 fn table(rows: &[Row], roofs: &[roof::Roof], machine: &str) -> String {
     let mut s = String::new();

@@ -668,7 +668,7 @@ pub fn entries(k: &Checked, path: &Path, text: &str) -> Result<Entries, ConfigEr
                     return Err(located(path, g, "a `cpu` entry takes a `cpu:` plan, not `gpu:`; rename the key or change `backend:` to `opencl` or `cuda`"));
                 }
                 if let Some(a) = &e.arch {
-                    return Err(located(path, a, "`arch:` names a CUDA architecture; a `cpu` entry is described by `machine:` (see the README, \"How entries are chosen\"): remove `arch:`"));
+                    return Err(located(path, a, "`arch:` names a CUDA architecture; a `cpu` entry is described by `machine:` (see docs/guide/02-configs.md, \"How entries are chosen\"): remove `arch:`"));
                 }
                 let exact = e.cpu.as_ref().and_then(|c| c.value.exact.as_ref());
                 if let (Some(x), None) = (exact.filter(|x| x.value), &sizes) {

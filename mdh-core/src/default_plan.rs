@@ -314,7 +314,7 @@ impl CpuPlan {
                     // ms against 5.1–5.9 with 6 rows along e × 4 vectors,
                     // and 9.1 against 19.5 ms with the SIMD dimension at 64
                     // (as a config entry; in a kernel whose only plan it is,
-                    // 3.1–4.2 ms at 16⁷: see the README).
+                    // 3.1–4.2 ms at 16⁷ then; see CHANGELOG.md, 2026-11-26).
                     Some(c) => {
                         let side = (acc / outputs).isqrt().clamp(1, 4);
                         reg[s] = lanes;

@@ -3,7 +3,7 @@
 //! magnitude slower (matmul 512³: 1000× unoptimized, 90× even at
 //! opt-level 3, where the standard library's checks of unchecked reads and
 //! pointer offsets, on with debug assertions, run in its hot loops; see the
-//! README's first example), and nothing else would tell the user why.
+//! guide's first chapter, "Debug builds"), and nothing else would tell the user why.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

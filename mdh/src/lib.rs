@@ -41,6 +41,8 @@ mod bind_cache;
 pub mod cpu;
 mod debug_build;
 pub mod gpu;
+#[cfg(any(doc, doctest))]
+pub mod guide;
 pub mod machine;
 mod parallel;
 pub mod search;

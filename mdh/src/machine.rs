@@ -4,7 +4,7 @@
 //! distinct call (the bind cache keeps the answer), so the ranking lives
 //! here once instead of in every kernel.
 //!
-//! Ranking (README, "How entries are chosen"): an entry tuned on this
+//! Ranking (docs/guide/02-configs.md, "How entries are chosen"): an entry tuned on this
 //! machine (its `machine:` equals this one's description), then one tuned
 //! on the nearest machine of the same instruction set
 //! ([`Machine::distance`]), then entries for any machine (`device: "*"`

@@ -760,7 +760,7 @@ pub fn matmul_sizes(i: usize, j: usize, k: usize) -> Vec<usize> {
 }
 
 /// The relative error that tensor cores add to a contraction of terms of
-/// one sign (README, "Tensor cores"): TF32 rounds each operand to within
+/// one sign (docs/guide/06-cuda.md, "Tensor cores"): TF32 rounds each operand to within
 /// 2^-11, so each product and the sum to within 2^-10; 3xTF32 drops the
 /// product of the remainders and rounds them (3 · 2^-22, bounded by 2^-20).
 #[allow(dead_code)] // tests/opencl.rs shares this module but has no tensor cores

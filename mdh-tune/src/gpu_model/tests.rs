@@ -478,7 +478,7 @@ fn h100_cases() -> Vec<Case> {
 /// The calibration against the H100 (the tuner's measured device times in
 /// the provenance of `configs/`): every bound below its measurement, every
 /// prediction within [`CALIBRATION_FACTOR`] of it and their geometric mean
-/// error within [`MEAN_FACTOR`]. Prints the table the README shows.
+/// error within [`MEAN_FACTOR`]. Prints the table docs/guide/06-cuda.md shows.
 #[test]
 fn calibrated_against_the_h100_measurements() {
     let cases = h100_cases();
@@ -579,7 +579,7 @@ fn sm90_registers(
 /// H200 in `configs/` (tensor-core entries are another precision, which
 /// a default never picks): at the entry's sizes, on the entry's device
 /// row, the model predicts the default within [`DEFAULT_FACTOR`] of the
-/// entry. Prints the table the README shows.
+/// entry. Prints the table docs/guide/02-configs.md shows.
 #[test]
 fn the_analytical_default_is_near_the_tuned_entries() {
     use mdh_core::codegen::c_expr::Dialect;

@@ -127,7 +127,7 @@ pub fn explain_choice(
         None => format!(
             "the analytical default plan: no entry for this device, its architecture or any \
              device is valid here and fits it (MDH_AUTOTUNE=1 tunes this call on the device: \
-             README, \"Run-time tuning on the user's GPU\"); {}",
+             docs/guide/03-tuning.md, \"Run-time tuning on the user's GPU\"); {}",
             defaults::explain(desc, bound, info, device, lim)
         ),
         Some((i, m)) => {

@@ -33,7 +33,7 @@
 //!   element of each tile;
 //! - issue slots: the FMA, the loads and the other instructions
 //!   ([`OTHER_BASE`] + [`OTHER_PER_STEP`] / private kept points: fitted to
-//!   the SASS of matmul's reference plans, see the README) at `issue`
+//!   the SASS of matmul's reference plans, see docs/guide/06-cuda.md) at `issue`
 //!   per cycle;
 //! - the block's time is the largest of these; a unit runs
 //!   [`occupancy`] blocks at once (threads, registers and shared memory,
@@ -121,8 +121,8 @@ pub struct GpuModel {
 
 /// NVIDIA's published figures (boost clock; sustained bandwidths about
 /// 90 % of DRAM peak and the L2 bandwidth microbenchmarks report); the
-/// launch time and `warps_to_hide` are calibrated on the H100 (README,
-/// "On a CUDA GPU").
+/// launch time and `warps_to_hide` are calibrated on the H100 (docs/guide/06-cuda.md,
+/// "The throughput model").
 const H100_SXM: GpuModel = GpuModel {
     name: "H100 SXM",
     units: 132,

@@ -93,7 +93,7 @@ impl<'k> Gen<'k> {
         // (a branch per vector kept the stream writer's state live in the
         // loop: jacobi3d 3.4-4.0 ms instead of 3.0-3.1 on the 2-core AMD
         // EPYC, in builds compared across files, whose placement alone
-        // moves jacobi3d by up to 1.5× there: README, EPYC tables).
+        // moves jacobi3d by up to 1.5× there: mdh-bench/README.md, EPYC tables).
         // Accumulated results branch per vector, at their one store after
         // the reduction.
         let reg_loops = if plan.stream && self.direct() {
