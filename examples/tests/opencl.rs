@@ -68,8 +68,10 @@ macro_rules! opencl_tests {
             fn $name() {
                 let Some(dev) = device() else { return };
                 let max_items = dev.max_work_group_size().min(256);
+                // The random plans with guards around the outputs on the
+                // device; the other cases through the generated `run_dyn`.
                 gpu::family($name::SPEC, CASES, $budget, gpu::seed(stringify!($name)), max_items,
-                    |plan, i, o, p, s| $name::opencl::run_dyn(dev, plan, i, o, p, s));
+                    |plan, i, o, p, s| gpu::opencl_guarded::run(dev, $name::opencl::job, $name::SPEC, plan, i, o, p, s));
                 gpu::warp_cases($name::SPEC, WARP_CASES, $budget, gpu::seed(stringify!($name)), max_items,
                     &mut |plan, i, o, p, s| $name::opencl::run_dyn(dev, plan, i, o, p, s));
                 let kernel = mdh::reference::kernel($name::SPEC).unwrap();
@@ -319,4 +321,61 @@ fn local_mem_at_least(dev: &mdh::opencl::Device, bytes: u64) -> bool {
         );
     }
     has >= bytes
+}
+
+/// The guards of `gpu::opencl_guarded` see a store past an output: map's
+/// job with every store of its output moved one element on fails, naming
+/// the guard bytes it wrote.
+#[test]
+fn guards_see_a_store_past_an_output() {
+    let Some(dev) = device() else { return };
+    fn shifted(
+        bound: &mdh_core::desc::Bound,
+        plan: Option<&mdh::__rt::GpuPlan>,
+        name: &str,
+        limits: mdh::gpu::DeviceLimits,
+    ) -> Result<Option<mdh::gpu::Job>, mdh::Error> {
+        let mut job = map::opencl::job(bound, plan, name, limits)?;
+        if let Some(j) = job.as_mut() {
+            assert!(j.source.contains("out0[OUT0_0_BASE + "), "{}", j.source);
+            j.source = j
+                .source
+                .replace("out0[OUT0_0_BASE + ", "out0[1 + OUT0_0_BASE + ");
+        }
+        Ok(job)
+    }
+    let n = 1000;
+    let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let inputs = [x.clone().into(), x.into()];
+    let mut outputs = [vec![0.0f32; n].into()];
+    let params = [mdh::reference::Value::F32(2.0)];
+    let e = gpu::opencl_guarded::run(
+        dev,
+        shifted,
+        map::SPEC,
+        None,
+        &inputs,
+        &mut outputs,
+        &params,
+        &[n],
+    )
+    .expect_err("a store past the output is seen");
+    assert!(
+        e.to_string().contains(
+            "wrote outside output #0 (4000 bytes), at byte offsets [4000, 4001, 4002, 4003]"
+        ),
+        "{e}"
+    );
+    // The same job unshifted passes.
+    gpu::opencl_guarded::run(
+        dev,
+        map::opencl::job,
+        map::SPEC,
+        None,
+        &inputs,
+        &mut outputs,
+        &params,
+        &[n],
+    )
+    .unwrap();
 }

@@ -8,6 +8,8 @@
 // the other tests that share this module do not.
 #[allow(dead_code)]
 pub mod cuda_cpu;
+#[allow(dead_code)] // tests/cuda.rs shares this module but not OpenCL
+pub mod opencl_guarded;
 
 use mdh::reference::{Buffer, Value};
 use mdh::Error;
