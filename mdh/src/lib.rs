@@ -34,18 +34,118 @@
 //! The runtime depends on `mdh-rt` only; the compiler (`mdh-core`) runs in the
 //! macro, and enters a user's binary only with the `reference` feature.
 
+/// What `NAME::opencl::tune` / `NAME::cuda::tune` (run-time tuning) found
+/// and kept.
+///
+/// ```no_run
+/// # #[cfg(feature = "opencl")] {
+/// mdh::mdh! {
+///     pub kernel dot {
+///         inp(x: f32[N], y: f32[N]),
+///         out(s: f32[]),
+///         out_view(s: |i| ()),
+///         md_hom[N](|a, b| a * b, (PW(+))),
+///         inp_view(x: |i| (i), y: |i| (i)),
+///     }
+/// }
+/// let dev = mdh::opencl::Device::first()?;
+/// let sizes = dot::Sizes { N: 1 << 20 };
+/// let report = dot::opencl::tune(&dev, sizes, std::time::Duration::from_secs(10))?;
+/// println!("{:.3} ms → {:.3} ms ({}), kept in {}",
+///     report.before_s * 1e3, report.best_s * 1e3, report.why, report.file.display());
+/// # }
+/// # Ok::<(), mdh::Error>(())
+/// ```
+pub use gpu::TuneReport;
+/// Expands a kernel into a module `NAME` with `Sizes`, `cpu`, `SPEC` and,
+/// with the features, `opencl`, `cuda` and `mpi` (the syntax: the guide's
+/// chapter on kernels).
+///
+/// ```
+/// mdh::mdh! {
+///     /// Jacobi 1D: a three-point stencil.
+///     pub kernel jacobi1d {
+///         inp(x: f32[N + 2]),
+///         out(y: f32[N]),
+///         out_view(y: |i| (i)),
+///         md_hom[N](|a, b, c| (a + b + c) / 3.0, (CC)),
+///         inp_view(x: [|i| (i), |i| (i + 1), |i| (i + 2)]),
+///     }
+/// }
+/// let x = [3.0f32, 6.0, 9.0, 12.0];
+/// let mut y = [0.0f32; 2];
+/// jacobi1d::cpu(&x, &mut y, jacobi1d::Sizes { N: 2 })?;
+/// assert_eq!(y, [6.0, 9.0]);
+/// # Ok::<(), mdh::Error>(())
+/// ```
 pub use mdh_macros::mdh;
+/// How a kernel runs on a GPU: the plan of a config entry (`configs/NAME.yaml`),
+/// of the analytical default, or one given to `NAME::opencl::run_with`.
+///
+/// ```
+/// // matvec (dimensions i, k; inputs M, v): 16 rows per work-group, 64
+/// // work-items along k each summing a strided part of its rows, v's
+/// // tiles in local memory, loaded as vectors of 4.
+/// let plan = mdh::GpuPlan {
+///     groups: vec![0, 1],
+///     items: vec![16, 64],
+///     tile: vec![16, 1024],
+///     local: vec![false, true],
+///     blocked: false,
+///     vector: vec![4, 4],
+///     transpose: vec![false, false],
+///     pad: vec![0, 0],
+///     stages: 1,
+///     mma: mdh::Mma::Off,
+///     warps: vec![],
+/// };
+/// assert_eq!(plan.items.iter().product::<usize>(), 1024);
+/// ```
+pub use mdh_rt::gpu_plan::GpuPlan;
+/// Tensor cores in a [`GpuPlan`] (CUDA, sm_80 and later): `Off`, TF32 or
+/// 3×TF32 (FP32 accuracy from three TF32 products).
+///
+/// ```
+/// assert_eq!(mdh::Mma::default(), mdh::Mma::Off);
+/// assert_eq!(mdh::Mma::ALL.len(), 3);
+/// ```
+pub use mdh_rt::gpu_plan::Mma;
+/// A kernel's run-time failure: every generated function returns
+/// `Result<(), mdh::Error>` and never panics on bad arguments.
+///
+/// ```
+/// mdh::mdh! {
+///     pub kernel scale {
+///         inp(x: f32[N]),
+///         out(y: f32[N]),
+///         out_view(y: |i| (i)),
+///         md_hom[N](|a| 2.0 * a, (CC)),
+///         inp_view(x: |i| (i)),
+///     }
+/// }
+/// let mut y = vec![0.0f32; 3];
+/// // `x` is shorter than N says.
+/// let e = scale::cpu(&[1.0, 2.0], &mut y, scale::Sizes { N: 3 }).unwrap_err();
+/// assert!(matches!(e, mdh::Error::BufferLength { .. }), "{e}");
+/// ```
 pub use mdh_rt::Error;
 
+// The runtime's parts below are public for the workspace's tuner, benches
+// and tests, not for users: hidden from the docs, no stability promise.
 mod bind_cache;
+#[doc(hidden)]
 pub mod cpu;
 mod debug_build;
+#[doc(hidden)]
 pub mod gpu;
 #[cfg(any(doc, doctest))]
 pub mod guide;
+#[doc(hidden)]
 pub mod machine;
 mod parallel;
+#[doc(hidden)]
 pub mod search;
+#[doc(hidden)]
 pub mod simd;
 mod stream;
 
@@ -56,7 +156,51 @@ pub mod mpi;
 /// `NAME::opencl::{run, launch}` take.
 #[cfg(feature = "opencl")]
 pub mod opencl {
-    pub use mdh_gpu::opencl::{Buffer, Device, Launch, Program};
+    /// A buffer in an OpenCL device's memory: what `NAME::opencl::launch`
+    /// takes, so that data stays on the device between calls.
+    ///
+    /// ```no_run
+    /// mdh::mdh! {
+    ///     pub kernel dot {
+    ///         inp(x: f32[N], y: f32[N]),
+    ///         out(s: f32[]),
+    ///         out_view(s: |i| ()),
+    ///         md_hom[N](|a, b| a * b, (PW(+))),
+    ///         inp_view(x: |i| (i), y: |i| (i)),
+    ///     }
+    /// }
+    /// let dev = mdh::opencl::Device::first()?;
+    /// let x: mdh::opencl::Buffer<f32> = dev.buffer_from(&vec![1.0f32; 1000])?;
+    /// let mut s = dev.buffer::<f32>(1)?;
+    /// dot::opencl::launch(&dev, &x, &x, &mut s, dot::Sizes { N: 1000 })?;
+    /// let mut host = [0.0f32];
+    /// dev.read(&s, &mut host)?;
+    /// # Ok::<(), mdh::Error>(())
+    /// ```
+    pub use mdh_gpu::opencl::Buffer;
+    /// An OpenCL device: what `NAME::opencl::run` runs on. Without an
+    /// OpenCL library or device, [`Device::first`] is an `Err`.
+    ///
+    /// ```no_run
+    /// mdh::mdh! {
+    ///     pub kernel dot {
+    ///         inp(x: f32[N], y: f32[N]),
+    ///         out(s: f32[]),
+    ///         out_view(s: |i| ()),
+    ///         md_hom[N](|a, b| a * b, (PW(+))),
+    ///         inp_view(x: |i| (i), y: |i| (i)),
+    ///     }
+    /// }
+    /// let dev = mdh::opencl::Device::first()?;
+    /// let (x, y) = (vec![1.0f32; 1000], vec![2.0f32; 1000]);
+    /// let mut s = [0.0f32];
+    /// dot::opencl::run(&dev, &x, &y, &mut s, dot::Sizes { N: 1000 })?;
+    /// assert_eq!(s[0], 2000.0);
+    /// # Ok::<(), mdh::Error>(())
+    /// ```
+    pub use mdh_gpu::opencl::Device;
+    #[doc(hidden)]
+    pub use mdh_gpu::opencl::{Launch, Program};
 }
 
 /// CUDA devices (the `cuda` feature): what generated `NAME::cuda::{run,
@@ -64,10 +208,64 @@ pub mod opencl {
 #[cfg(feature = "cuda")]
 pub mod cuda {
     pub use mdh_gpu::cuda::cudarc;
-    pub use mdh_gpu::cuda::cudarc::driver::{CudaSlice, CudaStream};
+    /// A buffer in a CUDA device's memory (cudarc's): what
+    /// `NAME::cuda::launch` takes, so that data stays on the device.
+    ///
+    /// ```no_run
+    /// mdh::mdh! {
+    ///     pub kernel dot {
+    ///         inp(x: f32[N], y: f32[N]),
+    ///         out(s: f32[]),
+    ///         out_view(s: |i| ()),
+    ///         md_hom[N](|a, b| a * b, (PW(+))),
+    ///         inp_view(x: |i| (i), y: |i| (i)),
+    ///     }
+    /// }
+    /// let dev = mdh::cuda::Device::first()?;
+    /// let x: mdh::cuda::CudaSlice<f32> = dev.buffer_from(&vec![1.0f32; 1000])?;
+    /// let mut s = dev.buffer::<f32>(1)?;
+    /// dot::cuda::launch(&dev, &x, &x, &mut s, dot::Sizes { N: 1000 })?;
+    /// let mut host = [0.0f32];
+    /// dev.read(&s, &mut host)?;
+    /// # Ok::<(), mdh::Error>(())
+    /// ```
+    pub use mdh_gpu::cuda::cudarc::driver::CudaSlice;
+    /// A CUDA stream (cudarc's): [`Device::on_stream`] gives a handle
+    /// whose calls run on it, so that calls on several streams overlap.
+    ///
+    /// ```no_run
+    /// let dev = mdh::cuda::Device::first()?;
+    /// let stream: std::sync::Arc<mdh::cuda::CudaStream> =
+    ///     dev.context().new_stream().map_err(|e| mdh::Error::Backend(e.to_string()))?;
+    /// let on_it = dev.on_stream(stream)?;
+    /// # Ok::<(), mdh::Error>(())
+    /// ```
+    pub use mdh_gpu::cuda::cudarc::driver::CudaStream;
+    /// A CUDA device: what `NAME::cuda::run` runs on. Without a driver or
+    /// NVRTC, [`Device::first`] is an `Err`.
+    ///
+    /// ```no_run
+    /// mdh::mdh! {
+    ///     pub kernel dot {
+    ///         inp(x: f32[N], y: f32[N]),
+    ///         out(s: f32[]),
+    ///         out_view(s: |i| ()),
+    ///         md_hom[N](|a, b| a * b, (PW(+))),
+    ///         inp_view(x: |i| (i), y: |i| (i)),
+    ///     }
+    /// }
+    /// let dev = mdh::cuda::Device::first()?;
+    /// let (x, y) = (vec![1.0f32; 1000], vec![2.0f32; 1000]);
+    /// let mut s = [0.0f32];
+    /// dot::cuda::run(&dev, &x, &y, &mut s, dot::Sizes { N: 1000 })?;
+    /// assert_eq!(s[0], 2000.0);
+    /// # Ok::<(), mdh::Error>(())
+    /// ```
+    pub use mdh_gpu::cuda::Device;
+    // NVRTC and the modules' resources: for the tests and the tuner.
+    #[doc(hidden)]
     pub use mdh_gpu::cuda::{
-        nvrtc_available, nvrtc_compile, nvrtc_resources, Compiled, Device, Kernel, KernelResources,
-        Module,
+        nvrtc_available, nvrtc_compile, nvrtc_resources, Compiled, Kernel, KernelResources, Module,
     };
 }
 
@@ -124,12 +322,60 @@ macro_rules! __if_mpi {
 /// compare generated kernels with it. Its values and buffers (what generated
 /// `NAME::opencl::run` / `NAME::cuda::run` take) are here without the feature.
 pub mod reference {
-    pub use mdh_rt::value::{Buffer, Value};
+    /// A host buffer of any element type: what the interpreter and the
+    /// generated `run_dyn` functions take.
+    ///
+    /// ```
+    /// use mdh::reference::Buffer;
+    /// let b: Buffer = vec![1.0f32, 2.0].into();
+    /// assert_eq!(b.len(), 2);
+    /// ```
+    pub use mdh_rt::value::Buffer;
+    /// A scalar of any type: a kernel's param for the interpreter.
+    ///
+    /// ```
+    /// use mdh::reference::Value;
+    /// let alpha = Value::F32(0.5);
+    /// assert_eq!(alpha, Value::F32(0.5));
+    /// ```
+    pub use mdh_rt::value::Value;
 
+    /// Runs a kernel (see [`kernel`]) on host buffers: `sizes` in the
+    /// order of the kernel's `Sizes`, inputs, outputs and params in
+    /// declaration order.
+    ///
+    /// ```
+    /// mdh::mdh! {
+    ///     pub kernel dot {
+    ///         inp(x: f32[N], y: f32[N]),
+    ///         out(s: f32[]),
+    ///         out_view(s: |i| ()),
+    ///         md_hom[N](|a, b| a * b, (PW(+))),
+    ///         inp_view(x: |i| (i), y: |i| (i)),
+    ///     }
+    /// }
+    /// use mdh::reference::Buffer;
+    /// let k = mdh::reference::kernel(dot::SPEC)?;
+    /// let inputs: [Buffer; 2] = [vec![1.0f32, 2.0].into(), vec![3.0f32, 4.0].into()];
+    /// let mut outputs: [Buffer; 1] = [vec![0.0f32].into()];
+    /// mdh::reference::run(&k, &[2], &inputs, &mut outputs, &[])?;
+    /// assert_eq!(outputs[0], Buffer::from(vec![11.0f32]));
+    /// # Ok::<(), mdh::Error>(())
+    /// ```
     #[cfg(feature = "reference")]
     pub use mdh_core::interp::run;
 
-    /// Parses and checks a kernel's source (a generated module's `SPEC`).
+    /// Parses and checks a kernel's source (a generated module's `SPEC`):
+    /// what [`run`] takes.
+    ///
+    /// ```
+    /// let k = mdh::reference::kernel(
+    ///     "kernel copy { inp(x: f32[N]), out(y: f32[N]), out_view(y: |i| (i)), \
+    ///      md_hom[N](|a| a, (CC)), inp_view(x: |i| (i)) }",
+    /// )?;
+    /// assert_eq!(k.size_params.len(), 1);
+    /// # Ok::<(), mdh::Error>(())
+    /// ```
     #[cfg(feature = "reference")]
     pub fn kernel(spec: &str) -> Result<mdh_core::Checked, crate::Error> {
         mdh_core::compile_str(spec)
@@ -138,6 +384,7 @@ pub mod reference {
     /// The `KernelInfo` the generated wrappers hold as constants, for a
     /// kernel known at run time (leaked: the tuner and tests make a few).
     #[cfg(feature = "reference")]
+    #[doc(hidden)]
     pub fn kernel_info(
         k: &mdh_core::Checked,
         dialect: mdh_core::codegen::c_expr::Dialect,

@@ -385,7 +385,7 @@ fn host_fns(k: &Checked) -> TokenStream {
             __dev: &Device,
             __sizes: super::Sizes,
             __budget: ::core::time::Duration,
-        ) -> ::core::result::Result<::mdh::gpu::TuneReport, ::mdh::Error> {
+        ) -> ::core::result::Result<::mdh::TuneReport, ::mdh::Error> {
             ::mdh::__rt::gpu::tune(__dev, &INFO, super::desc(), &__entries(), &__sizes.values(), __budget)
         }
 

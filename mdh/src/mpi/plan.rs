@@ -9,7 +9,27 @@ use mdh_rt::Error;
 /// A half-open range per dimension (of the index space or of a buffer).
 pub type Ranges = Vec<(usize, usize)>;
 
-/// The NOD plan of one call on one rank.
+/// The NOD plan of one call on one rank: `NAME::mpi::plan` (the
+/// configured or default parts) or `NAME::mpi::plan_with` (given parts).
+///
+/// ```no_run
+/// mdh::mdh! {
+///     pub kernel matvec {
+///         inp(M: f32[I, K], v: f32[K]),
+///         out(w: f32[I]),
+///         out_view(w: |i, k| (i)),
+///         md_hom[I, K](|m, x| m * x, (CC, PW(+))),
+///         inp_view(M: |i, k| (i, k), v: |i, k| (k)),
+///     }
+/// }
+/// use mdh::mpi::Communicator as _;
+/// let universe = mdh::mpi::initialize().ok_or("MPI is already initialized")?;
+/// let world = universe.world();
+/// // All ranks along I: each computes some rows of w.
+/// let plan = matvec::mpi::plan_with(&world, &[world.size() as usize, 1], matvec::Sizes { I: 512, K: 4096 })?;
+/// println!("rank {} computes rows {:?}", plan.rank, plan.output_part(0));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
     /// Parts per md_hom dimension (their product is the number of ranks).
