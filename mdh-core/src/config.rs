@@ -79,7 +79,7 @@ use serde_saphyr::{Location, Spanned};
 
 use crate::analysis::Checked;
 use crate::desc::KernelDesc;
-use crate::gpu_plan::{cuda_arch_number, GpuPlan, Mma};
+use crate::gpu_plan::{cuda_arch_number, GpuPlan, Mma, PlanValue};
 use crate::plan::CpuPlan;
 
 #[derive(Debug, Deserialize)]
@@ -177,84 +177,85 @@ impl CpuConfig {
     }
 }
 
-/// The GPU plan as written in YAML; missing fields come from the default.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GpuConfig {
-    #[serde(default)]
-    pub groups: Option<Spanned<Vec<usize>>>,
-    #[serde(default)]
-    pub items: Option<Spanned<Vec<usize>>>,
-    #[serde(default)]
-    pub tile: Option<Spanned<Vec<usize>>>,
-    #[serde(default)]
-    pub local: Option<Spanned<Vec<bool>>>,
-    #[serde(default)]
-    pub blocked: Option<Spanned<bool>>,
-    #[serde(default)]
-    pub vector: Option<Spanned<Vec<usize>>>,
-    #[serde(default)]
-    pub transpose: Option<Spanned<Vec<bool>>>,
-    #[serde(default)]
-    pub pad: Option<Spanned<Vec<usize>>>,
-    #[serde(default)]
-    pub stages: Option<Spanned<usize>>,
-    /// `off`, `tf32` or `3xtf32` (CUDA only).
-    #[serde(default)]
-    pub mma: Option<Spanned<String>>,
-    #[serde(default)]
-    pub warps: Option<Spanned<Vec<usize>>>,
+/// How a config holds a GPU plan field, and reads its value from there.
+pub trait YamlField: Sized {
+    /// The field as YAML holds it.
+    type Yaml;
+
+    /// The value, or why the YAML holds none.
+    fn read(yaml: &Self::Yaml) -> Result<Self, String>;
 }
 
-impl GpuConfig {
-    /// The plan: the set fields over `plan`.
-    fn apply(&self, plan: &mut GpuPlan) {
-        for (dst, src) in [
-            (&mut plan.groups, &self.groups),
-            (&mut plan.items, &self.items),
-            (&mut plan.tile, &self.tile),
-            (&mut plan.vector, &self.vector),
-            (&mut plan.pad, &self.pad),
-            (&mut plan.warps, &self.warps),
-        ] {
-            if let Some(v) = src {
-                dst.clone_from(&v.value);
-            }
-        }
-        for (dst, src) in [
-            (&mut plan.local, &self.local),
-            (&mut plan.transpose, &self.transpose),
-        ] {
-            if let Some(v) = src {
-                dst.clone_from(&v.value);
-            }
-        }
-        if let Some(v) = &self.blocked {
-            plan.blocked = v.value;
-        }
-        if let Some(v) = &self.stages {
-            plan.stages = v.value;
-        }
-    }
+macro_rules! yaml_as_is {
+    ($($ty:ty),*) => {$(
+        impl YamlField for $ty {
+            type Yaml = $ty;
 
-    /// Where field `name` is set in the file, if it is.
-    fn span_of(&self, name: &str) -> Option<&Location> {
-        match name {
-            "groups" => self.groups.as_ref().map(|f| &f.referenced),
-            "items" => self.items.as_ref().map(|f| &f.referenced),
-            "tile" => self.tile.as_ref().map(|f| &f.referenced),
-            "local" => self.local.as_ref().map(|f| &f.referenced),
-            "blocked" => self.blocked.as_ref().map(|f| &f.referenced),
-            "vector" => self.vector.as_ref().map(|f| &f.referenced),
-            "transpose" => self.transpose.as_ref().map(|f| &f.referenced),
-            "pad" => self.pad.as_ref().map(|f| &f.referenced),
-            "stages" => self.stages.as_ref().map(|f| &f.referenced),
-            "mma" => self.mma.as_ref().map(|f| &f.referenced),
-            "warps" => self.warps.as_ref().map(|f| &f.referenced),
-            _ => None,
+            fn read(yaml: &$ty) -> Result<$ty, String> {
+                Ok(yaml.clone())
+            }
         }
+    )*};
+}
+
+yaml_as_is!(Vec<usize>, Vec<bool>, usize, bool);
+
+/// Tensor cores are written by name (`off`, `tf32`, `3xtf32`, see [`Mma::name`]).
+impl YamlField for Mma {
+    type Yaml = String;
+
+    fn read(name: &String) -> Result<Mma, String> {
+        Mma::from_name(name).ok_or_else(|| format!("unknown `mma: {name}`; use `off` (exact FP32), `tf32` (tensor cores, TF32 operands: relative errors about 1e-3) or `3xtf32` (tensor cores, about FP32 accuracy)"))
     }
 }
+
+/// A GPU plan field's value in YAML.
+fn plan_value_yaml(value: PlanValue<'_>) -> String {
+    match value {
+        PlanValue::Counts(v) => yaml_list(v),
+        PlanValue::Flags(v) => {
+            let items: Vec<String> = v.iter().map(bool::to_string).collect();
+            format!("[{}]", items.join(", "))
+        }
+        PlanValue::Count(n) => n.to_string(),
+        PlanValue::Flag(b) => b.to_string(),
+        PlanValue::Mma(m) => m.name().to_string(),
+    }
+}
+
+macro_rules! gpu_config {
+    ($($(#[$attr:meta])* $name:ident: $ty:ty = $absence:ident $(($absent:expr))?,)*) => {
+        /// The GPU plan as written in YAML (its fields: [`GpuPlan`]'s);
+        /// missing fields come from the default.
+        #[derive(Debug, Default, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct GpuConfig {
+            $(#[serde(default)]
+            pub $name: Option<Spanned<<$ty as YamlField>::Yaml>>,)*
+        }
+
+        impl GpuConfig {
+            /// The plan: the set fields over `plan`; `Err`: where a value
+            /// is no value of its field, and why.
+            fn apply(&self, plan: &mut GpuPlan) -> Result<(), (&Location, String)> {
+                $(if let Some(v) = &self.$name {
+                    plan.$name = YamlField::read(&v.value).map_err(|e| (&v.referenced, e))?;
+                })*
+                Ok(())
+            }
+
+            /// Where field `name` is set in the file, if it is.
+            fn span_of(&self, name: &str) -> Option<&Location> {
+                match name {
+                    $(stringify!($name) => self.$name.as_ref().map(|f| &f.referenced),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+mdh_rt::gpu_plan_fields!(gpu_config);
 
 /// One GPU plan of a kernel for one back end, with the device pattern and
 /// the sizes it was tuned for.
@@ -493,37 +494,14 @@ pub fn gpu_entry_yaml(
     plan: &GpuPlan,
     provenance: &[(&str, String)],
 ) -> String {
-    let bools = |v: &[bool]| {
-        let items: Vec<String> = v.iter().map(bool::to_string).collect();
-        format!("[{}]", items.join(", "))
-    };
-    let mut gpu = vec![
-        format!("groups: {}", yaml_list(&plan.groups)),
-        format!("items: {}", yaml_list(&plan.items)),
-        format!("tile: {}", yaml_list(&plan.tile)),
-        format!("local: {}", bools(&plan.local)),
-        format!("blocked: {}", plan.blocked),
-    ];
-    // The layout fields only where they differ from the default (entries
-    // written before they existed read the same).
-    if plan.vector.iter().any(|&v| v != 1) {
-        gpu.push(format!("vector: {}", yaml_list(&plan.vector)));
-    }
-    if plan.transpose.iter().any(|&t| t) {
-        gpu.push(format!("transpose: {}", bools(&plan.transpose)));
-    }
-    if plan.pad.iter().any(|&p| p != 0) {
-        gpu.push(format!("pad: {}", yaml_list(&plan.pad)));
-    }
-    if plan.stages != 1 {
-        gpu.push(format!("stages: {}", plan.stages));
-    }
-    if plan.mma != Mma::Off {
-        gpu.push(format!("mma: {}", plan.mma.name()));
-    }
-    if plan.warps.iter().any(|&w| w != 1) {
-        gpu.push(format!("warps: {}", yaml_list(&plan.warps)));
-    }
+    // Optional fields only where they differ from what leaving them out
+    // means (entries written before they existed read the same).
+    let gpu = plan
+        .fields()
+        .into_iter()
+        .filter(|f| !f.unset)
+        .map(|f| format!("{}: {}", f.name, plan_value_yaml(f.value)))
+        .collect();
     let arch = arch.map(|a| format!("arch: sm_{a}"));
     entry_yaml(k, backend, device, arch, sizes, ("gpu", gpu), provenance)
 }
@@ -831,16 +809,11 @@ fn gpu_plan(
     let desc = KernelDesc::from_kernel(k);
     let mut plan = GpuPlan::default_for(&desc);
     let Some(g) = g else { return Ok(plan) };
-    g.value.apply(&mut plan);
-    if let Some(m) = &g.value.mma {
-        plan.mma = Mma::from_name(&m.value).ok_or_else(|| {
-            located(path, m, format!("unknown `mma: {}`; use `off` (exact FP32), `tf32` (tensor cores, TF32 operands: relative errors about 1e-3) or `3xtf32` (tensor cores, about FP32 accuracy)", m.value))
-        })?;
-        if plan.mma != Mma::Off && backend != "cuda" {
-            return Err(located(path, m, format!("`mma` runs on CUDA's tensor cores, and this is an `{backend}` entry; drop `mma` or make it a `cuda` entry")));
-        }
-    }
-    plan.validate(&desc)
+    g.value
+        .apply(&mut plan)
+        .map_err(|(at, why)| located_at(path, at, why))?;
+    plan.validate_backend(backend)
+        .and_then(|()| plan.validate(&desc))
         .map_err(|e| match g.value.span_of(e.field) {
             Some(at) => located_at(path, at, e.message),
             None => located(path, g, e.message),

@@ -59,56 +59,168 @@ pub fn cuda_arch_number(arch: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct GpuPlan {
-    pub groups: Vec<usize>,
-    pub items: Vec<usize>,
-    pub tile: Vec<usize>,
-    /// One flag per input buffer: cache its tiles in local memory.
-    pub local: Vec<bool>,
-    /// Work-items take consecutive indices of a tile (else strided).
-    pub blocked: bool,
-    /// One width per input buffer (1, 2 or 4): the vector width of the
-    /// copies of its tiles into local memory and of the loads of its
-    /// register fragments from there. Used where the call's sizes prove the
-    /// alignment (see [`copy_vector`], [`fragment_vector`]), scalar
-    /// elsewhere.
-    #[cfg_attr(feature = "serde", serde(default))]
-    pub vector: Vec<usize>,
-    /// One flag per input buffer: its local-memory tile is stored with the
-    /// components of its index function in reverse order (transposed: the
-    /// first component innermost).
-    #[cfg_attr(feature = "serde", serde(default))]
-    pub transpose: Vec<bool>,
-    /// One count per input buffer: elements added to the innermost extent of
-    /// its local-memory tile (padding against bank conflicts).
-    #[cfg_attr(feature = "serde", serde(default))]
-    pub pad: Vec<usize>,
-    /// The pipeline stages of the local-memory tiles (1 or 2): with 2, each
-    /// cached input has two tiles in local memory, and the copy of the next
-    /// PW tile is issued before the current one is computed (on CUDA sm_80
-    /// and later by `cp.async`, which runs beside the computation; else
-    /// plain copies the compiler may interleave with it), one barrier per
-    /// tile instead of two. Without a cached input there is nothing to
-    /// prefetch (resolved to 1).
-    #[cfg_attr(feature = "serde", serde(default = "one_stage"))]
-    pub stages: usize,
-    /// Tensor cores, an explicit precision choice for contraction-shaped
-    /// kernels on CUDA (see [`Mma`]); off by default: exact FP32.
-    #[cfg_attr(feature = "serde", serde(default))]
-    pub mma: Mma,
-    /// The warp layer (the paper's WRP): per md_hom dimension, the warps
-    /// of a work-group along it (empty: no warp layer, as 1 everywhere).
-    /// `items[x]` are then `warps[x]` warps of `items[x] / warps[x]` lanes,
-    /// the lanes of all dimensions make one warp of [`WARP_LANES`], and each
-    /// warp owns a contiguous part of the tile along `x` (`tile[x] /
-    /// warps[x]` indices) whose points its lanes take strided or blocked: a
-    /// warp's accesses stay in its sub-tile (fewer shared-memory bank
-    /// conflicts, whole tensor-core tiles). Only kept dimensions have warps:
-    /// the work-items that combine a PW result stay lanes of one warp.
-    #[cfg_attr(feature = "serde", serde(default))]
-    pub warps: Vec<usize>,
+/// The GPU plan's fields, declared once: the struct [`GpuPlan`], its serde
+/// form (the tuner's logs), [`GpuPlan::fields`] (what the YAML writer and
+/// the plan literals of generated code walk) and `mdh-core`'s config
+/// reader are all expanded from this list, so a new plan parameter is one
+/// line here (and the rules that use it).
+///
+/// Calls `$then!` with one item per field, in the order configs write
+/// them: its attributes, then `name: Type = absence`, where the absence is
+/// what a config that leaves the field out means: `required` (it is always
+/// written), `each(v)` (a list: `v` per entry; an empty list means the
+/// same) or `or(v)`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! gpu_plan_fields {
+    ($then:ident) => {
+        $then! {
+            /// #PRT(WG, d) per md_hom dimension: the work-groups (0: chosen
+            /// at run time).
+            groups: Vec<usize> = required,
+            /// #PRT(WI, d) per md_hom dimension: the work-items of a
+            /// work-group.
+            items: Vec<usize> = required,
+            /// Per md_hom dimension: the indices a work-group processes per
+            /// step (the LM tile).
+            tile: Vec<usize> = required,
+            /// One flag per input buffer: cache its tiles in local memory.
+            local: Vec<bool> = required,
+            /// Work-items take consecutive indices of a tile (else strided).
+            blocked: bool = required,
+            /// One width per input buffer (1, 2 or 4): the vector width of the
+            /// copies of its tiles into local memory and of the loads of its
+            /// register fragments from there. Used where the call's sizes prove the
+            /// alignment (see [`copy_vector`], [`fragment_vector`]), scalar
+            /// elsewhere.
+            #[cfg_attr(feature = "serde", serde(default))]
+            vector: Vec<usize> = each(1),
+            /// One flag per input buffer: its local-memory tile is stored with the
+            /// components of its index function in reverse order (transposed: the
+            /// first component innermost).
+            #[cfg_attr(feature = "serde", serde(default))]
+            transpose: Vec<bool> = each(false),
+            /// One count per input buffer: elements added to the innermost extent of
+            /// its local-memory tile (padding against bank conflicts).
+            #[cfg_attr(feature = "serde", serde(default))]
+            pad: Vec<usize> = each(0),
+            /// The pipeline stages of the local-memory tiles (1 or 2): with 2, each
+            /// cached input has two tiles in local memory, and the copy of the next
+            /// PW tile is issued before the current one is computed (on CUDA sm_80
+            /// and later by `cp.async`, which runs beside the computation; else
+            /// plain copies the compiler may interleave with it), one barrier per
+            /// tile instead of two. Without a cached input there is nothing to
+            /// prefetch (resolved to 1).
+            #[cfg_attr(feature = "serde", serde(default = "one_stage"))]
+            stages: usize = or(1),
+            /// Tensor cores, an explicit precision choice for contraction-shaped
+            /// kernels on CUDA (see [`Mma`]); off by default: exact FP32.
+            #[cfg_attr(feature = "serde", serde(default))]
+            mma: $crate::gpu_plan::Mma = or($crate::gpu_plan::Mma::Off),
+            /// The warp layer (the paper's WRP): per md_hom dimension, the warps
+            /// of a work-group along it (empty: no warp layer, as 1 everywhere).
+            /// `items[x]` are then `warps[x]` warps of `items[x] / warps[x]` lanes,
+            /// the lanes of all dimensions make one warp of [`WARP_LANES`], and each
+            /// warp owns a contiguous part of the tile along `x` (`tile[x] /
+            /// warps[x]` indices) whose points its lanes take strided or blocked: a
+            /// warp's accesses stay in its sub-tile (fewer shared-memory bank
+            /// conflicts, whole tensor-core tiles). Only kept dimensions have warps:
+            /// the work-items that combine a PW result stay lanes of one warp.
+            #[cfg_attr(feature = "serde", serde(default))]
+            warps: Vec<usize> = each(1),
+        }
+    };
+}
+
+/// Whether a field's value says what leaving it out of a config says (see
+/// [`gpu_plan_fields`](crate::gpu_plan_fields)).
+macro_rules! unset {
+    ($v:expr, required) => {
+        false
+    };
+    ($v:expr, each($absent:expr)) => {
+        $v.iter().all(|e| *e == $absent)
+    };
+    ($v:expr, or($absent:expr)) => {
+        *$v == $absent
+    };
+}
+
+macro_rules! declare_plan {
+    ($($(#[$attr:meta])* $name:ident: $ty:ty = $absence:ident $(($absent:expr))?,)*) => {
+        /// A plan on the GPU ASMs (see the module docs).
+        #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+        #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+        pub struct GpuPlan {
+            $($(#[$attr])* pub $name: $ty,)*
+        }
+
+        /// The number of [`GpuPlan`]'s fields.
+        pub const PLAN_FIELDS: usize = [$(stringify!($name)),*].len();
+
+        impl GpuPlan {
+            /// The fields in the order configs write them.
+            pub fn fields(&self) -> [PlanField<'_>; PLAN_FIELDS] {
+                [$(PlanField {
+                    name: stringify!($name),
+                    value: PlanValue::from(&self.$name),
+                    unset: unset!(&self.$name, $absence $(($absent))?),
+                }),*]
+            }
+        }
+    };
+}
+
+gpu_plan_fields!(declare_plan);
+
+/// One field of a plan, as [`GpuPlan::fields`] lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlanField<'a> {
+    pub name: &'static str,
+    pub value: PlanValue<'a>,
+    /// Whether the value says what leaving the field out of a config says
+    /// (written configs leave it out).
+    pub unset: bool,
+}
+
+/// The value of a plan field, by the shape it has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlanValue<'a> {
+    Counts(&'a [usize]),
+    Flags(&'a [bool]),
+    Count(usize),
+    Flag(bool),
+    Mma(Mma),
+}
+
+impl<'a> From<&'a Vec<usize>> for PlanValue<'a> {
+    fn from(v: &'a Vec<usize>) -> Self {
+        PlanValue::Counts(v)
+    }
+}
+
+impl<'a> From<&'a Vec<bool>> for PlanValue<'a> {
+    fn from(v: &'a Vec<bool>) -> Self {
+        PlanValue::Flags(v)
+    }
+}
+
+impl From<&usize> for PlanValue<'_> {
+    fn from(v: &usize) -> Self {
+        PlanValue::Count(*v)
+    }
+}
+
+impl From<&bool> for PlanValue<'_> {
+    fn from(v: &bool) -> Self {
+        PlanValue::Flag(*v)
+    }
+}
+
+impl From<&Mma> for PlanValue<'_> {
+    fn from(v: &Mma) -> Self {
+        PlanValue::Mma(*v)
+    }
 }
 
 /// The lanes of a warp of the warp layer (CUDA's warp size).
@@ -320,21 +432,31 @@ impl GpuPlan {
                 }
             })
             .collect();
-        let mut plan = GpuPlan {
-            groups: vec![0; d],
+        GpuPlan {
             items,
             tile,
-            local: vec![false; k.inputs.len()],
+            ..GpuPlan::base(d, k.inputs.len())
+        }
+    }
+
+    /// A plan skeleton for `dims` md_hom dimensions and `inputs` input
+    /// buffers: one work-item and index per dimension, groups chosen at run
+    /// time, no local memory, strided, scalar, one stage, FP32, no warp
+    /// layer.
+    pub fn base(dims: usize, inputs: usize) -> GpuPlan {
+        GpuPlan {
+            groups: vec![0; dims],
+            items: vec![1; dims],
+            tile: vec![1; dims],
+            local: vec![false; inputs],
             blocked: false,
-            vector: Vec::new(),
-            transpose: Vec::new(),
-            pad: Vec::new(),
+            vector: vec![1; inputs],
+            transpose: vec![false; inputs],
+            pad: vec![0; inputs],
             stages: 1,
             mma: Mma::Off,
             warps: Vec::new(),
-        };
-        plan.fill_layout_defaults(k);
-        plan
+        }
     }
 
     /// Gives the per-input layout fields that are empty (a plan written
@@ -421,6 +543,18 @@ impl GpuPlan {
                     "input `{}` cannot be cached in local memory: its index functions move differently with the dimensions; set its `local` entry to false",
                     k.inputs[b].name
                 ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether the plan runs on `backend` (`opencl` or `cuda`): tensor
+    /// cores are CUDA's.
+    pub fn validate_backend(&self, backend: &str) -> Result<(), PlanError> {
+        if self.mma != Mma::Off && backend != "cuda" {
+            return Err(err(
+                "mma",
+                format!("`mma` runs on CUDA's tensor cores, and this is an `{backend}` entry; drop `mma` or make it a `cuda` entry"),
             ));
         }
         Ok(())
@@ -570,29 +704,29 @@ impl GpuPlan {
 }
 
 /// A plan fitted to the extents of one call: every count effective, every
-/// work-group non-empty.
+/// work-group non-empty. A resolved plan is a plan: its fields read as the
+/// plan's (`r.items`), with the two the call adds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Resolved {
-    pub groups: Vec<usize>,
-    pub items: Vec<usize>,
-    pub tile: Vec<usize>,
+    /// The plan as the call runs it: work-items and tiles clamped to the
+    /// extents, group counts exact, 1 stage without a cached input, and 1
+    /// warp per dimension without a warp layer (or where the clamped
+    /// work-items no longer make whole warps). `mma` stays the plan's
+    /// choice; whether a call's tiles run on tensor cores is decided in
+    /// [`defines`] ([`names::MMA`]).
+    pub plan: GpuPlan,
     /// Indices per work-group (its block) along each dimension.
     pub block: Vec<usize>,
     /// Indices per work-item per tile (the PM tile).
     pub private: Vec<usize>,
-    pub local: Vec<bool>,
-    pub blocked: bool,
-    pub vector: Vec<usize>,
-    pub transpose: Vec<bool>,
-    pub pad: Vec<usize>,
-    /// 1 without a cached input.
-    pub stages: usize,
-    /// The plan's choice; whether a call's tiles run on tensor cores is
-    /// decided in [`defines`] ([`names::MMA`]).
-    pub mma: Mma,
-    /// Per dimension, the warps of the warp layer (1 everywhere without
-    /// one, or where the clamped work-items no longer make whole warps).
-    pub warps: Vec<usize>,
+}
+
+impl std::ops::Deref for Resolved {
+    type Target = GpuPlan;
+
+    fn deref(&self) -> &GpuPlan {
+        &self.plan
+    }
 }
 
 impl Resolved {
@@ -694,24 +828,22 @@ impl GpuPlan {
         } else {
             vec![1; d]
         };
+        let stages = if self.local.iter().any(|&l| l) {
+            self.stages
+        } else {
+            1
+        };
         Resolved {
-            groups,
-            items,
-            tile,
+            plan: GpuPlan {
+                groups,
+                items,
+                tile,
+                stages,
+                warps,
+                ..self.clone()
+            },
             block,
             private,
-            local: self.local.clone(),
-            blocked: self.blocked,
-            vector: self.vector.clone(),
-            transpose: self.transpose.clone(),
-            pad: self.pad.clone(),
-            stages: if self.local.iter().any(|&l| l) {
-                self.stages
-            } else {
-                1
-            },
-            mma: self.mma,
-            warps,
         }
     }
 }
@@ -1114,7 +1246,21 @@ pub fn fragment_vector(
 
 #[cfg(test)]
 mod tests {
-    use super::cuda_arch_number;
+    use super::{cuda_arch_number, GpuPlan};
+
+    /// The skeleton means what a config that gives only the required
+    /// fields means: every optional field unset.
+    #[test]
+    fn the_base_plan_leaves_every_optional_field_unset() {
+        let plan = GpuPlan::base(3, 2);
+        let written: Vec<&str> = plan
+            .fields()
+            .iter()
+            .filter(|f| !f.unset)
+            .map(|f| f.name)
+            .collect();
+        assert_eq!(written, ["groups", "items", "tile", "local", "blocked"]);
+    }
 
     #[test]
     fn cuda_architectures_read_as_their_compute_capability() {

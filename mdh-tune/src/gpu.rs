@@ -312,7 +312,6 @@ mod tests {
     use mdh::gpu::bind_sizes;
     use mdh::gpu::GpuDevice;
     use mdh::reference::Value;
-    use mdh_core::gpu_plan::Mma;
 
     #[test]
     fn the_configured_plan_is_the_entry_the_wrappers_choose() {
@@ -333,17 +332,10 @@ mod tests {
         };
         assert_eq!(at(&[1024, 1024], "cuda", h100), None, "no config");
         let plan = |items: [usize; 2], tile: [usize; 2], local: [bool; 2]| GpuPlan {
-            groups: vec![0, 0],
             items: items.to_vec(),
             tile: tile.to_vec(),
             local: local.to_vec(),
-            blocked: false,
-            vector: vec![1, 1],
-            transpose: vec![false, false],
-            pad: vec![0, 0],
-            stages: 1,
-            mma: Mma::Off,
-            warps: Vec::new(),
+            ..GpuPlan::base(2, 2)
         };
         let small = plan([4, 32], [4, 256], [false, false]);
         let large = plan([16, 32], [16, 8192], [false, true]);
@@ -461,14 +453,7 @@ mod tests {
             groups: groups.to_vec(),
             items: items.to_vec(),
             tile: tile.to_vec(),
-            local: vec![false, false],
-            blocked: false,
-            vector: vec![1, 1],
-            transpose: vec![false, false],
-            pad: vec![0, 0],
-            stages: 1,
-            mma: Mma::Off,
-            warps: Vec::new(),
+            ..GpuPlan::base(2, 2)
         };
         let alone = plan([1, 1], [1, 1], [1, 1]);
         let extents = bench.bound.extents.clone();

@@ -16,7 +16,7 @@ use common::{speedup, tune};
 use mdh::gpu::{choose, DeviceLimits, GpuEntry};
 use mdh_core::config::{entries, gpu_entry_yaml};
 use mdh_core::desc::KernelDesc;
-use mdh_core::gpu_plan::{GpuPlan, Mma};
+use mdh_core::gpu_plan::GpuPlan;
 
 use mdh_core::fixtures::matvec;
 
@@ -52,17 +52,9 @@ fn tune_and_check(backend: &str, device: &str, limits: DeviceLimits) {
     // The config dispatches to this plan at these sizes now.
     let k = matvec();
     let configured = GpuPlan {
-        groups: vec![0, 0],
         items: vec![4, 4],
         tile: vec![4, 64],
-        local: vec![false, false],
-        blocked: false,
-        vector: vec![1, 1],
-        transpose: vec![false, false],
-        pad: vec![0, 0],
-        stages: 1,
-        mma: Mma::Off,
-        warps: Vec::new(),
+        ..GpuPlan::base(2, 2)
     };
     let path = out.join("matvec.yaml");
     std::fs::create_dir_all(&out).unwrap();
