@@ -34,8 +34,8 @@ use crate::analysis::Checked;
 use crate::desc::{Bound, KernelDesc, Linear};
 use crate::error::Error;
 use crate::spec::{
-    BinOp, Block, BufferDecl, BuiltinOp, DimKind, Expr, ExprKind, IndexFn, Lit, Method, ReduceOp,
-    ScalarType, Stmt, UnOp,
+    BinOp, Block, BufferDecl, BuiltinOp, DimKind, Expr, ExprKind, Identity, IndexFn, Lit, Method,
+    ReduceOp, ScalarType, Stmt, UnOp,
 };
 
 // ----------------------------------------------------------------------------
@@ -290,11 +290,11 @@ fn builtin(op: BuiltinOp, a: Value, b: Value) -> Result<Value, Error> {
 
 /// The neutral element of a built-in operator on `ty`.
 fn neutral(op: BuiltinOp, ty: ScalarType) -> Option<Value> {
-    match op {
-        BuiltinOp::Add => numeric_typed!(typed_const!(ty, ZERO)),
-        BuiltinOp::Mul => numeric_typed!(typed_const!(ty, ONE)),
-        BuiltinOp::Max => numeric_typed!(typed_const!(ty, LOWEST)),
-        BuiltinOp::Min => numeric_typed!(typed_const!(ty, HIGHEST)),
+    match op.identity() {
+        Identity::Zero => numeric_typed!(typed_const!(ty, ZERO)),
+        Identity::One => numeric_typed!(typed_const!(ty, ONE)),
+        Identity::Lowest => numeric_typed!(typed_const!(ty, LOWEST)),
+        Identity::Highest => numeric_typed!(typed_const!(ty, HIGHEST)),
     }
 }
 

@@ -157,6 +157,29 @@ impl BuiltinOp {
             BuiltinOp::Min => "min",
         }
     }
+
+    /// Its neutral element: the one table that the interpreter and the
+    /// generators (Rust, C) write their values from.
+    pub fn identity(self) -> Identity {
+        match self {
+            BuiltinOp::Add => Identity::Zero,
+            BuiltinOp::Mul => Identity::One,
+            BuiltinOp::Max => Identity::Lowest,
+            BuiltinOp::Min => Identity::Highest,
+        }
+    }
+}
+
+/// The neutral element of a built-in operator, as a value every numeric
+/// type has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Identity {
+    Zero,
+    One,
+    /// The type's least value (-∞ for floats).
+    Lowest,
+    /// The type's greatest value (+∞ for floats).
+    Highest,
 }
 
 /// The operator ⊕ of a PW or PS combine operator.

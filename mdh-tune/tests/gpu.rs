@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use common::{speedup, tune};
 
-use mdh::gpu::{choose, DeviceLimits, GpuEntry};
+use mdh::gpu::{CallDesc, DeviceLimits, GpuEntry};
 use mdh_core::config::{entries, gpu_entry_yaml};
 use mdh_core::desc::KernelDesc;
 use mdh_core::gpu_plan::GpuPlan;
@@ -143,7 +143,15 @@ fn tune_and_check(backend: &str, device: &str, limits: DeviceLimits) {
         arch: gpu[0].arch,
         sizes: Some(&[64, 64]),
     }];
-    let chosen = choose(&desc, &bound, info, &dispatch, device, limits);
+    let chosen = CallDesc {
+        desc: &desc,
+        bound: &bound,
+        info,
+        entries: &dispatch,
+        device,
+        lim: limits,
+    }
+    .choose();
     assert_eq!(chosen, plan.resolve(&desc.kinds, &bound.extents));
     std::fs::remove_dir_all(&out).unwrap();
 }

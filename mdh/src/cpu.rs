@@ -689,7 +689,6 @@ where
     scan_and_write(
         &full,
         &kinds,
-        &ext,
         &kept,
         &kept_regions,
         kept_region_values,
@@ -701,13 +700,11 @@ where
 
 /// The end of [`execute`] for kernels with PS dimensions: reduces the PW
 /// part of each kept region (`values`) into a dense array over the kept
-/// dimensions, scans it along each PS dimension (innermost first, which is
-/// the nesting order of the md_hom formula), then writes it out.
-#[allow(clippy::too_many_arguments)]
+/// dimensions of `full`, scans it along each PS dimension (innermost first,
+/// which is the nesting order of the md_hom formula), then writes it out.
 fn scan_and_write<A, const D: usize>(
     full: &Region<D>,
     kinds: &[DimKind; D],
-    ext: &[usize; D],
     kept: &[usize],
     kept_regions: &[Region<D>],
     values: impl Fn(&Region<D>) -> Vec<A> + Sync,
@@ -716,7 +713,7 @@ fn scan_and_write<A, const D: usize>(
 ) where
     A: Copy + Send + Sync,
 {
-    let kept_ext: Vec<usize> = kept.iter().map(|&d| ext[d]).collect();
+    let kept_ext: Vec<usize> = kept.iter().map(|&d| full[d].1 - full[d].0).collect();
     let kept_total: usize = kept_ext.iter().product();
     let mut dense: Vec<A> = Vec::with_capacity(kept_total);
     {

@@ -46,7 +46,10 @@ pub fn defines(k: &KernelDesc, bound: &Bound, r: &Resolved) -> String {
     def(names::MMA.into(), mma.to_string());
     let kinds = &k.kinds;
     def(names::PW_GROUPS.into(), num(&r.pw_groups(kinds)));
-    def(names::KEPT_POINTS.into(), num(&kept_points(k, bound)));
+    def(
+        names::KEPT_POINTS.into(),
+        num(&DimKind::kept_points(&k.kinds, &bound.extents)),
+    );
     let pw_items: usize = (0..d)
         .filter(|&x| kinds[x] == DimKind::Pw)
         .map(|x| r.items[x])
@@ -119,14 +122,6 @@ pub fn defines(k: &KernelDesc, bound: &Bound, r: &Resolved) -> String {
     s
 }
 
-/// The points of the kept (CC and PS) dimensions.
-fn kept_points(k: &KernelDesc, bound: &Bound) -> usize {
-    DimKind::kept(&k.kinds)
-        .into_iter()
-        .map(|x| bound.extents[x])
-        .product()
-}
-
 /// The C type of the kernels' indices and offsets for one call
 /// ([`names::IDX`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -176,7 +171,7 @@ pub fn index_type(k: &KernelDesc, bound: &Bound, r: &Resolved) -> IndexType {
         .map(|s| s.iter().map(|&e| e as u128).product::<u128>());
     let dims = (0..n.len()).map(|x| n[x] as u128 + r.tile[x] as u128 + r.block[x] as u128);
     let items = r.threads_per_group() as u128;
-    let kept = kept_points(k, bound) as u128;
+    let kept = DimKind::kept_points(&k.kinds, &bound.extents) as u128;
     let launches = [
         r.group_count() as u128 * items,
         kept * r.pw_groups(&k.kinds) as u128,

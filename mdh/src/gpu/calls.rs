@@ -233,14 +233,15 @@ pub fn call<D: CallDevice>(
         )
     };
     if plan.is_none() && tuned.is_none() && crate::machine::explaining() {
-        let why = super::explain_choice(
+        let why = super::CallDesc {
             desc,
-            &bound,
+            bound: &bound,
             info,
-            &entries,
-            dev.call_device_name(),
-            dev.limits(),
-        );
+            entries: &entries,
+            device: dev.call_device_name(),
+            lim: dev.limits(),
+        }
+        .explain_choice();
         eprintln!("mdh: {why}");
     }
     let job = match tuned.as_ref().map(|t| made(Some(t))) {

@@ -224,7 +224,6 @@ fn agree<C: Communicator, T>(
 /// Checks each buffer's length: the whole buffer (its shape in `shapes`),
 /// or the part of it this rank passes (`parts`), whose shape and accesses
 /// (`linear`) then replace the whole buffer's.
-#[allow(clippy::too_many_arguments)]
 fn fit(
     desc: &KernelDesc,
     sizes: &[usize],
