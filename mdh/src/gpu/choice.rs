@@ -116,24 +116,17 @@ impl CallDesc<'_> {
     /// Which plan the call takes and why, in one line (what
     /// `MDH_EXPLAIN=1` prints when a call is prepared).
     pub fn explain_choice(&self) -> String {
-        let CallDesc {
-            desc,
-            bound,
-            info,
-            entries,
-            device,
-            lim,
-        } = *self;
-        let at = sizes_text(&desc.size_params, &bound.sizes);
+        let (desc, device) = (self.desc, self.device);
+        let at = sizes_text(&desc.size_params, &self.bound.sizes);
         let what = match self.chosen_entry() {
             None => format!(
                 "the analytical default plan: no entry for this device, its architecture or any \
                  device is valid here and fits it (MDH_AUTOTUNE=1 tunes this call on the device: \
                  README, \"Run-time tuning on the user's GPU\"); {}",
-                defaults::explain(desc, bound, info, device, lim)
+                defaults::explain(desc, self.bound, self.info, device, self.lim)
             ),
             Some((i, m)) => {
-                let e = &entries[i];
+                let e = &self.entries[i];
                 let arch = e.arch.map_or(String::new(), |a| format!(", arch sm_{a}"));
                 let why = match m {
                     DeviceMatch::Named => "tuned on this device".to_string(),
