@@ -56,6 +56,16 @@ pub struct KernelDesc {
     pub contraction: bool,
 }
 
+/// What a call's arguments say of its sizes: the values of the size
+/// parameters and the lengths of its input and output buffers (what
+/// [`KernelDesc::bind`] checks).
+#[derive(Clone, Copy, Debug)]
+pub struct ArgSizes<'a> {
+    pub sizes: &'a [usize],
+    pub in_lens: &'a [usize],
+    pub out_lens: &'a [usize],
+}
+
 /// The index space of a call while it is bound: the sizes, the extents
 /// they give the md_hom dimensions, and whether one is empty (no point: no
 /// access is evaluated).

@@ -480,7 +480,8 @@ fn device_fns(k: &Checked, backend: Backend) -> TokenStream {
             in_lens: &[usize],
             out_lens: &[usize],
         ) -> ::core::result::Result<::std::sync::Arc<::mdh::__rt::gpu::Call<D>>, ::mdh::Error> {
-            ::mdh::__rt::gpu::call(device, &INFO, super::desc(), __entries, plan, sizes, in_lens, out_lens)
+            let __args = ::mdh::__rt::ArgSizes { sizes, in_lens, out_lens };
+            ::mdh::__rt::gpu::call(device, &INFO, super::desc(), __entries, plan, __args)
         }
 
         /// The source and launches of one call on a device named
