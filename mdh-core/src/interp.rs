@@ -34,8 +34,8 @@ use crate::analysis::Checked;
 use crate::desc::{Bound, KernelDesc, Linear};
 use crate::error::Error;
 use crate::spec::{
-    BinOp, Block, BufferDecl, BuiltinOp, DimKind, Expr, ExprKind, Identity, IndexFn, Lit, Method,
-    ReduceOp, ScalarType, Stmt, UnOp,
+    BinOp, Block, BufferDecl, BuiltinOp, Combination, DimKind, Expr, ExprKind, Identity, IndexFn,
+    Lit, Method, ReduceOp, ScalarType, Stmt, UnOp,
 };
 
 // ----------------------------------------------------------------------------
@@ -280,11 +280,9 @@ fn method(recv: Value, m: Method, args: &[Value]) -> Result<Value, Error> {
 
 /// `a ⊕ b` for a built-in combine operator.
 fn builtin(op: BuiltinOp, a: Value, b: Value) -> Result<Value, Error> {
-    match op {
-        BuiltinOp::Add => binary(BinOp::Add, a, b),
-        BuiltinOp::Mul => binary(BinOp::Mul, a, b),
-        BuiltinOp::Max => method(a, Method::Max, &[b]),
-        BuiltinOp::Min => method(a, Method::Min, &[b]),
+    match op.combination() {
+        Combination::Binary(bin) => binary(bin, a, b),
+        Combination::Method(m) => method(a, m, &[b]),
     }
 }
 

@@ -158,6 +158,18 @@ impl BuiltinOp {
         }
     }
 
+    /// What it computes, in the words of the kernel language: the one
+    /// table by which the interpreter and the scalar generators (Rust, C)
+    /// combine.
+    pub fn combination(self) -> Combination {
+        match self {
+            BuiltinOp::Add => Combination::Binary(BinOp::Add),
+            BuiltinOp::Mul => Combination::Binary(BinOp::Mul),
+            BuiltinOp::Max => Combination::Method(Method::Max),
+            BuiltinOp::Min => Combination::Method(Method::Min),
+        }
+    }
+
     /// Its neutral element: the one table that the interpreter and the
     /// generators (Rust, C) write their values from.
     pub fn identity(self) -> Identity {
@@ -168,6 +180,13 @@ impl BuiltinOp {
             BuiltinOp::Min => Identity::Highest,
         }
     }
+}
+
+/// What a built-in operator computes: `a op b`, or `a.method(b)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Combination {
+    Binary(BinOp),
+    Method(Method),
 }
 
 /// The neutral element of a built-in operator, as a value every numeric

@@ -18,8 +18,8 @@
 use std::fmt::Write;
 
 use crate::spec::{
-    BinOp, Block, BuiltinOp, Expr, ExprKind, Identity, Lit, Method, ReduceOp, ScalarType, Stmt,
-    Type, UnOp,
+    BinOp, Block, BuiltinOp, Combination, Expr, ExprKind, Identity, Lit, Method, ReduceOp,
+    ScalarType, Stmt, Type, UnOp,
 };
 
 /// The two C dialects of the GPU emitter; every difference between them
@@ -616,10 +616,10 @@ impl Lowering {
     /// expression (a closure's statements are emitted first).
     pub fn combine(&mut self, op: &ReduceOp, t: ScalarType, a: &str, b: &str) -> String {
         match op {
-            ReduceOp::Builtin(BuiltinOp::Add, _) => self.binary(BinOp::Add, t, a, b),
-            ReduceOp::Builtin(BuiltinOp::Mul, _) => self.binary(BinOp::Mul, t, a, b),
-            ReduceOp::Builtin(BuiltinOp::Max, _) => self.min_max(Method::Max, t, a, b),
-            ReduceOp::Builtin(BuiltinOp::Min, _) => self.min_max(Method::Min, t, a, b),
+            ReduceOp::Builtin(op, _) => match op.combination() {
+                Combination::Binary(bin) => self.binary(bin, t, a, b),
+                Combination::Method(m) => self.min_max(m, t, a, b),
+            },
             ReduceOp::Closure(c) => {
                 let mark = self.scope.len();
                 let l = self.temp(&c.lhs.to_string(), t, a);

@@ -6,8 +6,8 @@ use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{format_ident, quote};
 
 use crate::spec::{
-    BinOp, Block, BuiltinOp, Expr, ExprKind, Identity, Lit, Method, ReduceOp, ScalarType, Stmt,
-    Type, UnOp,
+    BinOp, Block, BuiltinOp, Combination, Expr, ExprKind, Identity, Lit, Method, ReduceOp,
+    ScalarType, Stmt, Type, UnOp,
 };
 
 pub fn ty(t: ScalarType) -> TokenStream {
@@ -72,15 +72,10 @@ pub fn identity(op: BuiltinOp, t: ScalarType) -> TokenStream {
 /// `a ⊕ b` for a combine operator on values of type `t`.
 pub fn combine(op: &ReduceOp, t: ScalarType, a: &TokenStream, b: &TokenStream) -> TokenStream {
     match op {
-        ReduceOp::Builtin(op, _) => {
-            let bin = match op {
-                BuiltinOp::Add => BinOp::Add,
-                BuiltinOp::Mul => BinOp::Mul,
-                BuiltinOp::Max => return min_max(Method::Max, t, a, b),
-                BuiltinOp::Min => return min_max(Method::Min, t, a, b),
-            };
-            binary(bin, t, a, b)
-        }
+        ReduceOp::Builtin(op, _) => match op.combination() {
+            Combination::Binary(bin) => binary(bin, t, a, b),
+            Combination::Method(m) => min_max(m, t, a, b),
+        },
         ReduceOp::Closure(c) => {
             let (l, r) = (&c.lhs, &c.rhs);
             let body = expr(&c.body);
