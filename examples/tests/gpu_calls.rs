@@ -23,7 +23,7 @@ use mdh::gpu::{from_bytes, param_bytes, to_bytes, Call, CallDevice, DeviceLimits
 use mdh::reference::{Buffer, Value};
 use mdh::Error;
 use mdh_core::codegen::c_expr::Dialect;
-use mdh_core::gpu_plan::{GpuPlan, Mma, MAX_ITEMS};
+use mdh_core::gpu_plan::{GpuPlan, MAX_ITEMS};
 use mdh_example_kernels::{dot, matmul, scan};
 use mdh_examples::check::{self, Rng};
 use mdh_gpu::cuda_sim::{cpu_sim_available, run_launches_on_cpu, SimArg, SimLaunch};
@@ -59,14 +59,7 @@ fn dot_split(groups: usize) -> GpuPlan {
         groups: vec![groups],
         items: vec![32],
         tile: vec![32],
-        local: vec![false, false],
-        blocked: false,
-        vector: vec![1, 1],
-        transpose: vec![false, false],
-        pad: vec![0, 0],
-        stages: 1,
-        mma: Mma::Off,
-        warps: Vec::new(),
+        ..GpuPlan::base(1, 2)
     }
 }
 
@@ -343,14 +336,7 @@ fn cuda_calls_on_the_cpu_keep_jobs_and_poisoned_partials() {
         groups: vec![2, 1, 3],
         items: vec![4, 8, 4],
         tile: vec![4, 8, 4],
-        local: vec![false, false],
-        blocked: false,
-        vector: vec![1, 1],
-        transpose: vec![false, false],
-        pad: vec![0, 0],
-        stages: 1,
-        mma: Mma::Off,
-        warps: Vec::new(),
+        ..GpuPlan::base(3, 2)
     };
     let (i, j, k) = (7, 9, 40);
     let call =

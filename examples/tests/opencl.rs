@@ -128,14 +128,7 @@ fn conv2d_split_kept_groups_with_pw_items() {
         groups: vec![1, 2, 1, 1],
         items: vec![1, 2, 1, 3],
         tile: vec![1, 2, 1, 6],
-        local: vec![false, false],
-        blocked: false,
-        vector: vec![1, 1],
-        transpose: vec![false, false],
-        pad: vec![0, 0],
-        stages: 1,
-        mma: mdh::__rt::Mma::Off,
-        warps: Vec::new(),
+        ..mdh::__rt::GpuPlan::base(4, 2)
     };
     let (p, r, q, s) = (7, 1, 4, 13);
     let image = vec![1.0f32; (p + r - 1) * (q + s - 1)];
@@ -204,9 +197,7 @@ fn bmatmul_split_kept_vector_tiles() {
                 vector: vec![2, 2],
                 transpose: transpose.to_vec(),
                 pad: vec![3, 1],
-                stages: 1,
-                mma: mdh::__rt::Mma::Off,
-                warps: Vec::new(),
+                ..mdh::__rt::GpuPlan::base(4, 2)
             };
             gpu::one_case(
                 bmatmul::SPEC,

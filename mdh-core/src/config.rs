@@ -71,9 +71,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mdh_rt::machine::{
-    format_size, parse_size, Isa, Machine, PlanEntry, CACHE_FIELDS, DEFAULT_LINE,
-};
+use mdh_rt::machine::{parse_size, Isa, Machine, PlanEntry, CACHE_FIELDS, DEFAULT_LINE};
 use serde::Deserialize;
 use serde_saphyr::{Location, Spanned};
 
@@ -81,6 +79,9 @@ use crate::analysis::Checked;
 use crate::desc::KernelDesc;
 use crate::gpu_plan::{cuda_arch_number, GpuPlan, Mma};
 use crate::plan::CpuPlan;
+
+mod write;
+pub use write::{cpu_entry_yaml, gpu_entry_yaml, machine_yaml, merge_entry, yaml_string, EntryKey};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -177,84 +178,71 @@ impl CpuConfig {
     }
 }
 
-/// The GPU plan as written in YAML; missing fields come from the default.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GpuConfig {
-    #[serde(default)]
-    pub groups: Option<Spanned<Vec<usize>>>,
-    #[serde(default)]
-    pub items: Option<Spanned<Vec<usize>>>,
-    #[serde(default)]
-    pub tile: Option<Spanned<Vec<usize>>>,
-    #[serde(default)]
-    pub local: Option<Spanned<Vec<bool>>>,
-    #[serde(default)]
-    pub blocked: Option<Spanned<bool>>,
-    #[serde(default)]
-    pub vector: Option<Spanned<Vec<usize>>>,
-    #[serde(default)]
-    pub transpose: Option<Spanned<Vec<bool>>>,
-    #[serde(default)]
-    pub pad: Option<Spanned<Vec<usize>>>,
-    #[serde(default)]
-    pub stages: Option<Spanned<usize>>,
-    /// `off`, `tf32` or `3xtf32` (CUDA only).
-    #[serde(default)]
-    pub mma: Option<Spanned<String>>,
-    #[serde(default)]
-    pub warps: Option<Spanned<Vec<usize>>>,
+/// How a config holds a GPU plan field, and reads its value from there.
+pub trait YamlField: Sized {
+    /// The field as YAML holds it.
+    type Yaml;
+
+    /// The value, or why the YAML holds none.
+    fn read(yaml: &Self::Yaml) -> Result<Self, String>;
 }
 
-impl GpuConfig {
-    /// The plan: the set fields over `plan`.
-    fn apply(&self, plan: &mut GpuPlan) {
-        for (dst, src) in [
-            (&mut plan.groups, &self.groups),
-            (&mut plan.items, &self.items),
-            (&mut plan.tile, &self.tile),
-            (&mut plan.vector, &self.vector),
-            (&mut plan.pad, &self.pad),
-            (&mut plan.warps, &self.warps),
-        ] {
-            if let Some(v) = src {
-                dst.clone_from(&v.value);
-            }
-        }
-        for (dst, src) in [
-            (&mut plan.local, &self.local),
-            (&mut plan.transpose, &self.transpose),
-        ] {
-            if let Some(v) = src {
-                dst.clone_from(&v.value);
-            }
-        }
-        if let Some(v) = &self.blocked {
-            plan.blocked = v.value;
-        }
-        if let Some(v) = &self.stages {
-            plan.stages = v.value;
-        }
-    }
+macro_rules! yaml_as_is {
+    ($($ty:ty),*) => {$(
+        impl YamlField for $ty {
+            type Yaml = $ty;
 
-    /// Where field `name` is set in the file, if it is.
-    fn span_of(&self, name: &str) -> Option<&Location> {
-        match name {
-            "groups" => self.groups.as_ref().map(|f| &f.referenced),
-            "items" => self.items.as_ref().map(|f| &f.referenced),
-            "tile" => self.tile.as_ref().map(|f| &f.referenced),
-            "local" => self.local.as_ref().map(|f| &f.referenced),
-            "blocked" => self.blocked.as_ref().map(|f| &f.referenced),
-            "vector" => self.vector.as_ref().map(|f| &f.referenced),
-            "transpose" => self.transpose.as_ref().map(|f| &f.referenced),
-            "pad" => self.pad.as_ref().map(|f| &f.referenced),
-            "stages" => self.stages.as_ref().map(|f| &f.referenced),
-            "mma" => self.mma.as_ref().map(|f| &f.referenced),
-            "warps" => self.warps.as_ref().map(|f| &f.referenced),
-            _ => None,
+            fn read(yaml: &$ty) -> Result<$ty, String> {
+                Ok(yaml.clone())
+            }
         }
+    )*};
+}
+
+yaml_as_is!(Vec<usize>, Vec<bool>, usize, bool);
+
+/// Tensor cores are written by name (`off`, `tf32`, `3xtf32`, see [`Mma::name`]).
+impl YamlField for Mma {
+    type Yaml = String;
+
+    fn read(name: &String) -> Result<Mma, String> {
+        Mma::from_name(name).ok_or_else(|| format!("unknown `mma: {name}`; use `off` (exact FP32), `tf32` (tensor cores, TF32 operands: relative errors about 1e-3) or `3xtf32` (tensor cores, about FP32 accuracy)"))
     }
 }
+
+macro_rules! gpu_config {
+    ($($(#[$attr:meta])* $name:ident: $ty:ty = $absence:ident $(($absent:expr))?,)*) => {
+        /// The GPU plan as written in YAML (its fields: [`GpuPlan`]'s);
+        /// missing fields come from the default.
+        #[derive(Debug, Default, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct GpuConfig {
+            $(#[serde(default)]
+            pub $name: Option<Spanned<<$ty as YamlField>::Yaml>>,)*
+        }
+
+        impl GpuConfig {
+            /// The plan: the set fields over `plan`; `Err`: where a value
+            /// is no value of its field, and why.
+            fn apply(&self, plan: &mut GpuPlan) -> Result<(), (&Location, String)> {
+                $(if let Some(v) = &self.$name {
+                    plan.$name = YamlField::read(&v.value).map_err(|e| (&v.referenced, e))?;
+                })*
+                Ok(())
+            }
+
+            /// Where field `name` is set in the file, if it is.
+            fn span_of(&self, name: &str) -> Option<&Location> {
+                match name {
+                    $(stringify!($name) => self.$name.as_ref().map(|f| &f.referenced),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+mdh_rt::gpu_plan_fields!(gpu_config);
 
 /// One GPU plan of a kernel for one back end, with the device pattern and
 /// the sizes it was tuned for.
@@ -364,254 +352,6 @@ pub fn find(kernel: &str, manifest_dir: Option<&Path>) -> Result<Option<PathBuf>
         dir = d.parent().map(Path::to_path_buf);
     }
     Ok(None)
-}
-
-/// A string as a YAML (and JSON) double-quoted scalar.
-pub fn yaml_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-fn yaml_list(v: &[usize]) -> String {
-    let items: Vec<String> = v.iter().map(usize::to_string).collect();
-    format!("[{}]", items.join(", "))
-}
-
-/// The YAML list item of one entry, as the tuner writes it: the fields
-/// [`entries`] reads (`backend`, `device`, `sizes` unless `None`, the plan
-/// under `cpu` or `gpu` with every field), then `provenance` (a flow
-/// mapping of the given keys and already rendered YAML values) unless empty.
-fn entry_yaml(
-    k: &Checked,
-    backend: &str,
-    device: &str,
-    described: Option<String>,
-    sizes: Option<&[usize]>,
-    plan: (&str, Vec<String>),
-    provenance: &[(&str, String)],
-) -> String {
-    // What the entry was tuned on beyond its name: `machine:` (CPU) or
-    // `arch:` (CUDA).
-    let described = described.map_or(String::new(), |d| format!("    {d}\n"));
-    let sizes = sizes.map_or(String::new(), |sizes| {
-        let s: Vec<String> = k
-            .size_params
-            .iter()
-            .zip(sizes)
-            .map(|(p, v)| format!("{p}: {v}"))
-            .collect();
-        format!("    sizes: {{ {} }}\n", s.join(", "))
-    });
-    let prov: Vec<String> = provenance
-        .iter()
-        .map(|(k, v)| format!("{k}: {v}"))
-        .collect();
-    let prov = if prov.is_empty() {
-        String::new()
-    } else {
-        format!("    provenance: {{ {} }}\n", prov.join(", "))
-    };
-    format!(
-        "  - backend: {backend}\n    device: {}\n{described}{sizes}    {}: {{ {} }}\n{prov}",
-        yaml_string(device),
-        plan.0,
-        plan.1.join(", "),
-    )
-}
-
-/// A machine description as a YAML flow mapping (as `machine:` and the
-/// tuner's provenance write it): `{ isa: avx2, cores: 2, l1d: 32K, … }`,
-/// without the cache sizes that are not known.
-pub fn machine_yaml(m: &Machine) -> String {
-    let mut fields = vec![
-        format!("isa: {}", m.isa.name()),
-        format!("cores: {}", m.cores),
-    ];
-    for (name, size) in CACHE_FIELDS.iter().zip(m.caches()) {
-        if let Some(s) = size {
-            fields.push(format!("{name}: {}", format_size(s)));
-        }
-    }
-    format!("{{ {} }}", fields.join(", "))
-}
-
-/// The YAML list item of one CPU entry (see `entry_yaml`).
-pub fn cpu_entry_yaml(
-    k: &Checked,
-    device: &str,
-    machine: Option<&Machine>,
-    sizes: Option<&[usize]>,
-    plan: &CpuPlan,
-    provenance: &[(&str, String)],
-) -> String {
-    let lists = [
-        &plan.nod,
-        &plan.cor,
-        &plan.l2,
-        &plan.l1,
-        &plan.reg,
-        &plan.order,
-    ];
-    let mut cpu: Vec<String> = CPU_LIST_FIELDS
-        .iter()
-        .zip(lists)
-        // An unset NOD layer (all 0) is the default: left out.
-        .filter(|(n, v)| **n != "nod" || v.iter().any(|&p| p > 0))
-        .map(|(n, v)| format!("{n}: {}", yaml_list(v)))
-        .collect();
-    let pack: Vec<String> = plan.pack.iter().map(|l| yaml_list(l)).collect();
-    cpu.push(format!("pack: [{}]", pack.join(", ")));
-    if plan.stream {
-        cpu.push("stream: true".into());
-    }
-    if plan.exact {
-        cpu.push("exact: true".into());
-    }
-    let machine = machine.map(|m| format!("machine: {}", machine_yaml(m)));
-    entry_yaml(k, "cpu", device, machine, sizes, ("cpu", cpu), provenance)
-}
-
-/// The YAML list item of one GPU entry of `backend` (`opencl` or `cuda`;
-/// see `entry_yaml`); `arch`: the CUDA architecture it was tuned on, as a
-/// compute capability (`arch: sm_90`).
-pub fn gpu_entry_yaml(
-    k: &Checked,
-    backend: &str,
-    device: &str,
-    arch: Option<u32>,
-    sizes: Option<&[usize]>,
-    plan: &GpuPlan,
-    provenance: &[(&str, String)],
-) -> String {
-    let bools = |v: &[bool]| {
-        let items: Vec<String> = v.iter().map(bool::to_string).collect();
-        format!("[{}]", items.join(", "))
-    };
-    let mut gpu = vec![
-        format!("groups: {}", yaml_list(&plan.groups)),
-        format!("items: {}", yaml_list(&plan.items)),
-        format!("tile: {}", yaml_list(&plan.tile)),
-        format!("local: {}", bools(&plan.local)),
-        format!("blocked: {}", plan.blocked),
-    ];
-    // The layout fields only where they differ from the default (entries
-    // written before they existed read the same).
-    if plan.vector.iter().any(|&v| v != 1) {
-        gpu.push(format!("vector: {}", yaml_list(&plan.vector)));
-    }
-    if plan.transpose.iter().any(|&t| t) {
-        gpu.push(format!("transpose: {}", bools(&plan.transpose)));
-    }
-    if plan.pad.iter().any(|&p| p != 0) {
-        gpu.push(format!("pad: {}", yaml_list(&plan.pad)));
-    }
-    if plan.stages != 1 {
-        gpu.push(format!("stages: {}", plan.stages));
-    }
-    if plan.mma != Mma::Off {
-        gpu.push(format!("mma: {}", plan.mma.name()));
-    }
-    if plan.warps.iter().any(|&w| w != 1) {
-        gpu.push(format!("warps: {}", yaml_list(&plan.warps)));
-    }
-    let arch = arch.map(|a| format!("arch: sm_{a}"));
-    entry_yaml(k, backend, device, arch, sizes, ("gpu", gpu), provenance)
-}
-
-/// What the tuner writes an entry for: another result for the same key
-/// replaces it. The machine is part of it: a result from another machine
-/// of the same model name is a new entry beside the old one.
-#[derive(Clone, Copy, Debug)]
-pub struct EntryKey<'a> {
-    pub backend: &'a str,
-    pub device: &'a str,
-    pub machine: Option<&'a Machine>,
-    pub sizes: &'a [usize],
-}
-
-/// A config file's text with `entry` (a list item from [`cpu_entry_yaml`]
-/// or [`gpu_entry_yaml`]) in place of the entry of the same `key`, or
-/// appended to `entries`; a new file when `text` is `None`. Other entries
-/// and all comments are kept as they are (the text is edited, not
-/// re-serialized).
-pub fn merge_entry(
-    k: &Checked,
-    path: &Path,
-    text: Option<&str>,
-    key: EntryKey<'_>,
-    entry: &str,
-) -> Result<String, ConfigError> {
-    let Some(text) = text else {
-        return Ok(format!("kernel: {}\nentries:\n{entry}", k.name));
-    };
-    // Checks the whole file as the macro will (a broken file is reported,
-    // not overwritten), and finds the entry to replace.
-    entries(k, path, text)?;
-    let file: ConfigFile = serde_saphyr::from_str(text)
-        .map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
-    let lines: Vec<&str> = text.lines().collect();
-    let starts: Vec<usize> = file
-        .entries
-        .iter()
-        .map(|e| e.referenced.line() as usize - 1)
-        .collect();
-    let same = file.entries.iter().position(|e| {
-        let e = &e.value;
-        e.backend.value == key.backend
-            && e.device.as_deref().unwrap_or("*") == key.device
-            && e.machine
-                .as_ref()
-                .and_then(|m| machine(path, m).ok())
-                .as_ref()
-                == key.machine
-            && e.sizes
-                .as_ref()
-                .and_then(|s| size_values(k, path, s).ok())
-                .is_some_and(|s| s == key.sizes)
-    });
-    let mut out: Vec<String> = Vec::new();
-    match same {
-        Some(i) => {
-            // The entry's lines end before the comments and blank lines
-            // that precede the next entry (or the end of the file).
-            let mut end = starts.get(i + 1).copied().unwrap_or(lines.len());
-            while end > starts[i] + 1 && {
-                let l = lines[end - 1].trim();
-                l.is_empty() || l.starts_with('#')
-            } {
-                end -= 1;
-            }
-            out.extend(lines[..starts[i]].iter().map(|l| l.to_string()));
-            out.push(entry.trim_end().to_string());
-            out.extend(lines[end..].iter().map(|l| l.to_string()));
-        }
-        None if file.entries.is_empty() => {
-            // No entries yet (`entries:` absent or `entries: []`).
-            out.extend(
-                lines
-                    .iter()
-                    .filter(|l| !l.starts_with("entries:"))
-                    .map(|l| l.to_string()),
-            );
-            out.push("entries:".into());
-            out.push(entry.trim_end().to_string());
-        }
-        None => {
-            out.extend(lines.iter().map(|l| l.to_string()));
-            out.push(entry.trim_end().to_string());
-        }
-    }
-    Ok(out.join("\n") + "\n")
 }
 
 /// The plans of a kernel's config, per back end.
@@ -831,16 +571,11 @@ fn gpu_plan(
     let desc = KernelDesc::from_kernel(k);
     let mut plan = GpuPlan::default_for(&desc);
     let Some(g) = g else { return Ok(plan) };
-    g.value.apply(&mut plan);
-    if let Some(m) = &g.value.mma {
-        plan.mma = Mma::from_name(&m.value).ok_or_else(|| {
-            located(path, m, format!("unknown `mma: {}`; use `off` (exact FP32), `tf32` (tensor cores, TF32 operands: relative errors about 1e-3) or `3xtf32` (tensor cores, about FP32 accuracy)", m.value))
-        })?;
-        if plan.mma != Mma::Off && backend != "cuda" {
-            return Err(located(path, m, format!("`mma` runs on CUDA's tensor cores, and this is an `{backend}` entry; drop `mma` or make it a `cuda` entry")));
-        }
-    }
-    plan.validate(&desc)
+    g.value
+        .apply(&mut plan)
+        .map_err(|(at, why)| located_at(path, at, why))?;
+    plan.validate_backend(backend)
+        .and_then(|()| plan.validate(&desc))
         .map_err(|e| match g.value.span_of(e.field) {
             Some(at) => located_at(path, at, e.message),
             None => located(path, g, e.message),

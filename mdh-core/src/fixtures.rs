@@ -93,13 +93,7 @@ pub fn matmul_register_tiled() -> GpuPlan {
         items: vec![16, 16, 1],
         tile: vec![128, 128, 8],
         local: vec![true, true],
-        blocked: false,
-        vector: vec![1, 1],
-        transpose: vec![false, false],
-        pad: vec![0, 0],
-        stages: 1,
-        mma: Mma::Off,
-        warps: Vec::new(),
+        ..GpuPlan::base(3, 2)
     }
 }
 

@@ -34,8 +34,8 @@ use crate::analysis::Checked;
 use crate::desc::{Bound, KernelDesc, Linear};
 use crate::error::Error;
 use crate::spec::{
-    BinOp, Block, BufferDecl, BuiltinOp, DimKind, Expr, ExprKind, IndexFn, Lit, Method, ReduceOp,
-    ScalarType, Stmt, UnOp,
+    BinOp, Block, BufferDecl, BuiltinOp, Combination, DimKind, Expr, ExprKind, Identity, IndexFn,
+    Lit, Method, ReduceOp, ScalarType, Stmt, UnOp,
 };
 
 // ----------------------------------------------------------------------------
@@ -280,21 +280,19 @@ fn method(recv: Value, m: Method, args: &[Value]) -> Result<Value, Error> {
 
 /// `a ⊕ b` for a built-in combine operator.
 fn builtin(op: BuiltinOp, a: Value, b: Value) -> Result<Value, Error> {
-    match op {
-        BuiltinOp::Add => binary(BinOp::Add, a, b),
-        BuiltinOp::Mul => binary(BinOp::Mul, a, b),
-        BuiltinOp::Max => method(a, Method::Max, &[b]),
-        BuiltinOp::Min => method(a, Method::Min, &[b]),
+    match op.combination() {
+        Combination::Binary(bin) => binary(bin, a, b),
+        Combination::Method(m) => method(a, m, &[b]),
     }
 }
 
 /// The neutral element of a built-in operator on `ty`.
 fn neutral(op: BuiltinOp, ty: ScalarType) -> Option<Value> {
-    match op {
-        BuiltinOp::Add => numeric_typed!(typed_const!(ty, ZERO)),
-        BuiltinOp::Mul => numeric_typed!(typed_const!(ty, ONE)),
-        BuiltinOp::Max => numeric_typed!(typed_const!(ty, LOWEST)),
-        BuiltinOp::Min => numeric_typed!(typed_const!(ty, HIGHEST)),
+    match op.identity() {
+        Identity::Zero => numeric_typed!(typed_const!(ty, ZERO)),
+        Identity::One => numeric_typed!(typed_const!(ty, ONE)),
+        Identity::Lowest => numeric_typed!(typed_const!(ty, LOWEST)),
+        Identity::Highest => numeric_typed!(typed_const!(ty, HIGHEST)),
     }
 }
 

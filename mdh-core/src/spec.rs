@@ -157,6 +157,48 @@ impl BuiltinOp {
             BuiltinOp::Min => "min",
         }
     }
+
+    /// What it computes, in the words of the kernel language: the one
+    /// table by which the interpreter and the scalar generators (Rust, C)
+    /// combine.
+    pub fn combination(self) -> Combination {
+        match self {
+            BuiltinOp::Add => Combination::Binary(BinOp::Add),
+            BuiltinOp::Mul => Combination::Binary(BinOp::Mul),
+            BuiltinOp::Max => Combination::Method(Method::Max),
+            BuiltinOp::Min => Combination::Method(Method::Min),
+        }
+    }
+
+    /// Its neutral element: the one table that the interpreter and the
+    /// generators (Rust, C) write their values from.
+    pub fn identity(self) -> Identity {
+        match self {
+            BuiltinOp::Add => Identity::Zero,
+            BuiltinOp::Mul => Identity::One,
+            BuiltinOp::Max => Identity::Lowest,
+            BuiltinOp::Min => Identity::Highest,
+        }
+    }
+}
+
+/// What a built-in operator computes: `a op b`, or `a.method(b)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Combination {
+    Binary(BinOp),
+    Method(Method),
+}
+
+/// The neutral element of a built-in operator, as a value every numeric
+/// type has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Identity {
+    Zero,
+    One,
+    /// The type's least value (-∞ for floats).
+    Lowest,
+    /// The type's greatest value (+∞ for floats).
+    Highest,
 }
 
 /// The operator ⊕ of a PW or PS combine operator.

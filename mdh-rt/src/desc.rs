@@ -56,6 +56,26 @@ pub struct KernelDesc {
     pub contraction: bool,
 }
 
+/// What a call's arguments say of its sizes: the values of the size
+/// parameters and the lengths of its input and output buffers (what
+/// [`KernelDesc::bind`] checks).
+#[derive(Clone, Copy, Debug)]
+pub struct ArgSizes<'a> {
+    pub sizes: &'a [usize],
+    pub in_lens: &'a [usize],
+    pub out_lens: &'a [usize],
+}
+
+/// The index space of a call while it is bound: the sizes, the extents
+/// they give the md_hom dimensions, and whether one is empty (no point: no
+/// access is evaluated).
+#[derive(Clone, Copy)]
+struct IndexSpace<'a> {
+    sizes: &'a [usize],
+    extents: &'a [usize],
+    empty: bool,
+}
+
 /// The validated sizes of one call: all lengths checked, all accesses in bounds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bound {
@@ -220,9 +240,14 @@ impl KernelDesc {
                         actual: len,
                     });
                 }
+                let space = IndexSpace {
+                    sizes,
+                    extents: &extents,
+                    empty,
+                };
                 let mut lin = Vec::new();
-                for (a, acc) in b.accesses.iter().enumerate() {
-                    lin.push(self.linearize(b, a, acc, &shape, &extents, sizes, empty)?);
+                for a in 0..b.accesses.len() {
+                    lin.push(self.linearize(b, a, &shape, &space)?);
                 }
                 shapes.push(shape);
                 linears.push(lin);
@@ -245,19 +270,22 @@ impl KernelDesc {
         Ok(bound)
     }
 
-    /// Flattens one access and checks that it stays inside the buffer: an
-    /// affine function takes its extreme values at the corners of the box.
-    #[allow(clippy::too_many_arguments)]
+    /// Flattens access `a` of buffer `b` of shape `shape` and checks that
+    /// it stays inside the buffer: an affine function takes its extreme
+    /// values at the corners of the box.
     fn linearize(
         &self,
         b: &BufDesc,
         a: usize,
-        acc: &AccessDesc,
         shape: &[usize],
-        extents: &[usize],
-        sizes: &[usize],
-        empty: bool,
+        space: &IndexSpace<'_>,
     ) -> Result<Linear, Error> {
+        let IndexSpace {
+            sizes,
+            extents,
+            empty,
+        } = *space;
+        let acc = &b.accesses[a];
         let d = extents.len();
         let mut base: i128 = 0;
         let mut coefs = vec![0i128; d];

@@ -110,6 +110,15 @@ impl DimKind {
         (0..kinds.len()).filter(|&x| kinds[x].is_kept()).collect()
     }
 
+    /// The points of the kept dimensions among `kinds` at `extents` (one
+    /// result per output access each).
+    pub fn kept_points(kinds: &[DimKind], extents: &[usize]) -> usize {
+        (0..kinds.len())
+            .filter(|&x| kinds[x].is_kept())
+            .map(|x| extents[x])
+            .product()
+    }
+
     /// The reduced (PW) dimensions among `kinds`, in increasing order.
     pub fn reduced(kinds: &[DimKind]) -> Vec<usize> {
         (0..kinds.len()).filter(|&x| !kinds[x].is_kept()).collect()

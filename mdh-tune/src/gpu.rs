@@ -10,11 +10,11 @@ use std::path::Path;
 
 use mdh::gpu::bench::{Bench, Status};
 use mdh::gpu::space::GpuSpace;
-use mdh::gpu::{choose, local_bytes, DeviceLimits, GpuEntry, KernelInfo, MainResources, RawDevice};
+use mdh::gpu::{local_bytes, CallDesc, DeviceLimits, GpuEntry, MainResources, RawDevice};
 use mdh::reference::{kernel_info, Buffer};
 use mdh_core::codegen::c_expr::Dialect;
 use mdh_core::config::gpu_entry_yaml;
-use mdh_core::desc::{Bound, KernelDesc};
+use mdh_core::desc::KernelDesc;
 use mdh_core::gpu_plan::GpuPlan;
 use mdh_core::plan::elem_bytes;
 use mdh_core::Checked;
@@ -92,21 +92,16 @@ fn unchecked_because<D: RawDevice>(k: &Checked, bench: &Bench<'_, D>) -> Option<
 }
 
 /// The GPU plan that the config in `out_dir` (the file the result is
-/// merged into) dispatches to for `backend` (`opencl` or `cuda`) on the
-/// device called `device` with limits `lim`, at `bound`'s sizes: the entry
-/// that the generated wrappers' [`choose`] takes (nearest sizes among
-/// those for this device that fit it), if it runs something other than the
-/// fitted default (`None`: the default runs).
-#[allow(clippy::too_many_arguments)]
+/// merged into) dispatches to for `backend` (`opencl` or `cuda`) in the
+/// call `unconfigured` (whose entries are left for the config's): the
+/// entry that the generated wrappers' [`CallDesc::choose`] takes (nearest
+/// sizes among those for this device that fit it), if it runs something
+/// other than the fitted default (`None`: the default runs).
 fn configured_gpu_plan(
     k: &Checked,
     out_dir: &Path,
     backend: &str,
-    desc: &KernelDesc,
-    bound: &Bound,
-    info: &KernelInfo,
-    device: &str,
-    lim: DeviceLimits,
+    unconfigured: CallDesc<'_>,
 ) -> Result<Option<GpuPlan>, String> {
     let Some(entries) = configured_entries(k, out_dir)? else {
         return Ok(None);
@@ -126,10 +121,15 @@ fn configured_gpu_plan(
             sizes: e.sizes.map(|s| &*Box::leak(s.into_boxed_slice())),
         })
         .collect();
-    let chosen = choose(desc, bound, info, &entries, device, lim);
-    if chosen == choose(desc, bound, info, &[], device, lim) {
+    let call = CallDesc {
+        entries: &entries,
+        ..unconfigured
+    };
+    let chosen = call.choose();
+    if chosen == unconfigured.choose() {
         return Ok(None);
     }
+    let CallDesc { desc, bound, .. } = unconfigured;
     Ok(entries
         .into_iter()
         .find(|e| {
@@ -192,16 +192,15 @@ pub fn tune<D: RawDevice>(
     }
     eprintln!("results are checked against {}", target.checked_against);
     let default = mdh::gpu::defaults::default_plan(desc, &bound, info, dev.device_name(), lim);
-    let configured = configured_gpu_plan(
-        k,
-        &target.out_dir,
-        target.backend,
+    let unconfigured = CallDesc {
         desc,
-        &bound,
+        bound: &bound,
         info,
-        dev.device_name(),
+        entries: &[],
+        device: dev.device_name(),
         lim,
-    )?;
+    };
+    let configured = configured_gpu_plan(k, &target.out_dir, target.backend, unconfigured)?;
     // The throughput model: candidates that cannot beat the best measured
     // are not compiled; the others are measured and compared with its
     // prediction.
@@ -312,7 +311,6 @@ mod tests {
     use mdh::gpu::bind_sizes;
     use mdh::gpu::GpuDevice;
     use mdh::reference::Value;
-    use mdh_core::gpu_plan::Mma;
 
     #[test]
     fn the_configured_plan_is_the_entry_the_wrappers_choose() {
@@ -329,21 +327,22 @@ mod tests {
         let dir = crate::tuning::tests::TempDir::new("configured-gpu");
         let at = |sizes: &[usize], backend: &str, device: &str| {
             let bound = bind_sizes(desc, sizes).unwrap();
-            configured_gpu_plan(&k, &dir.0, backend, desc, &bound, info, device, lim).unwrap()
+            let call = CallDesc {
+                desc,
+                bound: &bound,
+                info,
+                entries: &[],
+                device,
+                lim,
+            };
+            configured_gpu_plan(&k, &dir.0, backend, call).unwrap()
         };
         assert_eq!(at(&[1024, 1024], "cuda", h100), None, "no config");
         let plan = |items: [usize; 2], tile: [usize; 2], local: [bool; 2]| GpuPlan {
-            groups: vec![0, 0],
             items: items.to_vec(),
             tile: tile.to_vec(),
             local: local.to_vec(),
-            blocked: false,
-            vector: vec![1, 1],
-            transpose: vec![false, false],
-            pad: vec![0, 0],
-            stages: 1,
-            mma: Mma::Off,
-            warps: Vec::new(),
+            ..GpuPlan::base(2, 2)
         };
         let small = plan([4, 32], [4, 256], [false, false]);
         let large = plan([16, 32], [16, 8192], [false, true]);
@@ -461,14 +460,7 @@ mod tests {
             groups: groups.to_vec(),
             items: items.to_vec(),
             tile: tile.to_vec(),
-            local: vec![false, false],
-            blocked: false,
-            vector: vec![1, 1],
-            transpose: vec![false, false],
-            pad: vec![0, 0],
-            stages: 1,
-            mma: Mma::Off,
-            warps: Vec::new(),
+            ..GpuPlan::base(2, 2)
         };
         let alone = plan([1, 1], [1, 1], [1, 1]);
         let extents = bench.bound.extents.clone();

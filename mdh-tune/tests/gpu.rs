@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 
 use common::{speedup, tune};
 
-use mdh::gpu::{choose, DeviceLimits, GpuEntry};
+use mdh::gpu::{CallDesc, DeviceLimits, GpuEntry};
 use mdh_core::config::{entries, gpu_entry_yaml};
 use mdh_core::desc::KernelDesc;
-use mdh_core::gpu_plan::{GpuPlan, Mma};
+use mdh_core::gpu_plan::GpuPlan;
 
 use mdh_core::fixtures::matvec;
 
@@ -52,17 +52,9 @@ fn tune_and_check(backend: &str, device: &str, limits: DeviceLimits) {
     // The config dispatches to this plan at these sizes now.
     let k = matvec();
     let configured = GpuPlan {
-        groups: vec![0, 0],
         items: vec![4, 4],
         tile: vec![4, 64],
-        local: vec![false, false],
-        blocked: false,
-        vector: vec![1, 1],
-        transpose: vec![false, false],
-        pad: vec![0, 0],
-        stages: 1,
-        mma: Mma::Off,
-        warps: Vec::new(),
+        ..GpuPlan::base(2, 2)
     };
     let path = out.join("matvec.yaml");
     std::fs::create_dir_all(&out).unwrap();
@@ -151,7 +143,15 @@ fn tune_and_check(backend: &str, device: &str, limits: DeviceLimits) {
         arch: gpu[0].arch,
         sizes: Some(&[64, 64]),
     }];
-    let chosen = choose(&desc, &bound, info, &dispatch, device, limits);
+    let chosen = CallDesc {
+        desc: &desc,
+        bound: &bound,
+        info,
+        entries: &dispatch,
+        device,
+        lim: limits,
+    }
+    .choose();
     assert_eq!(chosen, plan.resolve(&desc.kinds, &bound.extents));
     std::fs::remove_dir_all(&out).unwrap();
 }

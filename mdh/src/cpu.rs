@@ -518,24 +518,40 @@ fn count_kept<const D: usize>(r: &Region<D>, kinds: &[DimKind; D]) -> usize {
         .product()
 }
 
-/// Runs a kernel over the box `full` of its index space (all of it, or
-/// the part a node computes, see `mdh::mpi`) whose dimensions have
-/// `kinds`. Scans (PS) run inside the box.
-///
-/// `cor` is the plan's number of parts per dimension on the COR layer
-/// (rayon tasks), cut further on a machine of more threads than it makes
-/// tasks (`planned_parts`); all zeros lets the driver choose from the
-/// thread count.
-/// `align` is the plan's register tile: parts start at its multiples.
-/// `order` is the plan's tile-loop order, outermost first: parts the driver
-/// chooses cut the kept dimensions in that order, the outermost loop first
-/// (as OpenMP's `parallel for` does): a contraction's packed panel, whose
-/// dimension the default plan loops outermost, is then packed by one task
-/// instead of by every task of a row split (matmul 16×1000×2048 with the
-/// default plan on the 2-core AMD EPYC: 0.43 ms split by rows, against
-/// 0.21 ms for the hand-set plan that splits the columns).
-/// `lanes` is the number of SIMD lanes its register tiles run on (1: scalar
-/// code): with `cor` all zeros, a call of little work runs as one task.
+/// The box of the index space a call computes (all of it, or the part a
+/// node computes, see `mdh::mpi`) and the kinds of its dimensions.
+#[derive(Clone, Copy, Debug)]
+pub struct IndexBox<const D: usize> {
+    pub full: Region<D>,
+    pub kinds: [DimKind; D],
+}
+
+/// The plan's COR layer as [`execute`] runs it.
+#[derive(Clone, Copy, Debug)]
+pub struct CorLayer<const D: usize> {
+    /// The plan's number of parts per dimension (rayon tasks), cut further
+    /// on a machine of more threads than it makes tasks (`planned_parts`);
+    /// all zeros lets the driver choose from the thread count.
+    pub parts: [usize; D],
+    /// The plan's register tile: parts start at its multiples.
+    pub align: [usize; D],
+    /// The plan's tile-loop order, outermost first: parts the driver
+    /// chooses cut the kept dimensions in that order, the outermost loop
+    /// first (as OpenMP's `parallel for` does): a contraction's packed
+    /// panel, whose dimension the default plan loops outermost, is then
+    /// packed by one task instead of by every task of a row split (matmul
+    /// 16×1000×2048 with the default plan on the 2-core AMD EPYC: 0.43 ms
+    /// split by rows, against 0.21 ms for the hand-set plan that splits the
+    /// columns).
+    pub order: [usize; D],
+    /// The SIMD lanes its register tiles run on (1: scalar code): with
+    /// `parts` all zeros, a call of little work runs as one task.
+    pub lanes: usize,
+}
+
+/// Runs kernel `kernel` over the box `space` of its index space, split
+/// into tasks by the plan's COR layer `layer`. Scans (PS) run inside the
+/// box.
 ///
 /// `compute(region, out, direct)` pushes, for each kept point of `region`
 /// in row-major order of the kept dimensions, the combination of the scalar
@@ -546,15 +562,10 @@ fn count_kept<const D: usize>(r: &Region<D>, kinds: &[DimKind; D]) -> usize {
 /// stores one value per kept point of `region`, same order. `identity` is the
 /// neutral element of the operators, if they have one (used when a PW
 /// dimension is empty).
-#[allow(clippy::too_many_arguments)]
 pub fn execute<A, const D: usize>(
     kernel: &str,
-    full: Region<D>,
-    kinds: [DimKind; D],
-    cor: [usize; D],
-    align: [usize; D],
-    order: [usize; D],
-    lanes: usize,
+    space: IndexBox<D>,
+    layer: CorLayer<D>,
     identity: Option<A>,
     compute: impl Fn(&Region<D>, &mut Vec<A>, bool) + Sync,
     combine: impl Fn(A, A) -> A + Sync,
@@ -563,6 +574,13 @@ pub fn execute<A, const D: usize>(
 where
     A: Copy + Send + Sync,
 {
+    let IndexBox { full, kinds } = space;
+    let CorLayer {
+        parts: cor,
+        align,
+        order,
+        lanes,
+    } = layer;
     let ext: [usize; D] = std::array::from_fn(|d| full[d].1 - full[d].0);
     let total = |kept: bool| -> usize {
         (0..D)
@@ -689,7 +707,6 @@ where
     scan_and_write(
         &full,
         &kinds,
-        &ext,
         &kept,
         &kept_regions,
         kept_region_values,
@@ -701,13 +718,11 @@ where
 
 /// The end of [`execute`] for kernels with PS dimensions: reduces the PW
 /// part of each kept region (`values`) into a dense array over the kept
-/// dimensions, scans it along each PS dimension (innermost first, which is
-/// the nesting order of the md_hom formula), then writes it out.
-#[allow(clippy::too_many_arguments)]
+/// dimensions of `full`, scans it along each PS dimension (innermost first,
+/// which is the nesting order of the md_hom formula), then writes it out.
 fn scan_and_write<A, const D: usize>(
     full: &Region<D>,
     kinds: &[DimKind; D],
-    ext: &[usize; D],
     kept: &[usize],
     kept_regions: &[Region<D>],
     values: impl Fn(&Region<D>) -> Vec<A> + Sync,
@@ -716,7 +731,7 @@ fn scan_and_write<A, const D: usize>(
 ) where
     A: Copy + Send + Sync,
 {
-    let kept_ext: Vec<usize> = kept.iter().map(|&d| ext[d]).collect();
+    let kept_ext: Vec<usize> = kept.iter().map(|&d| full[d].1 - full[d].0).collect();
     let kept_total: usize = kept_ext.iter().product();
     let mut dense: Vec<A> = Vec::with_capacity(kept_total);
     {
@@ -1021,12 +1036,16 @@ mod tests {
         };
         execute::<u64, 1>(
             "t",
-            [(0, n)],
-            kinds,
-            cor,
-            [3],
-            [0],
-            1,
+            IndexBox {
+                full: [(0, n)],
+                kinds,
+            },
+            CorLayer {
+                parts: cor,
+                align: [3],
+                order: [0],
+                lanes: 1,
+            },
             Some(0),
             |r, o, direct| {
                 regions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -1077,12 +1096,16 @@ mod tests {
         let tasks = std::sync::Mutex::new(Vec::new());
         execute::<u64, 2>(
             "t",
-            [(0, 512), (0, 512)],
-            [DimKind::Cc, DimKind::Pw],
-            [0, 0],
-            [1, 1],
-            [0, 1],
-            lanes,
+            IndexBox {
+                full: [(0, 512), (0, 512)],
+                kinds: [DimKind::Cc, DimKind::Pw],
+            },
+            CorLayer {
+                parts: [0, 0],
+                align: [1, 1],
+                order: [0, 1],
+                lanes,
+            },
             Some(0),
             |r, o, direct| {
                 tasks.lock().unwrap().push((*r, direct));
@@ -1112,12 +1135,16 @@ mod tests {
         let out = std::sync::Mutex::new(vec![0u64; 12]);
         execute::<u64, 1>(
             "t",
-            [(3, 9)],
-            [DimKind::Ps],
-            [2],
-            [1],
-            [0],
-            1,
+            IndexBox {
+                full: [(3, 9)],
+                kinds: [DimKind::Ps],
+            },
+            CorLayer {
+                parts: [2],
+                align: [1],
+                order: [0],
+                lanes: 1,
+            },
             Some(0),
             |r, o, _| o.extend((r[0].0..r[0].1).map(|i| i as u64)),
             |a, b| a + b,

@@ -23,7 +23,7 @@ pub mod model;
 pub mod space;
 pub mod tune;
 pub use calls::{call, Call, CallDevice, CallKernel};
-pub use choice::{choose, chosen_plan, explain_choice, DeviceMatch, GpuEntry};
+pub use choice::{CallDesc, DeviceMatch, GpuEntry};
 pub use tune::{tune, TuneReport};
 
 /// What a generated wrapper knows about its kernel besides its `desc()`.
@@ -406,7 +406,15 @@ pub fn job(
         }
     }
     let r = match forced {
-        None => choose(desc, bound, info, entries, device, lim),
+        None => CallDesc {
+            desc,
+            bound,
+            info,
+            entries,
+            device,
+            lim,
+        }
+        .choose(),
         Some(plan) => fit(desc, bound, info, plan, lim)?,
     };
     Ok(Some(job_for(desc, bound, info, &r)))
@@ -467,7 +475,7 @@ fn scan_launches(d: usize, n: usize, lines: usize) -> Vec<(String, usize)> {
 pub fn job_for(desc: &KernelDesc, bound: &Bound, info: &KernelInfo, r: &Resolved) -> Job {
     let kinds = &desc.kinds;
     let ext = &bound.extents;
-    let kept_points: usize = DimKind::kept(kinds).into_iter().map(|x| ext[x]).product();
+    let kept_points = DimKind::kept_points(kinds, ext);
     let pw_groups = r.pw_groups(kinds);
     let shared = SharedLayout::new(desc, info, bound, r);
     let source = format!(
@@ -534,7 +542,15 @@ pub fn source(
     };
     match bound {
         Ok(bound) => {
-            let r = choose(desc, &bound, info, entries, "*", lim);
+            let call = CallDesc {
+                desc,
+                bound: &bound,
+                info,
+                entries,
+                device: "*",
+                lim,
+            };
+            let r = call.choose();
             job_for(desc, &bound, info, &r).source
         }
         Err(e) => format!("#error \"{}\"\n", e.to_string().replace('"', "'")),

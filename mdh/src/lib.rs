@@ -406,7 +406,9 @@ pub mod reference {
 #[doc(hidden)]
 pub mod __rt {
     pub use crate::bind_cache::{BindCache, Binding};
-    pub use crate::cpu::{cpu_name, execute, isa, FloatMinMax, IntDiv, Isa, Region, SyncPtr};
+    pub use crate::cpu::{
+        cpu_name, execute, isa, CorLayer, FloatMinMax, IndexBox, IntDiv, Isa, Region, SyncPtr,
+    };
     pub use crate::debug_build::note_debug_build;
     pub use crate::gpu;
     pub use crate::machine::{choose_plan, Machine, PlanEntry};
@@ -416,7 +418,7 @@ pub mod __rt {
     pub use crate::stream::{
         pays as stream_pays, starts_lines, Results as StreamedResults, StreamWriter,
     };
-    pub use mdh_rt::desc::{AccessDesc, AffineDesc, Bound, BufDesc, KernelDesc, SizeOp};
+    pub use mdh_rt::desc::{AccessDesc, AffineDesc, ArgSizes, Bound, BufDesc, KernelDesc, SizeOp};
     pub use mdh_rt::gpu_plan::{GpuPlan, Mma};
     pub use mdh_rt::{DimKind, ScalarType};
     pub use std::borrow::Cow;

@@ -235,8 +235,7 @@ fn with_random_memory(
         transpose,
         pad,
         stages: 1 + rng.below(2),
-        mma: Mma::Off,
-        warps: Vec::new(),
+        ..GpuPlan::base(desc.dims.len(), desc.inputs.len())
     }
 }
 

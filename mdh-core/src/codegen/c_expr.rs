@@ -18,7 +18,8 @@
 use std::fmt::Write;
 
 use crate::spec::{
-    BinOp, Block, BuiltinOp, Expr, ExprKind, Lit, Method, ReduceOp, ScalarType, Stmt, Type, UnOp,
+    BinOp, Block, BuiltinOp, Combination, Expr, ExprKind, Identity, Lit, Method, ReduceOp,
+    ScalarType, Stmt, Type, UnOp,
 };
 
 /// The two C dialects of the GPU emitter; every difference between them
@@ -220,18 +221,18 @@ pub fn float_cast_helpers(d: Dialect, casts: &[(ScalarType, ScalarType)]) -> Str
 /// The neutral element of a built-in operator on `t`.
 pub fn identity(d: Dialect, op: BuiltinOp, t: ScalarType) -> String {
     let signed_min = |bits: u32| format!("(({})(1UL << {}))", d.ty(t), bits - 1);
-    match (op, t) {
-        (BuiltinOp::Add, _) => int_lit(d, 0, t),
-        (BuiltinOp::Mul, _) => int_lit(d, 1, t),
-        (BuiltinOp::Max, _) if t.is_float() => format!("(-{})", d.infinity(t)),
-        (BuiltinOp::Min, _) if t.is_float() => d.infinity(t).into(),
-        (BuiltinOp::Max, _) if t.is_signed() => signed_min(8 * crate::plan::elem_bytes(t) as u32),
-        (BuiltinOp::Max, _) => int_lit(d, 0, t),
-        (BuiltinOp::Min, _) if t.is_signed() => {
+    match op.identity() {
+        Identity::Zero => int_lit(d, 0, t),
+        Identity::One => int_lit(d, 1, t),
+        Identity::Lowest if t.is_float() => format!("(-{})", d.infinity(t)),
+        Identity::Highest if t.is_float() => d.infinity(t).into(),
+        Identity::Lowest if t.is_signed() => signed_min(8 * crate::plan::elem_bytes(t) as u32),
+        Identity::Lowest => int_lit(d, 0, t),
+        Identity::Highest if t.is_signed() => {
             let bits = 8 * crate::plan::elem_bytes(t) as u32;
             int_lit(d, (1u128 << (bits - 1)) - 1, t)
         }
-        (BuiltinOp::Min, _) => {
+        Identity::Highest => {
             let bits = 8 * crate::plan::elem_bytes(t) as u32;
             int_lit(d, (1u128 << bits) - 1, t)
         }
@@ -615,10 +616,10 @@ impl Lowering {
     /// expression (a closure's statements are emitted first).
     pub fn combine(&mut self, op: &ReduceOp, t: ScalarType, a: &str, b: &str) -> String {
         match op {
-            ReduceOp::Builtin(BuiltinOp::Add, _) => self.binary(BinOp::Add, t, a, b),
-            ReduceOp::Builtin(BuiltinOp::Mul, _) => self.binary(BinOp::Mul, t, a, b),
-            ReduceOp::Builtin(BuiltinOp::Max, _) => self.min_max(Method::Max, t, a, b),
-            ReduceOp::Builtin(BuiltinOp::Min, _) => self.min_max(Method::Min, t, a, b),
+            ReduceOp::Builtin(op, _) => match op.combination() {
+                Combination::Binary(bin) => self.binary(bin, t, a, b),
+                Combination::Method(m) => self.min_max(m, t, a, b),
+            },
             ReduceOp::Closure(c) => {
                 let mark = self.scope.len();
                 let l = self.temp(&c.lhs.to_string(), t, a);

@@ -16,7 +16,7 @@ use crate::codegen::gpu::template;
 use crate::codegen::host_args;
 use crate::codegen::rust_expr::ty;
 use crate::config::GpuEntryCfg;
-use crate::gpu_plan::GpuPlan;
+use crate::gpu_plan::{GpuPlan, PlanValue};
 use crate::plan::elem_bytes;
 use crate::spec::ScalarType;
 
@@ -167,20 +167,7 @@ fn device_ty(t: ScalarType) -> TokenStream {
 
 fn entries_tokens(entries: &[GpuEntryCfg]) -> TokenStream {
     let items = entries.iter().map(|e| {
-        let GpuPlan {
-            groups,
-            items,
-            tile,
-            local,
-            blocked,
-            vector,
-            transpose,
-            pad,
-            stages,
-            mma,
-            warps,
-        } = &e.plan;
-        let mma = format_ident!("{mma:?}");
+        let plan = plan_literal(&e.plan);
         let device = &e.device;
         let sizes = match &e.sizes {
             Some(s) => quote!(::core::option::Option::Some(&[#(#s),*])),
@@ -192,19 +179,7 @@ fn entries_tokens(entries: &[GpuEntryCfg]) -> TokenStream {
         };
         quote! {
             ::mdh::__rt::gpu::GpuEntry {
-                plan: ::mdh::__rt::GpuPlan {
-                    groups: ::std::vec![#(#groups),*],
-                    items: ::std::vec![#(#items),*],
-                    tile: ::std::vec![#(#tile),*],
-                    local: ::std::vec![#(#local),*],
-                    blocked: #blocked,
-                    vector: ::std::vec![#(#vector),*],
-                    transpose: ::std::vec![#(#transpose),*],
-                    pad: ::std::vec![#(#pad),*],
-                    stages: #stages,
-                    mma: ::mdh::__rt::Mma::#mma,
-                    warps: ::std::vec![#(#warps),*],
-                },
+                plan: #plan,
                 device: #device,
                 arch: #arch,
                 sizes: #sizes,
@@ -212,6 +187,25 @@ fn entries_tokens(entries: &[GpuEntryCfg]) -> TokenStream {
         }
     });
     quote!(::std::vec![#(#items),*])
+}
+
+/// A compiled-in entry's plan as a struct literal, field by field.
+fn plan_literal(plan: &GpuPlan) -> TokenStream {
+    let fields = plan.fields().map(|f| {
+        let name = format_ident!("{}", f.name);
+        let value = match f.value {
+            PlanValue::Counts(v) => quote!(::std::vec![#(#v),*]),
+            PlanValue::Flags(v) => quote!(::std::vec![#(#v),*]),
+            PlanValue::Count(n) => quote!(#n),
+            PlanValue::Flag(b) => quote!(#b),
+            PlanValue::Mma(m) => {
+                let m = format_ident!("{m:?}");
+                quote!(::mdh::__rt::Mma::#m)
+            }
+        };
+        quote!(#name: #value)
+    });
+    quote!(::mdh::__rt::GpuPlan { #(#fields,)* })
 }
 
 /// What `mdh::gpu::KernelInfo` holds besides the template: computed here
@@ -486,7 +480,8 @@ fn device_fns(k: &Checked, backend: Backend) -> TokenStream {
             in_lens: &[usize],
             out_lens: &[usize],
         ) -> ::core::result::Result<::std::sync::Arc<::mdh::__rt::gpu::Call<D>>, ::mdh::Error> {
-            ::mdh::__rt::gpu::call(device, &INFO, super::desc(), __entries, plan, sizes, in_lens, out_lens)
+            let __args = ::mdh::__rt::ArgSizes { sizes, in_lens, out_lens };
+            ::mdh::__rt::gpu::call(device, &INFO, super::desc(), __entries, plan, __args)
         }
 
         /// The source and launches of one call on a device named

@@ -154,9 +154,11 @@ pub fn mpi_module(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
                         __plan.map(|__p| &__p.nod[..]).or_else(|| __configured_nod(__comm.size() as usize, sizes.values())),
                         __inputs,
                         __placement,
-                        &sizes.values(),
-                        &[#(#in_names.len()),*],
-                        &[#(#out_names.len()),*],
+                        ::mdh::__rt::ArgSizes {
+                            sizes: &sizes.values(),
+                            in_lens: &[#(#in_names.len()),*],
+                            out_lens: &[#(#out_names.len()),*],
+                        },
                     )?;
                     let __done = match __job.region::<#d>() {
                         // SAFETY: the job checked these slices' lengths

@@ -6,7 +6,8 @@ use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{format_ident, quote};
 
 use crate::spec::{
-    BinOp, Block, BuiltinOp, Expr, ExprKind, Lit, Method, ReduceOp, ScalarType, Stmt, Type, UnOp,
+    BinOp, Block, BuiltinOp, Combination, Expr, ExprKind, Identity, Lit, Method, ReduceOp,
+    ScalarType, Stmt, Type, UnOp,
 };
 
 pub fn ty(t: ScalarType) -> TokenStream {
@@ -58,28 +59,23 @@ pub fn float_lit(v: f64, t: ScalarType) -> TokenStream {
 /// The neutral element of a built-in operator on `t`.
 pub fn identity(op: BuiltinOp, t: ScalarType) -> TokenStream {
     let tt = ty(t);
-    match (op, t.is_float()) {
-        (BuiltinOp::Add, _) => int_lit(0, t),
-        (BuiltinOp::Mul, _) => int_lit(1, t),
-        (BuiltinOp::Max, true) => quote!(#tt::NEG_INFINITY),
-        (BuiltinOp::Min, true) => quote!(#tt::INFINITY),
-        (BuiltinOp::Max, false) => quote!(#tt::MIN),
-        (BuiltinOp::Min, false) => quote!(#tt::MAX),
+    match (op.identity(), t.is_float()) {
+        (Identity::Zero, _) => int_lit(0, t),
+        (Identity::One, _) => int_lit(1, t),
+        (Identity::Lowest, true) => quote!(#tt::NEG_INFINITY),
+        (Identity::Highest, true) => quote!(#tt::INFINITY),
+        (Identity::Lowest, false) => quote!(#tt::MIN),
+        (Identity::Highest, false) => quote!(#tt::MAX),
     }
 }
 
 /// `a ⊕ b` for a combine operator on values of type `t`.
 pub fn combine(op: &ReduceOp, t: ScalarType, a: &TokenStream, b: &TokenStream) -> TokenStream {
     match op {
-        ReduceOp::Builtin(op, _) => {
-            let bin = match op {
-                BuiltinOp::Add => BinOp::Add,
-                BuiltinOp::Mul => BinOp::Mul,
-                BuiltinOp::Max => return min_max(Method::Max, t, a, b),
-                BuiltinOp::Min => return min_max(Method::Min, t, a, b),
-            };
-            binary(bin, t, a, b)
-        }
+        ReduceOp::Builtin(op, _) => match op.combination() {
+            Combination::Binary(bin) => binary(bin, t, a, b),
+            Combination::Method(m) => min_max(m, t, a, b),
+        },
         ReduceOp::Closure(c) => {
             let (l, r) = (&c.lhs, &c.rhs);
             let body = expr(&c.body);

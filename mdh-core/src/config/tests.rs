@@ -237,8 +237,7 @@ fn gpu_entries_merge_per_backend_and_read_back() {
         transpose: vec![true, false],
         pad: vec![4, 0],
         stages: 2,
-        mma: Mma::Off,
-        warps: Vec::new(),
+        ..GpuPlan::base(3, 2)
     };
     let old = "kernel: matmul\nentries:\n  # hand-written\n  - backend: cpu\n    sizes: {I: 64, J: 32, K: 16}\n";
     let entry = |b| gpu_entry_yaml(&k, b, "H100", None, Some(&[64, 16, 32]), &plan, &[]);

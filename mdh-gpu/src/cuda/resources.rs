@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 
 use mdh_rt::Error;
 
-use super::{check_arch, nvrtc_raw};
+use super::nvrtc::{check_arch, nvrtc_raw};
 use crate::backend;
 
 /// What one kernel of a CUBIN takes: the resources that bound its

@@ -8,13 +8,7 @@ fn plan(groups: &[usize], items: &[usize], tile: &[usize], local: &[bool]) -> Gp
         items: items.to_vec(),
         tile: tile.to_vec(),
         local: local.to_vec(),
-        blocked: false,
-        vector: vec![1; local.len()],
-        transpose: vec![false; local.len()],
-        pad: vec![0; local.len()],
-        stages: 1,
-        mma: Mma::Off,
-        warps: Vec::new(),
+        ..GpuPlan::base(groups.len(), local.len())
     }
 }
 

@@ -23,7 +23,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use mdh_gpu::memo::Memo;
-use mdh_rt::desc::{Bound, KernelDesc};
+use mdh_rt::desc::{ArgSizes, Bound, KernelDesc};
 use mdh_rt::gpu_plan::GpuPlan;
 use mdh_rt::Error;
 
@@ -182,23 +182,24 @@ fn key_hash(kernel: usize, sizes: &[usize], plan: Option<&GpuPlan>) -> u64 {
     h.finish()
 }
 
-/// The prepared call of the kernel of `info` and `desc` with `sizes`,
-/// buffers of `in_lens` and `out_lens` elements and `plan` (`None`: the
-/// plan run-time tuning keeps, else the configured plans, `entries`) on
-/// `dev`: found, or made and kept. An `Err`
-/// when the lengths do not fit the sizes, or the plan is invalid or does
-/// not fit the device; errors are not kept.
-#[allow(clippy::too_many_arguments)]
+/// The prepared call of the kernel of `info` and `desc` with the sizes and
+/// buffer lengths `args` and `plan` (`None`: the plan run-time tuning
+/// keeps, else the configured plans, `entries`) on `dev`: found, or made
+/// and kept. An `Err` when the lengths do not fit the sizes, or the plan is
+/// invalid or does not fit the device; errors are not kept.
 pub fn call<D: CallDevice>(
     dev: &D,
     info: &'static KernelInfo,
     desc: &'static KernelDesc,
     entries: fn() -> Vec<GpuEntry>,
     plan: Option<&GpuPlan>,
-    sizes: &[usize],
-    in_lens: &[usize],
-    out_lens: &[usize],
+    args: ArgSizes<'_>,
 ) -> Result<Arc<Call<D>>, Error> {
+    let ArgSizes {
+        sizes,
+        in_lens,
+        out_lens,
+    } = args;
     // The kernel is named by the address of its `KernelInfo` (a static of
     // the generated module).
     let kernel = info as *const KernelInfo as usize;
@@ -233,14 +234,15 @@ pub fn call<D: CallDevice>(
         )
     };
     if plan.is_none() && tuned.is_none() && crate::machine::explaining() {
-        let why = super::explain_choice(
+        let why = super::CallDesc {
             desc,
-            &bound,
+            bound: &bound,
             info,
-            &entries,
-            dev.call_device_name(),
-            dev.limits(),
-        );
+            entries: &entries,
+            device: dev.call_device_name(),
+            lim: dev.limits(),
+        }
+        .explain_choice();
         eprintln!("mdh: {why}");
     }
     let job = match tuned.as_ref().map(|t| made(Some(t))) {

@@ -22,16 +22,17 @@ pub struct GpuEntry {
     pub sizes: Option<&'static [usize]>,
 }
 
-/// The plan for one call, resolved (see [`chosen_plan`]).
-pub fn choose(
-    desc: &KernelDesc,
-    bound: &Bound,
-    info: &KernelInfo,
-    entries: &[GpuEntry],
-    device: &str,
-    lim: DeviceLimits,
-) -> Resolved {
-    chosen_plan(desc, bound, info, entries, device, lim).resolve(&desc.kinds, &bound.extents)
+/// A GPU call as the choice of its plan sees it: the kernel (`desc`,
+/// `info`), the call's sizes (`bound`), the kernel's config entries, and the
+/// device it runs on (its name and limits).
+#[derive(Clone, Copy)]
+pub struct CallDesc<'a> {
+    pub desc: &'a KernelDesc,
+    pub bound: &'a Bound,
+    pub info: &'a KernelInfo,
+    pub entries: &'a [GpuEntry],
+    pub device: &'a str,
+    pub lim: DeviceLimits,
 }
 
 /// How a config entry matches the device a call runs on, best first.
@@ -62,92 +63,87 @@ impl DeviceMatch {
     }
 }
 
-/// The plan for one call: the entry with the nearest sizes that is valid
-/// and fits the device, at equal distance one tuned on this device before
-/// one tuned on another device of its architecture before a `*` one; else
-/// the fitted default.
-pub fn chosen_plan(
-    desc: &KernelDesc,
-    bound: &Bound,
-    info: &KernelInfo,
-    entries: &[GpuEntry],
-    device: &str,
-    lim: DeviceLimits,
-) -> GpuPlan {
-    match chosen_entry(desc, bound, info, entries, device, lim) {
-        Some((i, _)) => entries[i].plan.clone(),
-        None => defaults::default_plan(desc, bound, info, device, lim),
+impl CallDesc<'_> {
+    /// The plan for the call, resolved (see [`CallDesc::chosen_plan`]).
+    pub fn choose(&self) -> Resolved {
+        self.chosen_plan()
+            .resolve(&self.desc.kinds, &self.bound.extents)
     }
-}
 
-/// The entry [`chosen_plan`] takes, by index into `entries`, and how it
-/// matches the device; `None`: the fitted default plan.
-fn chosen_entry(
-    desc: &KernelDesc,
-    bound: &Bound,
-    info: &KernelInfo,
-    entries: &[GpuEntry],
-    device: &str,
-    lim: DeviceLimits,
-) -> Option<(usize, DeviceMatch)> {
-    let mut candidates: Vec<(f64, DeviceMatch, usize)> = entries
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e.plan.validate(desc).is_ok())
-        .filter_map(|(i, e)| {
-            let m = DeviceMatch::of(e, device, lim)?;
-            // As on a GPU nobody tuned for (as the CPU entries' rule).
-            if m != DeviceMatch::Any && crate::machine::ignore_device_entries() {
-                return None;
-            }
-            Some((size_distance(e.sizes, &bound.sizes), m, i))
-        })
-        .collect();
-    // A stable sort: among equals, the file's order.
-    candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    candidates.into_iter().find_map(|(_, m, i)| {
-        let r = entries[i].plan.resolve(&desc.kinds, &bound.extents);
-        fits(desc, info, bound, &r, lim).then_some((i, m))
-    })
-}
-
-/// Which plan a call of `desc` at `bound`'s sizes takes on the device
-/// called `device` and why, in one line (what `MDH_EXPLAIN=1` prints when
-/// a call is prepared).
-pub fn explain_choice(
-    desc: &KernelDesc,
-    bound: &Bound,
-    info: &KernelInfo,
-    entries: &[GpuEntry],
-    device: &str,
-    lim: DeviceLimits,
-) -> String {
-    let at = sizes_text(&desc.size_params, &bound.sizes);
-    let what = match chosen_entry(desc, bound, info, entries, device, lim) {
-        None => format!(
-            "the analytical default plan: no entry for this device, its architecture or any \
-             device is valid here and fits it (MDH_AUTOTUNE=1 tunes this call on the device: \
-             docs/guide/03-tuning.md, \"Run-time tuning on the user's GPU\"); {}",
-            defaults::explain(desc, bound, info, device, lim)
-        ),
-        Some((i, m)) => {
-            let e = &entries[i];
-            let arch = e.arch.map_or(String::new(), |a| format!(", arch sm_{a}"));
-            let why = match m {
-                DeviceMatch::Named => "tuned on this device".to_string(),
-                DeviceMatch::SameArch => format!(
-                    "tuned on another device of its architecture (sm_{})",
-                    e.arch.unwrap_or_default()
-                ),
-                DeviceMatch::Any => "for any device".to_string(),
-            };
-            let sizes = e.sizes.map_or("for any sizes".to_string(), |s| {
-                format!("sizes nearest {}", sizes_text(&desc.size_params, s))
-            });
-            format!("the entry for device {:?}{arch}: {why}; {sizes}", e.device)
+    /// The plan for the call: the entry with the nearest sizes that is
+    /// valid and fits the device, at equal distance one tuned on this
+    /// device before one tuned on another device of its architecture before
+    /// a `*` one; else the fitted default.
+    pub fn chosen_plan(&self) -> GpuPlan {
+        match self.chosen_entry() {
+            Some((i, _)) => self.entries[i].plan.clone(),
+            None => defaults::default_plan(self.desc, self.bound, self.info, self.device, self.lim),
         }
-    };
-    format!("{} at {at} on {device}: {what}", desc.name)
+    }
+
+    /// The entry [`CallDesc::chosen_plan`] takes, by index into `entries`,
+    /// and how it matches the device; `None`: the fitted default plan.
+    fn chosen_entry(&self) -> Option<(usize, DeviceMatch)> {
+        let CallDesc {
+            desc,
+            bound,
+            info,
+            entries,
+            device,
+            lim,
+        } = *self;
+        let mut candidates: Vec<(f64, DeviceMatch, usize)> = entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.plan.validate(desc).is_ok())
+            .filter_map(|(i, e)| {
+                let m = DeviceMatch::of(e, device, lim)?;
+                // As on a GPU nobody tuned for (as the CPU entries' rule).
+                if m != DeviceMatch::Any && crate::machine::ignore_device_entries() {
+                    return None;
+                }
+                Some((size_distance(e.sizes, &bound.sizes), m, i))
+            })
+            .collect();
+        // A stable sort: among equals, the file's order.
+        candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        candidates.into_iter().find_map(|(_, m, i)| {
+            let r = entries[i].plan.resolve(&desc.kinds, &bound.extents);
+            fits(desc, info, bound, &r, lim).then_some((i, m))
+        })
+    }
+
+    /// Which plan the call takes and why, in one line (what
+    /// `MDH_EXPLAIN=1` prints when a call is prepared).
+    pub fn explain_choice(&self) -> String {
+        let (desc, device) = (self.desc, self.device);
+        let at = sizes_text(&desc.size_params, &self.bound.sizes);
+        let what = match self.chosen_entry() {
+            None => format!(
+                "the analytical default plan: no entry for this device, its architecture or any \
+                 device is valid here and fits it (MDH_AUTOTUNE=1 tunes this call on the device: \
+                 docs/guide/03-tuning.md, \"Run-time tuning on the user's GPU\"); {}",
+                defaults::explain(desc, self.bound, self.info, device, self.lim)
+            ),
+            Some((i, m)) => {
+                let e = &self.entries[i];
+                let arch = e.arch.map_or(String::new(), |a| format!(", arch sm_{a}"));
+                let why = match m {
+                    DeviceMatch::Named => "tuned on this device".to_string(),
+                    DeviceMatch::SameArch => format!(
+                        "tuned on another device of its architecture (sm_{})",
+                        e.arch.unwrap_or_default()
+                    ),
+                    DeviceMatch::Any => "for any device".to_string(),
+                };
+                let sizes = e.sizes.map_or("for any sizes".to_string(), |s| {
+                    format!("sizes nearest {}", sizes_text(&desc.size_params, s))
+                });
+                format!("the entry for device {:?}{arch}: {why}; {sizes}", e.device)
+            }
+        };
+        format!("{} at {at} on {device}: {what}", desc.name)
+    }
 }
 
 // The test builds its kernel with the interpreter's front end.
@@ -189,8 +185,23 @@ mod tests {
         ];
         let (h200, h100, l4) = ("NVIDIA H200", "NVIDIA H100 80GB HBM3", "NVIDIA L4");
         let sm = cuda_arch_limits;
-        let chosen = |entries: &[GpuEntry], device, lim| {
-            chosen_plan(&desc, &bound, info, entries, device, lim)
+        // The call at these sizes; each check names its entries and device.
+        let at = CallDesc {
+            desc: &desc,
+            bound: &bound,
+            info,
+            entries: &[],
+            device: "",
+            lim: sm("sm_90"),
+        };
+        let chosen = |entries, device, lim| {
+            CallDesc {
+                entries,
+                device,
+                lim,
+                ..at
+            }
+            .chosen_plan()
         };
         // The H100's own entry; on an H200 the H100's (same architecture)
         // before `*`, and before the H200's own at far sizes.
@@ -222,8 +233,14 @@ mod tests {
         assert_ne!(default, plan(2));
         assert_eq!(chosen(&entries[1..2], l4, sm("sm_89")), default);
         // What MDH_EXPLAIN=1 says of each choice.
-        let say = |entries: &[GpuEntry], device, lim| {
-            explain_choice(&desc, &bound, info, entries, device, lim)
+        let say = |entries, device, lim| {
+            CallDesc {
+                entries,
+                device,
+                lim,
+                ..at
+            }
+            .explain_choice()
         };
         assert_eq!(
             say(&entries, h200, sm("sm_90")),

@@ -307,24 +307,6 @@ pub fn fitted(
     }
 }
 
-/// A plan skeleton: one work-item and index per dimension, groups chosen
-/// at run time, no local memory, scalar, one stage, FP32.
-fn base(d: usize, inputs: usize) -> GpuPlan {
-    GpuPlan {
-        groups: vec![0; d],
-        items: vec![1; d],
-        tile: vec![1; d],
-        local: vec![false; inputs],
-        blocked: false,
-        vector: vec![1; inputs],
-        transpose: vec![false; inputs],
-        pad: vec![0; inputs],
-        stages: 1,
-        mma: Mma::Off,
-        warps: Vec::new(),
-    }
-}
-
 /// The candidates of `k`'s class, before validation and fitting.
 fn candidates(k: &ModelKernel, bound: &Bound, lim: DeviceLimits, math: GpuMath) -> Vec<GpuPlan> {
     let ext = &bound.extents;
@@ -338,7 +320,7 @@ fn candidates(k: &ModelKernel, bound: &Bound, lim: DeviceLimits, math: GpuMath) 
             // of 8 row groups × 4 column pairs (see `GpuPlan::mma`).
             if math != Mma::Off && sm80 && mdh_rt::gpu_plan::mma_dims(&k.desc).is_some() {
                 for (tm, tn) in [(128, 64), (64, 64), (64, 32)] {
-                    let mut p = base(ext.len(), k.desc.inputs.len());
+                    let mut p = GpuPlan::base(ext.len(), k.desc.inputs.len());
                     p.items[m] = 32;
                     p.items[n] = 4;
                     p.tile[m] = tm;
@@ -443,7 +425,7 @@ fn contraction(
     };
     let (rows, cols) = (along(m, m, n), along(n, n, m));
     let tiled = |items_m: usize, items_n: usize, tm: usize, tn: usize, tk: usize, local: bool| {
-        let mut p = base(d, inputs);
+        let mut p = GpuPlan::base(d, inputs);
         spread_over(&mut p, &rows, ext, items_m, tm);
         spread_over(&mut p, &cols, ext, items_n, tn);
         p.tile[r] = tk;
@@ -479,7 +461,7 @@ fn contraction(
     // per thread; the operand without rows in local memory.
     let rows = ext[m].clamp(1, 16).next_power_of_two();
     for (lanes, cols) in [(32, 4), (64, 2), (32, 2)] {
-        let mut p = base(d, inputs);
+        let mut p = GpuPlan::base(d, inputs);
         p.items[r] = lanes;
         p.tile[r] = lanes * 32;
         p.items[m] = (rows / 2).max(1);
@@ -500,7 +482,7 @@ fn contraction(
         few.push(p);
     }
     // One row: columns across threads and groups, the reduction split.
-    let mut p = base(d, inputs);
+    let mut p = GpuPlan::base(d, inputs);
     p.items[n] = 64;
     p.tile[n] = 128;
     p.tile[r] = 16;
@@ -548,7 +530,7 @@ fn reduction(k: &ModelKernel, ext: &[usize], units: usize, r: usize) -> Vec<GpuP
         None => {
             // No kept dimension: one tree per group over the grid.
             for (items, per) in [(256, 8), (512, 8), (1024, 4), (256, 16)] {
-                let mut p = base(d, inputs);
+                let mut p = GpuPlan::base(d, inputs);
                 p.items[r] = items;
                 p.tile[r] = items * per;
                 v.push(p.clone());
@@ -584,7 +566,7 @@ fn reduction(k: &ModelKernel, ext: &[usize], units: usize, r: usize) -> Vec<GpuP
                 (32, 32, 16, None, 16),
                 (8, 128, 64, None, 8),
             ] {
-                let mut p = base(d, inputs);
+                let mut p = GpuPlan::base(d, inputs);
                 p.items[r] = lanes;
                 p.tile[r] = (lanes * per).min(ext[r].next_power_of_two().max(lanes));
                 p.items[rows] = nrows;
@@ -676,7 +658,7 @@ fn map(k: &ModelKernel, ext: &[usize]) -> Vec<GpuPlan> {
         (64, 4, 1, 2),
         (32, 4, 2, 2),
     ] {
-        let mut p = base(d, inputs);
+        let mut p = GpuPlan::base(d, inputs);
         p.items[inner] = lanes.min(ext[inner].next_power_of_two()).max(1);
         p.tile[inner] = p.items[inner];
         if let Some(&x) = outer.first() {

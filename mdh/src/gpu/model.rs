@@ -534,7 +534,7 @@ fn shape(k: &ModelKernel, plan: &GpuPlan, extents: &[usize]) -> Shape {
         block_bytes,
         private_kept,
         pw_groups: r.pw_groups(kinds),
-        kept_points: prod(&mut kept.iter().map(|&x| extents[x])),
+        kept_points: DimKind::kept_points(kinds, extents) as f64,
         narrow: (4.0 / smallest as f64).max(1.0),
         mmas,
     }

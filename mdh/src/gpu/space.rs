@@ -227,19 +227,7 @@ impl Space for GpuSpace {
     fn decode(&self, p: &Point) -> GpuPlan {
         let d = self.bound.extents.len();
         let n = self.desc.inputs.len();
-        let mut plan = GpuPlan {
-            groups: vec![0; d],
-            items: vec![1; d],
-            tile: vec![1; d],
-            local: vec![false; n],
-            blocked: false,
-            vector: vec![1; n],
-            transpose: vec![false; n],
-            pad: vec![0; n],
-            stages: 1,
-            mma: Mma::Off,
-            warps: Vec::new(),
-        };
+        let mut plan = GpuPlan::base(d, n);
         // Parameters come per dimension as groups, items, tile: items first.
         for (q, &i) in self.params.iter().zip(p) {
             match q {

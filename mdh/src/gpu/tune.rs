@@ -44,7 +44,7 @@ use mdh_rt::Error;
 use super::bench::{Bench, Status};
 use super::calls::{self, CallDevice, CallKernel};
 use super::space::GpuSpace;
-use super::{chosen_plan, GpuDevice, GpuEntry, KernelInfo, RawDevice};
+use super::{CallDesc, GpuDevice, GpuEntry, KernelInfo, RawDevice};
 use crate::machine::sizes_text;
 use crate::search::space::Space;
 use crate::search::verdict::{ms, verdict, RETIME_ROUNDS};
@@ -406,14 +406,15 @@ pub fn tuned_plan<D: RawDevice + CallDevice>(dev: &D, k: &CallKernel<'_>) -> Opt
 
 /// The plan the configured entries choose for a call of `k` on `dev`.
 fn today<D: CallDevice>(dev: &D, k: &CallKernel<'_>) -> GpuPlan {
-    chosen_plan(
-        k.desc,
-        k.bound,
-        k.info,
-        k.entries,
-        dev.call_device_name(),
-        dev.limits(),
-    )
+    CallDesc {
+        desc: k.desc,
+        bound: k.bound,
+        info: k.info,
+        entries: k.entries,
+        device: dev.call_device_name(),
+        lim: dev.limits(),
+    }
+    .chosen_plan()
 }
 
 /// `NAME::{opencl,cuda}::tune`: searches plans of the kernel of `info` and

@@ -11,7 +11,7 @@ use super::ops::{OutBuf, Points};
 use super::plan::{len, rebase, Plan, Ranges};
 use super::{Inputs, Placement};
 use crate::cpu::Region;
-use mdh_rt::desc::{Bound, BufDesc, KernelDesc, Linear};
+use mdh_rt::desc::{ArgSizes, Bound, BufDesc, KernelDesc, Linear};
 use mdh_rt::DimKind;
 use mdh_rt::Error;
 
@@ -33,32 +33,27 @@ pub struct Job<'a, C: Communicator> {
 }
 
 impl<'a, C: Communicator> Job<'a, C> {
-    /// Checks this rank's arguments (`sizes`, the buffers' lengths, the
-    /// parts `nod` per dimension or the default) and agrees with every rank
-    /// of `comm` that all are valid and the same: an `Err` on every rank
-    /// otherwise, before any data moves.
-    #[allow(clippy::too_many_arguments)]
+    /// Checks this rank's arguments (`args`: the sizes and the buffers'
+    /// lengths; the parts `nod` per dimension or the default) and agrees
+    /// with every rank of `comm` that all are valid and the same: an `Err`
+    /// on every rank otherwise, before any data moves.
     pub fn new(
         comm: &'a C,
         desc: &KernelDesc,
         nod: Option<&[usize]>,
         inputs: Inputs,
         placement: Placement,
-        sizes: &[usize],
-        in_lens: &[usize],
-        out_lens: &[usize],
+        args: ArgSizes<'_>,
     ) -> Result<Self, Error> {
         let (ranks, rank) = (comm.size() as usize, comm.rank() as usize);
-        let local = prepare(
-            desc, nod, inputs, placement, sizes, in_lens, out_lens, ranks, rank,
-        );
+        let local = prepare(desc, nod, inputs, placement, args, ranks, rank);
         // What every rank must pass alike.
         let nod_hash = nod.map_or(0, |n| {
             n.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| {
                 (h ^ x as u64).wrapping_mul(0x100_0000_01b3)
             })
         });
-        let mut fingerprint: Vec<u64> = sizes.iter().map(|&s| s as u64).collect();
+        let mut fingerprint: Vec<u64> = args.sizes.iter().map(|&s| s as u64).collect();
         fingerprint.extend([nod_hash, inputs as u64, placement as u64]);
         let (plan, bound) = agree(comm, &desc.name, local, &fingerprint)?;
         Ok(Job {
@@ -224,7 +219,6 @@ fn agree<C: Communicator, T>(
 /// Checks each buffer's length: the whole buffer (its shape in `shapes`),
 /// or the part of it this rank passes (`parts`), whose shape and accesses
 /// (`linear`) then replace the whole buffer's.
-#[allow(clippy::too_many_arguments)]
 fn fit(
     desc: &KernelDesc,
     sizes: &[usize],
@@ -255,18 +249,20 @@ fn fit(
 }
 
 /// This rank's plan and bound call, or why its arguments do not fit.
-#[allow(clippy::too_many_arguments)]
 fn prepare(
     desc: &KernelDesc,
     nod: Option<&[usize]>,
     inputs: Inputs,
     placement: Placement,
-    sizes: &[usize],
-    in_lens: &[usize],
-    out_lens: &[usize],
+    args: ArgSizes<'_>,
     ranks: usize,
     rank: usize,
 ) -> Result<(Plan, Bound), Error> {
+    let ArgSizes {
+        sizes,
+        in_lens,
+        out_lens,
+    } = args;
     let full = desc.bind_sizes(sizes)?;
     let plan = Plan::new(desc, &full, nod, ranks, rank)?;
     let mut bound = full.clone();

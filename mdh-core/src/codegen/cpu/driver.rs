@@ -486,12 +486,13 @@ impl<'k> Gen<'k> {
         quote! {
             ::mdh::__rt::execute::<#a_ty, #d>(
                 #name_str,
-                __space,
-                [#(#kind_toks),*],
-                __COR[__plan],
-                __REG[__plan],
-                __ORDER[__plan],
-                __LANES[__plan],
+                ::mdh::__rt::IndexBox { full: __space, kinds: [#(#kind_toks),*] },
+                ::mdh::__rt::CorLayer {
+                    parts: __COR[__plan],
+                    align: __REG[__plan],
+                    order: __ORDER[__plan],
+                    lanes: __LANES[__plan],
+                },
                 #identity,
                 |__r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool| __compute(__plan, __exact, &__ctx, __r, __o, __direct),
                 |__x: #a_ty, __y: #a_ty| -> #a_ty { (#(#combine_parts,)*) },
