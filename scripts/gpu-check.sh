@@ -28,7 +28,7 @@ pack() {
     grep -qx '/.dev/' .git/info/exclude 2>/dev/null || echo '/.dev/' >> .git/info/exclude
     local json tests=() f
     json=$(cargo test --no-run --message-format=json -p mdh-example-kernels --test cuda \
-        -p mdh-gpu --test cuda_runtime -p mdh-tune --test gpu --features mdh-gpu/cuda)
+        -p mdh-gpu --test cuda_runtime -p mdh-tune --test gpu --features mdh-gpu/sim)
     mapfile -t tests < <(python3 -c '
 import json, sys
 for line in sys.stdin:

@@ -128,10 +128,10 @@ if ! cargo clippy --version >/dev/null 2>&1; then
     rustup component add clippy
 fi
 cargo clippy -p mdh-rt -p mdh-core -p mdh-macros -p mdh-gpu -p mdh -p mdh-tune --all-targets \
-    --features mdh-gpu/opencl,mdh-gpu/cuda,mdh/reference,mdh/opencl,mdh/cuda,mdh/mpi -- -D warnings
+    --features mdh-gpu/opencl,mdh-gpu/sim,mdh/reference,mdh/opencl,mdh/cuda,mdh/mpi -- -D warnings
 # Their docs: every intra-doc link resolves (a renamed item breaks them).
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p mdh-rt -p mdh-core -p mdh-macros -p mdh-gpu -p mdh \
-    -p mdh-tune --features mdh-gpu/opencl,mdh-gpu/cuda,mdh/reference,mdh/opencl,mdh/cuda,mdh/mpi
+    -p mdh-tune --features mdh-gpu/opencl,mdh-gpu/sim,mdh/reference,mdh/opencl,mdh/cuda,mdh/mpi
 
 # The GPU tests' random plans and sizes: new ones each run, from this
 # seed (said here, so that a failing run's cases can be drawn again).
@@ -170,7 +170,7 @@ for isa in avx2 baseline; do
 done
 # The CUDA runtime (NVRTC, CPU execution of CUDA C, no-GPU errors; on a GPU
 # machine also the device runs).
-cargo test -p mdh-gpu --features cuda --no-fail-fast
+cargo test -p mdh-gpu --features sim --no-fail-fast
 # The OpenCL runtime on PoCL (builds, launches, no-ICD errors);
 # MDH_REQUIRE_OPENCL makes its device tests fail instead of skipping.
 cargo test -p mdh-gpu --features opencl --no-fail-fast

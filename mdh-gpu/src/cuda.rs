@@ -29,6 +29,7 @@
 //! ```
 
 pub use cudarc;
+#[cfg(feature = "sim")]
 pub(crate) use nvrtc::pip_nvidia_dirs;
 pub use nvrtc::{
     nvrtc_available, nvrtc_compile, nvrtc_compile_with_options, nvrtc_version, Compiled,
@@ -612,7 +613,7 @@ impl<'a> Kernel<'a> {
         shared_bytes: u32,
         timed: bool,
     ) -> Result<Option<Duration>, Error> {
-        crate::cuda_sim::check_launch(grid, block)?;
+        check_launch(grid, block)?;
         let Kernel {
             func,
             stream,
@@ -670,4 +671,32 @@ impl<'a> Kernel<'a> {
             Ok(Some(Duration::from_secs_f64(ms.max(0.0) as f64 / 1e3)))
         })
     }
+}
+
+/// Checks launch dimensions against CUDA's limits (compute capability 3.0
+/// and later): no zero extents, at most 1024 threads per block, block z at
+/// most 64, grid x below 2³¹, grid y and z at most 65535.
+pub fn check_launch(grid: [u32; 3], block: [u32; 3]) -> Result<(), Error> {
+    if grid.contains(&0) || block.contains(&0) {
+        return Err(backend(format!(
+            "CUDA launch with grid {grid:?} and block {block:?}: every extent must be at least 1"
+        )));
+    }
+    let threads = block.iter().map(|&b| b as u64).product::<u64>();
+    if threads > 1024 {
+        return Err(backend(format!(
+            "CUDA launch with block {block:?}: {threads} threads per block, CUDA allows at most 1024"
+        )));
+    }
+    if block[0] > 1024 || block[1] > 1024 || block[2] > 64 {
+        return Err(backend(format!(
+            "CUDA launch with block {block:?}: the block extents may be at most [1024, 1024, 64]"
+        )));
+    }
+    if grid[0] > i32::MAX as u32 || grid[1] > 65535 || grid[2] > 65535 {
+        return Err(backend(format!(
+            "CUDA launch with grid {grid:?}: the grid extents may be at most [2^31 - 1, 65535, 65535]"
+        )));
+    }
+    Ok(())
 }

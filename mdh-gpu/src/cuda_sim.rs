@@ -149,34 +149,6 @@ impl<'a> SimArg<'a> {
 
 use crate::backend;
 
-/// Checks launch dimensions against CUDA's limits (compute capability 3.0
-/// and later): no zero extents, at most 1024 threads per block, block z at
-/// most 64, grid x below 2³¹, grid y and z at most 65535.
-pub fn check_launch(grid: [u32; 3], block: [u32; 3]) -> Result<(), Error> {
-    if grid.contains(&0) || block.contains(&0) {
-        return Err(backend(format!(
-            "CUDA launch with grid {grid:?} and block {block:?}: every extent must be at least 1"
-        )));
-    }
-    let threads = block.iter().map(|&b| b as u64).product::<u64>();
-    if threads > 1024 {
-        return Err(backend(format!(
-            "CUDA launch with block {block:?}: {threads} threads per block, CUDA allows at most 1024"
-        )));
-    }
-    if block[0] > 1024 || block[1] > 1024 || block[2] > 64 {
-        return Err(backend(format!(
-            "CUDA launch with block {block:?}: the block extents may be at most [1024, 1024, 64]"
-        )));
-    }
-    if grid[0] > i32::MAX as u32 || grid[1] > 65535 || grid[2] > 65535 {
-        return Err(backend(format!(
-            "CUDA launch with grid {grid:?}: the grid extents may be at most [2^31 - 1, 65535, 65535]"
-        )));
-    }
-    Ok(())
-}
-
 fn is_ident(s: &str) -> bool {
     let mut c = s.chars();
     matches!(c.next(), Some(f) if f.is_ascii_alphabetic() || f == '_')
@@ -561,7 +533,7 @@ pub fn run_launches_on_cpu(
     launches: &[SimLaunch],
 ) -> Result<(), Error> {
     for l in launches {
-        check_launch(l.grid, l.block)?;
+        crate::cuda::check_launch(l.grid, l.block)?;
     }
     let program = program(source, args, launches)?;
     let bin = build(&program)?;
@@ -662,11 +634,11 @@ mod tests {
 
     #[test]
     fn launch_limits() {
-        assert!(check_launch([1, 1, 1], [1024, 1, 1]).is_ok());
-        assert!(check_launch([1, 1, 1], [1025, 1, 1]).is_err());
-        assert!(check_launch([1, 1, 1], [32, 32, 2]).is_err());
-        assert!(check_launch([0, 1, 1], [1, 1, 1]).is_err());
-        assert!(check_launch([1, 70000, 1], [1, 1, 1]).is_err());
+        assert!(crate::cuda::check_launch([1, 1, 1], [1024, 1, 1]).is_ok());
+        assert!(crate::cuda::check_launch([1, 1, 1], [1025, 1, 1]).is_err());
+        assert!(crate::cuda::check_launch([1, 1, 1], [32, 32, 2]).is_err());
+        assert!(crate::cuda::check_launch([0, 1, 1], [1, 1, 1]).is_err());
+        assert!(crate::cuda::check_launch([1, 70000, 1], [1, 1, 1]).is_err());
     }
 
     #[test]

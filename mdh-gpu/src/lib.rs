@@ -1,19 +1,19 @@
 //! GPU runtimes of mdh: OpenCL devices, buffers, program cache and timed
-//! launches (feature `opencl`), and the CUDA runtime with NVRTC and the CPU
-//! execution of CUDA C for tests (feature `cuda`). Both load their system
-//! libraries at run time, so the crate builds everywhere and a missing driver
-//! is an `Err`.
+//! launches (feature `opencl`), and the CUDA runtime with NVRTC (feature
+//! `cuda`). Both load their system libraries at run time, so the crate
+//! builds everywhere and a missing driver is an `Err`. The tests' tooling,
+//! the CPU execution of CUDA C and the SASS reader, is the feature `sim`.
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
-#[cfg(feature = "cuda")]
+#[cfg(feature = "sim")]
 pub mod cuda_sim;
 pub mod memo;
 /// The OpenCL runtime (opencl3, loaded at run time): devices, buffers,
 /// program cache, timed launches.
 #[cfg(feature = "opencl")]
 pub mod opencl;
-#[cfg(feature = "cuda")]
+#[cfg(feature = "sim")]
 pub mod sass;
 
 #[cfg(any(feature = "opencl", feature = "cuda"))]

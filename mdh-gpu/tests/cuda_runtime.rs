@@ -1,8 +1,9 @@
 //! The CUDA runtime without a GPU: NVRTC compiles kernels (no GPU needed),
 //! the CPU executes them through the C++ prelude, and `Device::first()` is an
-//! `Err` rather than a panic. On a machine with a GPU the kernels also run on
+//! `Err` rather than a panic (the `sim` feature: the CPU execution is test
+//! tooling). On a machine with a GPU the kernels also run on
 //! the device and must agree.
-#![cfg(feature = "cuda")]
+#![cfg(feature = "sim")]
 
 use mdh_gpu::cuda::{self, Device};
 use mdh_gpu::cuda_sim::{run_on_cpu, SimArg};
