@@ -36,8 +36,6 @@ pub use mdh_rt::types::elem_bytes;
 use crate::analysis::Checked;
 use crate::spec::DimKind;
 
-pub use crate::default_plan::REFERENCE_MACHINE;
-
 /// Bytes of one vector register of the widest SIMD layer (AVX-512).
 pub const VECTOR_BYTES: usize = 64;
 /// Upper bound on the elements of one register tile, whatever the type.

@@ -143,6 +143,7 @@ pub mod guide;
 #[doc(hidden)]
 pub mod machine;
 mod parallel;
+mod scalar;
 #[doc(hidden)]
 pub mod search;
 #[doc(hidden)]
@@ -406,14 +407,13 @@ pub mod reference {
 #[doc(hidden)]
 pub mod __rt {
     pub use crate::bind_cache::{BindCache, Binding};
-    pub use crate::cpu::{
-        cpu_name, execute, isa, CorLayer, FloatMinMax, IndexBox, IntDiv, Isa, Region, SyncPtr,
-    };
+    pub use crate::cpu::{cpu_name, execute, isa, CorLayer, IndexBox, Isa, Region, SyncPtr};
     pub use crate::debug_build::note_debug_build;
     pub use crate::gpu;
     pub use crate::machine::{choose_plan, Machine, PlanEntry};
     #[cfg(feature = "mpi")]
     pub use crate::mpi;
+    pub use crate::scalar::{FloatMinMax, IntDiv};
     pub use crate::simd::{mul_add, tile_origin, vector_step, V};
     pub use crate::stream::{
         pays as stream_pays, starts_lines, Results as StreamedResults, StreamWriter,

@@ -37,8 +37,8 @@ macro_rules! int_lane {
             #[inline(always)] fn add(self, o: Self) -> Self { self.wrapping_add(o) }
             #[inline(always)] fn sub(self, o: Self) -> Self { self.wrapping_sub(o) }
             #[inline(always)] fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
-            #[inline(always)] fn div(self, o: Self) -> Self { crate::cpu::IntDiv::div_or_zero(self, o) }
-            #[inline(always)] fn rem(self, o: Self) -> Self { crate::cpu::IntDiv::rem_or_zero(self, o) }
+            #[inline(always)] fn div(self, o: Self) -> Self { crate::scalar::IntDiv::div_or_zero(self, o) }
+            #[inline(always)] fn rem(self, o: Self) -> Self { crate::scalar::IntDiv::rem_or_zero(self, o) }
             #[inline(always)] fn neg(self) -> Self { self.wrapping_neg() }
             #[inline(always)] fn min(self, o: Self) -> Self { Ord::min(self, o) }
             #[inline(always)] fn max(self, o: Self) -> Self { Ord::max(self, o) }

@@ -1,7 +1,7 @@
 //! Index functions: closures whose components are affine in the md_hom
 //! indices, the size parameters and the params.
 
-use super::build::{check_distinct, plain_closure, plain_param};
+use super::closure::{check_distinct, closure_params_range, plain_closure, plain_param};
 use super::{err, single_ident, tokens_text};
 use crate::diagnostics::Diagnostics;
 use crate::spec::{Affine, IndexFn, ScalarType, SpanRange};
@@ -53,11 +53,6 @@ pub(super) fn index_fn(
         body_range: SpanRange::of(&c.body),
         component_ranges,
     })
-}
-
-/// The parameter list `|a, b|` of a closure.
-pub(super) fn closure_params_range(c: &ExprClosure) -> SpanRange {
-    SpanRange::new(c.or1_token.span, c.or2_token.span)
 }
 
 /// The names an index expression may mention, and the params it may not.

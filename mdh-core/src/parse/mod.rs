@@ -51,6 +51,7 @@ pub fn parse_kernel(tokens: TokenStream) -> syn::Result<Kernel> {
 
 mod affine;
 mod build;
+mod closure;
 mod expr;
 mod syntax;
 

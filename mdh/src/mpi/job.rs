@@ -1,8 +1,6 @@
 //! One NOD call: its arguments checked and agreed on by every rank, the
 //! rank's box, and the collectives that re-compose the parts.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use mpi::collective::SystemOperation;
 use mpi::topology::{Color, Communicator, SimpleCommunicator};
 use mpi::traits::CommunicatorCollectives;
@@ -14,14 +12,6 @@ use crate::cpu::Region;
 use mdh_rt::desc::{ArgSizes, Bound, BufDesc, KernelDesc, Linear};
 use mdh_rt::DimKind;
 use mdh_rt::Error;
-
-pub(crate) static BYTES_SENT: AtomicU64 = AtomicU64::new(0);
-
-/// Counts the bytes of a send buffer of `n` elements of `T`.
-pub(crate) fn count_sent<T>(n: usize) {
-    let bytes = (n * std::mem::size_of::<T>()) as u64;
-    BYTES_SENT.fetch_add(bytes, Ordering::Relaxed);
-}
 
 /// A NOD call on this rank (what a generated `NAME::mpi::run_with` drives).
 pub struct Job<'a, C: Communicator> {

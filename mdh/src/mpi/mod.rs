@@ -245,7 +245,7 @@ pub enum Placement {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn bytes_sent() -> u64 {
-    job::BYTES_SENT.load(std::sync::atomic::Ordering::Relaxed)
+    ops::BYTES_SENT.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// The slowest rank's `secs` (every rank of `comm` calls it): what a

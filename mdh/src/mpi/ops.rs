@@ -10,8 +10,17 @@ use mpi::ffi::MPI_Datatype;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::{CommunicatorCollectives, Root};
 
-use super::job::count_sent;
 use mdh_rt::desc::Linear;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Bytes sent by this process's collectives ([`super::bytes_sent`]).
+pub(crate) static BYTES_SENT: AtomicU64 = AtomicU64::new(0);
+
+/// Counts the bytes of a send buffer of `n` elements of `T`.
+fn count_sent<T>(n: usize) {
+    let bytes = (n * std::mem::size_of::<T>()) as u64;
+    BYTES_SENT.fetch_add(bytes, Ordering::Relaxed);
+}
 
 /// A combine operator over `T`, as generated for a kernel's output access.
 pub trait Combine<T> {
