@@ -126,7 +126,6 @@ fn main() -> std::process::ExitCode {
 /// both sides (`check::Guarded`; the generic cases' `Vec` outputs have them
 /// past the end only), for each placement; every rank makes every call.
 fn guarded_both_sides(world: &SimpleCommunicator) -> Vec<String> {
-    let mut errors = Vec::new();
     let (i, k) = (37, 29);
     let mut g = Rng::new(5);
     let (m, v) = (g.f32s(i * k), g.f32s(k));
@@ -137,65 +136,55 @@ fn guarded_both_sides(world: &SimpleCommunicator) -> Vec<String> {
     let mut want_jac = vec![f32::NAN; i];
     matvec::cpu(&m, &v, &mut want_mv, mv).expect("matvec on the CPU");
     jacobi1d::cpu(&x, &mut want_jac, c0, c1, jac).expect("jacobi1d on the CPU");
-    let rank = world.rank();
+    let mut errors = Vec::new();
     for placement in [Placement::All, Placement::Root, Placement::Distributed] {
-        let part = |plan: Result<Plan, Error>| -> (usize, usize) {
-            match (placement, plan) {
+        let mut one = |name: &str,
+                       plan: Result<Plan, Error>,
+                       want: &[f32],
+                       run: &mut dyn FnMut(&mut [f32]) -> Result<(), Error>| {
+            // The rows this rank passes: its part where results are
+            // distributed, else all of them.
+            let (lo, hi) = match (placement, plan) {
                 (Placement::Distributed, Ok(p)) => {
                     p.output_part(0).first().copied().unwrap_or((0, 0))
                 }
-                _ => (0, i),
+                _ => (0, want.len()),
+            };
+            let what = format!("{name}, {placement:?}");
+            match check::guarded(hi - lo, f32::NAN, run) {
+                Err(e) => errors.push(format!("{what}: {e}")),
+                Ok((Err(e), _)) => errors.push(format!("{what}: {e}")),
+                // Only rank 0 holds all results under `Root`.
+                Ok((Ok(()), _)) if placement == Placement::Root && world.rank() != 0 => {}
+                Ok((Ok(()), got)) => {
+                    let want = Buffer::from(want[lo..hi].to_vec());
+                    if let Err(e) = check::compare(&what, &Buffer::from(got), &want, RTOL) {
+                        errors.push(e);
+                    }
+                }
             }
         };
-        let (lo, hi) = part(matvec::mpi::plan(world, mv));
-        let r = check::guarded(hi - lo, f32::NAN, |w| {
+        one("matvec", matvec::mpi::plan(world, mv), &want_mv, &mut |w| {
             matvec::mpi::run_with(world, None, Inputs::Replicated, placement, &m, &v, w, mv)
         });
-        let full = placement != Placement::Root || rank == 0;
-        match r {
-            Err(e) => errors.push(format!("matvec, {placement:?}: {e}")),
-            Ok((Err(e), _)) => errors.push(format!("matvec, {placement:?}: {e}")),
-            Ok((Ok(()), w)) if full => {
-                if let Err(e) = check::compare(
-                    &format!("matvec, {placement:?}"),
-                    &Buffer::from(w),
-                    &Buffer::from(want_mv[lo..hi].to_vec()),
-                    RTOL,
-                ) {
-                    errors.push(e);
-                }
-            }
-            Ok(_) => {}
-        }
-        let (lo, hi) = part(jacobi1d::mpi::plan(world, jac));
-        let r = check::guarded(hi - lo, f32::NAN, |w| {
-            jacobi1d::mpi::run_with(
-                world,
-                None,
-                Inputs::Replicated,
-                placement,
-                &x,
-                w,
-                c0,
-                c1,
-                jac,
-            )
-        });
-        match r {
-            Err(e) => errors.push(format!("jacobi1d, {placement:?}: {e}")),
-            Ok((Err(e), _)) => errors.push(format!("jacobi1d, {placement:?}: {e}")),
-            Ok((Ok(()), w)) if full => {
-                if let Err(e) = check::compare(
-                    &format!("jacobi1d, {placement:?}"),
-                    &Buffer::from(w),
-                    &Buffer::from(want_jac[lo..hi].to_vec()),
-                    RTOL,
-                ) {
-                    errors.push(e);
-                }
-            }
-            Ok(_) => {}
-        }
+        one(
+            "jacobi1d",
+            jacobi1d::mpi::plan(world, jac),
+            &want_jac,
+            &mut |w| {
+                jacobi1d::mpi::run_with(
+                    world,
+                    None,
+                    Inputs::Replicated,
+                    placement,
+                    &x,
+                    w,
+                    c0,
+                    c1,
+                    jac,
+                )
+            },
+        );
     }
     errors
 }

@@ -55,6 +55,23 @@ fn lens(buffers: &[Buffer]) -> Vec<usize> {
     buffers.iter().map(Buffer::len).collect()
 }
 
+/// The kernel of `spec` and the job `job` makes of a call on `inputs`,
+/// `outputs` and `sizes` (their lengths bound as `run_dyn` binds them)
+/// for a device named `device` with `limits`; `None`: nothing to launch.
+pub fn bound_job(
+    job: JobFn,
+    spec: &str,
+    plan: Option<&GpuPlan>,
+    (inputs, outputs, sizes): (&[Buffer], &[Buffer], &[usize]),
+    device: &str,
+    limits: mdh::gpu::DeviceLimits,
+) -> Result<Option<(mdh_core::Checked, mdh::gpu::Job)>, Error> {
+    let kernel = mdh::reference::kernel(spec)?;
+    let desc = KernelDesc::from_kernel(&kernel);
+    let bound = desc.bind(sizes, &lens(inputs), &lens(outputs))?;
+    Ok(job(&bound, plan, device, limits)?.map(|j| (kernel, j)))
+}
+
 /// Like `NAME::cuda::run_dyn`, on the CPU: the same job (source, plan,
 /// launches and their geometry), the same arguments per launch, executed by
 /// `cuda_sim` instead of a device.
@@ -67,10 +84,15 @@ pub fn run_on_cpu(
     params: &[Value],
     sizes: &[usize],
 ) -> Result<(), Error> {
-    let kernel = mdh::reference::kernel(spec)?;
-    let desc = KernelDesc::from_kernel(&kernel);
-    let bound = desc.bind(sizes, &lens(inputs), &lens(outputs))?;
-    let Some(job) = job(&bound, plan, "the CPU execution of CUDA", limits())? else {
+    let Some((kernel, job)) = bound_job(
+        job,
+        spec,
+        plan,
+        (inputs, outputs, sizes),
+        "the CPU execution of CUDA",
+        limits(),
+    )?
+    else {
         return Ok(());
     };
     let c = |t| Dialect::Cuda.storage_ty(t);

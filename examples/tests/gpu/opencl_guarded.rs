@@ -10,11 +10,10 @@ use mdh::opencl::Device;
 use mdh::reference::{Buffer, Value};
 use mdh::Error;
 use mdh_core::codegen::c_expr::Dialect;
-use mdh_core::desc::KernelDesc;
 use mdh_core::gpu_plan::GpuPlan;
 use mdh_gpu::opencl::opencl3::memory::CL_MEM_READ_WRITE;
 
-use super::cuda_cpu::JobFn;
+use super::cuda_cpu::{bound_job, JobFn};
 
 /// Guard bytes after an output (a vector of the widest type, and more).
 const TAIL: usize = 256;
@@ -35,11 +34,15 @@ pub fn run(
     params: &[Value],
     sizes: &[usize],
 ) -> Result<(), Error> {
-    let kernel = mdh::reference::kernel(spec)?;
-    let desc = KernelDesc::from_kernel(&kernel);
-    let lens = |b: &[Buffer]| -> Vec<usize> { b.iter().map(Buffer::len).collect() };
-    let bound = desc.bind(sizes, &lens(inputs), &lens(outputs))?;
-    let Some(job) = job(&bound, plan, dev.name(), dev.limits())? else {
+    let Some((kernel, job)) = bound_job(
+        job,
+        spec,
+        plan,
+        (inputs, outputs, sizes),
+        dev.name(),
+        dev.limits(),
+    )?
+    else {
         return Ok(());
     };
     let info = mdh::reference::kernel_info(&kernel, Dialect::OpenCl);
