@@ -50,8 +50,9 @@ fn gpu_limits(dev: &mdh::opencl::Device) -> mdh::gpu::DeviceLimits {
 /// `[1, 4, 4, 2048]`, B in local memory, vectors of 4) at NB 1, I 3, J 64
 /// and K 1, 2 or 130 dies with SIGSEGV in `mdh_main`, although every index
 /// of the copy is in bounds: an always-true bound added to the vector
-/// branch, or `POCL_WORK_GROUP_METHOD=cbs` at K 130, makes the same source
-/// pass. The CUDA execution on the CPU (`tests/cuda.rs`, canaries around
+/// branch, or PoCL's `loops` work-group method
+/// (`POCL_WORK_GROUP_METHOD=loops`; `auto` took `repl` there), makes the
+/// same source pass. The CUDA execution on the CPU (`tests/cuda.rs`, canaries around
 /// every buffer) runs the defaults with their vectors, that plan among
 /// them (`few_rows_vector_copies`); their other parameters run here.
 fn scalar_copies(plan: &mdh::__rt::GpuPlan) -> mdh::__rt::GpuPlan {
@@ -70,6 +71,13 @@ macro_rules! opencl_tests {
                 let max_items = dev.max_work_group_size().min(256);
                 // The random plans with guards around the outputs on the
                 // device; the other cases through the generated `run_dyn`.
+                // A known PoCL 3.1 bug (its `loops` work-group method):
+                // MDH_TEST_SEED=316950097 draws a plan of matmul (I 24,
+                // K 4, J 4; groups [1, 3, 0], items [4, 4, 4], tiles of 32)
+                // whose edge-tile loop PoCL compiles to nothing (zeros);
+                // `POCL_WORK_GROUP_METHOD=repl`, a printf in that loop, or
+                // no full-tile branch (not taken) computes it right, as does
+                // the CUDA execution on the CPU. Not masked here.
                 gpu::family($name::SPEC, CASES, $budget, gpu::seed(stringify!($name)), max_items,
                     |plan, i, o, p, s| gpu::opencl_guarded::run(dev, $name::opencl::job, $name::SPEC, plan, i, o, p, s));
                 gpu::warp_cases($name::SPEC, WARP_CASES, $budget, gpu::seed(stringify!($name)), max_items,
