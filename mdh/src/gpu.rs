@@ -329,20 +329,31 @@ pub fn local_bytes(desc: &KernelDesc, info: &KernelInfo, bound: &Bound, r: &Reso
     SharedLayout::new(desc, info, bound, r).total()
 }
 
-/// Whether resolved plan `r` fits a device of limits `lim`: its work-items
-/// per work-group, its local memory, and its reduction tree, which stays a
-/// static array on CUDA (see [`SharedLayout`]), within the static limit.
-pub(crate) fn fits(
-    desc: &KernelDesc,
-    info: &KernelInfo,
-    bound: &Bound,
-    r: &Resolved,
-    lim: DeviceLimits,
-) -> bool {
-    let shared = SharedLayout::new(desc, info, bound, r);
-    r.threads_per_group() <= lim.max_items
-        && shared.total() <= lim.local_bytes
-        && shared.tree <= CUDA_STATIC_SHARED_BYTES
+/// A plan resolved at one call's sizes, with its local memory laid out:
+/// what fitting checks and the call's job is made of, so that a call
+/// resolves its plan and lays out its local memory once.
+#[derive(Clone, Debug)]
+pub struct CallPlan {
+    pub r: Resolved,
+    pub shared: SharedLayout,
+}
+
+impl CallPlan {
+    /// `plan` resolved at the extents of `bound`, its local memory laid out.
+    pub fn new(desc: &KernelDesc, info: &KernelInfo, bound: &Bound, plan: &GpuPlan) -> Self {
+        let r = plan.resolve(&desc.kinds, &bound.extents);
+        let shared = SharedLayout::new(desc, info, bound, &r);
+        CallPlan { r, shared }
+    }
+
+    /// Whether it fits a device of limits `lim`: its work-items per
+    /// work-group, its local memory, and its reduction tree, which stays a
+    /// static array on CUDA (see [`SharedLayout`]), within the static limit.
+    pub fn fits(&self, lim: DeviceLimits) -> bool {
+        self.r.threads_per_group() <= lim.max_items
+            && self.shared.total() <= lim.local_bytes
+            && self.shared.tree <= CUDA_STATIC_SHARED_BYTES
+    }
 }
 
 /// The source and launch geometry of one call; `None` when there is
@@ -371,7 +382,7 @@ pub fn job(
             });
         }
     }
-    let r = match forced {
+    let p = match forced {
         None => CallDesc {
             desc,
             bound,
@@ -383,10 +394,10 @@ pub fn job(
         .choose(),
         Some(plan) => fit(desc, bound, info, plan, lim)?,
     };
-    Ok(Some(job_for(desc, bound, info, &r)))
+    Ok(Some(job_for(desc, bound, info, &p)))
 }
 
-/// `plan` resolved for one call, or an `Err` if it is invalid or does not
+/// `plan` resolved for one call and laid out, or an `Err` if it is invalid or does not
 /// fit the device (work-items per work-group, local memory): what a forced
 /// plan must pass, and the tuner's constraint check.
 pub fn fit(
@@ -395,16 +406,16 @@ pub fn fit(
     info: &KernelInfo,
     plan: &GpuPlan,
     lim: DeviceLimits,
-) -> Result<Resolved, Error> {
+) -> Result<CallPlan, Error> {
     plan.validate(desc).map_err(|e| {
         Error::Argument(format!(
             "kernel `{}`: invalid plan: {}",
             desc.name, e.message
         ))
     })?;
-    let r = plan.resolve(&desc.kinds, &bound.extents);
-    if !fits(desc, info, bound, &r, lim) {
-        let shared = SharedLayout::new(desc, info, bound, &r);
+    let p = CallPlan::new(desc, info, bound, plan);
+    if !p.fits(lim) {
+        let (r, shared) = (&p.r, &p.shared);
         return Err(Error::Argument(format!(
             "kernel `{}`: the plan needs {} work-items and {} bytes of local memory per work-group ({} of them for the reduction tree, which may take at most {CUDA_STATIC_SHARED_BYTES}); the device allows {} and {}: make `items` or `tile` smaller, or cache fewer inputs in local memory",
             desc.name,
@@ -415,7 +426,7 @@ pub fn fit(
             lim.local_bytes
         )));
     }
-    Ok(r)
+    Ok(p)
 }
 
 /// The launches of the scan along dimension `d` of extent `n` on `lines`
@@ -437,13 +448,13 @@ fn scan_launches(d: usize, n: usize, lines: usize) -> Vec<(String, usize)> {
     l
 }
 
-/// The job of a given resolved plan (also what the tuner measures).
-pub fn job_for(desc: &KernelDesc, bound: &Bound, info: &KernelInfo, r: &Resolved) -> Job {
+/// The job of a call's plan (also what the tuner measures).
+pub fn job_for(desc: &KernelDesc, bound: &Bound, info: &KernelInfo, p: &CallPlan) -> Job {
+    let CallPlan { r, shared } = p;
     let kinds = &desc.kinds;
     let ext = &bound.extents;
     let kept_points = DimKind::kept_points(kinds, ext);
     let pw_groups = r.pw_groups(kinds);
-    let shared = SharedLayout::new(desc, info, bound, r);
     let source = format!(
         "{}{}\n{}",
         defines(desc, bound, r),
@@ -516,8 +527,7 @@ pub fn source(
                 device: "*",
                 lim,
             };
-            let r = call.choose();
-            job_for(desc, &bound, info, &r).source
+            job_for(desc, &bound, info, &call.choose()).source
         }
         Err(e) => format!("#error \"{}\"\n", e.to_string().replace('"', "'")),
     }
