@@ -5,18 +5,38 @@
 //! the prepared calls and run-time tuning, so that the call path reaches
 //! the tuned plans without the two importing each other.
 
-use std::sync::Arc;
-
 use mdh_gpu::memo::Memo;
 use mdh_rt::gpu_plan::GpuPlan;
 use mdh_rt::Error;
 
 use super::calls::{bytes, CallDevice, CallKernel};
+use super::RawDevice;
 
-/// The plans run-time tuning keeps, which the real devices' prepared calls
-/// run ([`super::tune::tuned_plan`]).
-macro_rules! tuning_device {
+/// What the prepared calls of both runtimes' devices take alike: the
+/// programs and byte buffers of the device traits ([`RawDevice`], each
+/// runtime's), and the plans run-time tuning keeps
+/// ([`super::tune::tuned_plan`]).
+macro_rules! real_device {
     () => {
+        type Program = <Self as RawDevice>::Program;
+        type Partial = <Self as RawDevice>::Buffer;
+
+        fn call_device_name(&self) -> &str {
+            self.name()
+        }
+
+        fn memo(&self) -> &Memo {
+            Self::memo(self)
+        }
+
+        fn compile(&self, source: &str) -> Result<Self::Program, Error> {
+            RawDevice::compile(self, source)
+        }
+
+        fn partial(&self, len: usize, elem: usize, _: usize) -> Result<Self::Partial, Error> {
+            self.buffer::<u8>(bytes(len, elem)?)
+        }
+
         fn driver(&self) -> Option<&str> {
             Some(self.driver_version())
         }
@@ -29,52 +49,14 @@ macro_rules! tuning_device {
 
 #[cfg(feature = "opencl")]
 impl CallDevice for mdh_gpu::opencl::Device {
-    type Program = Arc<mdh_gpu::opencl::Program>;
-    type Partial = mdh_gpu::opencl::Buffer<u8>;
-
-    fn call_device_name(&self) -> &str {
-        self.name()
-    }
-
-    fn memo(&self) -> &Memo {
-        mdh_gpu::opencl::Device::memo(self)
-    }
-
-    fn compile(&self, source: &str) -> Result<Self::Program, Error> {
-        self.program(source, "")
-    }
-
-    fn partial(&self, len: usize, elem: usize, _: usize) -> Result<Self::Partial, Error> {
-        self.buffer::<u8>(bytes(len, elem)?)
-    }
-
-    tuning_device!();
+    real_device!();
 }
 
 #[cfg(feature = "cuda")]
 impl CallDevice for mdh_gpu::cuda::Device {
-    type Program = Arc<mdh_gpu::cuda::Module>;
-    type Partial = mdh_gpu::cuda::cudarc::driver::CudaSlice<u8>;
-
-    fn call_device_name(&self) -> &str {
-        self.name()
-    }
-
-    fn memo(&self) -> &Memo {
-        mdh_gpu::cuda::Device::memo(self)
-    }
-
-    fn compile(&self, source: &str) -> Result<Self::Program, Error> {
-        self.module(source)
-    }
-
-    fn partial(&self, len: usize, elem: usize, _: usize) -> Result<Self::Partial, Error> {
-        self.buffer::<u8>(bytes(len, elem)?)
-    }
+    real_device!();
 
     fn queue_id(&self) -> usize {
         self.stream().cu_stream() as usize
     }
-
-    tuning_device!();
 }
