@@ -38,6 +38,7 @@ pub use resources::{cubin_resources, nvrtc_resources, CompiledCubin, KernelResou
 
 mod nvrtc;
 mod resources;
+mod traits;
 
 use nvrtc::{cubin, Image};
 

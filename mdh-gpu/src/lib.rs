@@ -8,6 +8,7 @@
 pub mod cuda;
 #[cfg(feature = "sim")]
 pub mod cuda_sim;
+pub mod device;
 pub mod memo;
 /// The OpenCL runtime (opencl3, loaded at run time): devices, buffers,
 /// program cache, timed launches.

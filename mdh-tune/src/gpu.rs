@@ -125,8 +125,8 @@ fn configured_gpu_plan(
         entries: &entries,
         ..unconfigured
     };
-    let chosen = call.choose();
-    if chosen == unconfigured.choose() {
+    let chosen = call.choose().r;
+    if chosen == unconfigured.choose().r {
         return Ok(None);
     }
     let CallDesc { desc, bound, .. } = unconfigured;

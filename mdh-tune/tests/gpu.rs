@@ -152,7 +152,7 @@ fn tune_and_check(backend: &str, device: &str, limits: DeviceLimits) {
         lim: limits,
     }
     .choose();
-    assert_eq!(chosen, plan.resolve(&desc.kinds, &bound.extents));
+    assert_eq!(chosen.r, plan.resolve(&desc.kinds, &bound.extents));
     std::fs::remove_dir_all(&out).unwrap();
 }
 

@@ -19,11 +19,16 @@ pub mod bench;
 pub mod calls;
 mod choice;
 pub mod defaults;
+#[cfg(any(feature = "opencl", feature = "cuda"))]
+mod devices;
 pub mod model;
 pub mod space;
 pub mod tune;
 pub use calls::{call, Call, CallDevice, CallKernel};
 pub use choice::{CallDesc, DeviceMatch, GpuEntry};
+pub use mdh_gpu::device::{
+    DeviceCompute, DeviceLimits, GpuDevice, Launch, MainResources, RawArg, RawDevice,
+};
 pub use tune::{tune, TuneReport};
 
 /// What a generated wrapper knows about its kernel besides its `desc()`.
@@ -41,41 +46,6 @@ pub struct KernelInfo {
     pub in_types: &'static [ScalarType],
     pub out_types: &'static [ScalarType],
     pub param_types: &'static [ScalarType],
-}
-
-/// The limits of the device a call runs on, which plans are fitted to, and
-/// its CUDA architecture, which config entries are matched by.
-#[derive(Clone, Copy, Debug)]
-pub struct DeviceLimits {
-    pub max_items: usize,
-    pub local_bytes: u64,
-    /// The compute capability of a CUDA device (`sm_90`: 90; see
-    /// [`mdh_rt::gpu_plan::cuda_arch_number`]); `None` on OpenCL.
-    pub cuda_arch: Option<u32>,
-    /// What the runtime tells of the device's compute units: what the
-    /// analytical default plan is derived from ([`defaults`]).
-    pub compute: DeviceCompute,
-}
-
-/// What a device's runtime tells of its compute power (`None`: not known):
-/// the analytical default plan's and the throughput model's figures
-/// ([`model::GpuModel::for_device`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct DeviceCompute {
-    /// Parallel compute units: OpenCL's `CL_DEVICE_MAX_COMPUTE_UNITS`, CUDA's
-    /// multiprocessors.
-    pub compute_units: Option<usize>,
-    /// The peak clock in Hz.
-    pub clock_hz: Option<f64>,
-    /// Threads, 32-bit registers and bytes of shared memory one unit holds
-    /// at once (CUDA's per-multiprocessor attributes).
-    pub unit_threads: Option<usize>,
-    pub unit_registers: Option<usize>,
-    pub unit_shared: Option<u64>,
-    /// An OpenCL device of type CPU (PoCL): its default plan is the
-    /// CPU's rule ([`GpuPlan::default_for`]: caches serve better than
-    /// local memory), not the GPU classes'.
-    pub cpu: bool,
 }
 
 /// Everything a wrapper needs to launch one call.
@@ -99,38 +69,6 @@ pub struct Job {
     pub scans: Vec<(String, usize)>,
     /// Work-items per work-group of the passes.
     pub pass_local: usize,
-}
-
-/// One kernel launch of a [`Job`], as 1-D ranges. Its arguments, in this
-/// order: the input buffers (when `inputs`), the output buffers, the buffers
-/// of partial results (when `partials`), the params.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Launch {
-    pub kernel: String,
-    pub inputs: bool,
-    pub partials: bool,
-    /// Work-items in all (a multiple of `local`) and per work-group.
-    pub global: usize,
-    pub local: usize,
-    /// Bytes of dynamic shared memory (CUDA; OpenCL kernels declare all
-    /// of their local memory).
-    pub shared_bytes: u32,
-}
-
-impl Launch {
-    /// The launch as CUDA grid and block dimensions (blocks along x).
-    pub fn grid_block(&self) -> Result<([u32; 3], [u32; 3]), Error> {
-        let dim = |n: usize| {
-            u32::try_from(n).map_err(|_| {
-                Error::Argument(format!(
-                    "launching `{}`: {n} blocks or threads exceed CUDA's 32-bit launch dimensions; use smaller sizes or a plan with fewer, larger blocks",
-                    self.kernel
-                ))
-            })
-        };
-        let blocks = self.global / self.local.max(1);
-        Ok(([dim(blocks)?, 1, 1], [dim(self.local)?, 1, 1]))
-    }
 }
 
 impl Job {
@@ -164,56 +102,6 @@ impl Job {
                 .map(|(kernel, g)| pass(kernel.clone(), false, *g)),
         );
         l
-    }
-}
-
-impl Launch {
-    /// The arguments of this launch as positions among all of its job's
-    /// arguments, numbered inputs, outputs, partial results (one buffer per
-    /// output access), params: the one statement of the argument order that
-    /// untyped launchers ([`Loaded`], the CPU execution of CUDA in tests)
-    /// follow.
-    pub fn arg_order(
-        &self,
-        inputs: usize,
-        outputs: usize,
-        partials: usize,
-        params: usize,
-    ) -> Vec<usize> {
-        let mut a = Vec::new();
-        if self.inputs {
-            a.extend(0..inputs);
-        }
-        a.extend(inputs..inputs + outputs);
-        let bufs = inputs + outputs + partials;
-        if self.partials {
-            a.extend(inputs + outputs..bufs);
-        }
-        a.extend(bufs..bufs + params);
-        a
-    }
-}
-
-/// What the generated wrappers ask of a device of either runtime.
-pub trait GpuDevice {
-    /// The limits plans are fitted to.
-    fn limits(&self) -> DeviceLimits;
-}
-
-#[cfg(feature = "opencl")]
-impl GpuDevice for mdh_gpu::opencl::Device {
-    fn limits(&self) -> DeviceLimits {
-        DeviceLimits {
-            max_items: self.max_work_group_size(),
-            local_bytes: self.local_mem_bytes(),
-            cuda_arch: None,
-            compute: DeviceCompute {
-                compute_units: self.compute_units(),
-                clock_hz: self.max_clock_mhz().map(|m| m as f64 * 1e6),
-                cpu: self.is_cpu(),
-                ..DeviceCompute::default()
-            },
-        }
     }
 }
 
@@ -252,25 +140,6 @@ pub fn cuda_arch_limits(arch: &str) -> DeviceLimits {
         local_bytes: cuda_optin_shared_bytes(arch).unwrap_or(CUDA_STATIC_SHARED_BYTES),
         cuda_arch: cuda_arch_number(arch),
         compute: DeviceCompute::default(),
-    }
-}
-
-#[cfg(feature = "cuda")]
-impl GpuDevice for mdh_gpu::cuda::Device {
-    fn limits(&self) -> DeviceLimits {
-        DeviceLimits {
-            max_items: self.max_threads_per_block(),
-            local_bytes: self.shared_mem_per_block_optin(),
-            cuda_arch: cuda_arch_number(self.arch()),
-            compute: DeviceCompute {
-                compute_units: self.sm_count(),
-                clock_hz: self.clock_khz().map(|k| k as f64 * 1e3),
-                unit_threads: self.sm_threads(),
-                unit_registers: self.sm_registers(),
-                unit_shared: self.sm_shared_bytes(),
-                cpu: false,
-            },
-        }
     }
 }
 
@@ -363,20 +232,31 @@ pub fn local_bytes(desc: &KernelDesc, info: &KernelInfo, bound: &Bound, r: &Reso
     SharedLayout::new(desc, info, bound, r).total()
 }
 
-/// Whether resolved plan `r` fits a device of limits `lim`: its work-items
-/// per work-group, its local memory, and its reduction tree, which stays a
-/// static array on CUDA (see [`SharedLayout`]), within the static limit.
-pub(crate) fn fits(
-    desc: &KernelDesc,
-    info: &KernelInfo,
-    bound: &Bound,
-    r: &Resolved,
-    lim: DeviceLimits,
-) -> bool {
-    let shared = SharedLayout::new(desc, info, bound, r);
-    r.threads_per_group() <= lim.max_items
-        && shared.total() <= lim.local_bytes
-        && shared.tree <= CUDA_STATIC_SHARED_BYTES
+/// A plan resolved at one call's sizes, with its local memory laid out:
+/// what fitting checks and the call's job is made of, so that a call
+/// resolves its plan and lays out its local memory once.
+#[derive(Clone, Debug)]
+pub struct CallPlan {
+    pub r: Resolved,
+    pub shared: SharedLayout,
+}
+
+impl CallPlan {
+    /// `plan` resolved at the extents of `bound`, its local memory laid out.
+    pub fn new(desc: &KernelDesc, info: &KernelInfo, bound: &Bound, plan: &GpuPlan) -> Self {
+        let r = plan.resolve(&desc.kinds, &bound.extents);
+        let shared = SharedLayout::new(desc, info, bound, &r);
+        CallPlan { r, shared }
+    }
+
+    /// Whether it fits a device of limits `lim`: its work-items per
+    /// work-group, its local memory, and its reduction tree, which stays a
+    /// static array on CUDA (see [`SharedLayout`]), within the static limit.
+    pub fn fits(&self, lim: DeviceLimits) -> bool {
+        self.r.threads_per_group() <= lim.max_items
+            && self.shared.total() <= lim.local_bytes
+            && self.shared.tree <= CUDA_STATIC_SHARED_BYTES
+    }
 }
 
 /// The source and launch geometry of one call; `None` when there is
@@ -405,7 +285,7 @@ pub fn job(
             });
         }
     }
-    let r = match forced {
+    let p = match forced {
         None => CallDesc {
             desc,
             bound,
@@ -417,10 +297,10 @@ pub fn job(
         .choose(),
         Some(plan) => fit(desc, bound, info, plan, lim)?,
     };
-    Ok(Some(job_for(desc, bound, info, &r)))
+    Ok(Some(job_for(desc, bound, info, &p)))
 }
 
-/// `plan` resolved for one call, or an `Err` if it is invalid or does not
+/// `plan` resolved for one call and laid out, or an `Err` if it is invalid or does not
 /// fit the device (work-items per work-group, local memory): what a forced
 /// plan must pass, and the tuner's constraint check.
 pub fn fit(
@@ -429,16 +309,16 @@ pub fn fit(
     info: &KernelInfo,
     plan: &GpuPlan,
     lim: DeviceLimits,
-) -> Result<Resolved, Error> {
+) -> Result<CallPlan, Error> {
     plan.validate(desc).map_err(|e| {
         Error::Argument(format!(
             "kernel `{}`: invalid plan: {}",
             desc.name, e.message
         ))
     })?;
-    let r = plan.resolve(&desc.kinds, &bound.extents);
-    if !fits(desc, info, bound, &r, lim) {
-        let shared = SharedLayout::new(desc, info, bound, &r);
+    let p = CallPlan::new(desc, info, bound, plan);
+    if !p.fits(lim) {
+        let (r, shared) = (&p.r, &p.shared);
         return Err(Error::Argument(format!(
             "kernel `{}`: the plan needs {} work-items and {} bytes of local memory per work-group ({} of them for the reduction tree, which may take at most {CUDA_STATIC_SHARED_BYTES}); the device allows {} and {}: make `items` or `tile` smaller, or cache fewer inputs in local memory",
             desc.name,
@@ -449,7 +329,7 @@ pub fn fit(
             lim.local_bytes
         )));
     }
-    Ok(r)
+    Ok(p)
 }
 
 /// The launches of the scan along dimension `d` of extent `n` on `lines`
@@ -471,13 +351,13 @@ fn scan_launches(d: usize, n: usize, lines: usize) -> Vec<(String, usize)> {
     l
 }
 
-/// The job of a given resolved plan (also what the tuner measures).
-pub fn job_for(desc: &KernelDesc, bound: &Bound, info: &KernelInfo, r: &Resolved) -> Job {
+/// The job of a call's plan (also what the tuner measures).
+pub fn job_for(desc: &KernelDesc, bound: &Bound, info: &KernelInfo, p: &CallPlan) -> Job {
+    let CallPlan { r, shared } = p;
     let kinds = &desc.kinds;
     let ext = &bound.extents;
     let kept_points = DimKind::kept_points(kinds, ext);
     let pw_groups = r.pw_groups(kinds);
-    let shared = SharedLayout::new(desc, info, bound, r);
     let source = format!(
         "{}{}\n{}",
         defines(desc, bound, r),
@@ -550,8 +430,7 @@ pub fn source(
                 device: "*",
                 lim,
             };
-            let r = call.choose();
-            job_for(desc, &bound, info, &r).source
+            job_for(desc, &bound, info, &call.choose()).source
         }
         Err(e) => format!("#error \"{}\"\n", e.to_string().replace('"', "'")),
     }
@@ -605,61 +484,6 @@ pub fn param_bytes(v: &Value) -> Vec<u8> {
         };
     }
     bytes!(F32, F64, I8, I16, I32, I64, U8, U16, U32, U64)
-}
-
-/// What the compiler reports of a job's `mdh_main` (CUDA: ptxas' `-v`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MainResources {
-    /// Registers per thread.
-    pub registers: u32,
-    /// Bytes spilled to local memory and loaded back, per thread (`None`
-    /// where the compiler's report did not say).
-    pub spill_bytes: Option<u64>,
-    /// Bytes of static shared memory per block.
-    pub shared_bytes: u64,
-}
-
-/// One argument of an untyped launch.
-pub enum RawArg<'a, B> {
-    /// A device buffer whose elements the kernel reads as `elem`-byte values.
-    Buffer {
-        buf: &'a B,
-        elem: usize,
-    },
-    Scalar(Value),
-}
-
-/// A device of either runtime driven with untyped buffers (device memory
-/// has no element type): what the tuner measures candidates with, for any
-/// kernel, without generated code.
-pub trait RawDevice: GpuDevice {
-    type Buffer;
-    type Program;
-    fn device_name(&self) -> &str;
-    /// The device's compute units and clock, as far as the runtime says.
-    fn compute(&self) -> DeviceCompute {
-        self.limits().compute
-    }
-    /// A device buffer holding `bytes` (at least one byte: devices refuse
-    /// empty buffers).
-    fn upload(&self, bytes: &[u8]) -> Result<Self::Buffer, Error>;
-    /// Copies the first `out.len()` bytes of `buf` into `out`.
-    fn download(&self, buf: &Self::Buffer, out: &mut [u8]) -> Result<(), Error>;
-    /// The compiled program of a job's source (cached by the runtime).
-    fn compile(&self, source: &str) -> Result<Self::Program, Error>;
-    /// What the compiler reported of the program's `mdh_main`, where the
-    /// runtime tells.
-    fn resources(&self, _prog: &Self::Program) -> Option<MainResources> {
-        None
-    }
-    /// Runs launch `l` with `args` in order and waits for it; returns its
-    /// time on the device (events).
-    fn launch(
-        &self,
-        prog: &Self::Program,
-        l: &Launch,
-        args: &[RawArg<'_, Self::Buffer>],
-    ) -> Result<std::time::Duration, Error>;
 }
 
 /// A [`Job`] compiled and its buffers on a device, ready to be run
@@ -737,117 +561,6 @@ impl<D: RawDevice> Loaded<D> {
             from_bytes(b, &bytes);
         }
         Ok(())
-    }
-}
-
-/// Calls `$f` with a param as the runtime's scalar type (bool as a byte,
-/// usize as 64 bits).
-#[cfg(any(feature = "opencl", feature = "cuda"))]
-macro_rules! with_scalar {
-    ($v:expr, $f:expr) => {
-        match $v {
-            Value::F32(x) => $f(x),
-            Value::F64(x) => $f(x),
-            Value::I8(x) => $f(x),
-            Value::I16(x) => $f(x),
-            Value::I32(x) => $f(x),
-            Value::I64(x) => $f(x),
-            Value::U8(x) => $f(x),
-            Value::U16(x) => $f(x),
-            Value::U32(x) => $f(x),
-            Value::U64(x) => $f(x),
-            Value::Usize(x) => $f(x as u64),
-            Value::Bool(x) => $f(u8::from(x)),
-        }
-    };
-}
-
-/// The [`RawDevice`] methods both runtimes' devices implement alike (their
-/// inherent methods have the same names and meanings).
-#[cfg(any(feature = "opencl", feature = "cuda"))]
-macro_rules! raw_device_io {
-    () => {
-        fn device_name(&self) -> &str {
-            self.name()
-        }
-
-        fn upload(&self, bytes: &[u8]) -> Result<Self::Buffer, Error> {
-            self.buffer_from(bytes)
-        }
-
-        fn download(&self, buf: &Self::Buffer, out: &mut [u8]) -> Result<(), Error> {
-            self.read(buf, out)
-        }
-    };
-}
-
-#[cfg(feature = "opencl")]
-impl RawDevice for mdh_gpu::opencl::Device {
-    type Buffer = mdh_gpu::opencl::Buffer<u8>;
-    type Program = std::sync::Arc<mdh_gpu::opencl::Program>;
-
-    raw_device_io!();
-
-    fn compile(&self, source: &str) -> Result<Self::Program, Error> {
-        self.program(source, "")
-    }
-
-    fn launch(
-        &self,
-        prog: &Self::Program,
-        l: &Launch,
-        args: &[RawArg<'_, Self::Buffer>],
-    ) -> Result<std::time::Duration, Error> {
-        let mut k = prog.kernel(&l.kernel)?;
-        for a in args {
-            k = match a {
-                RawArg::Buffer { buf, elem } => k.arg_buffer_as(buf, *elem),
-                RawArg::Scalar(v) => with_scalar!(*v, |x| k.arg_scalar(x)),
-            };
-        }
-        k.run(&[l.global], &[l.local])
-    }
-}
-
-#[cfg(feature = "cuda")]
-impl RawDevice for mdh_gpu::cuda::Device {
-    type Buffer = mdh_gpu::cuda::cudarc::driver::CudaSlice<u8>;
-    type Program = std::sync::Arc<mdh_gpu::cuda::Module>;
-
-    // CUDA's `read` copies whole buffers; outputs are uploaded at their size.
-    raw_device_io!();
-
-    fn compile(&self, source: &str) -> Result<Self::Program, Error> {
-        self.module(source)
-    }
-
-    fn resources(&self, prog: &Self::Program) -> Option<MainResources> {
-        let k = prog.resources().iter().find(|k| k.name == "mdh_main")?;
-        Some(MainResources {
-            registers: k.registers,
-            spill_bytes: k.spill_bytes(),
-            shared_bytes: k.shared_bytes,
-        })
-    }
-
-    fn launch(
-        &self,
-        prog: &Self::Program,
-        l: &Launch,
-        args: &[RawArg<'_, Self::Buffer>],
-    ) -> Result<std::time::Duration, Error> {
-        // On this handle's stream (see `Device::on_stream`).
-        let mut k = prog.kernel_on(self.stream(), &l.kernel)?;
-        for a in args {
-            // CUDA pointers have no element type: `elem` matters to OpenCL's
-            // argument check only.
-            k = match a {
-                RawArg::Buffer { buf, .. } => k.arg_slice(*buf),
-                RawArg::Scalar(v) => with_scalar!(*v, |x| k.arg_scalar(x)),
-            };
-        }
-        let (grid, block) = l.grid_block()?;
-        k.run(grid, block, l.shared_bytes)
     }
 }
 

@@ -72,6 +72,7 @@ use std::sync::{Mutex, MutexGuard};
 
 mod device;
 mod program;
+mod traits;
 
 pub use device::Device;
 pub use program::{Launch, Program};

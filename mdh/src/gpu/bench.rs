@@ -1,5 +1,5 @@
 //! Measuring GPU plans on a device, each checked before its time counts:
-//! what the tuner (`mdh-tune`) and run-time tuning ([`mod@super::tune`])
+//! what the tuner (`mdh-tune`) and run-time tuning (`gpu::tune`)
 //! measure candidates with. A candidate runs once on deterministic inputs
 //! ([`crate::search::check::data`]) and its outputs are compared with the
 //! expected ones under the tuner's tolerance; the first plan measured gives

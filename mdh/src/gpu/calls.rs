@@ -49,14 +49,15 @@ pub trait CallDevice: GpuDevice + 'static {
     fn queue_id(&self) -> usize {
         0
     }
-    /// The version of the device's driver, where the device keeps tuned
-    /// plans (see [`mod@super::tune`]); `None` (the default): it does not (the
-    /// devices of tests).
+    /// The version of the device's driver, where the device keeps the plans
+    /// of run-time tuning; `None` (the default): it does not (the devices of
+    /// tests).
     fn driver(&self) -> Option<&str> {
         None
     }
-    /// The plan run-time tuning keeps for a call of `k` (see
-    /// [`super::tune::tuned_plan`]); `None` (the default): the configured
+    /// The plan run-time tuning keeps for a call of `k` (the real devices
+    /// ask the tuning cache; this module does not know it, so that tuning
+    /// can forget prepared calls); `None` (the default): the configured
     /// choice runs.
     fn tuned_plan(&self, _k: &CallKernel<'_>) -> Option<GpuPlan> {
         None
@@ -288,72 +289,6 @@ pub(super) fn forget<D: CallDevice>(dev: &D, info: &'static KernelInfo, sizes: &
         .remove(key_hash(kernel, sizes, None), |c: &Call<D>| {
             c.kernel == kernel && c.sizes == sizes && c.plan.is_none()
         });
-}
-
-/// The run-time tuning of the real devices (see [`mod@super::tune`]).
-#[cfg(any(feature = "opencl", feature = "cuda"))]
-macro_rules! tuning_device {
-    () => {
-        fn driver(&self) -> Option<&str> {
-            Some(self.driver_version())
-        }
-
-        fn tuned_plan(&self, k: &CallKernel<'_>) -> Option<GpuPlan> {
-            super::tune::tuned_plan(self, k)
-        }
-    };
-}
-
-#[cfg(feature = "opencl")]
-impl CallDevice for mdh_gpu::opencl::Device {
-    type Program = Arc<mdh_gpu::opencl::Program>;
-    type Partial = mdh_gpu::opencl::Buffer<u8>;
-
-    fn call_device_name(&self) -> &str {
-        self.name()
-    }
-
-    fn memo(&self) -> &Memo {
-        mdh_gpu::opencl::Device::memo(self)
-    }
-
-    fn compile(&self, source: &str) -> Result<Self::Program, Error> {
-        self.program(source, "")
-    }
-
-    fn partial(&self, len: usize, elem: usize, _: usize) -> Result<Self::Partial, Error> {
-        self.buffer::<u8>(bytes(len, elem)?)
-    }
-
-    tuning_device!();
-}
-
-#[cfg(feature = "cuda")]
-impl CallDevice for mdh_gpu::cuda::Device {
-    type Program = Arc<mdh_gpu::cuda::Module>;
-    type Partial = mdh_gpu::cuda::cudarc::driver::CudaSlice<u8>;
-
-    fn call_device_name(&self) -> &str {
-        self.name()
-    }
-
-    fn memo(&self) -> &Memo {
-        mdh_gpu::cuda::Device::memo(self)
-    }
-
-    fn compile(&self, source: &str) -> Result<Self::Program, Error> {
-        self.module(source)
-    }
-
-    fn partial(&self, len: usize, elem: usize, _: usize) -> Result<Self::Partial, Error> {
-        self.buffer::<u8>(bytes(len, elem)?)
-    }
-
-    fn queue_id(&self) -> usize {
-        self.stream().cu_stream() as usize
-    }
-
-    tuning_device!();
 }
 
 /// The bytes of `len` partial results of `elem` bytes.

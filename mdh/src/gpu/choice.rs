@@ -5,9 +5,9 @@
 //! device; and why, for `MDH_EXPLAIN=1` ([`explain_choice`]).
 
 use mdh_rt::desc::{Bound, KernelDesc};
-use mdh_rt::gpu_plan::{GpuPlan, Resolved};
+use mdh_rt::gpu_plan::GpuPlan;
 
-use super::{defaults, fits, DeviceLimits, KernelInfo};
+use super::{defaults, CallPlan, DeviceLimits, KernelInfo};
 use crate::machine::{size_distance, sizes_text};
 
 /// A tuned GPU plan from the kernel's config.
@@ -64,10 +64,13 @@ impl DeviceMatch {
 }
 
 impl CallDesc<'_> {
-    /// The plan for the call, resolved (see [`CallDesc::chosen_plan`]).
-    pub fn choose(&self) -> Resolved {
-        self.chosen_plan()
-            .resolve(&self.desc.kinds, &self.bound.extents)
+    /// The plan for the call, resolved and laid out (see
+    /// [`CallDesc::chosen_plan`]): the entry's as its fit was checked.
+    pub fn choose(&self) -> CallPlan {
+        match self.chosen_entry() {
+            Some((.., p)) => p,
+            None => CallPlan::new(self.desc, self.info, self.bound, &self.default_plan()),
+        }
     }
 
     /// The plan for the call: the entry with the nearest sizes that is
@@ -76,14 +79,20 @@ impl CallDesc<'_> {
     /// a `*` one; else the fitted default.
     pub fn chosen_plan(&self) -> GpuPlan {
         match self.chosen_entry() {
-            Some((i, _)) => self.entries[i].plan.clone(),
-            None => defaults::default_plan(self.desc, self.bound, self.info, self.device, self.lim),
+            Some((i, ..)) => self.entries[i].plan.clone(),
+            None => self.default_plan(),
         }
     }
 
+    /// The fitted default plan of the call.
+    fn default_plan(&self) -> GpuPlan {
+        defaults::default_plan(self.desc, self.bound, self.info, self.device, self.lim)
+    }
+
     /// The entry [`CallDesc::chosen_plan`] takes, by index into `entries`,
-    /// and how it matches the device; `None`: the fitted default plan.
-    fn chosen_entry(&self) -> Option<(usize, DeviceMatch)> {
+    /// how it matches the device and its plan for the call; `None`: the
+    /// fitted default plan.
+    fn chosen_entry(&self) -> Option<(usize, DeviceMatch, CallPlan)> {
         let CallDesc {
             desc,
             bound,
@@ -108,8 +117,8 @@ impl CallDesc<'_> {
         // A stable sort: among equals, the file's order.
         candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         candidates.into_iter().find_map(|(_, m, i)| {
-            let r = entries[i].plan.resolve(&desc.kinds, &bound.extents);
-            fits(desc, info, bound, &r, lim).then_some((i, m))
+            let p = CallPlan::new(desc, info, bound, &entries[i].plan);
+            p.fits(lim).then_some((i, m, p))
         })
     }
 
@@ -125,7 +134,7 @@ impl CallDesc<'_> {
                  docs/guide/03-tuning.md, \"Run-time tuning on the user's GPU\"); {}",
                 defaults::explain(desc, self.bound, self.info, device, self.lim)
             ),
-            Some((i, m)) => {
+            Some((i, m, _)) => {
                 let e = &self.entries[i];
                 let arch = e.arch.map_or(String::new(), |a| format!(", arch sm_{a}"));
                 let why = match m {

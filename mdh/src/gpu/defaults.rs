@@ -35,7 +35,7 @@ use mdh_rt::gpu_plan::{GpuPlan, Mma, Resolved};
 use mdh_rt::types::DimKind;
 
 use super::model::{predict, Bytes, GpuModel, ModelKernel, Prediction, Resources};
-use super::{fits, local_bytes, DeviceLimits, KernelInfo};
+use super::{CallPlan, DeviceLimits, KernelInfo};
 
 /// The most candidates a class ranks.
 pub const MAX_CANDIDATES: usize = 16;
@@ -195,13 +195,13 @@ pub fn ranked_with(
         .filter_map(|mut plan| {
             plan.fill_layout_defaults(desc);
             plan.validate(desc).ok()?;
-            let r = plan.resolve(&desc.kinds, &bound.extents);
-            if !fits(desc, info, bound, &r, lim) || seen.contains(&r) {
+            let p = CallPlan::new(desc, info, bound, &plan);
+            if !p.fits(lim) || seen.contains(&p.r) {
                 return None;
             }
-            seen.push(r.clone());
-            let shared = local_bytes(desc, info, bound, &r);
-            let res = Some(registers(&r, desc, info));
+            let shared = p.shared.total();
+            let res = Some(registers(&p.r, desc, info));
+            seen.push(p.r);
             let prediction = predict(&k, &plan, &bound.extents, bytes, &model, res, shared);
             Some(Candidate { plan, prediction })
         })
@@ -287,10 +287,11 @@ pub fn fitted(
     lim: DeviceLimits,
 ) -> GpuPlan {
     loop {
-        let r = plan.resolve(&desc.kinds, &bound.extents);
-        if fits(desc, info, bound, &r, lim) {
+        let p = CallPlan::new(desc, info, bound, &plan);
+        if p.fits(lim) {
             return plan;
         }
+        let r = p.r;
         if plan.local.iter().any(|&l| l) {
             plan.local.iter_mut().for_each(|l| *l = false);
             continue;
@@ -752,8 +753,8 @@ mod tests {
         assert!(!ranked.is_empty() && ranked.len() <= MAX_CANDIDATES);
         for (i, cand) in ranked.iter().enumerate() {
             cand.plan.validate(&c.desc).unwrap();
-            let r = cand.plan.resolve(&c.desc.kinds, &c.bound.extents);
-            assert!(fits(&c.desc, c.info, &c.bound, &r, lim), "{:?}", cand.plan);
+            let p = CallPlan::new(&c.desc, c.info, &c.bound, &cand.plan);
+            assert!(p.fits(lim), "{:?}", cand.plan);
             assert_eq!(cand.plan.mma, Mma::Off);
             if i > 0 {
                 assert!(ranked[i - 1].prediction.time_s <= cand.prediction.time_s);

@@ -1,5 +1,5 @@
 //! A per-SM throughput model of a GPU plan: the analytical default plan's
-//! ranking of its candidates ([`super::defaults`]), run-time tuning's first
+//! ranking of its candidates (`gpu::defaults`), run-time tuning's first
 //! candidates, and the tuner's lower bound (it prunes candidates that cannot
 //! beat the best measured time) and prediction (printed next to each
 //! measurement and kept in the log). One model for all of them.

@@ -1,6 +1,6 @@
 //! What candidates are checked with, by mdh-tune on the CPU (in its
 //! scratch crate) and on GPUs, and by run-time GPU tuning
-//! ([`mod@crate::gpu::tune`]): the inputs, the initial outputs, the tolerance
+//! (`gpu::tune`): the inputs, the initial outputs, the tolerance
 //! and the comparison with the reference results.
 
 use mdh_rt::desc::{KernelDesc, SizeCode};

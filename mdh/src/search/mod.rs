@@ -6,7 +6,7 @@
 //! The techniques know nothing about plans: a point's validity is the
 //! space's business (it repairs points before they are measured), its cost
 //! is the measured run time. Lower costs are better. The tuner (`mdh-tune`)
-//! and run-time GPU tuning ([`mod@crate::gpu::tune`]) search with them.
+//! and run-time GPU tuning (`gpu::tune`) search with them.
 
 pub mod annealing;
 pub mod bandit;

@@ -1,6 +1,6 @@
 //! A search space of one backend's plans, as the search techniques see
 //! it: the CPU space is the tuner's (`mdh-tune`), the GPU space
-//! ([`crate::gpu::space`]) is shared by the tuner and run-time tuning.
+//! (`gpu::space`) is shared by the tuner and run-time tuning.
 
 use super::{Point, Rng};
 

@@ -1,6 +1,6 @@
 //! Whether a winner beats the plan that runs today beyond the noise: the
 //! rule of the tuner's configs (`mdh-tune`) and of run-time GPU tuning
-//! ([`mod@crate::gpu::tune`]), over samples taken in turns.
+//! (`gpu::tune`), over samples taken in turns.
 
 /// Rounds of the interleaved re-timing of the best plan against the plan
 /// that runs today: enough for quartiles of each.

@@ -1,0 +1,212 @@
+//! What every backend's device offers mdh, one trait over the runtimes:
+//! its limits ([`GpuDevice`], what plans are fitted to) and untyped
+//! buffers, compiling, timed launches ([`RawDevice`], what the tuner and
+//! run-time tuning measure with), with the plain types they speak in. Each
+//! runtime implements them in its own module (`opencl/traits.rs`,
+//! `cuda/traits.rs`).
+
+use mdh_rt::value::Value;
+use mdh_rt::Error;
+
+/// The limits of the device a call runs on, which plans are fitted to, and
+/// its CUDA architecture, which config entries are matched by.
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceLimits {
+    pub max_items: usize,
+    pub local_bytes: u64,
+    /// The compute capability of a CUDA device (`sm_90`: 90; see
+    /// [`mdh_rt::gpu_plan::cuda_arch_number`]); `None` on OpenCL.
+    pub cuda_arch: Option<u32>,
+    /// What the runtime tells of the device's compute units: what the
+    /// analytical default plan is derived from (the facade's
+    /// `gpu::defaults`).
+    pub compute: DeviceCompute,
+}
+
+/// What a device's runtime tells of its compute power (`None`: not known):
+/// the analytical default plan's and the throughput model's figures (the
+/// facade's `gpu::model`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DeviceCompute {
+    /// Parallel compute units: OpenCL's `CL_DEVICE_MAX_COMPUTE_UNITS`, CUDA's
+    /// multiprocessors.
+    pub compute_units: Option<usize>,
+    /// The peak clock in Hz.
+    pub clock_hz: Option<f64>,
+    /// Threads, 32-bit registers and bytes of shared memory one unit holds
+    /// at once (CUDA's per-multiprocessor attributes).
+    pub unit_threads: Option<usize>,
+    pub unit_registers: Option<usize>,
+    pub unit_shared: Option<u64>,
+    /// An OpenCL device of type CPU (PoCL): its default plan is the CPU's
+    /// rule ([`mdh_rt::gpu_plan::GpuPlan::default_for`]: caches serve
+    /// better than local memory), not the GPU classes'.
+    pub cpu: bool,
+}
+
+/// One kernel launch of a call's job (the facade's `gpu::Job`), as 1-D
+/// ranges. Its arguments, in this order: the input buffers (when
+/// `inputs`), the output buffers, the buffers of partial results (when
+/// `partials`), the params.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Launch {
+    pub kernel: String,
+    pub inputs: bool,
+    pub partials: bool,
+    /// Work-items in all (a multiple of `local`) and per work-group.
+    pub global: usize,
+    pub local: usize,
+    /// Bytes of dynamic shared memory (CUDA; OpenCL kernels declare all
+    /// of their local memory).
+    pub shared_bytes: u32,
+}
+
+impl Launch {
+    /// The launch as CUDA grid and block dimensions (blocks along x).
+    pub fn grid_block(&self) -> Result<([u32; 3], [u32; 3]), Error> {
+        let dim = |n: usize| {
+            u32::try_from(n).map_err(|_| {
+                Error::Argument(format!(
+                    "launching `{}`: {n} blocks or threads exceed CUDA's 32-bit launch dimensions; use smaller sizes or a plan with fewer, larger blocks",
+                    self.kernel
+                ))
+            })
+        };
+        let blocks = self.global / self.local.max(1);
+        Ok(([dim(blocks)?, 1, 1], [dim(self.local)?, 1, 1]))
+    }
+
+    /// The arguments of this launch as positions among all of its job's
+    /// arguments, numbered inputs, outputs, partial results (one buffer per
+    /// output access), params: the one statement of the argument order that
+    /// untyped launchers (the facade's `gpu::Loaded`, the CPU execution of
+    /// CUDA in tests) follow.
+    pub fn arg_order(
+        &self,
+        inputs: usize,
+        outputs: usize,
+        partials: usize,
+        params: usize,
+    ) -> Vec<usize> {
+        let mut a = Vec::new();
+        if self.inputs {
+            a.extend(0..inputs);
+        }
+        a.extend(inputs..inputs + outputs);
+        let bufs = inputs + outputs + partials;
+        if self.partials {
+            a.extend(inputs + outputs..bufs);
+        }
+        a.extend(bufs..bufs + params);
+        a
+    }
+}
+
+/// What the generated wrappers ask of a device of either runtime.
+pub trait GpuDevice {
+    /// The limits plans are fitted to.
+    fn limits(&self) -> DeviceLimits;
+}
+
+/// What the compiler reports of a job's `mdh_main` (CUDA: ptxas' `-v`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MainResources {
+    /// Registers per thread.
+    pub registers: u32,
+    /// Bytes spilled to local memory and loaded back, per thread (`None`
+    /// where the compiler's report did not say).
+    pub spill_bytes: Option<u64>,
+    /// Bytes of static shared memory per block.
+    pub shared_bytes: u64,
+}
+
+/// One argument of an untyped launch.
+pub enum RawArg<'a, B> {
+    /// A device buffer whose elements the kernel reads as `elem`-byte values.
+    Buffer {
+        buf: &'a B,
+        elem: usize,
+    },
+    Scalar(Value),
+}
+
+/// A device of either runtime driven with untyped buffers (device memory
+/// has no element type): what the tuner measures candidates with, for any
+/// kernel, without generated code.
+pub trait RawDevice: GpuDevice {
+    type Buffer;
+    type Program;
+    fn device_name(&self) -> &str;
+    /// The device's compute units and clock, as far as the runtime says.
+    fn compute(&self) -> DeviceCompute {
+        self.limits().compute
+    }
+    /// A device buffer holding `bytes` (at least one byte: devices refuse
+    /// empty buffers).
+    fn upload(&self, bytes: &[u8]) -> Result<Self::Buffer, Error>;
+    /// Copies the first `out.len()` bytes of `buf` into `out`.
+    fn download(&self, buf: &Self::Buffer, out: &mut [u8]) -> Result<(), Error>;
+    /// The compiled program of a job's source (cached by the runtime).
+    fn compile(&self, source: &str) -> Result<Self::Program, Error>;
+    /// What the compiler reported of the program's `mdh_main`, where the
+    /// runtime tells.
+    fn resources(&self, _prog: &Self::Program) -> Option<MainResources> {
+        None
+    }
+    /// Runs launch `l` with `args` in order and waits for it; returns its
+    /// time on the device (events).
+    fn launch(
+        &self,
+        prog: &Self::Program,
+        l: &Launch,
+        args: &[RawArg<'_, Self::Buffer>],
+    ) -> Result<std::time::Duration, Error>;
+}
+
+/// Calls `$f` with a param as the runtime's scalar type (bool as a byte,
+/// usize as 64 bits).
+#[cfg(any(feature = "opencl", feature = "cuda"))]
+macro_rules! with_scalar {
+    ($v:expr, $f:expr) => {{
+        use mdh_rt::value::Value;
+        match $v {
+            Value::F32(x) => $f(x),
+            Value::F64(x) => $f(x),
+            Value::I8(x) => $f(x),
+            Value::I16(x) => $f(x),
+            Value::I32(x) => $f(x),
+            Value::I64(x) => $f(x),
+            Value::U8(x) => $f(x),
+            Value::U16(x) => $f(x),
+            Value::U32(x) => $f(x),
+            Value::U64(x) => $f(x),
+            Value::Usize(x) => $f(x as u64),
+            Value::Bool(x) => $f(u8::from(x)),
+        }
+    }};
+}
+
+#[cfg(any(feature = "opencl", feature = "cuda"))]
+pub(crate) use with_scalar;
+
+/// The [`RawDevice`] methods both runtimes' devices implement alike (their
+/// inherent methods have the same names and meanings).
+#[cfg(any(feature = "opencl", feature = "cuda"))]
+macro_rules! raw_device_io {
+    () => {
+        fn device_name(&self) -> &str {
+            self.name()
+        }
+
+        fn upload(&self, bytes: &[u8]) -> Result<Self::Buffer, Error> {
+            self.buffer_from(bytes)
+        }
+
+        fn download(&self, buf: &Self::Buffer, out: &mut [u8]) -> Result<(), Error> {
+            self.read(buf, out)
+        }
+    };
+}
+
+#[cfg(any(feature = "opencl", feature = "cuda"))]
+pub(crate) use raw_device_io;
