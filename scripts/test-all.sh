@@ -124,6 +124,10 @@ features=(--features mdh-example-kernels/mpi,mdh-bench/mpi)
 # errors. The example kernels' crates stay out (their build is the longest,
 # and their code is generated). With every feature of those crates, so
 # that the OpenCL, CUDA and MPI code is linted too.
+# The structure the code keeps (docs/ARCHITECTURE.md, "Rules the code
+# keeps"): no import circles, no file over 900 lines before its tests, no
+# too_many_arguments in the runtime crates.
+python3 scripts/structure-check.py
 if ! cargo clippy --version >/dev/null 2>&1; then
     rustup component add clippy
 fi
