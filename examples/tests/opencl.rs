@@ -71,13 +71,14 @@ macro_rules! opencl_tests {
                 let max_items = dev.max_work_group_size().min(256);
                 // The random plans with guards around the outputs on the
                 // device; the other cases through the generated `run_dyn`.
-                // A known PoCL 3.1 bug (its `loops` work-group method):
-                // MDH_TEST_SEED=316950097 draws a plan of matmul (I 24,
-                // K 4, J 4; groups [1, 3, 0], items [4, 4, 4], tiles of 32)
-                // whose edge-tile loop PoCL compiles to nothing (zeros);
-                // `POCL_WORK_GROUP_METHOD=repl`, a printf in that loop, or
-                // no full-tile branch (not taken) computes it right, as does
-                // the CUDA execution on the CPU. Not masked here.
+                // Regressions of a PoCL 3.1 bug (its `loops` work-group
+                // method): MDH_TEST_SEED=316950097 (matmul I 24, K 4, J 4;
+                // groups [1, 3, 0], items [4, 4, 4], tiles of 32) and
+                // 1259230580 (bmatmul) draw plans whose tiles exceed their
+                // blocks. Their full-tile branch can never run; while it was
+                // emitted with a loop in it, PoCL compiled the edge tiles'
+                // loop to nothing (zeros). The emitter now leaves that branch
+                // out (`accumulate` in `mdh-core/src/codegen/gpu/mod.rs`).
                 gpu::family($name::SPEC, CASES, $budget, gpu::seed(stringify!($name)), max_items,
                     |plan, i, o, p, s| gpu::opencl_guarded::run(dev, $name::opencl::job, $name::SPEC, plan, i, o, p, s));
                 gpu::warp_cases($name::SPEC, WARP_CASES, $budget, gpu::seed(stringify!($name)), max_items,
@@ -215,6 +216,39 @@ fn bmatmul_split_kept_vector_tiles() {
                 &mut |plan, i, o, p, s| bmatmul::opencl::run_dyn(dev, plan, i, o, p, s),
             );
         }
+    }
+}
+
+/// Regression: tiles larger than their blocks (matmul at I 24, K 4, J 4,
+/// three work-groups asked along j, tiles of 32, a PW reduction across four
+/// work-items). No tile is full, yet the full-tile branch was emitted with
+/// its loops; PoCL 3.1 then compiled the edge tiles' loop to nothing and the
+/// kernel wrote zeros. The emitter leaves out a branch that cannot run.
+#[test]
+fn tiles_larger_than_blocks() {
+    let Some(dev) = device() else { return };
+    let desc = KernelDesc::from_kernel(&mdh::reference::kernel(matmul::SPEC).unwrap());
+    let sizes: Vec<usize> = desc
+        .size_params
+        .iter()
+        .map(|p| if p == "I" { 24 } else { 4 })
+        .collect();
+    let mut rng = mdh_examples::check::Rng::new(gpu::seed("tiles past blocks"));
+    for blocked in [false, true] {
+        let plan = mdh::__rt::GpuPlan {
+            groups: vec![1, 3, 0],
+            items: vec![4, 4, 4],
+            tile: vec![32, 32, 32],
+            blocked,
+            ..mdh::__rt::GpuPlan::base(3, 2)
+        };
+        gpu::one_case(
+            matmul::SPEC,
+            &sizes,
+            Some(&plan),
+            &mut rng,
+            &mut |plan, i, o, p, s| matmul::opencl::run_dyn(dev, plan, i, o, p, s),
+        );
     }
 }
 

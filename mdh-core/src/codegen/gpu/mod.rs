@@ -474,14 +474,21 @@ impl<'k> Emit<'k> {
     /// `P0 · P1` products), without a guard per point. An edge tile checks
     /// and loads per point. Both combine the same values in the same order
     /// into each accumulator: results do not depend on the path. The choice
-    /// is made once per tile; the `W{x} · P{x} == T{x}` part by the preprocessor.
+    /// is made once per tile; the constant part (`W{x} · P{x} == T{x}`, and
+    /// `T{x} <= B{x}`: a tile larger than its block is always cut) by the
+    /// preprocessor.
     fn accumulate(&self, l: &mut Lowering, q: &str) {
         // The constant part in the preprocessor (OpenCL's clang warns of
         // constants in `&&`), and no register-tiled path where it is false.
+        // A path that can never run is not emitted: PoCL 3.1 (`loops`
+        // work-group method) miscompiles a kernel whose always-false full-tile
+        // branch holds a loop, and its edge tiles then compute nothing
+        // (reproduced in `examples/tests/opencl.rs`).
         let (mut covers, mut full) = (vec!["1".to_string()], String::from("1"));
         for x in 0..self.dims {
             let (items, private, tile) = (names::items(x), names::private(x), names::tile(x));
             covers.push(format!("{items} * {private} == {tile}"));
+            covers.push(format!("{tile} <= {}", names::block(x)));
             let _ = write!(full, " && e{x} - t{x} == {tile}");
         }
         l.line(&format!("#if {}", covers.join(" && ")));
