@@ -1,62 +1,43 @@
-//! What the real devices, OpenCL's and CUDA's, offer the prepared calls
-//! ([`CallDevice`]: programs, partial results, and the plans run-time
-//! tuning keeps; their limits, buffers and launches are the device traits
-//! of `mdh-gpu`, implemented in each runtime's module). Here, above both
-//! the prepared calls and run-time tuning, so that the call path reaches
-//! the tuned plans without the two importing each other.
+//! The prepared call of the generated wrappers on any device ([`call`]):
+//! the call path ([`super::calls`]) asks run-time tuning
+//! ([`super::tune`]) for the plan it keeps, where the device is a
+//! runtime's ([`GpuDevice::with_raw`]). Here, above both, so that neither
+//! imports the other.
 
-use mdh_gpu::memo::Memo;
+use std::sync::Arc;
+
+use mdh_gpu::device::{GpuDevice, RawDevice, WithRaw};
+use mdh_rt::desc::{ArgSizes, KernelDesc};
 use mdh_rt::gpu_plan::GpuPlan;
 use mdh_rt::Error;
 
-use super::calls::{bytes, CallDevice, CallKernel};
-use super::RawDevice;
+use super::calls::{call_with, Call, CallKernel};
+use super::{GpuEntry, KernelInfo};
 
-/// What the prepared calls of both runtimes' devices take alike: the
-/// programs and byte buffers of the device traits ([`RawDevice`], each
-/// runtime's), and the plans run-time tuning keeps
-/// ([`super::tune::tuned_plan`]).
-macro_rules! real_device {
-    () => {
-        type Program = <Self as RawDevice>::Program;
-        type Partial = <Self as RawDevice>::Buffer;
-
-        fn call_device_name(&self) -> &str {
-            self.name()
-        }
-
-        fn memo(&self) -> &Memo {
-            Self::memo(self)
-        }
-
-        fn compile(&self, source: &str) -> Result<Self::Program, Error> {
-            RawDevice::compile(self, source)
-        }
-
-        fn partial(&self, len: usize, elem: usize, _: usize) -> Result<Self::Partial, Error> {
-            self.buffer::<u8>(bytes(len, elem)?)
-        }
-
-        fn driver(&self) -> Option<&str> {
-            Some(self.driver_version())
-        }
-
-        fn tuned_plan(&self, k: &CallKernel<'_>) -> Option<GpuPlan> {
-            super::tune::tuned_plan(self, k)
-        }
-    };
+/// The prepared call of the kernel of `info` and `desc` with the sizes and
+/// buffer lengths `args` and `plan` on `dev` (see [`call_with`]); `None`:
+/// the plan run-time tuning keeps for the call, on a runtime's device, else
+/// the configured plans, `entries`.
+pub fn call<D: GpuDevice>(
+    dev: &D,
+    info: &'static KernelInfo,
+    desc: &'static KernelDesc,
+    entries: fn() -> Vec<GpuEntry>,
+    plan: Option<&GpuPlan>,
+    args: ArgSizes<'_>,
+) -> Result<Arc<Call<D>>, Error> {
+    call_with(dev, info, desc, entries, plan, args, |k| {
+        dev.with_raw(TunedPlan(k)).flatten()
+    })
 }
 
-#[cfg(feature = "opencl")]
-impl CallDevice for mdh_gpu::opencl::Device {
-    real_device!();
-}
+/// [`super::tune::tuned_plan`] of a call's kernel, on a raw device.
+struct TunedPlan<'k, 'a>(&'k CallKernel<'a>);
 
-#[cfg(feature = "cuda")]
-impl CallDevice for mdh_gpu::cuda::Device {
-    real_device!();
+impl WithRaw for TunedPlan<'_, '_> {
+    type Output = Option<GpuPlan>;
 
-    fn queue_id(&self) -> usize {
-        self.stream().cu_stream() as usize
+    fn call<D: RawDevice>(self, dev: &D) -> Option<GpuPlan> {
+        super::tune::tuned_plan(dev, self.0)
     }
 }
