@@ -150,7 +150,7 @@ pub trait WithRaw {
 
 /// A runtime's device driven by mdh without knowing the runtime: typed
 /// buffers of the generated wrappers' signatures ([`RawDevice::Buf`]),
-/// kernel launches whose arguments are added in order
+/// launches of a kernel whose arguments are added in order
 /// ([`RawDevice::kernel`], [`KernelArgs`]), untyped uploads and timed
 /// launches (what the tuner and run-time tuning measure candidates with,
 /// for any kernel, without generated code).
