@@ -23,9 +23,9 @@ mod devices;
 pub mod model;
 pub mod space;
 pub mod tune;
-pub use calls::{launch, Call, CallKernel};
+pub use calls::{call, launch, Call, CallKernel};
 pub use choice::{CallDesc, DeviceMatch, GpuEntry};
-pub use devices::call;
+pub use devices::tuned_plan;
 pub use mdh_gpu::device::{
     BufArg, DeviceCompute, DeviceLimits, GpuDevice, KernelArgs, Launch, MainResources, RawArg,
     RawDevice, WithRaw,

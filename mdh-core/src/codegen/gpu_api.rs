@@ -325,7 +325,7 @@ fn device_fns(k: &Checked, backend: Backend) -> TokenStream {
             out_lens: &[usize],
         ) -> ::core::result::Result<::std::sync::Arc<::mdh::__rt::gpu::Call<D>>, ::mdh::Error> {
             let __args = ::mdh::__rt::ArgSizes { sizes, in_lens, out_lens };
-            ::mdh::__rt::gpu::call(device, &INFO, super::desc(), __entries, plan, __args)
+            ::mdh::__rt::gpu::call(device, &INFO, super::desc(), __entries, plan, __args, ::mdh::__rt::gpu::tuned_plan)
         }
 
         /// The source and launches of one call on a device named

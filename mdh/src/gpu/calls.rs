@@ -154,14 +154,17 @@ fn key_hash(kernel: usize, sizes: &[usize], plan: Option<&GpuPlan>) -> u64 {
 /// run-time tuning keeps, else the configured plans, `entries`) on `dev`:
 /// found, or made and kept. An `Err` when the lengths do not fit the sizes,
 /// or the plan is invalid or does not fit the device; errors are not kept.
-pub fn call_with<D: GpuDevice>(
+/// `tuned` is [`super::devices::tuned_plan`] (passed by the generated
+/// wrappers: this module does not know run-time tuning, which forgets
+/// prepared calls).
+pub fn call<D: GpuDevice>(
     dev: &D,
     info: &'static KernelInfo,
     desc: &'static KernelDesc,
     entries: fn() -> Vec<GpuEntry>,
     plan: Option<&GpuPlan>,
     args: ArgSizes<'_>,
-    tuned: impl FnOnce(&CallKernel<'_>) -> Option<GpuPlan>,
+    tuned: fn(&D, &CallKernel<'_>) -> Option<GpuPlan>,
 ) -> Result<Arc<Call<D>>, Error> {
     let ArgSizes {
         sizes,
@@ -183,12 +186,15 @@ pub fn call_with<D: GpuDevice>(
     let entries = entries();
     let tuned = match plan {
         Some(_) => None,
-        None => tuned(&CallKernel {
-            info,
-            desc,
-            entries: &entries,
-            bound: &bound,
-        }),
+        None => tuned(
+            dev,
+            &CallKernel {
+                info,
+                desc,
+                entries: &entries,
+                bound: &bound,
+            },
+        ),
     };
     let made = |forced: Option<&GpuPlan>| {
         job(
