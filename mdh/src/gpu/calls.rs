@@ -4,8 +4,9 @@
 //!
 //! The first call with some sizes binds them to the kernel (checking the
 //! buffer lengths), chooses the plan, completes the source, compiles it and
-//! keeps all of it, with the launches, in the device's [`Memo`]; later calls
-//! with the same sizes and plan find it by a hash of (kernel, sizes, plan)
+//! keeps all of it, with the launches, in the device's
+//! [`Memo`](mdh_gpu::memo::Memo); later calls with the same sizes and plan
+//! find it by a hash of (kernel, sizes, plan)
 //! and only compare the buffer lengths with those the sizes give. Entries
 //! live as long as the device (the memo is the device's).
 //!

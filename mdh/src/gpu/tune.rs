@@ -356,7 +356,7 @@ fn space_of<D: GpuDevice>(k: &CallKernel<'_>, dev: &D) -> GpuSpace {
 /// The plan the tuning cache keeps for a call of `k` on `dev` (`None`: the
 /// configured choice runs), tuned first under `MDH_AUTOTUNE=1` where the
 /// cache has nothing: what the prepared calls of the real devices ask once
-/// per kernel, sizes and device ([`super::devices`]). Errors of
+/// per kernel, sizes and device ([`super::tuned_plan`]). Errors of
 /// the tuning are warnings: the configured choice runs.
 pub fn tuned_plan<D: RawDevice>(dev: &D, k: &CallKernel<'_>) -> Option<GpuPlan> {
     let driver = dev.driver();
