@@ -6,7 +6,12 @@
   back; comments and `#[cfg(test)]` modules do not count);
 - no file of the workspace over 900 lines before its `#[cfg(test)]`
   (files that are tests from top to bottom excepted);
-- no `#[allow(clippy::too_many_arguments)]` in the runtime crates.
+- no `#[allow(clippy::too_many_arguments)]` in the runtime crates;
+- a backend is the places docs/ARCHITECTURE.md lists ("A backend"): no
+  code of the compiler or of the facade names a runtime (`opencl::`,
+  `cuda::`, the runtimes' launch methods and buffer types) but the facade's
+  `mdh/src/lib.rs` and mdh-core's `backend.rs`, which that list names, and
+  the list has at most six places (tests aside).
 
 Exits 1 naming what breaks a rule.
 """
@@ -97,7 +102,52 @@ def allows():
     return out
 
 
-problems = [p for c in CIRCLE_CRATES for p in circles(c)] + long_files() + allows()
+# Where the compiler and the facade may name a runtime (see "A backend" in
+# docs/ARCHITECTURE.md), and what naming one looks like: a path into its
+# module, its buffer type, its launch methods.
+RUNTIME_NAMING_CRATES = ["mdh-core", "mdh"]
+NAMES_RUNTIMES = {"mdh/src/lib.rs", "mdh-core/src/backend.rs"}
+RUNTIME_API = re.compile(
+    r"\b(?:opencl|cuda)::|\bCudaSlice\b|\barg_(?:buffer|slice|scalar)\w*|\bkernel_on\b|\bbuffer_len\b"
+)
+
+
+def runtime_names():
+    out = []
+    for crate in RUNTIME_NAMING_CRATES:
+        for m, f in modules(crate).items():
+            rel = os.path.relpath(f, ROOT)
+            if rel in NAMES_RUNTIMES or rel.endswith("/tests.rs"):
+                continue
+            for i, line in enumerate(code(open(f).read()).split("\n"), 1):
+                hit = RUNTIME_API.search(line)
+                if hit:
+                    out.append(
+                        f"{rel}:{i}: names a runtime's API (`{hit.group(0)}`); it belongs in the "
+                        "runtime's module of mdh-gpu, behind its device traits"
+                    )
+    return out
+
+
+def backend_list():
+    text = open(os.path.join(ROOT, "docs", "ARCHITECTURE.md")).read()
+    found = re.search(r"\*\*A backend\*\*.*?\n((?:\d+\. .*\n(?: {3}.*\n)*)+)", text)
+    if not found:
+        return ["docs/ARCHITECTURE.md: no list \"A backend\" under \"What a change touches\""]
+    items = [i for i in re.findall(r"^\d+\. (.*)$", found.group(1), re.M) if not i.startswith("Tests")]
+    listed = "".join(found.group(1))
+    missing = [f for f in sorted(NAMES_RUNTIMES) if f not in listed]
+    out = [f"docs/ARCHITECTURE.md: \"A backend\" lists {len(items)} places (at most 6)"] if len(items) > 6 else []
+    return out + [f"docs/ARCHITECTURE.md: \"A backend\" does not name {f}" for f in missing]
+
+
+problems = (
+    [p for c in CIRCLE_CRATES for p in circles(c)]
+    + long_files()
+    + allows()
+    + runtime_names()
+    + backend_list()
+)
 for p in problems:
     print(f"structure-check: {p}", file=sys.stderr)
 if problems:
@@ -106,4 +156,7 @@ if problems:
         file=sys.stderr,
     )
     sys.exit(1)
-print("structure-check: no import circles, no file over 900 lines, no too_many_arguments")
+print(
+    "structure-check: no import circles, no file over 900 lines, no too_many_arguments, "
+    "runtimes named only where a backend is added"
+)

@@ -19,7 +19,7 @@ mod gpu;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use mdh::gpu::{from_bytes, param_bytes, to_bytes, Call, CallDevice, DeviceLimits, GpuDevice};
+use mdh::gpu::{from_bytes, param_bytes, to_bytes, Call, DeviceLimits, GpuDevice};
 use mdh::reference::{Buffer, Value};
 use mdh::Error;
 use mdh_core::codegen::c_expr::Dialect;
@@ -182,6 +182,10 @@ struct SimDevice {
 }
 
 impl GpuDevice for SimDevice {
+    /// The source: `cuda_sim` builds it when it runs.
+    type Program = String;
+    type Buffer = Vec<u8>;
+
     fn limits(&self) -> DeviceLimits {
         DeviceLimits {
             max_items: MAX_ITEMS,
@@ -190,14 +194,8 @@ impl GpuDevice for SimDevice {
             compute: Default::default(),
         }
     }
-}
 
-impl CallDevice for SimDevice {
-    /// The source: `cuda_sim` builds it when it runs.
-    type Program = String;
-    type Partial = Vec<u8>;
-
-    fn call_device_name(&self) -> &str {
+    fn device_name(&self) -> &str {
         "the CPU execution of CUDA"
     }
 
@@ -210,8 +208,8 @@ impl CallDevice for SimDevice {
         Ok(source.to_owned())
     }
 
-    fn partial(&self, len: usize, elem: usize, _: usize) -> Result<Vec<u8>, Error> {
-        Ok(vec![0xFF; len * elem])
+    fn scratch(&self, bytes: usize) -> Result<Vec<u8>, Error> {
+        Ok(vec![0xFF; bytes])
     }
 
     fn queue_id(&self) -> usize {

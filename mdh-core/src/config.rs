@@ -76,6 +76,7 @@ use serde::Deserialize;
 use serde_saphyr::{Location, Spanned};
 
 use crate::analysis::Checked;
+use crate::backend::Backend;
 use crate::desc::KernelDesc;
 use crate::gpu_plan::{cuda_arch_number, GpuPlan, Mma};
 use crate::plan::CpuPlan;
@@ -358,8 +359,15 @@ pub fn find(kernel: &str, manifest_dir: Option<&Path>) -> Result<Option<PathBuf>
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Entries {
     pub cpu: Vec<CpuEntry>,
-    pub opencl: Vec<GpuEntryCfg>,
-    pub cuda: Vec<GpuEntryCfg>,
+    /// Per GPU back end, in the order of [`Backend::ALL`].
+    gpu: [Vec<GpuEntryCfg>; Backend::ALL.len()],
+}
+
+impl Entries {
+    /// The entries of GPU back end `b`.
+    pub fn gpu(&self, b: Backend) -> &[GpuEntryCfg] {
+        &self.gpu[b as usize]
+    }
 }
 
 /// Parses a config file's text and returns its entries for `k`, each
@@ -422,7 +430,21 @@ pub fn entries(k: &Checked, path: &Path, text: &str) -> Result<Entries, ConfigEr
                     line,
                 });
             }
-            "opencl" | "cuda" => {
+            name => {
+                let Some(b) = Backend::named(name) else {
+                    let names: Vec<String> = Backend::ALL
+                        .iter()
+                        .map(|b| format!("`{}`", b.name()))
+                        .collect();
+                    return Err(located(
+                        path,
+                        &e.backend,
+                        format!(
+                            "unknown backend `{name}`; use `cpu`, {}",
+                            names.join(" or ")
+                        ),
+                    ));
+                };
                 if let Some(c) = &e.cpu {
                     return Err(located(path, c, format!("an `{backend}` entry takes a `gpu:` plan, not `cpu:`; rename the key or change `backend:` to `cpu`")));
                 }
@@ -431,8 +453,8 @@ pub fn entries(k: &Checked, path: &Path, text: &str) -> Result<Entries, ConfigEr
                 }
                 let arch = match &e.arch {
                     None => None,
-                    Some(a) if backend == "opencl" => {
-                        return Err(located(path, a, "`arch:` names a CUDA architecture, and this is an `opencl` entry (chosen by `device:`): remove `arch:` or make it a `cuda` entry"));
+                    Some(a) if b != Backend::Cuda => {
+                        return Err(located(path, a, format!("`arch:` names a CUDA architecture, and this is an `{backend}` entry (chosen by `device:`): remove `arch:` or make it a `cuda` entry")));
                     }
                     Some(a) => Some(cuda_arch_number(&a.value).ok_or_else(|| {
                         located(path, a, format!("`{}` is not a CUDA architecture: write `sm_` and the compute capability, e.g. `arch: sm_90` for an H100 or H200, `sm_80` for an A100", a.value))
@@ -444,18 +466,7 @@ pub fn entries(k: &Checked, path: &Path, text: &str) -> Result<Entries, ConfigEr
                     arch,
                     sizes,
                 };
-                if backend == "cuda" {
-                    out.cuda.push(entry);
-                } else {
-                    out.opencl.push(entry);
-                }
-            }
-            other => {
-                return Err(located(
-                    path,
-                    &e.backend,
-                    format!("unknown backend `{other}`; use `cpu`, `opencl` or `cuda`"),
-                ))
+                out.gpu[b as usize].push(entry);
             }
         }
     }

@@ -7,6 +7,7 @@
 //! definition directly and is the oracle of every test.
 
 pub mod analysis;
+pub mod backend;
 pub mod check;
 pub mod codegen;
 pub mod config;

@@ -1,10 +1,13 @@
-//! What every backend's device offers mdh, one trait over the runtimes:
-//! its limits ([`GpuDevice`], what plans are fitted to) and untyped
-//! buffers, compiling, timed launches ([`RawDevice`], what the tuner and
-//! run-time tuning measure with), with the plain types they speak in. Each
-//! runtime implements them in its own module (`opencl/traits.rs`,
-//! `cuda/traits.rs`).
+//! What every backend's device offers mdh, over the runtimes: what
+//! prepared calls keep ([`GpuDevice`]: limits, programs, buffers of partial
+//! results) and what mdh launches with ([`RawDevice`]: typed buffers,
+//! kernel arguments in order, untyped uploads and timed launches), with the
+//! plain types they speak in. The generated wrappers name no runtime's API:
+//! they run one generic launch over these traits (the facade's
+//! `gpu::calls::launch`). Each runtime implements them in its own module
+//! (`opencl/traits.rs`, `cuda/traits.rs`).
 
+use crate::memo::Memo;
 use mdh_rt::value::Value;
 use mdh_rt::Error;
 
@@ -102,10 +105,128 @@ impl Launch {
     }
 }
 
-/// What the generated wrappers ask of a device of either runtime.
-pub trait GpuDevice {
+/// A device of any runtime, as mdh's prepared calls (the facade's
+/// `gpu::calls`) keep work for it: its limits, which plans are fitted to,
+/// compiled programs and untyped buffers of partial results, all kept in
+/// its [`Memo`]. Each runtime implements it in its own module; the tests'
+/// devices implement it alone (without [`RawDevice`]) to run prepared
+/// calls without a driver.
+pub trait GpuDevice: 'static {
+    /// A compiled program (module) of a job's source.
+    type Program: Send + Sync + 'static;
+    /// An untyped device buffer (device memory has no element type).
+    type Buffer: Send + 'static;
     /// The limits plans are fitted to.
     fn limits(&self) -> DeviceLimits;
+    /// The name config entries and tuned plans are matched against.
+    fn device_name(&self) -> &str;
+    /// Where the prepared calls of this device are kept.
+    fn memo(&self) -> &Memo;
+    /// The compiled program of `source` (the runtimes cache it by source).
+    fn compile(&self, source: &str) -> Result<Self::Program, Error>;
+    /// A buffer of `bytes` bytes (at least one) whose contents the kernels
+    /// write before they read them: partial results.
+    fn scratch(&self, bytes: usize) -> Result<Self::Buffer, Error>;
+    /// The queue this handle issues work on (a CUDA stream), so that a
+    /// buffer last used there is taken again there only; 0 for runtimes
+    /// whose launches are blocking.
+    fn queue_id(&self) -> usize {
+        0
+    }
+    /// Calls `f` with this device as a [`RawDevice`], where it is one (the
+    /// runtimes' devices, on which run-time tuning measures); `None` (the
+    /// default): it is not (the tests' devices).
+    fn with_raw<F: WithRaw>(&self, _f: F) -> Option<F::Output> {
+        None
+    }
+}
+
+/// What [`GpuDevice::with_raw`] calls: a function generic over the raw
+/// device.
+pub trait WithRaw {
+    type Output;
+    fn call<D: RawDevice>(self, dev: &D) -> Self::Output;
+}
+
+/// A runtime's device driven by mdh without knowing the runtime: typed
+/// buffers of the generated wrappers' signatures ([`RawDevice::Buf`]),
+/// launches of a kernel whose arguments are added in order
+/// ([`RawDevice::kernel`], [`KernelArgs`]), untyped uploads and timed
+/// launches (what the tuner and run-time tuning measure candidates with,
+/// for any kernel, without generated code).
+pub trait RawDevice: GpuDevice {
+    /// A device buffer of elements `T`: what the generated `launch` takes.
+    type Buf<T>: BufArg<Self>;
+    /// A launch of one kernel being set up.
+    type Kernel<'a>: KernelArgs<'a, Self>
+    where
+        Self: 'a;
+    /// The version of the device's driver, which the plans of run-time
+    /// tuning are kept per.
+    fn driver(&self) -> &str;
+    /// The device's compute units and clock, as far as the runtime says.
+    fn compute(&self) -> DeviceCompute {
+        self.limits().compute
+    }
+    /// A device buffer holding `bytes` (at least one byte: devices refuse
+    /// empty buffers).
+    fn upload(&self, bytes: &[u8]) -> Result<Self::Buffer, Error>;
+    /// Copies the first `out.len()` bytes of `buf` into `out`.
+    fn download(&self, buf: &Self::Buffer, out: &mut [u8]) -> Result<(), Error>;
+    /// What the compiler reported of the program's `mdh_main`, where the
+    /// runtime tells.
+    fn resources(&self, _prog: &Self::Program) -> Option<MainResources> {
+        None
+    }
+    /// A launch of kernel `name` of `prog` on this handle (CUDA: on its
+    /// stream).
+    fn kernel<'a>(&'a self, prog: &'a Self::Program, name: &str)
+        -> Result<Self::Kernel<'a>, Error>;
+    /// Runs launch `l` with `args` in order and waits for it; returns its
+    /// time on the device (events).
+    fn launch(
+        &self,
+        prog: &Self::Program,
+        l: &Launch,
+        args: &[RawArg<'_, Self::Buffer>],
+    ) -> Result<std::time::Duration, Error> {
+        let mut k = self.kernel(prog, &l.kernel)?;
+        for a in args {
+            k = match a {
+                RawArg::Buffer { buf, elem } => k.bytes(buf, *elem),
+                RawArg::Scalar(v) => k.scalar(*v),
+            };
+        }
+        k.timed(l)
+    }
+}
+
+/// The arguments of a kernel launch, added in the kernel's parameter
+/// order, then the launch. Errors of the arguments are returned by the
+/// launch.
+pub trait KernelArgs<'a, D: RawDevice + ?Sized>: Sized {
+    /// An untyped buffer the kernel reads as `elem`-byte values.
+    fn bytes(self, b: &'a D::Buffer, elem: usize) -> Self;
+    /// An untyped buffer the kernel writes as `elem`-byte values.
+    fn bytes_mut(self, b: &'a mut D::Buffer, elem: usize) -> Self;
+    /// A param, as the runtime's scalar (bool as a byte, usize as 64 bits).
+    fn scalar(self, v: Value) -> Self;
+    /// Issues the launch with the geometry of `l` (CUDA: asynchronously on
+    /// the stream; OpenCL: it has finished on return).
+    fn issue(self, l: &Launch) -> Result<(), Error>;
+    /// Runs the launch, waits for it and returns its time on the device.
+    fn timed(self, l: &Launch) -> Result<std::time::Duration, Error>;
+}
+
+/// A typed device buffer ([`RawDevice::Buf`]) as an argument of a launch,
+/// whatever its element type.
+pub trait BufArg<D: RawDevice + ?Sized> {
+    /// Its elements.
+    fn elements(&self, dev: &D) -> Result<usize, Error>;
+    /// Adds it as a buffer the kernel reads.
+    fn pass<'a>(&'a self, k: D::Kernel<'a>) -> D::Kernel<'a>;
+    /// Adds it as a buffer the kernel writes.
+    fn pass_mut<'a>(&'a mut self, k: D::Kernel<'a>) -> D::Kernel<'a>;
 }
 
 /// What the compiler reports of a job's `mdh_main` (CUDA: ptxas' `-v`).
@@ -128,39 +249,6 @@ pub enum RawArg<'a, B> {
         elem: usize,
     },
     Scalar(Value),
-}
-
-/// A device of either runtime driven with untyped buffers (device memory
-/// has no element type): what the tuner measures candidates with, for any
-/// kernel, without generated code.
-pub trait RawDevice: GpuDevice {
-    type Buffer;
-    type Program;
-    fn device_name(&self) -> &str;
-    /// The device's compute units and clock, as far as the runtime says.
-    fn compute(&self) -> DeviceCompute {
-        self.limits().compute
-    }
-    /// A device buffer holding `bytes` (at least one byte: devices refuse
-    /// empty buffers).
-    fn upload(&self, bytes: &[u8]) -> Result<Self::Buffer, Error>;
-    /// Copies the first `out.len()` bytes of `buf` into `out`.
-    fn download(&self, buf: &Self::Buffer, out: &mut [u8]) -> Result<(), Error>;
-    /// The compiled program of a job's source (cached by the runtime).
-    fn compile(&self, source: &str) -> Result<Self::Program, Error>;
-    /// What the compiler reported of the program's `mdh_main`, where the
-    /// runtime tells.
-    fn resources(&self, _prog: &Self::Program) -> Option<MainResources> {
-        None
-    }
-    /// Runs launch `l` with `args` in order and waits for it; returns its
-    /// time on the device (events).
-    fn launch(
-        &self,
-        prog: &Self::Program,
-        l: &Launch,
-        args: &[RawArg<'_, Self::Buffer>],
-    ) -> Result<std::time::Duration, Error>;
 }
 
 /// Calls `$f` with a param as the runtime's scalar type (bool as a byte,
@@ -189,24 +277,49 @@ macro_rules! with_scalar {
 #[cfg(any(feature = "opencl", feature = "cuda"))]
 pub(crate) use with_scalar;
 
-/// The [`RawDevice`] methods both runtimes' devices implement alike (their
-/// inherent methods have the same names and meanings).
+/// The [`GpuDevice`] and [`RawDevice`] methods both runtimes' devices
+/// implement alike (their inherent methods have the same names and
+/// meanings); `$gpu` and `$raw`: the methods they implement each their own way.
 #[cfg(any(feature = "opencl", feature = "cuda"))]
-macro_rules! raw_device_io {
-    () => {
-        fn device_name(&self) -> &str {
-            self.name()
+macro_rules! runtime_device {
+    ($dev:ty, gpu { $($gpu:tt)* } raw { $($raw:tt)* }) => {
+        impl GpuDevice for $dev {
+            fn device_name(&self) -> &str {
+                self.name()
+            }
+
+            fn memo(&self) -> &crate::memo::Memo {
+                Self::memo(self)
+            }
+
+            fn scratch(&self, bytes: usize) -> Result<Self::Buffer, Error> {
+                self.buffer::<u8>(bytes)
+            }
+
+            fn with_raw<F: crate::device::WithRaw>(&self, f: F) -> Option<F::Output> {
+                Some(f.call(self))
+            }
+
+            $($gpu)*
         }
 
-        fn upload(&self, bytes: &[u8]) -> Result<Self::Buffer, Error> {
-            self.buffer_from(bytes)
-        }
+        impl RawDevice for $dev {
+            fn driver(&self) -> &str {
+                self.driver_version()
+            }
 
-        fn download(&self, buf: &Self::Buffer, out: &mut [u8]) -> Result<(), Error> {
-            self.read(buf, out)
+            fn upload(&self, bytes: &[u8]) -> Result<Self::Buffer, Error> {
+                self.buffer_from(bytes)
+            }
+
+            fn download(&self, buf: &Self::Buffer, out: &mut [u8]) -> Result<(), Error> {
+                self.read(buf, out)
+            }
+
+            $($raw)*
         }
     };
 }
 
 #[cfg(any(feature = "opencl", feature = "cuda"))]
-pub(crate) use raw_device_io;
+pub(crate) use runtime_device;

@@ -12,6 +12,7 @@ use mdh::gpu::bench::{Bench, Status};
 use mdh::gpu::space::GpuSpace;
 use mdh::gpu::{local_bytes, CallDesc, DeviceLimits, GpuEntry, MainResources, RawDevice};
 use mdh::reference::{kernel_info, Buffer};
+use mdh_core::backend::Backend;
 use mdh_core::codegen::c_expr::Dialect;
 use mdh_core::config::gpu_entry_yaml;
 use mdh_core::desc::KernelDesc;
@@ -106,14 +107,11 @@ fn configured_gpu_plan(
     let Some(entries) = configured_entries(k, out_dir)? else {
         return Ok(None);
     };
-    let list = if backend == "cuda" {
-        entries.cuda
-    } else {
-        entries.opencl
-    };
+    let list = Backend::named(backend).map_or(&[][..], |b| entries.gpu(b));
     // The wrappers' entries are constants; these live as long as the run.
     let entries: Vec<GpuEntry> = list
-        .into_iter()
+        .iter()
+        .cloned()
         .map(|e| GpuEntry {
             plan: e.plan,
             device: Box::leak(e.device.into_boxed_str()),
@@ -168,12 +166,9 @@ pub fn tune<D: RawDevice>(
     if skip_tuned(opts, target)? {
         return Ok(());
     }
-    let dialect = if target.backend == "cuda" {
-        Dialect::Cuda
-    } else {
-        Dialect::OpenCl
-    };
-    let mut bench = bench(dev, k, sizes, dialect)?;
+    let backend = Backend::named(target.backend)
+        .ok_or_else(|| format!("unknown backend `{}`", target.backend))?;
+    let mut bench = bench(dev, k, sizes, backend.dialect())?;
     let (desc, info, bound) = (bench.desc, bench.info, bench.bound.clone());
     let lim: DeviceLimits = dev.limits();
     let space = GpuSpace::new(desc, bound.clone(), info, lim);

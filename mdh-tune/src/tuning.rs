@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use mdh::machine::{Fit, Host, Machine};
+use mdh_core::backend::Backend;
 use mdh_core::config::{machine_yaml, merge_entry, yaml_string, Entries, EntryKey};
 use mdh_core::Checked;
 
@@ -632,11 +633,7 @@ pub fn skip_tuned(opts: &Options, target: &Target) -> Result<bool, String> {
             })
         }
         backend => {
-            let list = if backend == "cuda" {
-                &entries.cuda
-            } else {
-                &entries.opencl
-            };
+            let list = Backend::named(backend).map_or(&[][..], |b| entries.gpu(b));
             list.iter().any(|e| {
                 (e.device == "*" || e.device == target.device)
                     && e.sizes.as_deref() == Some(target.sizes)

@@ -125,11 +125,7 @@ fn tune_and_check(backend: &str, device: &str, limits: DeviceLimits) {
         "{second}\n{text}"
     );
     let e = entries(&k, &path, &text).unwrap();
-    let gpu = if backend == "cuda" {
-        &e.cuda
-    } else {
-        &e.opencl
-    };
+    let gpu = e.gpu(mdh_core::backend::Backend::named(backend).unwrap());
     assert_eq!(gpu.len(), 1, "{text}");
     assert_eq!(gpu[0].device, device);
     assert_eq!(gpu[0].sizes, Some(vec![64, 64]));

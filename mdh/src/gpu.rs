@@ -19,17 +19,22 @@ pub mod bench;
 pub mod calls;
 mod choice;
 pub mod defaults;
-#[cfg(any(feature = "opencl", feature = "cuda"))]
 mod devices;
 pub mod model;
 pub mod space;
 pub mod tune;
-pub use calls::{call, Call, CallDevice, CallKernel};
+pub use calls::{call, launch, Call, CallKernel};
 pub use choice::{CallDesc, DeviceMatch, GpuEntry};
+pub use devices::tuned_plan;
 pub use mdh_gpu::device::{
-    DeviceCompute, DeviceLimits, GpuDevice, Launch, MainResources, RawArg, RawDevice,
+    BufArg, DeviceCompute, DeviceLimits, GpuDevice, KernelArgs, Launch, MainResources, RawArg,
+    RawDevice, WithRaw,
 };
 pub use tune::{tune, TuneReport};
+
+/// A device buffer of elements `T` on device `D` (`mdh::opencl::Buffer<T>`,
+/// `mdh::cuda::CudaSlice<T>`): what the generated `launch` takes.
+pub type Buf<D, T> = <D as RawDevice>::Buf<T>;
 
 /// What a generated wrapper knows about its kernel besides its `desc()`.
 pub struct KernelInfo {

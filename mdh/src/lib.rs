@@ -420,6 +420,7 @@ pub mod __rt {
     };
     pub use mdh_rt::desc::{AccessDesc, AffineDesc, ArgSizes, Bound, BufDesc, KernelDesc, SizeOp};
     pub use mdh_rt::gpu_plan::{GpuPlan, Mma};
+    pub use mdh_rt::value::Value;
     pub use mdh_rt::{DimKind, ScalarType};
     pub use std::borrow::Cow;
     pub use std::sync::OnceLock;

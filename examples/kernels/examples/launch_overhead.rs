@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use mdh::gpu::{Call, CallDevice, DeviceLimits, GpuDevice, Launch};
+use mdh::gpu::{Call, DeviceLimits, GpuDevice, Launch};
 use mdh::Error;
 use mdh_example_kernels::{dot, matmul};
 use mdh_gpu::memo::Memo;
@@ -76,6 +76,9 @@ struct Lookup {
 }
 
 impl GpuDevice for Lookup {
+    type Program = ();
+    type Buffer = Vec<u8>;
+
     fn limits(&self) -> DeviceLimits {
         DeviceLimits {
             max_items: 1024,
@@ -84,13 +87,8 @@ impl GpuDevice for Lookup {
             compute: Default::default(),
         }
     }
-}
 
-impl CallDevice for Lookup {
-    type Program = ();
-    type Partial = Vec<u8>;
-
-    fn call_device_name(&self) -> &str {
+    fn device_name(&self) -> &str {
         "NVIDIA H100 80GB HBM3"
     }
 
@@ -102,8 +100,8 @@ impl CallDevice for Lookup {
         Ok(())
     }
 
-    fn partial(&self, len: usize, elem: usize, _: usize) -> Result<Vec<u8>, Error> {
-        Ok(vec![0; len * elem])
+    fn scratch(&self, bytes: usize) -> Result<Vec<u8>, Error> {
+        Ok(vec![0; bytes])
     }
 }
 
@@ -112,7 +110,7 @@ fn lookup(reps: &Reps) -> Result<(), Error> {
     let dev = Lookup {
         memo: Memo::default(),
     };
-    let name = dev.call_device_name().to_owned();
+    let name = dev.device_name().to_owned();
     let lim = dev.limits();
     // Before prepared calls: bind, choose, complete the source, find the
     // module by the source (a map keyed by it, as `Device::module`).

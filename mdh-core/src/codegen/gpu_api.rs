@@ -1,7 +1,10 @@
 //! The generated Rust wrappers of the GPU kernels: `NAME::opencl::{run, tune,
 //! launch, source}` and `NAME::cuda::{run, tune, launch, source}` over the
-//! facade's runtimes, from one generator ([`gpu_module`]) whose backend
-//! differences are the methods of [`Backend`]. The wrappers validate their
+//! facade's runtimes, from one generator ([`gpu_module`]): the same tokens
+//! for every [`Backend`] but its name and documentation (the runtimes'
+//! APIs are behind the device traits of `mdh-gpu`: one generic launch,
+//! `mdh::gpu::calls::launch`, and typed buffers `mdh::gpu::Buf<Device, T>`).
+//! The wrappers validate their
 //! arguments with the kernel's `desc()`, let the facade choose the plan and
 //! complete the source template (`mdh::__rt::gpu`), and run the launches of
 //! its job: `mdh_main`, then the second pass and the scans when the kernel
@@ -11,7 +14,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
 use crate::analysis::Checked;
-use crate::codegen::c_expr::Dialect;
+use crate::backend::Backend;
 use crate::codegen::gpu::template;
 use crate::codegen::host_args;
 use crate::codegen::rust_expr::ty;
@@ -19,141 +22,6 @@ use crate::config::GpuEntryCfg;
 use crate::gpu_plan::{GpuPlan, PlanValue};
 use crate::plan::elem_bytes;
 use crate::spec::ScalarType;
-
-/// A GPU back end of the generated module.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Backend {
-    OpenCl,
-    Cuda,
-}
-
-/// Everything the wrappers of the two back ends do differently.
-impl Backend {
-    pub fn dialect(self) -> Dialect {
-        match self {
-            Backend::OpenCl => Dialect::OpenCl,
-            Backend::Cuda => Dialect::Cuda,
-        }
-    }
-
-    /// The name of the backend in configs and of the generated module.
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::OpenCl => "opencl",
-            Backend::Cuda => "cuda",
-        }
-    }
-
-    /// The facade macro that keeps the module when its feature is on.
-    fn gate(self) -> TokenStream {
-        match self {
-            Backend::OpenCl => quote!(::mdh::__if_opencl!),
-            Backend::Cuda => quote!(::mdh::__if_cuda!),
-        }
-    }
-
-    fn doc(self) -> &'static str {
-        match self {
-            Backend::OpenCl => "The kernel on OpenCL devices (the facade's `opencl` feature): OpenCL C compiled by the device's driver.",
-            Backend::Cuda => "The kernel on CUDA devices (the facade's `cuda` feature): CUDA C compiled by NVRTC for the device's architecture.",
-        }
-    }
-
-    /// The runtime's types the wrappers name.
-    fn uses(self) -> TokenStream {
-        match self {
-            Backend::OpenCl => quote!(
-                use ::mdh::opencl::{Buffer, Device};
-            ),
-            Backend::Cuda => quote!(
-                use ::mdh::cuda::{CudaSlice, Device};
-            ),
-        }
-    }
-
-    /// A device buffer of elements `t`.
-    fn buffer(self, t: &TokenStream) -> TokenStream {
-        match self {
-            Backend::OpenCl => quote!(Buffer<#t>),
-            Backend::Cuda => quote!(CudaSlice<#t>),
-        }
-    }
-
-    /// The elements of device buffer `b`.
-    fn buffer_len(self, b: &Ident) -> TokenStream {
-        match self {
-            Backend::OpenCl => quote!(__dev.buffer_len(#b)?),
-            Backend::Cuda => quote!(#b.len()),
-        }
-    }
-
-    /// When `launch`'s work is done, for its documentation.
-    fn launch_doc(self) -> &'static str {
-        match self {
-            Backend::OpenCl => "It returns when the kernel has finished.",
-            Backend::Cuda => {
-                "It issues the kernel asynchronously on the device handle's stream \
-                (`Device::on_stream` picks another) and returns; reading a buffer or \
-                `Device::synchronize` waits for it."
-            }
-        }
-    }
-
-    /// Launch `__l.kernel` of program `__prog` on `__dev` (CUDA: on the
-    /// device handle's stream, see `Device::on_stream`).
-    fn kernel(self) -> TokenStream {
-        match self {
-            Backend::OpenCl => quote!(__prog.kernel(&__l.kernel)?),
-            Backend::Cuda => quote!(__prog.kernel_on(__dev.stream(), &__l.kernel)?),
-        }
-    }
-
-    /// Adds read-only device buffer `b` (a `&` binding) to launch `__k`.
-    fn arg_in(self, b: &TokenStream) -> TokenStream {
-        match self {
-            Backend::OpenCl => quote!(__k = __k.arg_buffer(#b);),
-            Backend::Cuda => quote!(__k = __k.arg_slice(#b);),
-        }
-    }
-
-    /// Adds device buffer `b` (a `&mut` binding) that the kernel writes.
-    fn arg_out(self, b: &TokenStream) -> TokenStream {
-        match self {
-            Backend::OpenCl => quote!(__k = __k.arg_buffer(&*#b);),
-            Backend::Cuda => quote!(__k = __k.arg_slice_mut(&mut *#b);),
-        }
-    }
-
-    /// Adds the buffers of partial results of `__parts` (bytes on the
-    /// device) to launch `__k`.
-    fn args_partial(self) -> TokenStream {
-        match self {
-            Backend::OpenCl => quote! {
-                for (__p, __eb) in __parts.iter_mut() {
-                    __k = __k.arg_buffer_as(&*__p, __eb);
-                }
-            },
-            // CUDA pointers have no element type.
-            Backend::Cuda => quote! {
-                for (__p, _) in __parts.iter_mut() {
-                    __k = __k.arg_slice_mut(__p);
-                }
-            },
-        }
-    }
-
-    /// Runs launch `__k` with the geometry of `__l`.
-    fn run(self) -> TokenStream {
-        match self {
-            Backend::OpenCl => quote!(__k.run(&[__l.global], &[__l.local])?;),
-            // Asynchronous on the device's stream: reads wait for it.
-            Backend::Cuda => quote! {
-                let (__grid, __block) = __l.grid_block()?;
-                __k.launch(__grid, __block, __l.shared_bytes)?;
-            },
-        }
-    }
-}
 
 /// The element type of a device buffer holding values of type `t` (bool is
 /// stored as bytes 0 / 1).
@@ -259,9 +127,8 @@ pub fn gpu_module(k: &Checked, backend: Backend, entries: &[GpuEntryCfg]) -> Tok
         (types(in_types), types(out_types), types(param_types));
     let entries = entries_tokens(entries);
     let module = format_ident!("{}", backend.name());
-    let gate = backend.gate();
+    let gate = format_ident!("__if_{}", backend.name());
     let doc = backend.doc();
-    let uses = backend.uses();
     let host = host_fns(k);
     let run_dyn = host_args::run_dyn(
         k,
@@ -272,10 +139,10 @@ pub fn gpu_module(k: &Checked, backend: Backend, entries: &[GpuEntryCfg]) -> Tok
     );
     let device = device_fns(k, backend);
     quote! {
-        #gate {
+        ::mdh::#gate! {
             #[doc = #doc]
             pub mod #module {
-                #uses
+                use ::mdh::#module::Device;
 
                 /// The kernel source template; [`source`] completes it for
                 /// one call.
@@ -415,35 +282,12 @@ fn device_fns(k: &Checked, backend: Backend) -> TokenStream {
     let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
     let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
     let param_tys: Vec<TokenStream> = k.params.iter().map(|p| ty(p.ty)).collect();
-    let param_args: Vec<TokenStream> = k
-        .params
-        .iter()
-        .map(|p| {
-            let n = &p.name;
-            if p.ty == ScalarType::Bool {
-                quote!(u8::from(#n))
-            } else {
-                quote!(#n)
-            }
-        })
-        .collect();
-    let in_bufs: Vec<TokenStream> = k
-        .inputs
-        .iter()
-        .map(|b| backend.buffer(&device_ty(b.ty)))
-        .collect();
-    let out_bufs: Vec<TokenStream> = k
-        .outputs
-        .iter()
-        .map(|b| backend.buffer(&device_ty(b.ty)))
-        .collect();
-    let in_lens = in_names.iter().map(|b| backend.buffer_len(b));
-    let out_lens = out_names.iter().map(|b| backend.buffer_len(b));
-    let args_in = in_names.iter().map(|b| backend.arg_in(&quote!(#b)));
-    let args_out = out_names.iter().map(|b| backend.arg_out(&quote!(#b)));
-    let args_part = backend.args_partial();
-    let run = backend.run();
-    let kernel = backend.kernel();
+    let buffer = |t: ScalarType| {
+        let t = device_ty(t);
+        quote!(::mdh::__rt::gpu::Buf<Device, #t>)
+    };
+    let in_bufs: Vec<TokenStream> = k.inputs.iter().map(|b| buffer(b.ty)).collect();
+    let out_bufs: Vec<TokenStream> = k.outputs.iter().map(|b| buffer(b.ty)).collect();
     let launch_doc = backend.launch_doc();
     quote! {
         /// Runs the kernel on device buffers (bool buffers hold bytes
@@ -460,8 +304,8 @@ fn device_fns(k: &Checked, backend: Backend) -> TokenStream {
                 __dev,
                 ::core::option::Option::None,
                 &__sizes.values(),
-                &[#(#in_lens),*],
-                &[#(#out_lens),*],
+                &[#(::mdh::__rt::gpu::BufArg::elements(#in_names, __dev)?),*],
+                &[#(::mdh::__rt::gpu::BufArg::elements(&*#out_names, __dev)?),*],
             )?;
             __launch(__dev, &__call, #(#in_names,)* #(#out_names,)* #(#param_names,)*)
         }
@@ -473,7 +317,7 @@ fn device_fns(k: &Checked, backend: Backend) -> TokenStream {
         /// partial results (see `mdh::gpu::calls`). What [`launch`] and
         /// [`run`] run, for tests and benchmarks.
         #[doc(hidden)]
-        pub fn call<D: ::mdh::__rt::gpu::CallDevice>(
+        pub fn call<D: ::mdh::__rt::gpu::GpuDevice>(
             device: &D,
             plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,
             sizes: &[usize],
@@ -481,7 +325,7 @@ fn device_fns(k: &Checked, backend: Backend) -> TokenStream {
             out_lens: &[usize],
         ) -> ::core::result::Result<::std::sync::Arc<::mdh::__rt::gpu::Call<D>>, ::mdh::Error> {
             let __args = ::mdh::__rt::ArgSizes { sizes, in_lens, out_lens };
-            ::mdh::__rt::gpu::call(device, &INFO, super::desc(), __entries, plan, __args)
+            ::mdh::__rt::gpu::call(device, &INFO, super::desc(), __entries, plan, __args, ::mdh::__rt::gpu::tuned_plan)
         }
 
         /// The source and launches of one call on a device named
@@ -505,24 +349,13 @@ fn device_fns(k: &Checked, backend: Backend) -> TokenStream {
             #(#out_names: &mut #out_bufs,)*
             #(#param_names: #param_tys,)*
         ) -> ::core::result::Result<(), ::mdh::Error> {
-            let ::core::option::Option::Some(__ready) = __call.ready() else {
-                return ::core::result::Result::Ok(());
-            };
-            let __prog = __ready.program();
-            let mut __parts = __ready.partials(__dev)?;
-            for __l in __ready.launches() {
-                let mut __k = #kernel;
-                if __l.inputs {
-                    #(#args_in)*
-                }
-                #(#args_out)*
-                if __l.partials {
-                    #args_part
-                }
-                #(__k = __k.arg_scalar(#param_args);)*
-                #run
-            }
-            ::core::result::Result::Ok(())
+            ::mdh::__rt::gpu::launch(
+                __dev,
+                __call,
+                &[#(#in_names),*],
+                &mut [#(#out_names),*],
+                &[#(::mdh::__rt::Value::from(#param_names)),*],
+            )
         }
     }
 }

@@ -42,8 +42,7 @@ pub fn module(k: &Checked, entries: &Entries, config: Option<&Path>) -> TokenStr
         quote!(),
         quote!(),
     );
-    let opencl = gpu_api::gpu_module(k, gpu_api::Backend::OpenCl, &entries.opencl);
-    let cuda = gpu_api::gpu_module(k, gpu_api::Backend::Cuda, &entries.cuda);
+    let gpu = crate::backend::Backend::ALL.map(|b| gpu_api::gpu_module(k, b, entries.gpu(b)));
     let mpi = mpi::mpi_module(k, &entries.cpu);
     // Rebuild when the config file or the variables that locate it change.
     let tracked_file = config.and_then(|p| p.to_str()).map(|p| {
@@ -92,9 +91,7 @@ pub fn module(k: &Checked, entries: &Entries, config: Option<&Path>) -> TokenStr
 
             #cpu_dyn
 
-            #opencl
-
-            #cuda
+            #(#gpu)*
 
             #mpi
         }

@@ -269,13 +269,17 @@ fn gpu_entries_merge_per_backend_and_read_back() {
     assert!(three.contains("# hand-written"), "{three}");
     let e = entries(&k, path, &three).unwrap();
     assert_eq!(
-        (e.cpu.len(), e.cuda.len(), e.opencl.len()),
+        (
+            e.cpu.len(),
+            e.gpu(Backend::Cuda).len(),
+            e.gpu(Backend::OpenCl).len()
+        ),
         (1, 1, 1),
         "{three}"
     );
-    assert_eq!(e.cuda[0].plan, plan);
-    assert_eq!(e.opencl[0].device, "H100");
-    assert_eq!(e.cuda[0].sizes, Some(vec![64, 16, 32]));
+    assert_eq!(e.gpu(Backend::Cuda)[0].plan, plan);
+    assert_eq!(e.gpu(Backend::OpenCl)[0].device, "H100");
+    assert_eq!(e.gpu(Backend::Cuda)[0].sizes, Some(vec![64, 16, 32]));
 }
 
 #[test]
@@ -334,21 +338,21 @@ fn reads_gpu_plans_per_backend() {
         )
         .unwrap();
     let default = GpuPlan::default_for(&KernelDesc::from_kernel(&matmul()));
-    assert_eq!(e.cuda.len(), 1);
-    assert_eq!(e.cuda[0].device, "H100");
-    assert_eq!(e.cuda[0].sizes, Some(vec![64, 16, 32]));
-    assert_eq!(e.cuda[0].plan.items, vec![4, 32, 2]);
-    assert_eq!(e.cuda[0].plan.tile, vec![4, 32, 64]);
-    assert_eq!(e.cuda[0].plan.local, vec![true, false]);
-    assert_eq!(e.cuda[0].plan.groups, default.groups);
-    assert_eq!(e.opencl.len(), 1);
-    assert_eq!(e.opencl[0].device, "*");
-    assert!(e.opencl[0].plan.blocked);
-    assert_eq!(e.opencl[0].plan.items, default.items);
+    assert_eq!(e.gpu(Backend::Cuda).len(), 1);
+    assert_eq!(e.gpu(Backend::Cuda)[0].device, "H100");
+    assert_eq!(e.gpu(Backend::Cuda)[0].sizes, Some(vec![64, 16, 32]));
+    assert_eq!(e.gpu(Backend::Cuda)[0].plan.items, vec![4, 32, 2]);
+    assert_eq!(e.gpu(Backend::Cuda)[0].plan.tile, vec![4, 32, 64]);
+    assert_eq!(e.gpu(Backend::Cuda)[0].plan.local, vec![true, false]);
+    assert_eq!(e.gpu(Backend::Cuda)[0].plan.groups, default.groups);
+    assert_eq!(e.gpu(Backend::OpenCl).len(), 1);
+    assert_eq!(e.gpu(Backend::OpenCl)[0].device, "*");
+    assert!(e.gpu(Backend::OpenCl)[0].plan.blocked);
+    assert_eq!(e.gpu(Backend::OpenCl)[0].plan.items, default.items);
     // Layout fields left out: scalar, row-major, unpadded.
-    assert_eq!(e.opencl[0].plan.vector, vec![1, 1]);
-    assert_eq!(e.opencl[0].plan.transpose, vec![false, false]);
-    assert_eq!(e.opencl[0].plan.pad, vec![0, 0]);
+    assert_eq!(e.gpu(Backend::OpenCl)[0].plan.vector, vec![1, 1]);
+    assert_eq!(e.gpu(Backend::OpenCl)[0].plan.transpose, vec![false, false]);
+    assert_eq!(e.gpu(Backend::OpenCl)[0].plan.pad, vec![0, 0]);
     assert!(e.cpu.is_empty());
 }
 
@@ -357,7 +361,7 @@ fn reads_gpu_plans_per_backend() {
 #[test]
 fn gpu_layout_fields_read_and_checked() {
     let e = read("kernel: matmul\nentries:\n  - backend: cuda\n    gpu:\n      local: [true, true]\n      vector: [1, 4]\n      transpose: [true, false]\n      pad: [4, 1]\n").unwrap();
-    let p = &e.cuda[0].plan;
+    let p = &e.gpu(Backend::Cuda)[0].plan;
     assert_eq!(
         (&p.vector, &p.transpose, &p.pad),
         (&vec![1, 4], &vec![true, false], &vec![4, 1])
@@ -430,7 +434,7 @@ fn cuda_arch_reads_back_and_is_checked() {
     let entry = gpu_entry_yaml(&k, "cuda", "NVIDIA H200", Some(90), None, &plan, &[]);
     assert!(entry.contains("\n    arch: sm_90\n"), "{entry}");
     let text = merge_entry(&k, path, None, key("cuda", "NVIDIA H200", &[]), &entry).unwrap();
-    let read_back = &entries(&k, path, &text).unwrap().cuda[0];
+    let read_back = entries(&k, path, &text).unwrap().gpu(Backend::Cuda)[0].clone();
     assert_eq!((read_back.arch, &read_back.plan), (Some(90), &plan));
     let without = gpu_entry_yaml(&k, "cuda", "NVIDIA H200", None, None, &plan, &[]);
     assert!(!without.contains("arch:"), "{without}");
@@ -439,7 +443,10 @@ fn cuda_arch_reads_back_and_is_checked() {
             "kernel: matmul\nentries:\n  - backend: {backend}\n    arch: {arch}\n"
         ))
     };
-    assert_eq!(cfg("cuda", "sm_80").unwrap().cuda[0].arch, Some(80));
+    assert_eq!(
+        cfg("cuda", "sm_80").unwrap().gpu(Backend::Cuda)[0].arch,
+        Some(80)
+    );
     let bad = |backend: &str, arch: &str| cfg(backend, arch).unwrap_err().0;
     let e = bad("cuda", "hopper");
     assert!(
@@ -469,7 +476,10 @@ fn gpu_mma_reads_back_and_is_checked() {
         let entry = gpu_entry_yaml(&k, "cuda", "H100", Some(90), None, &plan, &[]);
         assert!(entry.contains(&format!("mma: {}", mma.name())), "{entry}");
         let text = merge_entry(&k, path, None, key("cuda", "H100", &[]), &entry).unwrap();
-        assert_eq!(entries(&k, path, &text).unwrap().cuda[0].plan, plan);
+        assert_eq!(
+            entries(&k, path, &text).unwrap().gpu(Backend::Cuda)[0].plan,
+            plan
+        );
     }
     let plan = "      items: [32, 4, 1]\n      tile: [128, 64, 16]\n";
     let cfg = |backend: &str, gpu: &str| {
@@ -480,7 +490,7 @@ fn gpu_mma_reads_back_and_is_checked() {
     assert_eq!(
         cfg("cuda", &format!("{plan}      mma: off\n"))
             .unwrap()
-            .cuda[0]
+            .gpu(Backend::Cuda)[0]
             .plan
             .mma,
         Mma::Off
@@ -539,7 +549,10 @@ fn gpu_warps_read_back_and_are_checked() {
     let entry = gpu_entry_yaml(&k, "opencl", "*", None, None, &plan, &[]);
     assert!(entry.contains("warps: [2, 4, 1]"), "{entry}");
     let text = merge_entry(&k, path, None, key("opencl", "*", &[]), &entry).unwrap();
-    assert_eq!(entries(&k, path, &text).unwrap().opencl[0].plan, plan);
+    assert_eq!(
+        entries(&k, path, &text).unwrap().gpu(Backend::OpenCl)[0].plan,
+        plan
+    );
     let bad = |gpu: &str| {
         read(&format!(
             "kernel: matmul\nentries:\n  - backend: cuda\n    gpu:\n      items: [16, 16, 2]\n{gpu}"

@@ -1,13 +1,21 @@
 //! The CUDA device as every backend's device ([`crate::device`]): its
-//! limits, untyped buffers, compiling and timed launches.
+//! limits, modules, buffers and launches.
 
 use crate::device::{
-    raw_device_io, with_scalar, DeviceCompute, DeviceLimits, GpuDevice, MainResources, RawArg,
-    RawDevice,
+    runtime_device, with_scalar, BufArg, DeviceCompute, DeviceLimits, GpuDevice, KernelArgs,
+    Launch, MainResources, RawDevice,
 };
+use cudarc::driver::CudaSlice;
+use mdh_rt::value::Value;
 use mdh_rt::Error;
 
-impl GpuDevice for super::Device {
+use super::{Device, Kernel, Module};
+
+runtime_device!(Device, gpu {
+    type Program = std::sync::Arc<Module>;
+    // CUDA's `read` copies whole buffers; outputs are uploaded at their size.
+    type Buffer = CudaSlice<u8>;
+
     fn limits(&self) -> DeviceLimits {
         DeviceLimits {
             max_items: self.max_threads_per_block(),
@@ -23,18 +31,17 @@ impl GpuDevice for super::Device {
             },
         }
     }
-}
-
-impl RawDevice for super::Device {
-    type Buffer = super::cudarc::driver::CudaSlice<u8>;
-    type Program = std::sync::Arc<super::Module>;
-
-    // CUDA's `read` copies whole buffers; outputs are uploaded at their size.
-    raw_device_io!();
 
     fn compile(&self, source: &str) -> Result<Self::Program, Error> {
         self.module(source)
     }
+
+    fn queue_id(&self) -> usize {
+        self.stream().cu_stream() as usize
+    }
+} raw {
+    type Buf<T> = CudaSlice<T>;
+    type Kernel<'a> = Kernel<'a>;
 
     fn resources(&self, prog: &Self::Program) -> Option<MainResources> {
         let k = prog.resources().iter().find(|k| k.name == "mdh_main")?;
@@ -45,23 +52,48 @@ impl RawDevice for super::Device {
         })
     }
 
-    fn launch(
-        &self,
-        prog: &Self::Program,
-        l: &crate::device::Launch,
-        args: &[RawArg<'_, Self::Buffer>],
-    ) -> Result<std::time::Duration, Error> {
+    fn kernel<'a>(&'a self, prog: &'a Self::Program, name: &str) -> Result<Kernel<'a>, Error> {
         // On this handle's stream (see `Device::on_stream`).
-        let mut k = prog.kernel_on(self.stream(), &l.kernel)?;
-        for a in args {
-            // CUDA pointers have no element type: `elem` matters to OpenCL's
-            // argument check only.
-            k = match a {
-                RawArg::Buffer { buf, .. } => k.arg_slice(*buf),
-                RawArg::Scalar(v) => with_scalar!(*v, |x| k.arg_scalar(x)),
-            };
-        }
+        prog.kernel_on(self.stream(), name)
+    }
+});
+
+// CUDA pointers have no element type: `elem` matters to OpenCL's argument
+// check only.
+impl<'a> KernelArgs<'a, Device> for Kernel<'a> {
+    fn bytes(self, b: &'a CudaSlice<u8>, _elem: usize) -> Self {
+        self.arg_slice(b)
+    }
+
+    fn bytes_mut(self, b: &'a mut CudaSlice<u8>, _elem: usize) -> Self {
+        self.arg_slice_mut(b)
+    }
+
+    fn scalar(self, v: Value) -> Self {
+        with_scalar!(v, |x| self.arg_scalar(x))
+    }
+
+    fn issue(self, l: &Launch) -> Result<(), Error> {
         let (grid, block) = l.grid_block()?;
-        k.run(grid, block, l.shared_bytes)
+        self.launch(grid, block, l.shared_bytes)
+    }
+
+    fn timed(self, l: &Launch) -> Result<std::time::Duration, Error> {
+        let (grid, block) = l.grid_block()?;
+        self.run(grid, block, l.shared_bytes)
+    }
+}
+
+impl<T> BufArg<Device> for CudaSlice<T> {
+    fn elements(&self, _dev: &Device) -> Result<usize, Error> {
+        Ok(self.len())
+    }
+
+    fn pass<'a>(&'a self, k: Kernel<'a>) -> Kernel<'a> {
+        k.arg_slice(self)
+    }
+
+    fn pass_mut<'a>(&'a mut self, k: Kernel<'a>) -> Kernel<'a> {
+        k.arg_slice_mut(self)
     }
 }

@@ -341,9 +341,10 @@ impl Device {
     }
 
     /// The number of `T` elements of `buf` (at least 1: see [`Device::buffer`]).
-    pub fn buffer_len<T: Element>(&self, buf: &Buffer<T>) -> Result<usize, Error> {
+    pub fn buffer_len<T>(&self, buf: &Buffer<T>) -> Result<usize, Error> {
         let bytes = buf.size().map_err(|e| cl_err("clGetMemObjectInfo", e))?;
-        Ok(bytes / std::mem::size_of::<T>())
+        // Buffers of zero-sized elements cannot be made (`byte_len`).
+        Ok(bytes / std::mem::size_of::<T>().max(1))
     }
 
     fn check_len<T: Element>(&self, buf: &Buffer<T>, n: usize, what: &str) -> Result<(), Error> {

@@ -1,12 +1,19 @@
 //! The OpenCL device as every backend's device ([`crate::device`]): its
-//! limits, untyped buffers, compiling and timed launches.
+//! limits, programs, buffers and launches.
 
 use crate::device::{
-    raw_device_io, with_scalar, DeviceCompute, DeviceLimits, GpuDevice, RawArg, RawDevice,
+    runtime_device, with_scalar, BufArg, DeviceCompute, DeviceLimits, GpuDevice, KernelArgs,
+    Launch, RawDevice,
 };
+use mdh_rt::value::Value;
 use mdh_rt::Error;
 
-impl GpuDevice for super::Device {
+use super::{Buffer, Device, Program};
+
+runtime_device!(Device, gpu {
+    type Program = std::sync::Arc<Program>;
+    type Buffer = Buffer<u8>;
+
     fn limits(&self) -> DeviceLimits {
         DeviceLimits {
             max_items: self.max_work_group_size(),
@@ -20,31 +27,51 @@ impl GpuDevice for super::Device {
             },
         }
     }
-}
-
-impl RawDevice for super::Device {
-    type Buffer = super::Buffer<u8>;
-    type Program = std::sync::Arc<super::Program>;
-
-    raw_device_io!();
 
     fn compile(&self, source: &str) -> Result<Self::Program, Error> {
         self.program(source, "")
     }
+} raw {
+    type Buf<T> = Buffer<T>;
+    type Kernel<'a> = super::Launch<'a>;
 
-    fn launch(
-        &self,
-        prog: &Self::Program,
-        l: &crate::device::Launch,
-        args: &[RawArg<'_, Self::Buffer>],
-    ) -> Result<std::time::Duration, Error> {
-        let mut k = prog.kernel(&l.kernel)?;
-        for a in args {
-            k = match a {
-                RawArg::Buffer { buf, elem } => k.arg_buffer_as(buf, *elem),
-                RawArg::Scalar(v) => with_scalar!(*v, |x| k.arg_scalar(x)),
-            };
-        }
-        k.run(&[l.global], &[l.local])
+    fn kernel<'a>(&'a self, prog: &'a Self::Program, name: &str) -> Result<super::Launch<'a>, Error> {
+        prog.kernel(name)
+    }
+});
+
+impl<'a> KernelArgs<'a, Device> for super::Launch<'a> {
+    fn bytes(self, b: &'a Buffer<u8>, elem: usize) -> Self {
+        self.arg_buffer_as(b, elem)
+    }
+
+    fn bytes_mut(self, b: &'a mut Buffer<u8>, elem: usize) -> Self {
+        self.arg_buffer_as(b, elem)
+    }
+
+    fn scalar(self, v: Value) -> Self {
+        with_scalar!(v, |x| self.arg_scalar(x))
+    }
+
+    fn issue(self, l: &Launch) -> Result<(), Error> {
+        self.timed(l).map(drop)
+    }
+
+    fn timed(self, l: &Launch) -> Result<std::time::Duration, Error> {
+        self.run(&[l.global], &[l.local])
+    }
+}
+
+impl<T> BufArg<Device> for Buffer<T> {
+    fn elements(&self, dev: &Device) -> Result<usize, Error> {
+        dev.buffer_len(self)
+    }
+
+    fn pass<'a>(&'a self, k: super::Launch<'a>) -> super::Launch<'a> {
+        k.arg_buffer(self)
+    }
+
+    fn pass_mut<'a>(&'a mut self, k: super::Launch<'a>) -> super::Launch<'a> {
+        k.arg_buffer(self)
     }
 }

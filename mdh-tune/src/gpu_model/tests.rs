@@ -408,7 +408,8 @@ fn h100_cases() -> Vec<Case> {
         }
         let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
         let k = mdh_core::fixtures::compiled(&mdh_core::fixtures::example(&name));
-        let cuda = mdh_core::config::entries(&k, &path, &text).unwrap().cuda;
+        let entries = mdh_core::config::entries(&k, &path, &text).unwrap();
+        let cuda = entries.gpu(mdh_core::backend::Backend::Cuda);
         let times: ConfigTimes = serde_saphyr::from_str(&text).unwrap();
         let times = times.entries.into_iter().filter(|e| e.backend == "cuda");
         let desc = mdh_core::desc::KernelDesc::from_kernel(&k);
@@ -589,10 +590,11 @@ fn the_analytical_default_is_near_the_tuned_entries() {
         let text = std::fs::read_to_string(&path).unwrap();
         let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
         let k = mdh_core::fixtures::compiled(&mdh_core::fixtures::example(&name));
-        let cuda = mdh_core::config::entries(&k, &path, &text).unwrap().cuda;
+        let entries = mdh_core::config::entries(&k, &path, &text).unwrap();
+        let cuda = entries.gpu(mdh_core::backend::Backend::Cuda);
         let desc = KernelDesc::from_kernel(&k);
         let info = mdh::reference::kernel_info(&k, Dialect::Cuda);
-        for e in &cuda {
+        for e in cuda {
             let Some(sizes) = &e.sizes else { continue };
             if e.plan.mma != Mma::Off || !(e.device.contains("H100") || e.device.contains("H200")) {
                 continue;

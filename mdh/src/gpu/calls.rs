@@ -4,8 +4,9 @@
 //!
 //! The first call with some sizes binds them to the kernel (checking the
 //! buffer lengths), chooses the plan, completes the source, compiles it and
-//! keeps all of it, with the launches, in the device's [`Memo`]; later calls
-//! with the same sizes and plan find it by a hash of (kernel, sizes, plan)
+//! keeps all of it, with the launches, in the device's
+//! [`Memo`](mdh_gpu::memo::Memo); later calls with the same sizes and plan
+//! find it by a hash of (kernel, sizes, plan)
 //! and only compare the buffer lengths with those the sizes give. Entries
 //! live as long as the device (the memo is the device's).
 //!
@@ -22,47 +23,14 @@
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
-use mdh_gpu::memo::Memo;
 use mdh_rt::desc::{ArgSizes, Bound, KernelDesc};
 use mdh_rt::gpu_plan::GpuPlan;
 use mdh_rt::Error;
 
-use super::{job, GpuDevice, GpuEntry, Job, KernelInfo, Launch};
+use mdh_gpu::device::{BufArg, GpuDevice, KernelArgs, RawDevice};
+use mdh_rt::value::Value;
 
-/// What a device offers the prepared calls.
-pub trait CallDevice: GpuDevice + 'static {
-    /// A compiled program (module) of a job's source.
-    type Program: Send + Sync + 'static;
-    /// A device buffer of partial results.
-    type Partial: Send + 'static;
-    /// The name tuned plans are matched against.
-    fn call_device_name(&self) -> &str;
-    /// Where the prepared calls of this device are kept.
-    fn memo(&self) -> &Memo;
-    /// The compiled program of `source` (the runtimes cache it by source).
-    fn compile(&self, source: &str) -> Result<Self::Program, Error>;
-    /// A buffer for `len` partial results of output access `access`, each
-    /// of `elem` bytes.
-    fn partial(&self, len: usize, elem: usize, access: usize) -> Result<Self::Partial, Error>;
-    /// The queue this handle issues work on (see the module documentation);
-    /// 0 for runtimes whose launches are blocking.
-    fn queue_id(&self) -> usize {
-        0
-    }
-    /// The version of the device's driver, where the device keeps the plans
-    /// of run-time tuning; `None` (the default): it does not (the devices of
-    /// tests).
-    fn driver(&self) -> Option<&str> {
-        None
-    }
-    /// The plan run-time tuning keeps for a call of `k` (the real devices
-    /// ask the tuning cache; this module does not know it, so that tuning
-    /// can forget prepared calls); `None` (the default): the configured
-    /// choice runs.
-    fn tuned_plan(&self, _k: &CallKernel<'_>) -> Option<GpuPlan> {
-        None
-    }
-}
+use super::{job, GpuEntry, Job, KernelInfo, Launch};
 
 /// A call's kernel, as the generated wrappers describe it, and its sizes:
 /// what run-time tuning works on.
@@ -75,7 +43,7 @@ pub struct CallKernel<'a> {
 }
 
 /// A prepared call of one kernel with some sizes and plan on one device.
-pub struct Call<D: CallDevice> {
+pub struct Call<D: GpuDevice> {
     kernel: usize,
     sizes: Vec<usize>,
     plan: Option<GpuPlan>,
@@ -85,16 +53,16 @@ pub struct Call<D: CallDevice> {
 }
 
 /// A call with something to compute: its job, compiled.
-pub struct Ready<D: CallDevice> {
+pub struct Ready<D: GpuDevice> {
     job: Job,
     launches: Vec<Launch>,
     program: D::Program,
     acc_bytes: &'static [usize],
     /// Idle sets of partial-result buffers, with the queue that used each.
-    idle: Mutex<Vec<(usize, Vec<D::Partial>)>>,
+    idle: Mutex<Vec<(usize, Vec<D::Buffer>)>>,
 }
 
-impl<D: CallDevice> Call<D> {
+impl<D: GpuDevice> Call<D> {
     /// `None` when there is nothing to compute (a kept dimension is empty).
     pub fn ready(&self) -> Option<&Ready<D>> {
         self.ready.as_ref()
@@ -105,7 +73,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-impl<D: CallDevice> Ready<D> {
+impl<D: GpuDevice> Ready<D> {
     pub fn job(&self) -> &Job {
         &self.job
     }
@@ -134,8 +102,7 @@ impl<D: CallDevice> Ready<D> {
             None => self
                 .acc_bytes
                 .iter()
-                .enumerate()
-                .map(|(o, &eb)| dev.partial(self.job.partial_len, eb, o))
+                .map(|&eb| dev.scratch(bytes(self.job.partial_len, eb)?))
                 .collect::<Result<_, _>>()?,
         };
         Ok(Partials {
@@ -152,22 +119,22 @@ impl<D: CallDevice> Ready<D> {
 }
 
 /// The partial-result buffers of one call (see [`Ready::partials`]).
-pub struct Partials<'a, D: CallDevice> {
+pub struct Partials<'a, D: GpuDevice> {
     ready: &'a Ready<D>,
     queue: usize,
-    bufs: Vec<D::Partial>,
+    bufs: Vec<D::Buffer>,
 }
 
-impl<D: CallDevice> Partials<'_, D> {
+impl<D: GpuDevice> Partials<'_, D> {
     /// The buffers, one per output access, each with its element bytes.
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&mut D::Partial, usize)> {
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&mut D::Buffer, usize)> {
         self.bufs
             .iter_mut()
             .zip(self.ready.acc_bytes.iter().copied())
     }
 }
 
-impl<D: CallDevice> Drop for Partials<'_, D> {
+impl<D: GpuDevice> Drop for Partials<'_, D> {
     fn drop(&mut self) {
         let bufs = std::mem::take(&mut self.bufs);
         lock(&self.ready.idle).push((self.queue, bufs));
@@ -184,17 +151,21 @@ fn key_hash(kernel: usize, sizes: &[usize], plan: Option<&GpuPlan>) -> u64 {
 }
 
 /// The prepared call of the kernel of `info` and `desc` with the sizes and
-/// buffer lengths `args` and `plan` (`None`: the plan run-time tuning
-/// keeps, else the configured plans, `entries`) on `dev`: found, or made
-/// and kept. An `Err` when the lengths do not fit the sizes, or the plan is
-/// invalid or does not fit the device; errors are not kept.
-pub fn call<D: CallDevice>(
+/// buffer lengths `args` and `plan` (`None`: the plan `tuned` gives, which
+/// run-time tuning keeps, else the configured plans, `entries`) on `dev`:
+/// found, or made and kept. An `Err` when the lengths do not fit the sizes,
+/// or the plan is invalid or does not fit the device; errors are not kept.
+/// `tuned` is [`super::devices::tuned_plan`] (passed by the generated
+/// wrappers: this module does not know run-time tuning, which forgets
+/// prepared calls).
+pub fn call<D: GpuDevice>(
     dev: &D,
     info: &'static KernelInfo,
     desc: &'static KernelDesc,
     entries: fn() -> Vec<GpuEntry>,
     plan: Option<&GpuPlan>,
     args: ArgSizes<'_>,
+    tuned: fn(&D, &CallKernel<'_>) -> Option<GpuPlan>,
 ) -> Result<Arc<Call<D>>, Error> {
     let ArgSizes {
         sizes,
@@ -216,12 +187,15 @@ pub fn call<D: CallDevice>(
     let entries = entries();
     let tuned = match plan {
         Some(_) => None,
-        None => dev.tuned_plan(&CallKernel {
-            info,
-            desc,
-            entries: &entries,
-            bound: &bound,
-        }),
+        None => tuned(
+            dev,
+            &CallKernel {
+                info,
+                desc,
+                entries: &entries,
+                bound: &bound,
+            },
+        ),
     };
     let made = |forced: Option<&GpuPlan>| {
         job(
@@ -230,7 +204,7 @@ pub fn call<D: CallDevice>(
             info,
             &entries,
             forced,
-            dev.call_device_name(),
+            dev.device_name(),
             dev.limits(),
         )
     };
@@ -240,7 +214,7 @@ pub fn call<D: CallDevice>(
             bound: &bound,
             info,
             entries: &entries,
-            device: dev.call_device_name(),
+            device: dev.device_name(),
             lim: dev.limits(),
         }
         .explain_choice();
@@ -280,10 +254,50 @@ pub fn call<D: CallDevice>(
     Ok(dev.memo().insert(hash, made, is))
 }
 
+/// Runs the launches of `call` on `dev` with its arguments: the typed
+/// device buffers `inputs` and `outputs` and the params; the buffers of
+/// partial results are the call's (see the module documentation). Each
+/// launch takes what its kernel declares, in the order of
+/// [`Launch::arg_order`]. What the generated `launch` and `run` run, the
+/// same for every runtime.
+pub fn launch<D: RawDevice>(
+    dev: &D,
+    call: &Call<D>,
+    inputs: &[&dyn BufArg<D>],
+    outputs: &mut [&mut dyn BufArg<D>],
+    params: &[Value],
+) -> Result<(), Error> {
+    let Some(ready) = call.ready() else {
+        return Ok(());
+    };
+    let mut parts = ready.partials(dev)?;
+    for l in ready.launches() {
+        let mut k = dev.kernel(ready.program(), &l.kernel)?;
+        if l.inputs {
+            for b in inputs {
+                k = b.pass(k);
+            }
+        }
+        for b in outputs.iter_mut() {
+            k = b.pass_mut(k);
+        }
+        if l.partials {
+            for (p, elem) in parts.iter_mut() {
+                k = k.bytes_mut(p, elem);
+            }
+        }
+        for &v in params {
+            k = k.scalar(v);
+        }
+        k.issue(l)?;
+    }
+    Ok(())
+}
+
 /// Drops the prepared call of the kernel of `info` with `sizes` and the
 /// configured plans from `dev`'s memo: the next call chooses its plan
 /// again (after tuning).
-pub(super) fn forget<D: CallDevice>(dev: &D, info: &'static KernelInfo, sizes: &[usize]) {
+pub(super) fn forget<D: GpuDevice>(dev: &D, info: &'static KernelInfo, sizes: &[usize]) {
     let kernel = info as *const KernelInfo as usize;
     dev.memo()
         .remove(key_hash(kernel, sizes, None), |c: &Call<D>| {

@@ -1,62 +1,28 @@
-//! What the real devices, OpenCL's and CUDA's, offer the prepared calls
-//! ([`CallDevice`]: programs, partial results, and the plans run-time
-//! tuning keeps; their limits, buffers and launches are the device traits
-//! of `mdh-gpu`, implemented in each runtime's module). Here, above both
-//! the prepared calls and run-time tuning, so that the call path reaches
-//! the tuned plans without the two importing each other.
+//! The plan run-time tuning keeps for a prepared call ([`tuned_plan`]),
+//! where the device is a runtime's ([`GpuDevice::with_raw`]): what the
+//! generated wrappers hand the call path ([`super::calls::call`]). Here,
+//! above both the prepared calls and run-time tuning ([`super::tune`]), so
+//! that neither imports the other.
 
-use mdh_gpu::memo::Memo;
+use mdh_gpu::device::{GpuDevice, RawDevice, WithRaw};
 use mdh_rt::gpu_plan::GpuPlan;
-use mdh_rt::Error;
 
-use super::calls::{bytes, CallDevice, CallKernel};
-use super::RawDevice;
+use super::calls::CallKernel;
 
-/// What the prepared calls of both runtimes' devices take alike: the
-/// programs and byte buffers of the device traits ([`RawDevice`], each
-/// runtime's), and the plans run-time tuning keeps
-/// ([`super::tune::tuned_plan`]).
-macro_rules! real_device {
-    () => {
-        type Program = <Self as RawDevice>::Program;
-        type Partial = <Self as RawDevice>::Buffer;
-
-        fn call_device_name(&self) -> &str {
-            self.name()
-        }
-
-        fn memo(&self) -> &Memo {
-            Self::memo(self)
-        }
-
-        fn compile(&self, source: &str) -> Result<Self::Program, Error> {
-            RawDevice::compile(self, source)
-        }
-
-        fn partial(&self, len: usize, elem: usize, _: usize) -> Result<Self::Partial, Error> {
-            self.buffer::<u8>(bytes(len, elem)?)
-        }
-
-        fn driver(&self) -> Option<&str> {
-            Some(self.driver_version())
-        }
-
-        fn tuned_plan(&self, k: &CallKernel<'_>) -> Option<GpuPlan> {
-            super::tune::tuned_plan(self, k)
-        }
-    };
+/// The plan run-time tuning keeps for a call of `k` on `dev`
+/// ([`super::tune::tuned_plan`]); `None` (the configured choice runs) on
+/// devices that are not a runtime's (the tests').
+pub fn tuned_plan<D: GpuDevice>(dev: &D, k: &CallKernel<'_>) -> Option<GpuPlan> {
+    dev.with_raw(TunedPlan(k)).flatten()
 }
 
-#[cfg(feature = "opencl")]
-impl CallDevice for mdh_gpu::opencl::Device {
-    real_device!();
-}
+/// [`super::tune::tuned_plan`] of a call's kernel, on a raw device.
+struct TunedPlan<'k, 'a>(&'k CallKernel<'a>);
 
-#[cfg(feature = "cuda")]
-impl CallDevice for mdh_gpu::cuda::Device {
-    real_device!();
+impl WithRaw for TunedPlan<'_, '_> {
+    type Output = Option<GpuPlan>;
 
-    fn queue_id(&self) -> usize {
-        self.stream().cu_stream() as usize
+    fn call<D: RawDevice>(self, dev: &D) -> Option<GpuPlan> {
+        super::tune::tuned_plan(dev, self.0)
     }
 }

@@ -42,7 +42,7 @@ use mdh_rt::gpu_plan::GpuPlan;
 use mdh_rt::Error;
 
 use super::bench::{Bench, Status};
-use super::calls::{self, CallDevice, CallKernel};
+use super::calls::{self, CallKernel};
 use super::space::GpuSpace;
 use super::{CallDesc, GpuDevice, GpuEntry, KernelInfo, RawDevice};
 use crate::machine::sizes_text;
@@ -356,12 +356,12 @@ fn space_of<D: GpuDevice>(k: &CallKernel<'_>, dev: &D) -> GpuSpace {
 /// The plan the tuning cache keeps for a call of `k` on `dev` (`None`: the
 /// configured choice runs), tuned first under `MDH_AUTOTUNE=1` where the
 /// cache has nothing: what the prepared calls of the real devices ask once
-/// per kernel, sizes and device ([`CallDevice::tuned_plan`]). Errors of
+/// per kernel, sizes and device ([`super::tuned_plan`]). Errors of
 /// the tuning are warnings: the configured choice runs.
-pub fn tuned_plan<D: RawDevice + CallDevice>(dev: &D, k: &CallKernel<'_>) -> Option<GpuPlan> {
-    let driver = dev.driver()?;
+pub fn tuned_plan<D: RawDevice>(dev: &D, k: &CallKernel<'_>) -> Option<GpuPlan> {
+    let driver = dev.driver();
     let space = space_of(k, dev);
-    let key = Key::new(k, dev.call_device_name(), driver, &space);
+    let key = Key::new(k, dev.device_name(), driver, &space);
     let explain = crate::machine::explaining();
     let dir = cache_dir();
     let (file, kept) = match dir.as_deref().and_then(|d| load(d, &key, &space)) {
@@ -405,13 +405,13 @@ pub fn tuned_plan<D: RawDevice + CallDevice>(dev: &D, k: &CallKernel<'_>) -> Opt
 }
 
 /// The plan the configured entries choose for a call of `k` on `dev`.
-fn today<D: CallDevice>(dev: &D, k: &CallKernel<'_>) -> GpuPlan {
+fn today<D: GpuDevice>(dev: &D, k: &CallKernel<'_>) -> GpuPlan {
     CallDesc {
         desc: k.desc,
         bound: k.bound,
         info: k.info,
         entries: k.entries,
-        device: dev.call_device_name(),
+        device: dev.device_name(),
         lim: dev.limits(),
     }
     .chosen_plan()
@@ -422,7 +422,7 @@ fn today<D: CallDevice>(dev: &D, k: &CallKernel<'_>) -> GpuPlan {
 /// the result in the tuning cache (see the module documentation) and
 /// forgets the device's prepared call of these sizes, so that the next
 /// call runs the kept plan.
-pub fn tune<D: RawDevice + CallDevice>(
+pub fn tune<D: RawDevice>(
     dev: &D,
     info: &'static KernelInfo,
     desc: &'static KernelDesc,
@@ -437,16 +437,11 @@ pub fn tune<D: RawDevice + CallDevice>(
         entries,
         bound: &bound,
     };
-    let driver = dev.driver().ok_or_else(|| {
-        Error::Backend(format!(
-            "{}: this device does not keep tuned plans",
-            dev.call_device_name()
-        ))
-    })?;
+    let driver = dev.driver();
     // Before the search: its result is to be kept.
     require_cache_dir()?;
     let space = space_of(&k, dev);
-    let key = Key::new(&k, dev.call_device_name(), driver, &space);
+    let key = Key::new(&k, dev.device_name(), driver, &space);
     let progress = crate::machine::explaining();
     search(dev, &k, &space, key, budget, progress, Keep::Required)
 }
@@ -472,7 +467,7 @@ fn cannot_keep(e: &Error) {
 
 /// The search of [`tune`] for the call of `key`; `progress`: one line on
 /// stderr per improvement.
-fn search<D: RawDevice + CallDevice>(
+fn search<D: RawDevice>(
     dev: &D,
     k: &CallKernel<'_>,
     space: &GpuSpace,
@@ -513,16 +508,11 @@ fn search<D: RawDevice + CallDevice>(
     let (mut measured, mut rejected, mut known) = (1, 0, 0);
     // The model's best candidates first (the analytical default's ranking,
     // at their nearest points of the space), then the techniques.
-    let mut first = super::defaults::ranked(
-        k.desc,
-        k.bound,
-        k.info,
-        dev.call_device_name(),
-        dev.limits(),
-    )
-    .into_iter()
-    .take(MODEL_FIRST)
-    .map(|c| space.nearest(&c.plan));
+    let mut first =
+        super::defaults::ranked(k.desc, k.bound, k.info, dev.device_name(), dev.limits())
+            .into_iter()
+            .take(MODEL_FIRST)
+            .map(|c| space.nearest(&c.plan));
     while started.elapsed() < budget && known < EXHAUSTED {
         let (t, p) = match first.next() {
             Some(p) => (None, p),
