@@ -37,7 +37,7 @@ pub fn compile(tokens: TokenStream) -> syn::Result<Checked> {
 pub fn compile_program(tokens: TokenStream) -> syn::Result<Program<Checked>> {
     Ok(match parse::parse_program(tokens)? {
         Program::Single(k) => Program::Single(check::check(k)?),
-        Program::Staged(k) => Program::Staged(check::check_staged(k)?),
+        Program::Staged(k) => Program::Staged(Box::new(check::check_staged(*k)?)),
     })
 }
 

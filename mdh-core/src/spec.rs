@@ -776,6 +776,34 @@ pub struct Staged<K> {
 }
 
 impl<K> Staged<K> {
+    /// The same kernel with each stage's kernel mapped by `f`; a stage
+    /// whose kernel maps to `None` is left out (the caller reports why).
+    pub fn map_stages<L>(self, mut f: impl FnMut(K) -> Option<L>) -> Staged<L> {
+        let stages = (self.stages.into_iter())
+            .filter_map(|s| {
+                Some(Stage {
+                    kernel: f(s.kernel)?,
+                    name: s.name,
+                    reads: s.reads,
+                    writes: s.writes,
+                    sizes: s.sizes,
+                })
+            })
+            .collect();
+        Staged {
+            attrs: self.attrs,
+            vis: self.vis,
+            name: self.name,
+            inputs: self.inputs,
+            outputs: self.outputs,
+            tmps: self.tmps,
+            params: self.params,
+            size_params: self.size_params,
+            stages,
+            source: self.source,
+        }
+    }
+
     /// The declaration of a buffer.
     pub fn decl(&self, b: BufRef) -> &BufferDecl {
         match b {
@@ -791,7 +819,7 @@ impl<K> Staged<K> {
 #[derive(Debug)]
 pub enum Program<K> {
     Single(K),
-    Staged(Staged<K>),
+    Staged(Box<Staged<K>>),
 }
 
 pub mod parsed {

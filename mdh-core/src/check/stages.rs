@@ -31,50 +31,8 @@ pub fn check_staged(k: Staged<Kernel>) -> syn::Result<Staged<Checked>> {
     check_flow(&k, &mut errs);
     errs.finish()?;
     let mut errs = Diagnostics::default();
-    let Staged {
-        attrs,
-        vis,
-        name,
-        inputs,
-        outputs,
-        tmps,
-        params,
-        size_params,
-        stages,
-        source,
-    } = k;
-    let mut checked = Vec::new();
-    for s in stages {
-        let Stage {
-            name,
-            kernel,
-            reads,
-            writes,
-            sizes,
-        } = s;
-        if let Some(kernel) = errs.take(check(kernel)) {
-            checked.push(Stage {
-                name,
-                kernel,
-                reads,
-                writes,
-                sizes,
-            });
-        }
-    }
+    let staged = k.map_stages(|kernel| errs.take(check(kernel)));
     errs.finish()?;
-    let staged = Staged {
-        attrs,
-        vis,
-        name,
-        inputs,
-        outputs,
-        tmps,
-        params,
-        size_params,
-        stages: checked,
-        source,
-    };
     let mut errs = Diagnostics::default();
     check_shapes(&staged, &mut errs);
     errs.finish()?;

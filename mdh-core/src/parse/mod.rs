@@ -66,7 +66,7 @@ pub fn parse_program(tokens: TokenStream) -> syn::Result<Program<Kernel>> {
     if raw.stages.is_empty() && raw.tmps.is_empty() {
         build(raw, source).map(Program::Single)
     } else {
-        stages::build_staged(raw, source).map(Program::Staged)
+        stages::build_staged(raw, source).map(|k| Program::Staged(Box::new(k)))
     }
 }
 

@@ -17,15 +17,21 @@ use syn::Ident;
 
 /// The top-level buffers by name, for the stages' views.
 struct Buffers<'a> {
-    lists: [(&'a [RawBuf], fn(usize) -> BufRef); 3],
+    inputs: &'a [RawBuf],
+    outputs: &'a [RawBuf],
+    tmps: &'a [RawBuf],
 }
 
 impl Buffers<'_> {
     fn find(&self, name: &Ident) -> Option<(BufRef, &RawBuf)> {
-        self.lists.iter().find_map(|(list, make)| {
-            let i = list.iter().position(|b| &b.name == name)?;
-            Some((make(i), &list[i]))
-        })
+        let at = |list: &[RawBuf]| list.iter().position(|b| &b.name == name);
+        if let Some(i) = at(self.inputs) {
+            Some((BufRef::Input(i), &self.inputs[i]))
+        } else if let Some(i) = at(self.outputs) {
+            Some((BufRef::Output(i), &self.outputs[i]))
+        } else {
+            at(self.tmps).map(|i| (BufRef::Tmp(i), &self.tmps[i]))
+        }
     }
 }
 
@@ -133,11 +139,9 @@ pub(super) fn build_staged(raw: RawKernel, source: String) -> syn::Result<Staged
     errs.finish()?;
 
     let all = Buffers {
-        lists: [
-            (&inp, BufRef::Input),
-            (&out, BufRef::Output),
-            (&tmp, BufRef::Tmp),
-        ],
+        inputs: &inp,
+        outputs: &out,
+        tmps: &tmp,
     };
     let params_tokens: Vec<TokenStream> = params.iter().map(param_tokens).collect();
     let mut errs = Diagnostics::default();
