@@ -27,7 +27,7 @@
 use proc_macro2::Ident;
 
 mod stages;
-pub use stages::{run_program, run_staged};
+pub use stages::{run_program, run_staged, run_stages_with, StageFn};
 
 use mdh_rt::value::Cast;
 pub use mdh_rt::value::{Buffer, Value};

@@ -124,7 +124,9 @@ fn check_flow(k: &Staged<Kernel>, errs: &mut Diagnostics) {
         match (is_read(b), is_written(b)) {
             (false, false) => errs.error(
                 d.span,
-                format!("`tmp` buffer `{name}` is neither computed nor read by any stage; remove it"),
+                format!(
+                    "`tmp` buffer `{name}` is neither computed nor read by any stage; remove it"
+                ),
             ),
             (false, true) => errs.error(
                 d.span,
@@ -205,7 +207,9 @@ fn check_access(
         if a.constant != 0 || a.sizes.iter().any(|&x| x != 0) {
             continue;
         }
-        let Some(dim) = kern.dims.get(d) else { continue };
+        let Some(dim) = kern.dims.get(d) else {
+            continue;
+        };
         if !same_size(&dim.size, shape) {
             let (size, dim_name) = (size_text(&dim.size), &f.params[d]);
             errs.error(

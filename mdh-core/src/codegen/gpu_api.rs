@@ -45,7 +45,7 @@ impl Backend {
     }
 
     /// The facade macro that keeps the module when its feature is on.
-    fn gate(self) -> TokenStream {
+    pub(crate) fn gate(self) -> TokenStream {
         match self {
             Backend::OpenCl => quote!(::mdh::__if_opencl!),
             Backend::Cuda => quote!(::mdh::__if_cuda!),
@@ -60,7 +60,7 @@ impl Backend {
     }
 
     /// The runtime's types the wrappers name.
-    fn uses(self) -> TokenStream {
+    pub(crate) fn uses(self) -> TokenStream {
         match self {
             Backend::OpenCl => quote!(
                 use ::mdh::opencl::{Buffer, Device};
@@ -157,7 +157,7 @@ impl Backend {
 
 /// The element type of a device buffer holding values of type `t` (bool is
 /// stored as bytes 0 / 1).
-fn device_ty(t: ScalarType) -> TokenStream {
+pub(crate) fn device_ty(t: ScalarType) -> TokenStream {
     if t == ScalarType::Bool {
         quote!(u8)
     } else {

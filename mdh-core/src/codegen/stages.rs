@@ -7,6 +7,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use crate::analysis::Checked;
+use crate::codegen::gpu_api::{device_ty, Backend};
 use crate::codegen::host_args;
 use crate::codegen::rust_expr::ty;
 use crate::spec::{BufRef, Stage, Staged};
@@ -21,6 +22,8 @@ pub fn module(k: &Staged<Checked>, stage_module: impl Fn(&Checked) -> TokenStrea
     let spec = &k.source;
     let stage_modules = k.stages.iter().map(|s| stage_module(&s.kernel));
     let cpu = cpu_fn(k);
+    let opencl = gpu_module(k, Backend::OpenCl);
+    let cuda = gpu_module(k, Backend::Cuda);
     quote! {
         #(#attrs)*
         #[allow(non_snake_case, non_camel_case_types, unused, clippy::all)]
@@ -38,21 +41,120 @@ pub fn module(k: &Staged<Checked>, stage_module: impl Fn(&Checked) -> TokenStrea
             }
 
             #cpu
+
+            #opencl
+
+            #cuda
         }
     }
 }
 
 /// The sizes of stage `s`, from the kernel's `sizes`.
-fn stage_sizes(k: &Staged<Checked>, s: &Stage<Checked>) -> TokenStream {
-    let path = stage_path(s);
+fn stage_sizes(k: &Staged<Checked>, s: &Stage<Checked>, root: &TokenStream) -> TokenStream {
+    let path = stage_path(s, root);
     let names = s.sizes.iter().map(|&i| &k.size_params[i]);
     let names2 = names.clone();
     quote!(#path::Sizes { #(#names: sizes.#names2),* })
 }
 
-fn stage_path(s: &Stage<Checked>) -> TokenStream {
+/// The module of stage `s`, where the kernel's module is `root`.
+fn stage_path(s: &Stage<Checked>, root: &TokenStream) -> TokenStream {
     let m = &s.kernel.name;
-    quote!(self::stages::#m)
+    quote!(#root::stages::#m)
+}
+
+/// `NAME::opencl::run` / `NAME::cuda::run`: the inputs and outputs copied
+/// to the device, the stages' `launch` in order on them and on device
+/// intermediates, the outputs copied back.
+fn gpu_module(k: &Staged<Checked>, backend: Backend) -> TokenStream {
+    let (gate, uses, root) = (backend.gate(), backend.uses(), quote!(super));
+    let module = quote::format_ident!("{}", backend.name());
+    let params = host_args::declarations(
+        &k.inputs,
+        &k.outputs,
+        &k.params,
+        quote!(sizes: super::Sizes,),
+    );
+    let param_names: Vec<_> = k.params.iter().map(|p| &p.name).collect();
+    let dev = |b: BufRef| quote::format_ident!("__d_{}", k.decl(b).name);
+    // Host slices to the device (bool as bytes 0 / 1).
+    let upload = |b: BufRef| {
+        let (d, n) = (dev(b), &k.decl(b).name);
+        let host = if k.decl(b).ty == crate::spec::ScalarType::Bool {
+            quote!(&#n.iter().map(|&x| u8::from(x)).collect::<::std::vec::Vec<u8>>())
+        } else {
+            quote!(#n)
+        };
+        quote!(let mut #d = __dev.buffer_from(#host)?;)
+    };
+    let inputs = (0..k.inputs.len()).map(|i| upload(BufRef::Input(i)));
+    let outputs = (0..k.outputs.len()).map(|i| upload(BufRef::Output(i)));
+    let tmp_lens: Vec<TokenStream> = (0..k.tmps.len())
+        .filter_map(|t| tmp_len(k, t, &root))
+        .collect();
+    let tmps = k.tmps.iter().enumerate().map(|(t, decl)| {
+        let (d, dt) = (dev(BufRef::Tmp(t)), device_ty(decl.ty));
+        quote! {
+            let mut #d = __dev.buffer_from(
+                &::std::vec![<#dt as ::core::default::Default>::default(); __tmp_lens[#t]])?;
+        }
+    });
+    let host_lens = (k.inputs.iter().chain(&k.outputs)).map(|b| {
+        let n = &b.name;
+        quote!(#n.len())
+    });
+    let forward =
+        (k.inputs.iter().chain(&k.outputs).map(|b| &b.name)).chain(param_names.iter().copied());
+    let launches = k.stages.iter().map(|s| {
+        let path = stage_path(s, &root);
+        let sizes = stage_sizes(k, s, &root);
+        let reads = s.reads.iter().map(|&b| dev(b));
+        let writes = s.writes.iter().map(|&b| dev(b));
+        quote!(#path::#module::launch(__dev, #(&#reads,)* #(&mut #writes,)* #(#param_names,)* #sizes)?;)
+    });
+    let downloads = k.outputs.iter().enumerate().map(|(i, b)| {
+        let (d, n) = (dev(BufRef::Output(i)), &b.name);
+        if b.ty == crate::spec::ScalarType::Bool {
+            quote! {
+                let mut __bytes = ::std::vec![0u8; #n.len()];
+                __dev.read(&#d, &mut __bytes)?;
+                for (__o, __b) in #n.iter_mut().zip(__bytes) { *__o = __b != 0; }
+            }
+        } else {
+            quote!(__dev.read(&#d, #n)?;)
+        }
+    });
+    let doc = format!(
+        "Runs `{}` on `device` over host slices: copies the inputs and outputs in, launches \
+         its stages in order (each stage's `launch`) on them and on intermediates allocated \
+         on the device for the call, copies the outputs back. A call with an empty buffer runs \
+         `cpu` instead.",
+        k.name
+    );
+    quote! {
+        #gate {
+            /// The kernel of stages on this backend's devices.
+            pub mod #module {
+                #uses
+
+                #[doc = #doc]
+                pub fn run(__dev: &Device, #params) -> ::core::result::Result<(), ::mdh::Error> {
+                    let __tmp_lens = [#(#tmp_lens),*];
+                    // An empty buffer: nothing for a device to do, and a
+                    // stage's `launch` takes no empty device buffer.
+                    if [#(#host_lens,)*].contains(&0) || __tmp_lens.contains(&0) {
+                        return super::cpu(#(#forward,)* sizes);
+                    }
+                    #(#inputs)*
+                    #(#outputs)*
+                    #(#tmps)*
+                    #(#launches)*
+                    #(#downloads)*
+                    ::core::result::Result::Ok(())
+                }
+            }
+        }
+    }
 }
 
 /// A buffer as a stage's argument: read (`&[T]`) or written (`&mut [T]`).
@@ -65,26 +167,36 @@ fn arg(k: &Staged<Checked>, b: BufRef, write: bool) -> TokenStream {
     }
 }
 
+/// The number of elements of intermediate `t`, as the stage that computes
+/// it has it (an `Err` where it overflows), in code where `sizes` are the
+/// kernel's.
+fn tmp_len(k: &Staged<Checked>, t: usize, root: &TokenStream) -> Option<TokenStream> {
+    let s = k
+        .stages
+        .iter()
+        .find(|s| s.writes.contains(&BufRef::Tmp(t)))?;
+    let j = s.writes.iter().position(|&w| w == BufRef::Tmp(t))?;
+    let (path, sizes) = (stage_path(s, root), stage_sizes(k, s, root));
+    Some(quote!({
+        let __desc = #path::desc();
+        __desc.buffer_len(&__desc.outputs[#j], &#sizes.values())?
+    }))
+}
+
 fn cpu_fn(k: &Staged<Checked>) -> TokenStream {
+    let root = quote!(self);
     let params = host_args::declarations(&k.inputs, &k.outputs, &k.params, quote!(sizes: Sizes,));
     let param_names: Vec<_> = k.params.iter().map(|p| &p.name).collect();
-    // Each intermediate, as long as the stage that computes it needs it.
     let tmps = k.tmps.iter().enumerate().filter_map(|(t, d)| {
-        let s = k.stages.iter().find(|s| s.writes.contains(&BufRef::Tmp(t)))?;
-        let j = s.writes.iter().position(|&w| w == BufRef::Tmp(t))?;
-        let (path, sizes) = (stage_path(s), stage_sizes(k, s));
-        let (name, t) = (&d.name, ty(d.ty));
+        let (name, t, len) = (&d.name, ty(d.ty), tmp_len(k, t, &root)?);
         Some(quote! {
-            let mut #name: ::std::vec::Vec<#t> = {
-                let __desc = #path::desc();
-                ::std::vec![<#t as ::core::default::Default>::default();
-                    __desc.buffer_len(&__desc.outputs[#j], &#sizes.values())?]
-            };
+            let mut #name: ::std::vec::Vec<#t> =
+                ::std::vec![<#t as ::core::default::Default>::default(); #len];
         })
     });
     let calls = k.stages.iter().map(|s| {
-        let path = stage_path(s);
-        let sizes = stage_sizes(k, s);
+        let path = stage_path(s, &root);
+        let sizes = stage_sizes(k, s, &root);
         let reads = s.reads.iter().map(|&b| arg(k, b, false));
         let writes = s.writes.iter().map(|&b| arg(k, b, true));
         quote!(#path::cpu(#(#reads,)* #(#writes,)* #(#param_names,)* #sizes)?;)

@@ -6,7 +6,7 @@ use super::{internal, run, Buffer, Value};
 use crate::analysis::Checked;
 use crate::desc::KernelDesc;
 use crate::error::Error;
-use crate::spec::{BufRef, Program, Staged};
+use crate::spec::{BufRef, Program, Stage, Staged};
 
 /// Runs a kernel of one md_hom ([`run`]) or of stages ([`run_staged`]).
 pub fn run_program(
@@ -32,6 +32,32 @@ pub fn run_staged(
     outputs: &mut [Buffer],
     params: &[Value],
 ) -> Result<(), Error> {
+    run_stages_with(
+        kernel,
+        sizes,
+        inputs,
+        outputs,
+        params,
+        &mut |_, s, sizes, i, o, p| run(&s.kernel, sizes, i, o, p),
+    )
+}
+
+/// What one stage runs on: its position, the stage, its sizes (in its
+/// kernel's `size_params` order), its inputs, outputs and params.
+pub type StageFn<'a> = dyn FnMut(usize, &Stage<Checked>, &[usize], &[Buffer], &mut [Buffer], &[Value]) -> Result<(), Error>
+    + 'a;
+
+/// [`run_staged`] with each stage run by `run_stage` instead of the
+/// interpreter (a backend's code for one stage, in tests): the same
+/// buffers, intermediates and order.
+pub fn run_stages_with(
+    kernel: &Staged<Checked>,
+    sizes: &[usize],
+    inputs: &[Buffer],
+    outputs: &mut [Buffer],
+    params: &[Value],
+    run_stage: &mut StageFn<'_>,
+) -> Result<(), Error> {
     for (what, want, got) in [
         ("sizes", kernel.size_params.len(), sizes.len()),
         ("inputs", kernel.inputs.len(), inputs.len()),
@@ -44,9 +70,8 @@ pub fn run_staged(
             )));
         }
     }
-    let stage_sizes = |s: &crate::spec::Stage<Checked>| -> Vec<usize> {
-        s.sizes.iter().map(|&i| sizes[i]).collect()
-    };
+    let stage_sizes =
+        |s: &Stage<Checked>| -> Vec<usize> { s.sizes.iter().map(|&i| sizes[i]).collect() };
     // Each intermediate, as long as the stage that computes it needs it.
     let mut tmps = Vec::new();
     for (t, d) in kernel.tmps.iter().enumerate() {
@@ -63,7 +88,7 @@ pub fn run_staged(
         };
         tmps.push(Buffer::zeros(d.ty, len));
     }
-    for s in &kernel.stages {
+    for (at, s) in kernel.stages.iter().enumerate() {
         let ins: Vec<Buffer> = (s.reads.iter())
             .map(|&b| match b {
                 BufRef::Input(i) => inputs[i].clone(),
@@ -74,9 +99,12 @@ pub fn run_staged(
         // Each written buffer, moved out for the stage and back after it.
         let mut outs = Vec::new();
         for &b in &s.writes {
-            outs.push(std::mem::replace(written(b, outputs, &mut tmps)?, Buffer::zeros(kernel.decl(b).ty, 0)));
+            outs.push(std::mem::replace(
+                written(b, outputs, &mut tmps)?,
+                Buffer::zeros(kernel.decl(b).ty, 0),
+            ));
         }
-        let r = run(&s.kernel, &stage_sizes(s), &ins, &mut outs, params);
+        let r = run_stage(at, s, &stage_sizes(s), &ins, &mut outs, params);
         for (&b, o) in s.writes.iter().zip(outs) {
             *written(b, outputs, &mut tmps)? = o;
         }

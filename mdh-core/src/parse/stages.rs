@@ -124,17 +124,13 @@ pub(super) fn build_staged(raw: RawKernel, source: String) -> syn::Result<Staged
     // The top-level declarations, checked once (the stages repeat them).
     let mut decls = |list: &[RawBuf]| -> Vec<BufferDecl> {
         list.iter()
-            .filter_map(|b| {
-                errs.take(buffer_decl(b.clone()))
-            })
+            .filter_map(|b| errs.take(buffer_decl(b.clone())))
             .collect()
     };
     let (inputs, outputs, tmp_decls) = (decls(&inp), decls(&out), decls(&tmp));
     let param_decls: Vec<_> = params
         .iter()
-        .filter_map(|p| {
-            errs.take(param_decl(p.clone()))
-        })
+        .filter_map(|p| errs.take(param_decl(p.clone())))
         .collect();
     errs.finish()?;
 

@@ -262,9 +262,7 @@ fn separator(content: ParseStream) -> syn::Result<bool> {
 /// Whether the next token is the identifier `kw` (a clause of a kernel of
 /// stages, not a Rust keyword).
 fn peek_keyword(s: ParseStream, kw: &str) -> bool {
-    s.fork()
-        .call(Ident::parse_any)
-        .is_ok_and(|i| i == kw)
+    s.fork().call(Ident::parse_any).is_ok_and(|i| i == kw)
 }
 
 fn parse_tmp(s: ParseStream) -> syn::Result<RawTmp> {
