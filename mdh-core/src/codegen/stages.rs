@@ -24,6 +24,7 @@ pub fn module(k: &Staged<Checked>, stage_module: impl Fn(&Checked) -> TokenStrea
     let cpu = cpu_fn(k);
     let opencl = gpu_module(k, Backend::OpenCl);
     let cuda = gpu_module(k, Backend::Cuda);
+    let mpi = mpi_module(k);
     quote! {
         #(#attrs)*
         #[allow(non_snake_case, non_camel_case_types, unused, clippy::all)]
@@ -45,6 +46,8 @@ pub fn module(k: &Staged<Checked>, stage_module: impl Fn(&Checked) -> TokenStrea
             #opencl
 
             #cuda
+
+            #mpi
         }
     }
 }
@@ -183,24 +186,72 @@ fn tmp_len(k: &Staged<Checked>, t: usize, root: &TokenStream) -> Option<TokenStr
     }))
 }
 
-fn cpu_fn(k: &Staged<Checked>) -> TokenStream {
-    let root = quote!(self);
-    let params = host_args::declarations(&k.inputs, &k.outputs, &k.params, quote!(sizes: Sizes,));
+/// The body of a host entry point (`cpu`, `mpi::run`) where the kernel's
+/// module is `root`: intermediates allocated for the call, then each
+/// stage's `entry` (e.g. `cpu`, `mpi::run`) in order, `lead` before its
+/// buffers.
+fn host_chain(
+    k: &Staged<Checked>,
+    root: &TokenStream,
+    entry: &TokenStream,
+    lead: &TokenStream,
+) -> TokenStream {
     let param_names: Vec<_> = k.params.iter().map(|p| &p.name).collect();
     let tmps = k.tmps.iter().enumerate().filter_map(|(t, d)| {
-        let (name, t, len) = (&d.name, ty(d.ty), tmp_len(k, t, &root)?);
+        let (name, t, len) = (&d.name, ty(d.ty), tmp_len(k, t, root)?);
         Some(quote! {
             let mut #name: ::std::vec::Vec<#t> =
                 ::std::vec![<#t as ::core::default::Default>::default(); #len];
         })
     });
     let calls = k.stages.iter().map(|s| {
-        let path = stage_path(s, &root);
-        let sizes = stage_sizes(k, s, &root);
+        let path = stage_path(s, root);
+        let sizes = stage_sizes(k, s, root);
         let reads = s.reads.iter().map(|&b| arg(k, b, false));
         let writes = s.writes.iter().map(|&b| arg(k, b, true));
-        quote!(#path::cpu(#(#reads,)* #(#writes,)* #(#param_names,)* #sizes)?;)
+        quote!(#path::#entry(#lead #(#reads,)* #(#writes,)* #(#param_names,)* #sizes)?;)
     });
+    quote! {
+        #(#tmps)*
+        #(#calls)*
+        ::core::result::Result::Ok(())
+    }
+}
+
+/// `NAME::mpi::run`: each stage's `mpi::run` in order on every rank, the
+/// intermediates whole on every rank.
+fn mpi_module(k: &Staged<Checked>) -> TokenStream {
+    let params = host_args::declarations(
+        &k.inputs,
+        &k.outputs,
+        &k.params,
+        quote!(sizes: super::Sizes,),
+    );
+    let body = host_chain(k, &quote!(super), &quote!(mpi::run), &quote!(__comm,));
+    let doc = format!(
+        "Runs `{}` on every rank of `__comm`: its stages in order, each through its own \
+         `mpi::run` (every rank passing the whole inputs and receiving the whole outputs), \
+         the intermediates whole on every rank. Call it on every rank with the same sizes.",
+        k.name
+    );
+    quote! {
+        ::mdh::__if_mpi! {
+            /// The kernel of stages on the ranks of an MPI communicator.
+            pub mod mpi {
+                use ::mdh::mpi::Communicator;
+
+                #[doc = #doc]
+                pub fn run<C: Communicator>(__comm: &C, #params) -> ::core::result::Result<(), ::mdh::Error> {
+                    #body
+                }
+            }
+        }
+    }
+}
+
+fn cpu_fn(k: &Staged<Checked>) -> TokenStream {
+    let params = host_args::declarations(&k.inputs, &k.outputs, &k.params, quote!(sizes: Sizes,));
+    let body = host_chain(k, &quote!(self), &quote!(cpu), &quote!());
     let stage_names: Vec<String> = k.stages.iter().map(|s| format!("`{}`", s.name)).collect();
     let doc = format!(
         "Runs `{}` on the CPU (rayon): its stages {} in order, each a kernel of one md_hom, on \
@@ -214,9 +265,7 @@ fn cpu_fn(k: &Staged<Checked>) -> TokenStream {
     quote! {
         #[doc = #doc]
         pub fn cpu(#params) -> ::core::result::Result<(), ::mdh::Error> {
-            #(#tmps)*
-            #(#calls)*
-            ::core::result::Result::Ok(())
+            #body
         }
     }
 }
