@@ -240,3 +240,87 @@ fn size_text(e: &SizeExpr) -> String {
         SizeExpr::Mul(a, b) => format!("({}) * ({})", size_text(a), size_text(b)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::{BufRef, Program};
+    use crate::{compile_program_str, compile_str, Error};
+
+    const CENTER: &str = "kernel center { inp(x: f32[N]), out(y: f32[N]), tmp(s: f32[]), \
+        stage sum { out_view(s: |i| ()), md_hom[N](|a| a, (PW(+))), inp_view(x: |i| (i)) }, \
+        stage sub { out_view(y: |i| (i)), md_hom[N](|a, m| a - m, (CC)), \
+                    inp_view(x: |i| (i), s: |i| ()) } }";
+
+    /// The error text of a kernel that must not compile.
+    fn error(source: &str) -> String {
+        match compile_program_str(source) {
+            Err(Error::Spec(text)) => text,
+            other => panic!("expected an error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn stages_are_kernels_of_their_own() {
+        let Ok(Program::Staged(k)) = compile_program_str(CENTER) else {
+            panic!("center compiles");
+        };
+        let names: Vec<String> = k.stages.iter().map(|s| s.kernel.name.to_string()).collect();
+        assert_eq!(names, ["center_sum", "center_sub"]);
+        assert_eq!(k.stages[1].reads, [BufRef::Input(0), BufRef::Tmp(0)]);
+        assert_eq!(k.stages[1].writes, [BufRef::Output(0)]);
+        assert_eq!(k.stages[0].sizes, [0]);
+        // A stage's source is a kernel of one md_hom.
+        assert!(compile_str(&k.stages[1].kernel.source).is_ok());
+        // A kernel of stages is not one of one md_hom.
+        let Err(Error::Spec(text)) = compile_str(CENTER) else {
+            panic!("compile_str takes kernels of one md_hom");
+        };
+        assert!(text.contains("has stages"), "{text}");
+    }
+
+    #[test]
+    fn single_kernels_stay_single() {
+        let source = "kernel copy { inp(x: f32[N]), out(y: f32[N]), out_view(y: |i| (i)), \
+                      md_hom[N](|a| a, (CC)), inp_view(x: |i| (i)) }";
+        assert!(matches!(
+            compile_program_str(source),
+            Ok(Program::Single(_))
+        ));
+    }
+
+    #[test]
+    fn malformed_stages_say_how_to_fix_them() {
+        let declared_in_stage = error(
+            "kernel k { inp(x: f32[N]), out(y: f32[N]), stage s { inp(z: f32[N]), \
+             out_view(y: |i| (i)), md_hom[N](|a| a, (CC)), inp_view(x: |i| (i)) } }",
+        );
+        assert!(
+            declared_in_stage.contains("at the top of kernel `k`"),
+            "{declared_in_stage}"
+        );
+        let unknown = error(
+            "kernel k { inp(x: f32[N]), out(y: f32[N]), stage s { out_view(y: |i| (i)), \
+             md_hom[N](|a| a, (CC)), inp_view(z: |i| (i)) } }",
+        );
+        assert!(unknown.contains("declare it there"), "{unknown}");
+        let twice = error(
+            "kernel k { inp(x: f32[N]), out(y: f32[N], w: f32[N]), \
+             stage s { out_view(y: |i| (i)), md_hom[N](|a| a, (CC)), inp_view(x: |i| (i)) }, \
+             stage s { out_view(w: |i| (i)), md_hom[N](|a| a, (CC)), inp_view(x: |i| (i)) } }",
+        );
+        assert!(twice.contains("two stages are named `s`"), "{twice}");
+        let no_stage = error("kernel k { inp(x: f32[N]), out(y: f32[N]), tmp(t: f32[N]) }");
+        assert!(no_stage.contains("has no stage"), "{no_stage}");
+    }
+
+    #[test]
+    fn the_interpreter_runs_stages_in_order() {
+        use crate::interp::{run_program, Buffer};
+        let k = compile_program_str(CENTER).unwrap();
+        let mut y = [Buffer::from(vec![0.0f32; 3])];
+        run_program(&k, &[3], &[vec![1.0f32, 2.0, 6.0].into()], &mut y, &[]).unwrap();
+        assert_eq!(y[0], Buffer::from(vec![-8.0f32, -7.0, -3.0]));
+        // Wrong counts are an `Err`.
+        assert!(run_program(&k, &[3, 4], &[vec![1.0f32; 3].into()], &mut y, &[]).is_err());
+    }
+}
