@@ -59,7 +59,7 @@ pub fn parse_kernel(tokens: TokenStream) -> syn::Result<Kernel> {
 }
 
 /// Parses the tokens of one `mdh!` invocation: a kernel of one md_hom, or
-/// a kernel of stages (`tmp(...)`, `stage NAME { ... }`; see [`stages`]).
+/// a kernel of stages (`tmp(...)`, `stage NAME { ... }`).
 pub fn parse_program(tokens: TokenStream) -> syn::Result<Program<Kernel>> {
     let source = tokens.to_string();
     let raw = parse_raw.parse2(tokens)?;
