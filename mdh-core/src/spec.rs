@@ -776,6 +776,15 @@ pub struct Staged<K> {
 }
 
 impl<K> Staged<K> {
+    /// The stage that computes buffer `b` and the position of `b` among
+    /// that stage's outputs (after the checker: one stage per output and
+    /// intermediate, none for an input).
+    pub fn writer(&self, b: BufRef) -> Option<(&Stage<K>, usize)> {
+        self.stages
+            .iter()
+            .find_map(|s| Some((s, s.writes.iter().position(|&w| w == b)?)))
+    }
+
     /// The same kernel with each stage's kernel mapped by `f`; a stage
     /// whose kernel maps to `None` is left out (the caller reports why).
     pub fn map_stages<L>(self, mut f: impl FnMut(K) -> Option<L>) -> Staged<L> {

@@ -1,7 +1,8 @@
 //! The module of a kernel of stages: `Sizes`, `SPEC`, the stages (each the
-//! module of a kernel of one md_hom, in `stages`) and `cpu`, which runs
-//! the stages' `cpu` in order on the caller's buffers and on intermediates
-//! it allocates for the call.
+//! module of a kernel of one md_hom, in `stages`) and the entry points
+//! `cpu`, `opencl::run`, `cuda::run` and `mpi::run`, which run the stages'
+//! own entry points in order on the caller's buffers and on intermediates
+//! they allocate for the call (on the device for the GPUs).
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -174,11 +175,7 @@ fn arg(k: &Staged<Checked>, b: BufRef, write: bool) -> TokenStream {
 /// it has it (an `Err` where it overflows), in code where `sizes` are the
 /// kernel's.
 fn tmp_len(k: &Staged<Checked>, t: usize, root: &TokenStream) -> Option<TokenStream> {
-    let s = k
-        .stages
-        .iter()
-        .find(|s| s.writes.contains(&BufRef::Tmp(t)))?;
-    let j = s.writes.iter().position(|&w| w == BufRef::Tmp(t))?;
+    let (s, j) = k.writer(BufRef::Tmp(t))?;
     let (path, sizes) = (stage_path(s, root), stage_sizes(k, s, root));
     Some(quote!({
         let __desc = #path::desc();

@@ -75,10 +75,7 @@ pub fn run_stages_with(
     // Each intermediate, as long as the stage that computes it needs it.
     let mut tmps = Vec::new();
     for (t, d) in kernel.tmps.iter().enumerate() {
-        let writer = kernel.stages.iter().find_map(|s| {
-            let j = s.writes.iter().position(|&w| w == BufRef::Tmp(t))?;
-            Some((s, j))
-        });
+        let writer = kernel.writer(BufRef::Tmp(t));
         let len = match writer {
             Some((s, j)) => {
                 let desc = KernelDesc::from_kernel(&s.kernel);
