@@ -146,8 +146,8 @@ pub fn reference(
     outputs: &mut [Buffer],
     params: &[Value],
 ) -> Result<(), mdh::Error> {
-    let kernel = mdh::reference::kernel(spec)?;
-    mdh::reference::run(&kernel, sizes, inputs, outputs, params)
+    let kernel = mdh::reference::program(spec)?;
+    mdh::reference::run_program(&kernel, sizes, inputs, outputs, params)
 }
 
 /// Compares a kernel's result with the reference interpreter's.

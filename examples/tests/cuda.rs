@@ -29,6 +29,8 @@ use mdh_core::codegen::c_expr::Dialect;
 use mdh_core::desc::{Bound, KernelDesc};
 use mdh_core::fixtures;
 use mdh_core::gpu_plan::{GpuPlan, Mma, MAX_ITEMS};
+use mdh_core::spec::Stage;
+use mdh_core::Checked;
 use mdh_example_kernels::*;
 use mdh_gpu::cuda::nvrtc_compile;
 
@@ -974,4 +976,54 @@ fn run_time_tuning_keeps_a_checked_plan_on_the_device() {
             "[{i}]: {g} vs {w}"
         );
     }
+}
+
+/// The kernels of stages: each stage's CUDA C executed on the CPU (its
+/// default plan), in order, on the interpreter's intermediates; on a
+/// device, `run` (each stage launched in order, intermediates on the
+/// device).
+#[test]
+fn stages_run() {
+    if nvrtc_and_compiler() {
+        let softmax_jobs: [JobFn; 3] = [
+            softmax::stages::softmax_rowmax::cuda::job,
+            softmax::stages::softmax_rowsum::cuda::job,
+            softmax::stages::softmax_normalize::cuda::job,
+        ];
+        let dense_jobs: [JobFn; 2] = [
+            matmul_bias_relu::stages::matmul_bias_relu_product::cuda::job,
+            matmul_bias_relu::stages::matmul_bias_relu_epilogue::cuda::job,
+        ];
+        let (softmax_stage, dense_stage) = (stage_on_cpu(&softmax_jobs), stage_on_cpu(&dense_jobs));
+        gpu::stages::cases(gpu::stages::Runs {
+            softmax: &|x, y, s| {
+                gpu::stages::per_stage(softmax::SPEC, &s.values(), &[x.to_vec()], y, &softmax_stage)
+            },
+            dense: &|x, y, s| {
+                gpu::stages::per_stage(matmul_bias_relu::SPEC, &s.values(), x, y, &dense_stage)
+            },
+        });
+    }
+    if let Some(dev) = device() {
+        gpu::stages::cases(gpu::stages::Runs {
+            softmax: &|x, y, s| softmax::cuda::run(dev, x, y, s),
+            dense: &|x, y, s| matmul_bias_relu::cuda::run(dev, &x[0], &x[1], &x[2], y, s),
+        });
+    }
+}
+
+/// Stage `at` of a kernel of stages: the CUDA C of `jobs[at]` (its default
+/// plan) executed on the CPU.
+fn stage_on_cpu(
+    jobs: &[JobFn],
+) -> impl Fn(
+    usize,
+    &Stage<Checked>,
+    &[usize],
+    &[Buffer],
+    &mut [Buffer],
+    &[Value],
+) -> Result<(), mdh::Error>
+       + '_ {
+    move |at, s, z, i, o, p| run_on_cpu(jobs[at], &s.kernel.source, None, i, o, p, z)
 }

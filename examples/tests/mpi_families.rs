@@ -103,6 +103,12 @@ fn main() -> std::process::ExitCode {
             }
         }
     }
+    let errors = stages(&world);
+    runs += 1;
+    failures += usize::from(!errors.is_empty());
+    for e in errors {
+        eprintln!("rank {}: kernels of stages: {e}", world.rank());
+    }
     let errors = guarded_both_sides(&world);
     runs += 1;
     failures += usize::from(!errors.is_empty());
@@ -119,6 +125,45 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::FAILURE;
     }
     std::process::ExitCode::SUCCESS
+}
+
+/// The kernels of stages (`softmax`, `matmul_bias_relu`) through their
+/// `mpi::run` (each stage's in order) against the interpreter, on every
+/// rank; every rank makes every call.
+fn stages(world: &SimpleCommunicator) -> Vec<String> {
+    let mut g = Rng::new(39);
+    let mut errors = Vec::new();
+    for (i, j) in [(1, 1), (13, 97), (31, 2)] {
+        let s = softmax::Sizes { I: i, J: j };
+        let x = vec![g.f32s_in(i * j, -4.0, 4.0)];
+        let r = check::f32_case(
+            softmax::SPEC,
+            &s.values(),
+            x,
+            i * j,
+            check::sum_rtol(j),
+            |x, o| softmax::mpi::run(world, &x[0], o, s),
+        );
+        errors.extend(r.err().map(|e| format!("softmax {s:?}: {e}")));
+    }
+    for (i, j, k) in [(1, 1, 1), (7, 13, 5), (31, 2, 97)] {
+        let s = matmul_bias_relu::Sizes { I: i, J: j, K: k };
+        let x = vec![
+            g.f32s_in(i * k, -1.0, 1.0),
+            g.f32s_in(k * j, -1.0, 1.0),
+            g.f32s_in(j, -1.0, 1.0),
+        ];
+        let r = check::f32_case(
+            matmul_bias_relu::SPEC,
+            &s.values(),
+            x,
+            i * j,
+            check::sum_rtol(k),
+            |x, o| matmul_bias_relu::mpi::run(world, &x[0], &x[1], &x[2], o, s),
+        );
+        errors.extend(r.err().map(|e| format!("matmul_bias_relu {s:?}: {e}")));
+    }
+    errors
 }
 
 /// matvec (a PW dimension: an all-reduce) and jacobi1d (a CC one: a

@@ -412,3 +412,14 @@ fn guards_see_a_store_past_an_output() {
     )
     .unwrap();
 }
+
+/// The kernels of stages: `run` launches each stage in order on the
+/// device, intermediates on the device.
+#[test]
+fn stages_run() {
+    let Some(dev) = device() else { return };
+    gpu::stages::cases(gpu::stages::Runs {
+        softmax: &|x, y, s| softmax::opencl::run(dev, x, y, s),
+        dense: &|x, y, s| matmul_bias_relu::opencl::run(dev, &x[0], &x[1], &x[2], y, s),
+    });
+}

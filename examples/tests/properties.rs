@@ -345,6 +345,45 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------
+// Kernels of stages (their intermediates allocated per call)
+
+proptest! {
+    #![proptest_config(config(CASES))]
+
+    #[test]
+    fn softmax_matches(i in size0(40), j in size0(300), seed: u64) {
+        let mut g = Rng::new(seed);
+        let s = softmax::Sizes { I: i, J: j };
+        // Inputs in [-4, 4): the row maximum matters to exp.
+        check::f32_case(softmax::SPEC, &s.values(), vec![g.f32s_in(i * j, -4.0, 4.0)], i * j,
+            sum_rtol(j), |x, o| softmax::cpu(&x[0], o, s)).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn matmul_bias_relu_matches(i in size0(61), j in size0(61), k in size0(31), seed: u64) {
+        prop_assume!(i * j * k <= 60_000);
+        let mut g = Rng::new(seed);
+        let s = matmul_bias_relu::Sizes { I: i, K: k, J: j };
+        // Centered inputs, so that ReLU clamps about half of the results.
+        let (a, b, bias) = (g.f32s_in(i * k, -1.0, 1.0), g.f32s_in(k * j, -1.0, 1.0), g.f32s_in(j, -1.0, 1.0));
+        check::f32_case(matmul_bias_relu::SPEC, &s.values(), vec![a, b, bias], i * j, sum_rtol(k),
+            |x, o| matmul_bias_relu::cpu(&x[0], &x[1], &x[2], o, s)).map_err(TestCaseError::fail)?;
+    }
+
+    /// Wrong slice lengths are an `Err` of the same kind as the
+    /// interpreter's, never a panic.
+    #[test]
+    fn softmax_wrong_lengths(i in size(13), j in size(13), dx in 0usize..3, dy in 0usize..3) {
+        let s = softmax::Sizes { I: i, J: j };
+        let (x, mut y) = (vec![0.5f32; i * j + dx - 1], vec![0.0f32; i * j + dy - 1]);
+        let r = softmax::cpu(&x, &mut y, s);
+        prop_assert_eq!(r.is_ok(), dx == 1 && dy == 1, "{:?}", r);
+        verify(softmax::SPEC, &s.values(), vec![x.into()], &[], vec![y.clone().into()], r,
+            vec![y.into()], RTOL)?;
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Map, reduce, scan, Mandelbrot
 
 proptest! {

@@ -26,6 +26,9 @@
 
 use proc_macro2::Ident;
 
+mod stages;
+pub use stages::{run_program, run_staged, run_stages_with, StageFn};
+
 use mdh_rt::value::Cast;
 pub use mdh_rt::value::{Buffer, Value};
 use mdh_rt::{any_type, floats, numeric, numeric_typed, on1, on2};

@@ -25,7 +25,7 @@ pub mod spec;
 
 pub use analysis::Checked;
 pub use error::{Error, PlanError};
-pub use spec::Kernel;
+pub use spec::{Kernel, Program, Staged};
 
 use proc_macro2::TokenStream;
 
@@ -34,14 +34,31 @@ pub fn compile(tokens: TokenStream) -> syn::Result<Checked> {
     check::check(parse::parse_kernel(tokens)?)
 }
 
+/// Parses and checks a kernel of one md_hom or of stages from its tokens.
+pub fn compile_program(tokens: TokenStream) -> syn::Result<Program<Checked>> {
+    Ok(match parse::parse_program(tokens)? {
+        Program::Single(k) => Program::Single(check::check(k)?),
+        Program::Staged(k) => Program::Staged(Box::new(check::check_staged(*k)?)),
+    })
+}
+
 /// Parses and checks a kernel from source text, e.g. a generated module's
 /// `SPEC` constant. Errors are rendered as text, one line per error (a
 /// `syn::Error`'s `to_string` would keep only the first).
 pub fn compile_str(source: &str) -> Result<Checked, Error> {
+    from_str(source, compile)
+}
+
+/// [`compile_str`] for a kernel of one md_hom or of stages.
+pub fn compile_program_str(source: &str) -> Result<Program<Checked>, Error> {
+    from_str(source, compile_program)
+}
+
+fn from_str<T>(source: &str, f: impl FnOnce(TokenStream) -> syn::Result<T>) -> Result<T, Error> {
     let tokens: TokenStream = source
         .parse()
         .map_err(|e| Error::Spec(format!("cannot tokenize kernel source: {e}")))?;
-    compile(tokens).map_err(|errors| {
+    f(tokens).map_err(|errors| {
         let lines: Vec<String> = errors.into_iter().map(|e| e.to_string()).collect();
         Error::Spec(lines.join("\n"))
     })
@@ -53,13 +70,18 @@ pub fn compile_str(source: &str) -> Result<Checked, Error> {
 /// The CPU and GPU plans come from the kernel's YAML config (see [`config`]), looked
 /// up from the calling crate's `CARGO_MANIFEST_DIR`.
 pub fn expand(tokens: TokenStream) -> TokenStream {
-    let kernel = match compile(tokens) {
-        Ok(kernel) => kernel,
-        Err(e) => return e.to_compile_error(),
-    };
+    match compile_program(tokens) {
+        Ok(Program::Single(kernel)) => expand_kernel(&kernel),
+        Ok(Program::Staged(kernel)) => codegen::stages::module(&kernel, expand_kernel),
+        Err(e) => e.to_compile_error(),
+    }
+}
+
+/// The module of a checked kernel of one md_hom, with its configs' plans.
+fn expand_kernel(kernel: &Checked) -> TokenStream {
     let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").map(std::path::PathBuf::from);
-    match config::plans(&kernel, manifest_dir.as_deref()) {
-        Ok((entries, path)) => codegen::module(&kernel, &entries, path.as_deref()),
+    match config::plans(kernel, manifest_dir.as_deref()) {
+        Ok((entries, path)) => codegen::module(kernel, &entries, path.as_deref()),
         Err(e) => syn::Error::new(kernel.name.span(), e.to_string()).to_compile_error(),
     }
 }

@@ -730,6 +730,107 @@ impl Expr<Parsed> {
 
 /// The trees as the parser gives them: the checker's input (the names
 /// without a phase are the checked trees that generators read).
+/// A buffer of a kernel of stages, by its clause and its position there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BufRef {
+    Input(usize),
+    Output(usize),
+    Tmp(usize),
+}
+
+/// One md_hom of a kernel of stages: a kernel of its own (`kernel`, named
+/// `KERNEL_STAGE`, whose inputs are the buffers its `inp_view` reads and
+/// whose outputs are those its `out_view` writes, with every param of the
+/// kernel of stages), and where its buffers and sizes come from.
+#[derive(Debug)]
+pub struct Stage<K> {
+    pub name: Ident,
+    pub kernel: K,
+    /// Per input of `kernel`, the buffer of the kernel of stages it is.
+    pub reads: Vec<BufRef>,
+    /// Per output of `kernel`, the buffer of the kernel of stages it is.
+    pub writes: Vec<BufRef>,
+    /// Per size parameter of `kernel`, its position in the kernel of
+    /// stages' `size_params`.
+    pub sizes: Vec<usize>,
+}
+
+/// A kernel of several md_homs (`stage NAME { ... }` blocks) that run in
+/// order; `tmp(...)` buffers are the intermediates the runtime allocates
+/// per call. `K` is the stages' kernel: parsed, then [`Checked`](crate::Checked).
+#[derive(Debug)]
+pub struct Staged<K> {
+    pub attrs: Vec<TokenStream>,
+    pub vis: TokenStream,
+    pub name: Ident,
+    pub inputs: Vec<BufferDecl>,
+    pub outputs: Vec<BufferDecl>,
+    pub tmps: Vec<BufferDecl>,
+    pub params: Vec<ParamDecl>,
+    /// Size parameters in order of first appearance (shapes of `inp`,
+    /// `out`, `tmp`, then each stage's md_hom).
+    pub size_params: Vec<Ident>,
+    pub stages: Vec<Stage<K>>,
+    /// The original tokens of the kernel, for `SPEC`.
+    pub source: String,
+}
+
+impl<K> Staged<K> {
+    /// The stage that computes buffer `b` and the position of `b` among
+    /// that stage's outputs (after the checker: one stage per output and
+    /// intermediate, none for an input).
+    pub fn writer(&self, b: BufRef) -> Option<(&Stage<K>, usize)> {
+        self.stages
+            .iter()
+            .find_map(|s| Some((s, s.writes.iter().position(|&w| w == b)?)))
+    }
+
+    /// The same kernel with each stage's kernel mapped by `f`; a stage
+    /// whose kernel maps to `None` is left out (the caller reports why).
+    pub fn map_stages<L>(self, mut f: impl FnMut(K) -> Option<L>) -> Staged<L> {
+        let stages = (self.stages.into_iter())
+            .filter_map(|s| {
+                Some(Stage {
+                    kernel: f(s.kernel)?,
+                    name: s.name,
+                    reads: s.reads,
+                    writes: s.writes,
+                    sizes: s.sizes,
+                })
+            })
+            .collect();
+        Staged {
+            attrs: self.attrs,
+            vis: self.vis,
+            name: self.name,
+            inputs: self.inputs,
+            outputs: self.outputs,
+            tmps: self.tmps,
+            params: self.params,
+            size_params: self.size_params,
+            stages,
+            source: self.source,
+        }
+    }
+
+    /// The declaration of a buffer.
+    pub fn decl(&self, b: BufRef) -> &BufferDecl {
+        match b {
+            BufRef::Input(i) => &self.inputs[i],
+            BufRef::Output(i) => &self.outputs[i],
+            BufRef::Tmp(i) => &self.tmps[i],
+        }
+    }
+}
+
+/// What one `mdh!` holds: a kernel of one md_hom (DESIGN.md §1) or a
+/// kernel of stages.
+#[derive(Debug)]
+pub enum Program<K> {
+    Single(K),
+    Staged(Box<Staged<K>>),
+}
+
 pub mod parsed {
     use super::Parsed;
 

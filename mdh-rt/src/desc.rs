@@ -158,20 +158,20 @@ impl KernelDesc {
         }
     }
 
+    /// The number of elements of buffer `b` (one of this kernel's) at
+    /// `sizes`; an error if it overflows.
+    pub fn buffer_len(&self, b: &BufDesc, sizes: &[usize]) -> Result<usize, Error> {
+        b.shape
+            .iter()
+            .try_fold(1usize, |n, c| n.checked_mul(Self::eval_size(c, sizes)?))
+            .ok_or_else(|| self.overflow(format!("the number of elements of `{}`", b.name)))
+    }
+
     /// [`KernelDesc::bind`] with buffers of exactly the lengths their shapes
     /// have at `sizes` (what the macro knows of a tuned entry's sizes).
     pub fn bind_sizes(&self, sizes: &[usize]) -> Result<Bound, Error> {
         let lens = |bufs: &[BufDesc]| -> Result<Vec<usize>, Error> {
-            bufs.iter()
-                .map(|b| {
-                    b.shape
-                        .iter()
-                        .try_fold(1usize, |n, c| n.checked_mul(Self::eval_size(c, sizes)?))
-                        .ok_or_else(|| {
-                            self.overflow(format!("the number of elements of `{}`", b.name))
-                        })
-                })
-                .collect()
+            bufs.iter().map(|b| self.buffer_len(b, sizes)).collect()
         };
         self.bind(sizes, &lens(&self.inputs)?, &lens(&self.outputs)?)
     }

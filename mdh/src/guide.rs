@@ -53,6 +53,9 @@ pub mod troubleshooting {}
 #[doc = include_str!("../../docs/guide/10-testing.md")]
 pub mod testing {}
 
+#[doc = include_str!("../../docs/guide/11-stages.md")]
+pub mod stages {}
+
 /// The README's example is a doc test too (only when collecting doc tests).
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]

@@ -382,6 +382,33 @@ pub mod reference {
         mdh_core::compile_str(spec)
     }
 
+    /// Parses and checks a kernel of one md_hom or of stages (a generated
+    /// module's `SPEC`): what [`run_program`] takes.
+    ///
+    /// ```
+    /// use mdh::reference::Buffer;
+    /// let k = mdh::reference::program(
+    ///     "kernel center { inp(x: f32[N]), out(y: f32[N]), tmp(s: f32[]), \
+    ///      stage sum { out_view(s: |i| ()), md_hom[N](|a| a, (PW(+))), inp_view(x: |i| (i)) }, \
+    ///      stage sub { out_view(y: |i| (i)), md_hom[N](|a, m| a - m, (CC)), \
+    ///                  inp_view(x: |i| (i), s: |i| ()) } }",
+    /// )?;
+    /// let mut y: [Buffer; 1] = [vec![0.0f32; 2].into()];
+    /// mdh::reference::run_program(&k, &[2], &[vec![1.0f32, 2.0].into()], &mut y, &[])?;
+    /// assert_eq!(y[0], Buffer::from(vec![-2.0f32, -1.0]));
+    /// # Ok::<(), mdh::Error>(())
+    /// ```
+    #[cfg(feature = "reference")]
+    pub fn program(spec: &str) -> Result<mdh_core::Program<mdh_core::Checked>, crate::Error> {
+        mdh_core::compile_program_str(spec)
+    }
+
+    /// Runs a kernel of one md_hom or of stages (see [`program`]): the
+    /// stages in order, each as [`run`] does, on intermediates allocated
+    /// for the call.
+    #[cfg(feature = "reference")]
+    pub use mdh_core::interp::run_program;
+
     /// The `KernelInfo` the generated wrappers hold as constants, for a
     /// kernel known at run time (leaked: the tuner and tests make a few).
     #[cfg(feature = "reference")]

@@ -43,3 +43,7 @@ include!("mbbs.rs");
 
 // Index-aware generators
 include!("mandelbrot.rs");
+
+// Kernels of stages
+include!("softmax.rs");
+include!("matmul_bias_relu.rs");

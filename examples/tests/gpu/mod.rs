@@ -10,6 +10,8 @@
 pub mod cuda_cpu;
 #[allow(dead_code)] // tests/cuda.rs shares this module but not OpenCL
 pub mod opencl_guarded;
+#[allow(dead_code)] // tests/opencl.rs and tests/cuda.rs only
+pub mod stages;
 
 use mdh::reference::{Buffer, Value};
 use mdh::Error;

@@ -65,6 +65,7 @@ use infer::infer_types;
 use injectivity::check_output_index_fns;
 use names::check_names;
 use ops::{check_combine_ops, check_op_count};
+pub use stages::check_staged;
 use views::{check_scalar_fn_shape, check_views};
 
 mod infer;
@@ -72,6 +73,7 @@ mod injectivity;
 mod messages;
 mod names;
 mod ops;
+mod stages;
 mod typed;
 mod views;
 

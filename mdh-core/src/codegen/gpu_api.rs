@@ -21,11 +21,11 @@ use crate::codegen::rust_expr::ty;
 use crate::config::GpuEntryCfg;
 use crate::gpu_plan::{GpuPlan, PlanValue};
 use crate::plan::elem_bytes;
-use crate::spec::ScalarType;
+use crate::spec::{BufferDecl, ScalarType};
 
 /// The element type of a device buffer holding values of type `t` (bool is
 /// stored as bytes 0 / 1).
-fn device_ty(t: ScalarType) -> TokenStream {
+pub(crate) fn device_ty(t: ScalarType) -> TokenStream {
     if t == ScalarType::Bool {
         quote!(u8)
     } else {
@@ -126,9 +126,6 @@ pub fn gpu_module(k: &Checked, backend: Backend, entries: &[GpuEntryCfg]) -> Tok
     let (in_types, out_types, param_types) =
         (types(in_types), types(out_types), types(param_types));
     let entries = entries_tokens(entries);
-    let module = format_ident!("{}", backend.name());
-    let gate = format_ident!("__if_{}", backend.name());
-    let doc = backend.doc();
     let host = host_fns(k);
     let run_dyn = host_args::run_dyn(
         k,
@@ -138,43 +135,57 @@ pub fn gpu_module(k: &Checked, backend: Backend, entries: &[GpuEntryCfg]) -> Tok
         quote!(__dev, __plan,),
     );
     let device = device_fns(k, backend);
+    backend_module(
+        backend,
+        backend.doc(),
+        quote! {
+                    /// The kernel source template; [`source`] completes it for
+                    /// one call.
+                    pub const TEMPLATE: &str = #src;
+
+                    // A static: its address names the kernel in the cache of
+                    // prepared calls (`mdh::__rt::gpu::call`).
+                    static INFO: ::mdh::__rt::gpu::KernelInfo = ::mdh::__rt::gpu::KernelInfo {
+                        template: TEMPLATE,
+                        in_bytes: &[#(#in_bytes),*],
+                        acc_bytes: &[#(#acc_bytes),*],
+                        identity: &[#(#identity),*],
+                        in_types: #in_types,
+                        out_types: #out_types,
+                        param_types: #param_types,
+                    };
+
+                    fn __entries() -> ::std::vec::Vec<::mdh::__rt::gpu::GpuEntry> {
+                        #entries
+                    }
+
+                    /// The complete source compiled for `sizes` (on a device
+                    /// without particular limits).
+                    pub fn source(sizes: &super::Sizes) -> ::std::string::String {
+                        ::mdh::__rt::gpu::source(super::desc(), &INFO, &__entries(), &sizes.values())
+                    }
+
+                    #host
+
+                    #run_dyn
+
+                    #device
+        },
+    )
+}
+
+/// `pub mod NAME { use ::mdh::NAME::Device; body }` documented by `doc`,
+/// kept or dropped by the facade's feature of the back end's name.
+pub(crate) fn backend_module(backend: Backend, doc: &str, body: TokenStream) -> TokenStream {
+    let module = format_ident!("{}", backend.name());
+    let gate = format_ident!("__if_{}", backend.name());
     quote! {
         ::mdh::#gate! {
             #[doc = #doc]
             pub mod #module {
                 use ::mdh::#module::Device;
 
-                /// The kernel source template; [`source`] completes it for
-                /// one call.
-                pub const TEMPLATE: &str = #src;
-
-                // A static: its address names the kernel in the cache of
-                // prepared calls (`mdh::__rt::gpu::call`).
-                static INFO: ::mdh::__rt::gpu::KernelInfo = ::mdh::__rt::gpu::KernelInfo {
-                    template: TEMPLATE,
-                    in_bytes: &[#(#in_bytes),*],
-                    acc_bytes: &[#(#acc_bytes),*],
-                    identity: &[#(#identity),*],
-                    in_types: #in_types,
-                    out_types: #out_types,
-                    param_types: #param_types,
-                };
-
-                fn __entries() -> ::std::vec::Vec<::mdh::__rt::gpu::GpuEntry> {
-                    #entries
-                }
-
-                /// The complete source compiled for `sizes` (on a device
-                /// without particular limits).
-                pub fn source(sizes: &super::Sizes) -> ::std::string::String {
-                    ::mdh::__rt::gpu::source(super::desc(), &INFO, &__entries(), &sizes.values())
-                }
-
-                #host
-
-                #run_dyn
-
-                #device
+                #body
             }
         }
     }
@@ -183,6 +194,33 @@ pub fn gpu_module(k: &Checked, backend: Backend, entries: &[GpuEntryCfg]) -> Tok
 /// The names of the device buffers of host slices `names` in `run_with`.
 fn device_copies(names: &[&Ident]) -> Vec<Ident> {
     names.iter().map(|n| format_ident!("__d_{}", n)).collect()
+}
+
+/// `let [mut] d = __dev.buffer_from(b)?;`: host buffer `b` copied to the
+/// device (bool as bytes 0 / 1).
+pub(crate) fn upload(b: &BufferDecl, d: &Ident, mutable: bool) -> TokenStream {
+    let n = &b.name;
+    let host = if b.ty == ScalarType::Bool {
+        quote!(&#n.iter().map(|&x| u8::from(x)).collect::<::std::vec::Vec<u8>>())
+    } else {
+        quote!(#n)
+    };
+    let m = mutable.then(|| quote!(mut));
+    quote!(let #m #d = __dev.buffer_from(#host)?;)
+}
+
+/// Device buffer `d` read back into host buffer `b` (bool from bytes).
+pub(crate) fn download(b: &BufferDecl, d: &Ident) -> TokenStream {
+    let n = &b.name;
+    if b.ty == ScalarType::Bool {
+        quote! {
+            let mut __bytes = ::std::vec![0u8; #n.len()];
+            __dev.read(&#d, &mut __bytes)?;
+            for (__o, __b) in #n.iter_mut().zip(__bytes) { *__o = __b != 0; }
+        }
+    } else {
+        quote!(__dev.read(&#d, #n)?;)
+    }
 }
 
 /// `run` and `run_with`: the kernel over host slices, copied to the device
@@ -196,36 +234,13 @@ fn host_fns(k: &Checked) -> TokenStream {
         host_args::forward(k),
     );
     let (d_in, d_out) = (device_copies(&in_names), device_copies(&out_names));
-    let upload_in = k.inputs.iter().zip(&in_names).zip(&d_in).map(|((b, n), d)| {
-        if b.ty == ScalarType::Bool {
-            quote!(let #d = __dev.buffer_from(&#n.iter().map(|&x| u8::from(x)).collect::<::std::vec::Vec<u8>>())?;)
-        } else {
-            quote!(let #d = __dev.buffer_from(#n)?;)
-        }
-    });
-    let upload_out = k.outputs.iter().zip(&out_names).zip(&d_out).map(|((b, n), d)| {
-        if b.ty == ScalarType::Bool {
-            quote!(let mut #d = __dev.buffer_from(&#n.iter().map(|&x| u8::from(x)).collect::<::std::vec::Vec<u8>>())?;)
-        } else {
-            quote!(let mut #d = __dev.buffer_from(#n)?;)
-        }
-    });
-    let download = k
+    let upload_in = k.inputs.iter().zip(&d_in).map(|(b, d)| upload(b, d, false));
+    let upload_out = k
         .outputs
         .iter()
-        .zip(&out_names)
         .zip(&d_out)
-        .map(|((b, n), d)| {
-            if b.ty == ScalarType::Bool {
-                quote! {
-                    let mut __bytes = ::std::vec![0u8; #n.len()];
-                    __dev.read(&#d, &mut __bytes)?;
-                    for (__o, __b) in #n.iter_mut().zip(__bytes) { *__o = __b != 0; }
-                }
-            } else {
-                quote!(__dev.read(&#d, #n)?;)
-            }
-        });
+        .map(|(b, d)| upload(b, d, true));
+    let download = k.outputs.iter().zip(&d_out).map(|(b, d)| download(b, d));
     quote! {
         /// Runs the kernel on `device` over host slices: copies in,
         /// launches, copies the outputs back.

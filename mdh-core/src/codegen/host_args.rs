@@ -8,16 +8,27 @@ use quote::{format_ident, quote};
 
 use crate::analysis::Checked;
 use crate::codegen::rust_expr::ty;
+use crate::spec::{BufferDecl, ParamDecl};
 
 /// `in: &[T], …, out: &mut [T], …, param: T, …,` then `sizes` (the sizes'
 /// declaration, e.g. `sizes: Sizes`).
 pub(crate) fn params(k: &Checked, sizes: TokenStream) -> TokenStream {
-    let in_names = k.inputs.iter().map(|b| &b.name);
-    let in_tys = k.inputs.iter().map(|b| ty(b.ty));
-    let out_names = k.outputs.iter().map(|b| &b.name);
-    let out_tys = k.outputs.iter().map(|b| ty(b.ty));
-    let param_names = k.params.iter().map(|p| &p.name);
-    let param_tys = k.params.iter().map(|p| ty(p.ty));
+    declarations(&k.inputs, &k.outputs, &k.params, sizes)
+}
+
+/// [`params`] of these buffers and params (a kernel of stages' too).
+pub(crate) fn declarations(
+    inputs: &[BufferDecl],
+    outputs: &[BufferDecl],
+    params: &[ParamDecl],
+    sizes: TokenStream,
+) -> TokenStream {
+    let in_names = inputs.iter().map(|b| &b.name);
+    let in_tys = inputs.iter().map(|b| ty(b.ty));
+    let out_names = outputs.iter().map(|b| &b.name);
+    let out_tys = outputs.iter().map(|b| ty(b.ty));
+    let param_names = params.iter().map(|p| &p.name);
+    let param_tys = params.iter().map(|p| ty(p.ty));
     quote! {
         #(#in_names: &[#in_tys],)*
         #(#out_names: &mut [#out_tys],)*

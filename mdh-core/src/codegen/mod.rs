@@ -8,6 +8,7 @@ mod host_args;
 pub mod mpi;
 pub mod rust_expr;
 pub mod rust_simd;
+pub mod stages;
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -25,9 +26,7 @@ pub fn module(k: &Checked, entries: &Entries, config: Option<&Path>) -> TokenStr
     let name = &k.name;
     let vis = &k.vis;
     let attrs = &k.attrs;
-    let sizes = &k.size_params;
-    let ns = sizes.len();
-    let size_strs: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
+    let sizes_struct = sizes_struct(&k.size_params);
     let spec = &k.source;
     let desc = desc_tokens(&KernelDesc::from_kernel(k));
     let cpu = cpu::cpu_fn(k, &entries.cpu);
@@ -58,21 +57,7 @@ pub fn module(k: &Checked, entries: &Entries, config: Option<&Path>) -> TokenStr
         #(#attrs)*
         #[allow(non_snake_case, non_camel_case_types, unused, clippy::all)]
         #vis mod #name {
-            /// The values of the kernel's size parameters for one call.
-            #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-            pub struct Sizes {
-                #(pub #sizes: usize,)*
-            }
-
-            impl Sizes {
-                /// The size parameters' names, in the order of [`Sizes::values`].
-                pub const NAMES: [&'static str; #ns] = [#(#size_strs),*];
-
-                /// The size parameters' values, in declaration order.
-                pub fn values(&self) -> [usize; #ns] {
-                    [#(self.#sizes),*]
-                }
-            }
+            #sizes_struct
 
             /// The kernel's source: the tuner and the reference interpreter
             /// (`mdh::reference::kernel(SPEC)`) read the kernel from it.
@@ -95,6 +80,29 @@ pub fn module(k: &Checked, entries: &Entries, config: Option<&Path>) -> TokenStr
 
             #mpi
         }
+    }
+}
+
+/// `Sizes`: one `usize` field per size parameter.
+fn sizes_struct(sizes: &[proc_macro2::Ident]) -> TokenStream {
+    let ns = sizes.len();
+    let size_strs: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
+    quote! {
+            /// The values of the kernel's size parameters for one call.
+            #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+            pub struct Sizes {
+                #(pub #sizes: usize,)*
+            }
+
+            impl Sizes {
+                /// The size parameters' names, in the order of [`Sizes::values`].
+                pub const NAMES: [&'static str; #ns] = [#(#size_strs),*];
+
+                /// The size parameters' values, in declaration order.
+                pub fn values(&self) -> [usize; #ns] {
+                    [#(self.#sizes),*]
+                }
+            }
     }
 }
 

@@ -210,7 +210,7 @@ fn view_list(
     v
 }
 
-fn buffer_decl(b: RawBuf) -> syn::Result<BufferDecl> {
+pub(super) fn buffer_decl(b: RawBuf) -> syn::Result<BufferDecl> {
     let ty_name = b.ty.to_string();
     let ty = match ScalarType::from_name(&ty_name) {
         Some(ScalarType::Usize) => {
@@ -251,7 +251,7 @@ fn buffer_decl(b: RawBuf) -> syn::Result<BufferDecl> {
     })
 }
 
-fn param_decl(p: RawParam) -> syn::Result<ParamDecl> {
+pub(super) fn param_decl(p: RawParam) -> syn::Result<ParamDecl> {
     let ty_name = p.ty.to_string();
     match ScalarType::from_name(&ty_name) {
         Some(ScalarType::Usize) => Err(syn::Error::new(
@@ -339,7 +339,7 @@ fn size_expr(e: &syn::Expr) -> syn::Result<SizeExpr> {
     }
 }
 
-fn collect_size_params(s: &SizeExpr, out: &mut Vec<Ident>) {
+pub(super) fn collect_size_params(s: &SizeExpr, out: &mut Vec<Ident>) {
     match s {
         SizeExpr::Const(..) => {}
         SizeExpr::Param(id) => {

@@ -31,6 +31,7 @@
 //!   closure's arity with the number of md_hom dimensions.
 
 use crate::spec::parsed::Kernel;
+use crate::spec::Program;
 use build::build;
 use proc_macro2::TokenStream;
 use quote::ToTokens;
@@ -44,15 +45,36 @@ use syntax::parse_raw;
 /// `Kernel::source` is `tokens.to_string()`, and re-parsing that string (e.g.
 /// with [`crate::compile_str`]) yields the same kernel.
 pub fn parse_kernel(tokens: TokenStream) -> syn::Result<Kernel> {
+    match parse_program(tokens)? {
+        Program::Single(k) => Ok(k),
+        Program::Staged(k) => Err(syn::Error::new(
+            k.name.span(),
+            format!(
+                "kernel `{}` has stages; read it with `mdh_core::compile_program` (or \
+                 `mdh::reference::program`), which takes kernels of stages",
+                k.name
+            ),
+        )),
+    }
+}
+
+/// Parses the tokens of one `mdh!` invocation: a kernel of one md_hom, or
+/// a kernel of stages (`tmp(...)`, `stage NAME { ... }`).
+pub fn parse_program(tokens: TokenStream) -> syn::Result<Program<Kernel>> {
     let source = tokens.to_string();
     let raw = parse_raw.parse2(tokens)?;
-    build(raw, source)
+    if raw.stages.is_empty() && raw.tmps.is_empty() {
+        build(raw, source).map(Program::Single)
+    } else {
+        stages::build_staged(raw, source).map(|k| Program::Staged(Box::new(k)))
+    }
 }
 
 mod affine;
 mod build;
 mod closure;
 mod expr;
+mod stages;
 mod syntax;
 
 #[cfg(test)]

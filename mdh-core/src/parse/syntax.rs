@@ -97,12 +97,14 @@ const CLAUSE_LIST: &str = "`inp(...)`, `out(...)`, `params(...)`, `out_view(...)
 
 pub(super) const TYPE_LIST: &str = "f32, f64, i8, i16, i32, i64, u8, u16, u32, u64 or bool";
 
+#[derive(Clone)]
 pub(super) struct RawBuf {
     pub(super) name: Ident,
     pub(super) ty: Ident,
     pub(super) shape: Vec<syn::Expr>,
 }
 
+#[derive(Clone)]
 pub(super) struct RawParam {
     pub(super) name: Ident,
     pub(super) ty: Ident,
@@ -148,6 +150,27 @@ pub(super) struct RawKernel {
     pub(super) attrs: Vec<TokenStream>,
     pub(super) vis: TokenStream,
     pub(super) name: Ident,
+    pub(super) clauses: Vec<RawClause>,
+    /// `tmp(...)` clauses (a kernel of stages' intermediates).
+    pub(super) tmps: Vec<RawTmp>,
+    /// `stage NAME { ... }` blocks, in order.
+    pub(super) stages: Vec<RawStage>,
+}
+
+/// `tmp(BUF: TYPE[SHAPE], ...)`: buffers that stages compute and read,
+/// owned by the runtime.
+pub(super) struct RawTmp {
+    pub(super) kw: Ident,
+    pub(super) bufs: Vec<RawBuf>,
+}
+
+/// `stage NAME { out_view(...), md_hom[...](...), inp_view(...) }`: one
+/// md_hom of a kernel of stages.
+pub(super) struct RawStage {
+    pub(super) kw: Ident,
+    pub(super) name: Ident,
+    /// The tokens between the braces (the stage's clauses).
+    pub(super) body: TokenStream,
     pub(super) clauses: Vec<RawClause>,
 }
 
@@ -195,18 +218,17 @@ pub(super) fn parse_raw(input: ParseStream) -> syn::Result<RawKernel> {
     }
     let content;
     syn::braced!(content in input);
-    let mut clauses = Vec::new();
+    let (mut clauses, mut tmps, mut stages) = (Vec::new(), Vec::new(), Vec::new());
     while !content.is_empty() {
-        clauses.push(parse_clause(&content)?);
-        if content.is_empty() {
-            break;
-        }
-        if content.peek(Token![,]) {
-            content.parse::<Token![,]>()?;
+        if peek_keyword(&content, "stage") {
+            stages.push(parse_stage(&content)?);
+        } else if peek_keyword(&content, "tmp") {
+            tmps.push(parse_tmp(&content)?);
         } else {
-            return Err(
-                content.error("expected `,` after the clause; clauses are separated by commas")
-            );
+            clauses.push(parse_clause(&content)?);
+        }
+        if !separator(&content)? {
+            break;
         }
     }
     if !input.is_empty() {
@@ -219,6 +241,70 @@ pub(super) fn parse_raw(input: ParseStream) -> syn::Result<RawKernel> {
         attrs,
         vis: vis.to_token_stream(),
         name,
+        clauses,
+        tmps,
+        stages,
+    })
+}
+
+/// The comma after a clause: `false` at the end of the list.
+fn separator(content: ParseStream) -> syn::Result<bool> {
+    if content.is_empty() {
+        return Ok(false);
+    }
+    if content.peek(Token![,]) {
+        content.parse::<Token![,]>()?;
+        return Ok(true);
+    }
+    Err(content.error("expected `,` after the clause; clauses are separated by commas"))
+}
+
+/// Whether the next token is the identifier `kw` (a clause of a kernel of
+/// stages, not a Rust keyword).
+fn peek_keyword(s: ParseStream, kw: &str) -> bool {
+    s.fork().call(Ident::parse_any).is_ok_and(|i| i == kw)
+}
+
+fn parse_tmp(s: ParseStream) -> syn::Result<RawTmp> {
+    let kw = s.call(Ident::parse_any)?;
+    if !s.peek(token::Paren) {
+        return Err(s.error(
+            "expected `(` after `tmp`; it declares the intermediates of the stages, \
+             e.g. `tmp(m: f32[I])`",
+        ));
+    }
+    let p;
+    syn::parenthesized!(p in s);
+    let bufs = Punctuated::<RawBuf, Token![,]>::parse_terminated_with(&p, parse_buf)?;
+    Ok(RawTmp {
+        kw,
+        bufs: bufs.into_iter().collect(),
+    })
+}
+
+fn parse_stage(s: ParseStream) -> syn::Result<RawStage> {
+    let kw = s.call(Ident::parse_any)?;
+    let name = parse_name(s, "stage", "stage rowmax { ... }")?;
+    if !s.peek(token::Brace) {
+        return Err(s.error(format!(
+            "expected `{{` after `stage {name}`; a stage's clauses go in braces: \
+             `stage {name} {{ out_view(...), md_hom[...](...), inp_view(...) }}`"
+        )));
+    }
+    let body = s.fork().parse::<proc_macro2::Group>()?.stream();
+    let content;
+    syn::braced!(content in s);
+    let mut clauses = Vec::new();
+    while !content.is_empty() {
+        clauses.push(parse_clause(&content)?);
+        if !separator(&content)? {
+            break;
+        }
+    }
+    Ok(RawStage {
+        kw,
+        name,
+        body,
         clauses,
     })
 }
