@@ -160,7 +160,7 @@ impl KernelDesc {
 
     /// The number of elements of buffer `b` (one of this kernel's) at
     /// `sizes`; an error if it overflows.
-    pub fn buffer_len(&self, b: &BufDesc, sizes: &[usize]) -> Result<usize, Error> {
+    pub fn elements(&self, b: &BufDesc, sizes: &[usize]) -> Result<usize, Error> {
         b.shape
             .iter()
             .try_fold(1usize, |n, c| n.checked_mul(Self::eval_size(c, sizes)?))
@@ -171,7 +171,7 @@ impl KernelDesc {
     /// have at `sizes` (what the macro knows of a tuned entry's sizes).
     pub fn bind_sizes(&self, sizes: &[usize]) -> Result<Bound, Error> {
         let lens = |bufs: &[BufDesc]| -> Result<Vec<usize>, Error> {
-            bufs.iter().map(|b| self.buffer_len(b, sizes)).collect()
+            bufs.iter().map(|b| self.elements(b, sizes)).collect()
         };
         self.bind(sizes, &lens(&self.inputs)?, &lens(&self.outputs)?)
     }

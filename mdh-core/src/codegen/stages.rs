@@ -158,7 +158,7 @@ fn tmp_len(k: &Staged<Checked>, t: usize, root: &TokenStream) -> Option<TokenStr
     let (path, sizes) = (stage_path(s, root), stage_sizes(k, s, root));
     Some(quote!({
         let __desc = #path::desc();
-        __desc.buffer_len(&__desc.outputs[#j], &#sizes.values())?
+        __desc.elements(&__desc.outputs[#j], &#sizes.values())?
     }))
 }
 

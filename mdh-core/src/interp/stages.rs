@@ -79,7 +79,7 @@ pub fn run_stages_with(
         let len = match writer {
             Some((s, j)) => {
                 let desc = KernelDesc::from_kernel(&s.kernel);
-                desc.buffer_len(&desc.outputs[j], &stage_sizes(s))?
+                desc.elements(&desc.outputs[j], &stage_sizes(s))?
             }
             None => 0,
         };
