@@ -26,7 +26,7 @@
 
 use proc_macro2::Ident;
 
-use mdh_rt::value::Cast;
+use mdh_rt::value::{bf16, f16, Cast};
 pub use mdh_rt::value::{Buffer, Value};
 use mdh_rt::{any_type, floats, numeric, numeric_typed, on1, on2};
 
@@ -196,6 +196,66 @@ macro_rules! float_num {
 
 float_num!(f32, f64);
 
+/// `f16` and `bf16`: every operation computes in f32 and rounds its result
+/// to the type (the `half` crate's operators do so for `+ - * / %`).
+macro_rules! half_num {
+    ($($t:ident),*) => {$(
+        impl Num for $t {
+            const ZERO: $t = $t::ZERO;
+            const ONE: $t = $t::ONE;
+            const LOWEST: $t = $t::NEG_INFINITY;
+            const HIGHEST: $t = $t::INFINITY;
+            fn add(self, o: $t) -> $t {
+                self + o
+            }
+            fn sub(self, o: $t) -> $t {
+                self - o
+            }
+            fn mul(self, o: $t) -> $t {
+                self * o
+            }
+            fn div(self, o: $t) -> $t {
+                self / o
+            }
+            fn rem(self, o: $t) -> $t {
+                self % o
+            }
+            fn neg(self) -> $t {
+                -self
+            }
+            fn abs(self) -> $t {
+                $t::from_f32(self.to_f32().abs())
+            }
+            fn min(self, o: $t) -> $t {
+                $t::from_f32(self.to_f32().min(o.to_f32()))
+            }
+            fn max(self, o: $t) -> $t {
+                $t::from_f32(self.to_f32().max(o.to_f32()))
+            }
+            fn not(self) -> Option<$t> {
+                None
+            }
+        }
+
+        impl Float for $t {
+            fn unary(self, m: Method) -> Option<$t> {
+                Float::unary(self.to_f32(), m).map($t::from_f32)
+            }
+            fn powi(self, n: i32) -> $t {
+                $t::from_f32(self.to_f32().powi(n))
+            }
+            fn powf(self, y: $t) -> $t {
+                $t::from_f32(self.to_f32().powf(y.to_f32()))
+            }
+            fn mul_add(self, a: $t, b: $t) -> $t {
+                $t::from_f32(self.to_f32().mul_add(a.to_f32(), b.to_f32()))
+            }
+        }
+    )*};
+}
+
+half_num!(f16, bf16);
+
 macro_rules! typed_const {
     ([$($V:ident $t:ty),*], $ty:expr, $c:ident) => {
         match $ty {
@@ -261,6 +321,12 @@ fn method(recv: Value, m: Method, args: &[Value]) -> Result<Value, Error> {
             }
             (Value::F64(x), Value::F64(a), Value::F64(b)) => {
                 Some(Value::F64(Float::mul_add(x, a, b)))
+            }
+            (Value::F16(x), Value::F16(a), Value::F16(b)) => {
+                Some(Value::F16(Float::mul_add(x, a, b)))
+            }
+            (Value::Bf16(x), Value::Bf16(a), Value::Bf16(b)) => {
+                Some(Value::Bf16(Float::mul_add(x, a, b)))
             }
             _ => None,
         },

@@ -422,6 +422,9 @@ fn device_fns(k: &Checked, backend: Backend) -> TokenStream {
             let n = &p.name;
             if p.ty == ScalarType::Bool {
                 quote!(u8::from(#n))
+            } else if p.ty.is_half() {
+                // Kernels take 16-bit floats as their bits (`ushort`).
+                quote!(#n.to_bits())
             } else {
                 quote!(#n)
             }

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use mdh_rt::names::{self, IDX, KEPT_POINTS, PW_GROUPS, PW_ITEMS};
 
 use super::{Emit, PASS_ITEMS};
-use crate::codegen::c_expr::Lowering;
+use crate::codegen::c_expr::{from_storage, to_storage, Lowering};
 use crate::spec::ScalarType;
 
 impl Emit<'_> {
@@ -124,16 +124,17 @@ impl Emit<'_> {
         l.line(&format!("if (idx < {KEPT_POINTS}) {{"));
         self.decode(&mut l, "idx", "i", names::extent, &self.kept);
         for (o, &(b, a, t)) in self.outs.iter().enumerate() {
-            let v = l.temp("v", t, &format!("part{o}[idx]"));
+            let v = l.temp("v", t, &from_storage(t, &format!("part{o}[idx]")));
             l.line(&format!("for ({IDX} g = 1; g < {PW_GROUPS}; g++) {{"));
+            let part = from_storage(t, &format!("part{o}[g * {KEPT_POINTS} + idx]"));
             let c = match self.ops[o] {
-                Some(op) => l.combine(op, t, &v, &format!("part{o}[g * {KEPT_POINTS} + idx]")),
+                Some(op) => l.combine(op, t, &v, &part),
                 None => v.clone(),
             };
             l.line(&format!("{v} = {c};"));
             l.line("}");
             let off = self.linear(&names::output_access(b, a), &self.kept);
-            l.line(&format!("out{b}[{off}] = {v};"));
+            l.line(&format!("out{b}[{off}] = {};", to_storage(t, &v)));
         }
         l.line("}");
         self.finish(src, l);
