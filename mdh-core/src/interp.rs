@@ -18,7 +18,9 @@
 //!
 //! Scalar-function semantics are Rust's: integer arithmetic wraps, casts are
 //! `as` casts, floats are computed in their own precision, methods are the
-//! std methods of the receiver type. Integer division is defined
+//! std methods of the receiver type; `f16` and `bf16` are computed in `f32`
+//! and each result is rounded to the type (the `half` crate's operators),
+//! casts to and from them go through `f32`. Integer division is defined
 //! everywhere, as in the generated CPU and GPU code: `x / 0 == 0`,
 //! `x % 0 == 0`, `MIN / -1 == MIN` (wrapping), `MIN % -1 == 0` (a kernel
 //! cannot stop in the middle of a device launch to report an error, so the
