@@ -954,6 +954,12 @@ mod tests {
         assert!(cuda.contains("cvt.rna.tf32.f32"), "{cuda}");
         assert!(cuda.contains("mdh_mma1(acc0["), "{cuda}");
         assert!(!template(&k, Dialect::OpenCl).contains("mma"));
+        // bf16 inputs widened `as f32`: the same mma, on the exact f32 values.
+        let mixed = crate::fixtures::compiled(&crate::fixtures::example("matmul_bf16"));
+        assert!(KernelDesc::from_kernel(&mixed).contraction);
+        let mixed = template(&mixed, Dialect::Cuda);
+        assert!(mixed.contains("mdh_mma1(acc0["), "{mixed}");
+        assert!(mixed.contains("mdh_ld_bf16("), "{mixed}");
         let stencil = crate::fixtures::compiled(&crate::fixtures::example("jacobi1d"));
         assert!(!KernelDesc::from_kernel(&stencil).contraction);
         assert!(!template(&stencil, Dialect::Cuda).contains("mma"));
