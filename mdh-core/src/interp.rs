@@ -129,11 +129,13 @@ trait Float: Num {
     fn mul_add(self, a: Self, b: Self) -> Self;
 }
 
+/// `Num` of the float types (for `f16` and `bf16`, `half`'s operators
+/// compute in f32 and round the result to the type).
 macro_rules! float_num {
-    ($($t:ident),*) => {$(
+    ($($t:ident: $zero:expr, $one:expr, $abs:expr);* $(;)?) => {$(
         impl Num for $t {
-            const ZERO: $t = 0.0;
-            const ONE: $t = 1.0;
+            const ZERO: $t = $zero;
+            const ONE: $t = $one;
             const LOWEST: $t = $t::NEG_INFINITY;
             const HIGHEST: $t = $t::INFINITY;
             fn add(self, o: $t) -> $t {
@@ -155,7 +157,8 @@ macro_rules! float_num {
                 -self
             }
             fn abs(self) -> $t {
-                $t::abs(self)
+                let abs: fn($t) -> $t = $abs;
+                abs(self)
             }
             fn min(self, o: $t) -> $t {
                 $t::min(self, o)
@@ -167,7 +170,18 @@ macro_rules! float_num {
                 None
             }
         }
+    )*};
+}
 
+float_num! {
+    f32: 0.0, 1.0, f32::abs;
+    f64: 0.0, 1.0, f64::abs;
+    f16: f16::ZERO, f16::ONE, |x| f16::from_f32(x.to_f32().abs());
+    bf16: bf16::ZERO, bf16::ONE, |x| bf16::from_f32(x.to_f32().abs());
+}
+
+macro_rules! float_methods {
+    ($($t:ident),*) => {$(
         impl Float for $t {
             fn unary(self, m: Method) -> Option<$t> {
                 Some(match m {
@@ -196,49 +210,11 @@ macro_rules! float_num {
     )*};
 }
 
-float_num!(f32, f64);
+float_methods!(f32, f64);
 
-/// `f16` and `bf16`: every operation computes in f32 and rounds its result
-/// to the type (the `half` crate's operators do so for `+ - * / %`).
-macro_rules! half_num {
+/// The methods of `f16` and `bf16`: computed in f32, rounded to the type.
+macro_rules! half_methods {
     ($($t:ident),*) => {$(
-        impl Num for $t {
-            const ZERO: $t = $t::ZERO;
-            const ONE: $t = $t::ONE;
-            const LOWEST: $t = $t::NEG_INFINITY;
-            const HIGHEST: $t = $t::INFINITY;
-            fn add(self, o: $t) -> $t {
-                self + o
-            }
-            fn sub(self, o: $t) -> $t {
-                self - o
-            }
-            fn mul(self, o: $t) -> $t {
-                self * o
-            }
-            fn div(self, o: $t) -> $t {
-                self / o
-            }
-            fn rem(self, o: $t) -> $t {
-                self % o
-            }
-            fn neg(self) -> $t {
-                -self
-            }
-            fn abs(self) -> $t {
-                $t::from_f32(self.to_f32().abs())
-            }
-            fn min(self, o: $t) -> $t {
-                $t::from_f32(self.to_f32().min(o.to_f32()))
-            }
-            fn max(self, o: $t) -> $t {
-                $t::from_f32(self.to_f32().max(o.to_f32()))
-            }
-            fn not(self) -> Option<$t> {
-                None
-            }
-        }
-
         impl Float for $t {
             fn unary(self, m: Method) -> Option<$t> {
                 Float::unary(self.to_f32(), m).map($t::from_f32)
@@ -256,7 +232,7 @@ macro_rules! half_num {
     )*};
 }
 
-half_num!(f16, bf16);
+half_methods!(f16, bf16);
 
 macro_rules! typed_const {
     ([$($V:ident $t:ty),*], $ty:expr, $c:ident) => {
