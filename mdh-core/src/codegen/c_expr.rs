@@ -65,16 +65,6 @@ impl Dialect {
         }
     }
 
-    /// The C type of a value of type `t` in local memory (`f16` and `bf16`
-    /// as their register `float`s, computed on there).
-    pub fn local_ty(self, t: ScalarType) -> &'static str {
-        if t.is_half() {
-            self.ty(t)
-        } else {
-            self.storage_ty(t)
-        }
-    }
-
     /// The unsigned type of the same width, in which wrapping arithmetic is
     /// defined (narrow types are computed in `uint` and truncated).
     fn unsigned_ty(self, t: ScalarType) -> &'static str {

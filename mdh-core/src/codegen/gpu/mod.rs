@@ -412,7 +412,7 @@ impl<'k> Emit<'k> {
             l.line(&format!(
                 "{} {} red{o}[{WG_ITEMS}];",
                 w.shared,
-                d.local_ty(t)
+                d.storage_ty(t)
             ));
             if !self.k.has_identity(o) {
                 l.line(&format!("{} uchar redf{o}[{WG_ITEMS}];", w.shared));

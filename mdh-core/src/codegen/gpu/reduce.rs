@@ -66,8 +66,9 @@ impl Emit<'_> {
     pub(super) fn tree(&self, l: &mut Lowering) {
         let w = &self.w;
         l.line(&format!("#if {PW_ITEMS} > MDH_SHFL"));
-        for (o, _) in self.outs.iter().enumerate() {
-            l.line(&format!("red{o}[kl * {PW_ITEMS} + pwl] = acc{o}[q];"));
+        for (o, &(_, _, t)) in self.outs.iter().enumerate() {
+            let v = to_storage(t, &format!("acc{o}[q]"));
+            l.line(&format!("red{o}[kl * {PW_ITEMS} + pwl] = {v};"));
             if !self.k.has_identity(o) {
                 l.line(&format!("redf{o}[kl * {PW_ITEMS} + pwl] = has{o}[q];"));
             }
@@ -83,7 +84,8 @@ impl Emit<'_> {
         for (o, &(_, _, t)) in self.outs.iter().enumerate() {
             let Some(op) = self.ops[o] else { continue };
             let other = format!("red{o}[{me} + s]");
-            let c = l.combine(op, t, &format!("red{o}[{me}]"), &other);
+            let mine = from_storage(t, &format!("red{o}[{me}]"));
+            let c = to_storage(t, &l.combine(op, t, &mine, &from_storage(t, &other)));
             if !self.k.has_identity(o) {
                 l.line(&format!(
                     "if (redf{o}[{me} + s]) {{ red{o}[{me}] = redf{o}[{me}] ? {c} : {other}; redf{o}[{me}] = 1; }}"
@@ -95,8 +97,9 @@ impl Emit<'_> {
         l.line("}");
         l.line(w.barrier);
         l.line("}");
-        for (o, _) in self.outs.iter().enumerate() {
-            l.line(&format!("acc{o}[q] = red{o}[{me}];"));
+        for (o, &(_, _, t)) in self.outs.iter().enumerate() {
+            let v = from_storage(t, &format!("red{o}[{me}]"));
+            l.line(&format!("acc{o}[q] = {v};"));
         }
         l.line(w.barrier);
         l.line("#endif");

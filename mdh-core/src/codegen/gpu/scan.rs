@@ -70,7 +70,7 @@ impl Emit<'_> {
                     l.line(&format!(
                         "{} {} sc{o}[{PASS_ITEMS}];",
                         w.shared,
-                        self.d.local_ty(t)
+                        self.d.storage_ty(t)
                     ));
                 }
                 for line in &setup {
@@ -147,10 +147,10 @@ impl Emit<'_> {
         l.line(&format!("const {IDX} j = c + lid;"));
         let v = l.temp("v", t, &from_storage(t, &at("MDH_MIN(j, count - 1)")));
         l.line(&format!("for ({IDX} st = 1; st < {p}; st *= 2) {{"));
-        l.line(&format!("sc{o}[lid] = {v};"));
+        l.line(&format!("sc{o}[lid] = {};", to_storage(t, &v)));
         l.line(w.barrier);
         l.line("if (lid >= st) {");
-        let c = l.combine(op, t, &format!("sc{o}[lid - st]"), &v);
+        let c = l.combine(op, t, &from_storage(t, &format!("sc{o}[lid - st]")), &v);
         l.line(&format!("{v} = {c};"));
         l.line("}");
         l.line(w.barrier);
@@ -165,9 +165,9 @@ impl Emit<'_> {
             to_storage(t, &v)
         ));
         // The last element of the chunk carries into the next one.
-        l.line(&format!("sc{o}[lid] = {v};"));
+        l.line(&format!("sc{o}[lid] = {};", to_storage(t, &v)));
         l.line(w.barrier);
-        l.line(&format!("{carry} = sc{o}[{p} - 1];"));
+        l.line(&format!("{carry} = {};", from_storage(t, &format!("sc{o}[{p} - 1]"))));
         l.line(w.barrier);
         l.line("}");
         l.line("}");
