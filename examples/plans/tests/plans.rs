@@ -396,7 +396,8 @@ fn matmul_bf16() {
     run_family(&f, CASES, |v, g| {
         let s = sizes!(matmul_bf16, v; I, J, K);
         let exact = g.below(2) == 0;
-        let bf16s = |x: Vec<f32>| -> Vec<mdh::bf16> { x.into_iter().map(mdh::bf16::from_f32).collect() };
+        let bf16s =
+            |x: Vec<f32>| -> Vec<mdh::bf16> { x.into_iter().map(mdh::bf16::from_f32).collect() };
         let a = bf16s(g.f32s_or_ints(s.I * s.K, exact));
         let b = bf16s(g.f32s_or_ints(s.K * s.J, exact));
         let (r, c) = check::guarded(s.I * s.J, f32::NAN, |c| matmul_bf16::cpu(&a, &b, c, s))?;

@@ -14,7 +14,11 @@ fn main() -> std::process::ExitCode {
 
         // Odd sizes against the interpreter (about 1 M points).
         let (si, sj, sk) = (n.min(97), n.min(131), n.min(79));
-        let sizes = matmul_bf16::Sizes { I: si, J: sj, K: sk };
+        let sizes = matmul_bf16::Sizes {
+            I: si,
+            J: sj,
+            K: sk,
+        };
         let (a, b) = (bf16s(&mut rng, si * sk), bf16s(&mut rng, sk * sj));
         let mut c = vec![0.0f32; si * sj];
         matmul_bf16::cpu(&a, &b, &mut c, sizes)?;

@@ -193,3 +193,28 @@ pub fn mismatch(got: &[Buffer], want: &[Buffer], tol: Tol) -> Option<String> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 16-bit float results compare within their own ε (`f16`: 2⁻¹⁰,
+    /// `bf16`: 2⁻⁷), grown with the reduction's length; exact stays exact.
+    #[test]
+    fn half_results_agree_within_their_own_epsilon() {
+        let h = |x: f32| Value::F16(f16::from_f32(x));
+        let b = |x: f32| Value::Bf16(bf16::from_f32(x));
+        let tol = sum_tol(1);
+        // One f16 ulp at 1 (about 1e-3) is 10 times f32's tolerance; the
+        // floor 16 · ε and 4 · ε relative allow about 0.02 there.
+        assert!(tol.agree(h(1.0), h(1.0 + 1.0 / 1024.0)));
+        assert!(!tol.agree(h(1.0), h(1.03)));
+        assert!(tol.agree(b(100.0), b(100.5)));
+        assert!(!tol.agree(b(100.0), b(104.0)));
+        // 10 000 terms: 4 · ε · 100 relative.
+        assert!(sum_tol(10_000).agree(b(100.0), b(104.0)));
+        assert!(!Tol::EXACT.agree(h(1.0), h(1.0 + 1.0 / 1024.0)));
+        assert!(Tol::EXACT.agree(h(f32::NAN), h(f32::NAN)));
+        assert!(!sum_tol(1).agree(Value::F32(1.0), Value::F32(1.001)));
+    }
+}

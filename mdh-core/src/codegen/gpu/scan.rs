@@ -167,7 +167,10 @@ impl Emit<'_> {
         // The last element of the chunk carries into the next one.
         l.line(&format!("sc{o}[lid] = {};", to_storage(t, &v)));
         l.line(w.barrier);
-        l.line(&format!("{carry} = {};", from_storage(t, &format!("sc{o}[{p} - 1]"))));
+        l.line(&format!(
+            "{carry} = {};",
+            from_storage(t, &format!("sc{o}[{p} - 1]"))
+        ));
         l.line(w.barrier);
         l.line("}");
         l.line("}");
