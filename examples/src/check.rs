@@ -211,7 +211,7 @@ fn mismatch_report(
     s
 }
 
-/// Compares two buffers: exactly for integers and `bool`s, with [`Tol::close`]
+/// Compares two buffers: exactly for integers and `bool`s, with [`Tol::agree`]
 /// for floats.
 pub fn compare(
     what: &str,
@@ -233,12 +233,7 @@ pub fn compare(
     let mut count = 0;
     for i in 0..got.len() {
         let (g, w) = (got.get(i), want.get(i));
-        let ok = match (g, w) {
-            (Value::F32(a), Value::F32(b)) => rtol.close(a as f64, b as f64, F32_EPS),
-            (Value::F64(a), Value::F64(b)) => rtol.close(a, b, f64::EPSILON),
-            _ => g == w,
-        };
-        if !ok {
+        if !rtol.agree(g, w) {
             count += 1;
             if bad.len() < 8 {
                 bad.push((i, format!("{g:?}"), format!("{w:?}")));
@@ -541,6 +536,22 @@ impl Guard for f64 {
     }
 }
 
+impl Guard for mdh::f16 {
+    /// As for `f32`: a NaN with a payload that no conversion produces.
+    const PATTERN: mdh::f16 = mdh::f16::from_bits(0x7DA5);
+    fn is_guard(&self) -> bool {
+        self.to_bits() == Self::PATTERN.to_bits()
+    }
+}
+
+impl Guard for mdh::bf16 {
+    /// As for `f16`.
+    const PATTERN: mdh::bf16 = mdh::bf16::from_bits(0x7FA5);
+    fn is_guard(&self) -> bool {
+        self.to_bits() == Self::PATTERN.to_bits()
+    }
+}
+
 /// An output with guard elements (64 bytes) on each side, which hold
 /// [`Guard::PATTERN`] and are checked after the call: a store past either
 /// end (a streamed store of a whole vector, an index off by one) is a
@@ -616,6 +627,8 @@ macro_rules! each_vec {
         match $b {
             Buffer::F32($v) => $e,
             Buffer::F64($v) => $e,
+            Buffer::F16($v) => $e,
+            Buffer::Bf16($v) => $e,
             Buffer::I8($v) => $e,
             Buffer::I16($v) => $e,
             Buffer::I32($v) => $e,

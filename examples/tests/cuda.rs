@@ -687,15 +687,17 @@ fn matmul_pipeline_stages_run() {
 
 /// The contraction-shaped families with tensor-core dimensions
 /// (`gpu_plan::MmaDims`): matmul, its transposed layout, batched, a tensor
-/// contraction and a convolution (as an implicit GEMM: the mma's rows are
-/// output columns `q`, its columns filters `k`, its steps channels `c`).
-fn contractions() -> [(&'static str, JobFn); 5] {
+/// contraction, a convolution (as an implicit GEMM: the mma's rows are
+/// output columns `q`, its columns filters `k`, its steps channels `c`) and
+/// matmul of bf16 inputs widened to f32 (exact in TF32).
+fn contractions() -> [(&'static str, JobFn); 6] {
     [
         (matmul::SPEC, matmul::cuda::job),
         (matmul_t::SPEC, matmul_t::cuda::job),
         (bmatmul::SPEC, bmatmul::cuda::job),
         (ccsdt::SPEC, ccsdt::cuda::job),
         (mcc::SPEC, mcc::cuda::job),
+        (matmul_bf16::SPEC, matmul_bf16::cuda::job),
     ]
 }
 

@@ -88,6 +88,9 @@ fn main() -> std::process::ExitCode {
         scan,
         mbbs,
         mandelbrot,
+        map_half,
+        matvec_f16,
+        matmul_bf16,
     ];
     let mut rng = Rng::new(seed);
     let mut failures = 0;

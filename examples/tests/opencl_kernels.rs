@@ -475,6 +475,97 @@ fn integer_division() {
     );
 }
 
+mdh! {
+    /// The conversions of the 16-bit floats: every f16 and bf16 to f32
+    /// (exact), and f32 values to both (rounded to nearest, ties to even).
+    kernel half_casts {
+        inp(h: f16[N], b: bf16[N], x: f32[N]),
+        out(hf: f32[N], bf: f32[N], xh: f16[N], xb: bf16[N]),
+        out_view(hf: |i| (i), bf: |i| (i), xh: |i| (i), xb: |i| (i)),
+        md_hom[N](|h, b, x| (h as f32, b as f32, x as f16, x as bf16), (CC)),
+        inp_view(h: |i| (i), b: |i| (i), x: |i| (i)),
+    }
+}
+
+/// Inputs of `half_casts`: every bit pattern of f16 and bf16 (4 times),
+/// and per pattern `j` of f16 the midpoint between it and the next (a tie),
+/// the floats just above and below it, and the midpoint of the bf16
+/// pattern `j` (NaNs, infinities, subnormals and overflow among them).
+fn half_cast_inputs() -> [Buffer; 3] {
+    let n = 4 << 16;
+    let h: Vec<mdh::f16> = (0..n).map(|i| mdh::f16::from_bits(i as u16)).collect();
+    let b: Vec<mdh::bf16> = (0..n).map(|i| mdh::bf16::from_bits(i as u16)).collect();
+    let x: Vec<f32> = (0..n)
+        .map(|i| {
+            let j = (i / 4) as u16;
+            let (lo, hi) = (
+                mdh::f16::from_bits(j).to_f32(),
+                mdh::f16::from_bits(j.wrapping_add(1)).to_f32(),
+            );
+            let mid = (lo + hi) / 2.0;
+            match i % 4 {
+                0 => mid,
+                1 => f32::from_bits(mid.to_bits() + 1),
+                2 => f32::from_bits(mid.to_bits().wrapping_sub(1)),
+                _ => f32::from_bits(((j as u32) << 16) | 0x8000),
+            }
+        })
+        .collect();
+    [h.into(), b.into(), x.into()]
+}
+
+/// The outputs of `half_casts` for `n` points, as the interpreter starts them.
+fn half_cast_outputs(n: usize) -> Vec<Buffer> {
+    [
+        ScalarType::F32,
+        ScalarType::F32,
+        ScalarType::F16,
+        ScalarType::Bf16,
+    ]
+    .map(|t| Buffer::zeros(t, n))
+    .to_vec()
+}
+
+/// The conversions of the C helpers (`mdh_ld_T`, `mdh_st_T`) are the
+/// `half` crate's, bit for bit up to NaN payloads, on OpenCL and in the
+/// CPU execution of CUDA.
+#[test]
+fn half_conversions_match_the_half_crate() {
+    let inputs = half_cast_inputs();
+    let n = inputs[0].len();
+    let sizes = half_casts::Sizes { N: n };
+    if let Some(dev) = device() {
+        let mut out = half_cast_outputs(n);
+        half_casts::opencl::run_dyn(dev, None, &inputs, &mut out, &[], &sizes.values())
+            .expect("runs");
+        check::against_reference("OpenCL", half_casts::SPEC, &[n], &inputs, &[], &out, 0.0)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    if gpu::cuda_cpu::nvrtc_and_compiler() {
+        let mut out = half_cast_outputs(n);
+        gpu::cuda_cpu::run_on_cpu(
+            half_casts::cuda::job,
+            half_casts::SPEC,
+            None,
+            &inputs,
+            &mut out,
+            &[],
+            &sizes.values(),
+        )
+        .expect("runs");
+        check::against_reference(
+            "CUDA on the CPU",
+            half_casts::SPEC,
+            &[n],
+            &inputs,
+            &[],
+            &out,
+            0.0,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
 /// The same kernels in the CUDA dialect of the shared emitter (division
 /// helpers, bool, several outputs, loops): NVRTC compiles them for sm_80 and
 /// sm_90 without a warning. Skipped where NVRTC is missing, unless `MDH_REQUIRE_NVRTC=1`.
@@ -496,6 +587,10 @@ fn cuda_dialect_compiles_with_nvrtc() {
         ("compare", compare::cuda::source(&compare::Sizes { N: 13 })),
         ("collatz", collatz::cuda::source(&collatz::Sizes { N: 13 })),
         ("divide", divide::cuda::source(&divide::Sizes { N: 13 })),
+        (
+            "half_casts",
+            half_casts::cuda::source(&half_casts::Sizes { N: 13 }),
+        ),
     ];
     for (name, src) in sources {
         for arch in ["sm_80", "sm_90"] {

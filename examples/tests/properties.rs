@@ -441,6 +441,61 @@ proptest! {
     }
 }
 
+// ---------------------------------------------------------------------------
+// 16-bit floats: computed in f32 and rounded to the type at each operation
+// (the interpreter's rule, which the CPU code follows). Results of an f16 or
+// bf16 type compare with the tolerance of their own ε (`Tol::agree`):
+// `max(rel, 4 · ε · √n)` relative plus `16 · ε · √n`, for reductions of
+// `n` terms (ε = 2⁻¹⁰ for f16, 2⁻⁷ for bf16); f32 results of 16-bit inputs
+// (mixed precision) that of f32.
+
+fn to_f16(v: Vec<f32>) -> Vec<mdh::f16> {
+    v.into_iter().map(mdh::f16::from_f32).collect()
+}
+
+fn to_bf16(v: Vec<f32>) -> Vec<mdh::bf16> {
+    v.into_iter().map(mdh::bf16::from_f32).collect()
+}
+
+proptest! {
+    #![proptest_config(config(CASES))]
+
+    #[test]
+    fn map_half_matches(n in size0(10_000), alpha in -4.0f32..4.0, seed: u64) {
+        let mut g = Rng::new(seed);
+        let s = map_half::Sizes { N: n };
+        let (x, y) = (to_f16(g.f32s_in(n, -1.0, 1.0)), to_bf16(g.f32s_in(n, -1.0, 1.0)));
+        let alpha = mdh::f16::from_f32(alpha);
+        let nan16 = mdh::f16::NAN;
+        let (b, a) = check::guarded(n, nan16, |a| check::guarded(n, mdh::bf16::NAN, |b| map_half::cpu(&x, &y, a, b, alpha, s)))
+            .map_err(TestCaseError::fail)?;
+        let (r, b) = b.map_err(TestCaseError::fail)?;
+        verify(map_half::SPEC, &s.values(), vec![x.into(), y.into()], &[Value::F16(alpha)],
+            vec![vec![nan16; n].into(), vec![mdh::bf16::NAN; n].into()], r, vec![a.into(), b.into()], RTOL)?;
+    }
+
+    #[test]
+    fn matvec_f16_matches(i in size0(97), k in size0(300), seed: u64) {
+        let mut g = Rng::new(seed);
+        let s = matvec_f16::Sizes { I: i, K: k };
+        let (m, v) = (to_f16(g.f32s(i * k)), to_f16(g.f32s(k)));
+        let (r, w) = check::guarded(i, mdh::f16::NAN, |w| matvec_f16::cpu(&m, &v, w, s)).map_err(TestCaseError::fail)?;
+        verify(matvec_f16::SPEC, &s.values(), vec![m.into(), v.into()], &[],
+            vec![vec![mdh::f16::NAN; i].into()], r, vec![w.into()], sum_rtol(k))?;
+    }
+
+    #[test]
+    fn matmul_bf16_matches(i in size0(97), j in size0(97), k in size0(31), seed: u64) {
+        prop_assume!(i * j * k <= 60_000);
+        let mut g = Rng::new(seed);
+        let s = matmul_bf16::Sizes { I: i, J: j, K: k };
+        let (a, b) = (to_bf16(g.f32s(i * k)), to_bf16(g.f32s(k * j)));
+        let (r, c) = check::guarded(i * j, f32::NAN, |c| matmul_bf16::cpu(&a, &b, c, s)).map_err(TestCaseError::fail)?;
+        verify(matmul_bf16::SPEC, &s.values(), vec![a.into(), b.into()], &[],
+            vec![nan(i * j).into()], r, vec![c.into()], sum_rtol(k))?;
+    }
+}
+
 /// The interpreter, every test's oracle, against the kernel's scalar
 /// function as a plain Rust loop: a check that does not go through mdh.
 /// The configured `*` entries of matmul (set on 2-core machines: 2 or 4

@@ -91,26 +91,37 @@ impl Checked {
     }
 
     /// Whether the kernel is contraction-shaped (`KernelDesc::contraction`):
-    /// two `f32` input buffers of one access each, their product (in either
+    /// two input buffers of one access each, `f32` or 16-bit floats widened
+    /// with `as f32` (mixed precision: the widening is exact, so tensor
+    /// cores take them as they take `f32`), their `f32` product (in either
     /// order) as the scalar function, one `f32` output access combined by
     /// PW(+) along at least one dimension, no PS dimension.
     pub fn contraction(&self) -> bool {
         let a = &self.analysis;
         let f = &self.kernel.scalar_fn;
-        let var = |e: &Expr| match &e.kind {
+        let param = |e: &Expr| match &e.kind {
             ExprKind::Var(v) => f.params.iter().position(|p| p == v),
             _ => None,
         };
+        let operand = |e: &Expr| match &e.kind {
+            ExprKind::Cast(x, ScalarType::F32, from) if from.is_half() => param(x),
+            _ => param(e),
+        };
         let product = match &value_of(&f.body).kind {
             ExprKind::Binary(BinOp::Mul, x, y, ScalarType::F32) => {
-                matches!((var(x), var(y)), (Some(0), Some(1)) | (Some(1), Some(0)))
+                matches!(
+                    (operand(x), operand(y)),
+                    (Some(0), Some(1)) | (Some(1), Some(0))
+                )
             }
             _ => false,
         };
         product
             && self.kernel.inputs.len() == 2
             && a.inputs.len() == 2
-            && a.inputs.iter().all(|x| x.ty == ScalarType::F32)
+            && a.inputs
+                .iter()
+                .all(|x| x.ty == ScalarType::F32 || x.ty.is_half())
             && a.outputs.len() == 1
             && a.outputs[0].ty == ScalarType::F32
             && !a.reduced.is_empty()

@@ -18,7 +18,9 @@
 //!
 //! Scalar-function semantics are Rust's: integer arithmetic wraps, casts are
 //! `as` casts, floats are computed in their own precision, methods are the
-//! std methods of the receiver type. Integer division is defined
+//! std methods of the receiver type; `f16` and `bf16` are computed in `f32`
+//! and each result is rounded to the type (the `half` crate's operators),
+//! casts to and from them go through `f32`. Integer division is defined
 //! everywhere, as in the generated CPU and GPU code: `x / 0 == 0`,
 //! `x % 0 == 0`, `MIN / -1 == MIN` (wrapping), `MIN % -1 == 0` (a kernel
 //! cannot stop in the middle of a device launch to report an error, so the
@@ -29,7 +31,7 @@ use proc_macro2::Ident;
 mod stages;
 pub use stages::{run_program, run_staged, run_stages_with, StageFn};
 
-use mdh_rt::value::Cast;
+use mdh_rt::value::{bf16, f16, Cast};
 pub use mdh_rt::value::{Buffer, Value};
 use mdh_rt::{any_type, floats, numeric, numeric_typed, on1, on2};
 
@@ -130,11 +132,13 @@ trait Float: Num {
     fn mul_add(self, a: Self, b: Self) -> Self;
 }
 
+/// `Num` of the float types (for `f16` and `bf16`, `half`'s operators
+/// compute in f32 and round the result to the type).
 macro_rules! float_num {
-    ($($t:ident),*) => {$(
+    ($($t:ident: $zero:expr, $one:expr, $abs:expr);* $(;)?) => {$(
         impl Num for $t {
-            const ZERO: $t = 0.0;
-            const ONE: $t = 1.0;
+            const ZERO: $t = $zero;
+            const ONE: $t = $one;
             const LOWEST: $t = $t::NEG_INFINITY;
             const HIGHEST: $t = $t::INFINITY;
             fn add(self, o: $t) -> $t {
@@ -156,7 +160,8 @@ macro_rules! float_num {
                 -self
             }
             fn abs(self) -> $t {
-                $t::abs(self)
+                let abs: fn($t) -> $t = $abs;
+                abs(self)
             }
             fn min(self, o: $t) -> $t {
                 $t::min(self, o)
@@ -168,7 +173,18 @@ macro_rules! float_num {
                 None
             }
         }
+    )*};
+}
 
+float_num! {
+    f32: 0.0, 1.0, f32::abs;
+    f64: 0.0, 1.0, f64::abs;
+    f16: f16::ZERO, f16::ONE, |x| f16::from_f32(x.to_f32().abs());
+    bf16: bf16::ZERO, bf16::ONE, |x| bf16::from_f32(x.to_f32().abs());
+}
+
+macro_rules! float_methods {
+    ($($t:ident),*) => {$(
         impl Float for $t {
             fn unary(self, m: Method) -> Option<$t> {
                 Some(match m {
@@ -197,7 +213,29 @@ macro_rules! float_num {
     )*};
 }
 
-float_num!(f32, f64);
+float_methods!(f32, f64);
+
+/// The methods of `f16` and `bf16`: computed in f32, rounded to the type.
+macro_rules! half_methods {
+    ($($t:ident),*) => {$(
+        impl Float for $t {
+            fn unary(self, m: Method) -> Option<$t> {
+                Float::unary(self.to_f32(), m).map($t::from_f32)
+            }
+            fn powi(self, n: i32) -> $t {
+                $t::from_f32(self.to_f32().powi(n))
+            }
+            fn powf(self, y: $t) -> $t {
+                $t::from_f32(self.to_f32().powf(y.to_f32()))
+            }
+            fn mul_add(self, a: $t, b: $t) -> $t {
+                $t::from_f32(self.to_f32().mul_add(a.to_f32(), b.to_f32()))
+            }
+        }
+    )*};
+}
+
+half_methods!(f16, bf16);
 
 macro_rules! typed_const {
     ([$($V:ident $t:ty),*], $ty:expr, $c:ident) => {
@@ -264,6 +302,12 @@ fn method(recv: Value, m: Method, args: &[Value]) -> Result<Value, Error> {
             }
             (Value::F64(x), Value::F64(a), Value::F64(b)) => {
                 Some(Value::F64(Float::mul_add(x, a, b)))
+            }
+            (Value::F16(x), Value::F16(a), Value::F16(b)) => {
+                Some(Value::F16(Float::mul_add(x, a, b)))
+            }
+            (Value::Bf16(x), Value::Bf16(a), Value::Bf16(b)) => {
+                Some(Value::Bf16(Float::mul_add(x, a, b)))
             }
             _ => None,
         },

@@ -252,7 +252,7 @@ pub enum RawArg<'a, B> {
 }
 
 /// Calls `$f` with a param as the runtime's scalar type (bool as a byte,
-/// usize as 64 bits).
+/// usize as 64 bits, `f16` and `bf16` as their bits).
 #[cfg(any(feature = "opencl", feature = "cuda"))]
 macro_rules! with_scalar {
     ($v:expr, $f:expr) => {{
@@ -260,6 +260,8 @@ macro_rules! with_scalar {
         match $v {
             Value::F32(x) => $f(x),
             Value::F64(x) => $f(x),
+            Value::F16(x) => $f(x.to_bits()),
+            Value::Bf16(x) => $f(x.to_bits()),
             Value::I8(x) => $f(x),
             Value::I16(x) => $f(x),
             Value::I32(x) => $f(x),

@@ -6,6 +6,12 @@
 pub enum ScalarType {
     F32,
     F64,
+    /// IEEE binary16 (the `half` crate's `f16`): computed in f32, rounded
+    /// to the type after each operation.
+    F16,
+    /// bfloat16 (the `half` crate's `bf16`): computed in f32, rounded to
+    /// the type after each operation.
+    Bf16,
     I8,
     I16,
     I32,
@@ -20,9 +26,11 @@ pub enum ScalarType {
 }
 
 impl ScalarType {
-    pub const BUFFER_TYPES: [ScalarType; 11] = [
+    pub const BUFFER_TYPES: [ScalarType; 13] = [
         ScalarType::F32,
         ScalarType::F64,
+        ScalarType::F16,
+        ScalarType::Bf16,
         ScalarType::I8,
         ScalarType::I16,
         ScalarType::I32,
@@ -38,6 +46,8 @@ impl ScalarType {
         match self {
             ScalarType::F32 => "f32",
             ScalarType::F64 => "f64",
+            ScalarType::F16 => "f16",
+            ScalarType::Bf16 => "bf16",
             ScalarType::I8 => "i8",
             ScalarType::I16 => "i16",
             ScalarType::I32 => "i32",
@@ -55,6 +65,8 @@ impl ScalarType {
         Some(match s {
             "f32" => ScalarType::F32,
             "f64" => ScalarType::F64,
+            "f16" => ScalarType::F16,
+            "bf16" => ScalarType::Bf16,
             "i8" => ScalarType::I8,
             "i16" => ScalarType::I16,
             "i32" => ScalarType::I32,
@@ -70,7 +82,16 @@ impl ScalarType {
     }
 
     pub fn is_float(self) -> bool {
-        matches!(self, ScalarType::F32 | ScalarType::F64)
+        matches!(
+            self,
+            ScalarType::F32 | ScalarType::F64 | ScalarType::F16 | ScalarType::Bf16
+        )
+    }
+
+    /// Whether values of the type are stored in 16 bits and computed in
+    /// f32 (`f16`, `bf16`): each operation rounds its f32 result to the type.
+    pub fn is_half(self) -> bool {
+        matches!(self, ScalarType::F16 | ScalarType::Bf16)
     }
 
     pub fn is_int(self) -> bool {
@@ -130,7 +151,7 @@ pub fn elem_bytes(t: ScalarType) -> usize {
     match t {
         ScalarType::F64 | ScalarType::I64 | ScalarType::U64 | ScalarType::Usize => 8,
         ScalarType::F32 | ScalarType::I32 | ScalarType::U32 => 4,
-        ScalarType::I16 | ScalarType::U16 => 2,
+        ScalarType::I16 | ScalarType::U16 | ScalarType::F16 | ScalarType::Bf16 => 2,
         _ => 1,
     }
 }

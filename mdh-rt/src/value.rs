@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+pub use half::{bf16, f16};
+
 use crate::types::ScalarType;
 
 // ----------------------------------------------------------------------------
@@ -14,7 +16,7 @@ use crate::types::ScalarType;
 #[macro_export]
 macro_rules! numeric {
     ($m:ident!($($a:tt)*)) => {
-        $m!([F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, Usize], $($a)*)
+        $m!([F32, F64, F16, Bf16, I8, I16, I32, I64, U8, U16, U32, U64, Usize], $($a)*)
     };
 }
 
@@ -22,7 +24,7 @@ macro_rules! numeric {
 #[macro_export]
 macro_rules! any_type {
     ($m:ident!($($a:tt)*)) => {
-        $m!([F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, Usize, Bool], $($a)*)
+        $m!([F32, F64, F16, Bf16, I8, I16, I32, I64, U8, U16, U32, U64, Usize, Bool], $($a)*)
     };
 }
 
@@ -30,7 +32,7 @@ macro_rules! any_type {
 #[macro_export]
 macro_rules! floats {
     ($m:ident!($($a:tt)*)) => {
-        $m!([F32, F64], $($a)*)
+        $m!([F32, F64, F16, Bf16], $($a)*)
     };
 }
 
@@ -40,7 +42,7 @@ macro_rules! floats {
 macro_rules! numeric_typed {
     ($m:ident!($($a:tt)*)) => {
         $m!(
-            [F32 f32, F64 f64, I8 i8, I16 i16, I32 i32, I64 i64, U8 u8, U16 u16, U32 u32, U64 u64, Usize usize],
+            [F32 f32, F64 f64, F16 $crate::value::f16, Bf16 $crate::value::bf16, I8 i8, I16 i16, I32 i32, I64 i64, U8 u8, U16 u16, U32 u32, U64 u64, Usize usize],
             $($a)*
         )
     };
@@ -81,6 +83,8 @@ macro_rules! on2 {
 pub enum Value {
     F32(f32),
     F64(f64),
+    F16(f16),
+    Bf16(bf16),
     I8(i8),
     I16(i16),
     I32(i32),
@@ -121,7 +125,8 @@ macro_rules! value_impls {
 }
 
 value_impls!(
-    F32 f32, F64 f64, I8 i8, I16 i16, I32 i32, I64 i64, U8 u8, U16 u16, U32 u32, U64 u64, Usize usize, Bool bool
+    F32 f32, F64 f64, F16 f16, Bf16 bf16, I8 i8, I16 i16, I32 i32, I64 i64, U8 u8, U16 u16, U32 u32,
+    U64 u64, Usize usize, Bool bool
 );
 
 impl Value {
@@ -137,6 +142,8 @@ impl Value {
 pub enum Buffer {
     F32(Vec<f32>),
     F64(Vec<f64>),
+    F16(Vec<f16>),
+    Bf16(Vec<bf16>),
     I8(Vec<i8>),
     I16(Vec<i16>),
     I32(Vec<i32>),
@@ -224,6 +231,8 @@ macro_rules! buffer_impls {
 buffer_impls! {
     F32 f32, as_f32, as_f32_mut;
     F64 f64, as_f64, as_f64_mut;
+    F16 f16, as_f16, as_f16_mut;
+    Bf16 bf16, as_bf16, as_bf16_mut;
     I8 i8, as_i8, as_i8_mut;
     I16 i16, as_i16, as_i16_mut;
     I32 i32, as_i32, as_i32_mut;
@@ -235,7 +244,9 @@ buffer_impls! {
     Bool bool, as_bool, as_bool_mut;
 }
 
-/// Rust's `as` cast from a primitive to the type `to`.
+/// Rust's `as` cast from a primitive to the type `to`; to and from `f16`
+/// and `bf16` through `f32` (`x as f32`, then rounded to nearest, ties to
+/// even; `f32::from(h)`, then `as`).
 pub trait Cast: Copy {
     fn cast_to(self, to: ScalarType) -> Option<Value>;
 }
@@ -244,6 +255,8 @@ macro_rules! cast_arms {
     ([$($V:ident $t:ty),*], $x:expr, $to:expr) => {
         match $to {
             $(ScalarType::$V => Some(Value::$V($x as $t)),)*
+            ScalarType::F16 => Some(Value::F16(f16::from_f32($x as f32))),
+            ScalarType::Bf16 => Some(Value::Bf16(bf16::from_f32($x as f32))),
             ScalarType::Bool => None,
         }
     };
@@ -255,13 +268,30 @@ macro_rules! impl_cast {
             #[allow(clippy::unnecessary_cast, clippy::cast_lossless)]
             fn cast_to(self, to: ScalarType) -> Option<Value> {
                 let x = self;
-                numeric_typed!(cast_arms!(x, to))
+                cast_arms!(
+                    [F32 f32, F64 f64, I8 i8, I16 i16, I32 i32, I64 i64, U8 u8, U16 u16, U32 u32,
+                     U64 u64, Usize usize],
+                    x,
+                    to
+                )
             }
         }
     )*};
 }
 
 impl_cast!(f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, usize, u128);
+
+macro_rules! impl_half_cast {
+    ($($src:ty),*) => {$(
+        impl Cast for $src {
+            fn cast_to(self, to: ScalarType) -> Option<Value> {
+                self.to_f32().cast_to(to)
+            }
+        }
+    )*};
+}
+
+impl_half_cast!(f16, bf16);
 
 impl Cast for bool {
     fn cast_to(self, to: ScalarType) -> Option<Value> {
@@ -295,5 +325,33 @@ mod tests {
         );
         assert_eq!(Value::Bool(true).cast(ScalarType::I64), Some(Value::I64(1)));
         assert_eq!(Value::I32(1).cast(ScalarType::Bool), None);
+    }
+
+    /// Casts to and from `f16` and `bf16` go through `f32` and round to
+    /// nearest, ties to even.
+    #[test]
+    fn half_casts_go_through_f32() {
+        assert_eq!(
+            Value::F64(0.1).cast(ScalarType::F16),
+            Some(Value::F16(f16::from_f32(0.1)))
+        );
+        // 2049 lies halfway between the f16 values 2048 and 2050: even wins.
+        assert_eq!(
+            Value::I32(2049).cast(ScalarType::F16),
+            Some(Value::F16(f16::from_f32(2048.0)))
+        );
+        assert_eq!(
+            Value::I32(70000).cast(ScalarType::F16),
+            Some(Value::F16(f16::INFINITY))
+        );
+        assert_eq!(
+            Value::Bf16(bf16::from_f32(-2.75)).cast(ScalarType::I32),
+            Some(Value::I32(-2))
+        );
+        assert_eq!(
+            Value::F16(f16::from_f32(1.5)).cast(ScalarType::Bf16),
+            Some(Value::Bf16(bf16::from_f32(1.5)))
+        );
+        assert_eq!(Value::F16(f16::ONE).cast(ScalarType::Bool), None);
     }
 }

@@ -453,7 +453,7 @@ pub fn to_bytes(b: &Buffer) -> Vec<u8> {
             }
         };
     }
-    bytes!(F32, F64, I8, I16, I32, I64, U8, U16, U32, U64)
+    bytes!(F32, F64, F16, Bf16, I8, I16, I32, I64, U8, U16, U32, U64)
 }
 
 /// Stores device bytes back into a buffer of the same type and length.
@@ -473,7 +473,7 @@ pub fn from_bytes(b: &mut Buffer, bytes: &[u8]) {
             }
         };
     }
-    back!(F32 f32, F64 f64, I8 i8, I16 i16, I32 i32, I64 i64, U8 u8, U16 u16, U32 u32, U64 u64)
+    back!(F32 f32, F64 f64, F16 mdh_rt::value::f16, Bf16 mdh_rt::value::bf16, I8 i8, I16 i16, I32 i32, I64 i64, U8 u8, U16 u16, U32 u32, U64 u64)
 }
 
 /// The bytes of a param as the kernel takes it (bool as a byte, usize as
@@ -488,7 +488,7 @@ pub fn param_bytes(v: &Value) -> Vec<u8> {
             }
         };
     }
-    bytes!(F32, F64, I8, I16, I32, I64, U8, U16, U32, U64)
+    bytes!(F32, F64, F16, Bf16, I8, I16, I32, I64, U8, U16, U32, U64)
 }
 
 /// A [`Job`] compiled and its buffers on a device, ready to be run

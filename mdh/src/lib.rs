@@ -110,6 +110,27 @@ pub use mdh_rt::gpu_plan::GpuPlan;
 /// assert_eq!(mdh::Mma::ALL.len(), 3);
 /// ```
 pub use mdh_rt::gpu_plan::Mma;
+/// The 16-bit float element types, the `half` crate's `f16` and `bf16`, for
+/// buffers and params declared so: a kernel computes on them in f32 and
+/// rounds each operation's result to the type.
+///
+/// ```
+/// mdh::mdh! {
+///     pub kernel halve {
+///         inp(x: bf16[N]),
+///         out(y: bf16[N]),
+///         out_view(y: |i| (i)),
+///         md_hom[N](|a| a * 0.5, (CC)),
+///         inp_view(x: |i| (i)),
+///     }
+/// }
+/// let x = [1.0f32, 3.0].map(mdh::bf16::from_f32);
+/// let mut y = [mdh::bf16::ZERO; 2];
+/// halve::cpu(&x, &mut y, halve::Sizes { N: 2 })?;
+/// assert_eq!(y, [0.5f32, 1.5].map(mdh::bf16::from_f32));
+/// # Ok::<(), mdh::Error>(())
+/// ```
+pub use mdh_rt::value::{bf16, f16};
 /// A kernel's run-time failure: every generated function returns
 /// `Result<(), mdh::Error>` and never panics on bad arguments.
 ///
@@ -448,6 +469,7 @@ pub mod __rt {
     pub use mdh_rt::desc::{AccessDesc, AffineDesc, ArgSizes, Bound, BufDesc, KernelDesc, SizeOp};
     pub use mdh_rt::gpu_plan::{GpuPlan, Mma};
     pub use mdh_rt::value::Value;
+    pub use mdh_rt::value::{bf16, f16};
     pub use mdh_rt::{DimKind, ScalarType};
     pub use std::borrow::Cow;
     pub use std::sync::OnceLock;

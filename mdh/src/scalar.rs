@@ -56,7 +56,7 @@ macro_rules! float_min_max {
         }
     )*};
 }
-float_min_max!(f32, f64);
+float_min_max!(f32, f64, mdh_rt::value::f16, mdh_rt::value::bf16);
 
 #[cfg(test)]
 mod tests {

@@ -9,6 +9,7 @@
 //! arithmetic wraps, as in scalar generated code and in the interpreter.
 
 use core::ops::{Add, Div, Mul, Neg, Not, Rem, Sub};
+use mdh_rt::value::{bf16, f16};
 
 /// `N` lanes of `T`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -75,7 +76,7 @@ int_lane!(signed_abs: i8, i16, i32, i64);
 int_lane!(unsigned_abs: u8, u16, u32, u64, usize);
 
 macro_rules! float_lane {
-    ($($t:ty),*) => {$(
+    ($($t:ty: $abs:expr),*) => {$(
         impl Lane for $t {
             const INTEGER: bool = false;
             #[inline(always)] fn add(self, o: Self) -> Self { self + o }
@@ -86,12 +87,23 @@ macro_rules! float_lane {
             #[inline(always)] fn neg(self) -> Self { -self }
             #[inline(always)] fn min(self, o: Self) -> Self { <$t>::min(self, o) }
             #[inline(always)] fn max(self, o: Self) -> Self { <$t>::max(self, o) }
-            #[inline(always)] fn abs(self) -> Self { <$t>::abs(self) }
+            #[inline(always)] fn abs(self) -> Self {
+                let abs: fn($t) -> $t = $abs;
+                abs(self)
+            }
         }
     )*};
 }
 
-float_lane!(f32, f64);
+// The 16-bit floats (packed tiles hold them; no kernel computes on their
+// lanes yet): `half`'s operators compute in f32 and round to the type, and
+// the absolute value clears the sign bit.
+float_lane!(
+    f32: f32::abs,
+    f64: f64::abs,
+    f16: |x| f16::from_bits(x.to_bits() & 0x7fff),
+    bf16: |x| bf16::from_bits(x.to_bits() & 0x7fff)
+);
 
 impl Lane for bool {
     const INTEGER: bool = false;

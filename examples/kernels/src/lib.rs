@@ -47,3 +47,9 @@ include!("mandelbrot.rs");
 // Kernels of stages
 include!("softmax.rs");
 include!("matmul_bias_relu.rs");
+
+// 16-bit floats (`f16`, `bf16`): computed in f32, rounded to the type at
+// each operation, or widened with `as f32` for f32 sums (mixed precision)
+include!("map_half.rs");
+include!("matvec_f16.rs");
+include!("matmul_bf16.rs");

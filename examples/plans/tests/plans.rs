@@ -66,6 +66,7 @@ include!("../../kernels/src/reduce2.rs");
 include!("../../kernels/src/scan.rs");
 include!("../../kernels/src/mbbs.rs");
 include!("../../kernels/src/mandelbrot.rs");
+include!("../../kernels/src/matmul_bf16.rs");
 
 // ---------------------------------------------------------------------------
 // Random numbers, sizes and inputs
@@ -377,6 +378,38 @@ fn matmul() {
             s.I * s.J,
             sum_rtol(s.K, exact),
             |x, o| matmul::cpu(&x[0], &x[1], o, s),
+        )
+    });
+}
+
+/// bf16 inputs (packed as they are), products and sums in f32.
+#[test]
+fn matmul_bf16() {
+    let f = Family {
+        name: "matmul_bf16",
+        yaml: include_str!("../configs/matmul_bf16.yaml"),
+        names: &matmul_bf16::Sizes::NAMES,
+        listed: matmul_bf16::__CPU_ENTRIES,
+        max: &[("I", 97), ("J", 97), ("K", 97)],
+        cap: 30_000,
+    };
+    run_family(&f, CASES, |v, g| {
+        let s = sizes!(matmul_bf16, v; I, J, K);
+        let exact = g.below(2) == 0;
+        let bf16s =
+            |x: Vec<f32>| -> Vec<mdh::bf16> { x.into_iter().map(mdh::bf16::from_f32).collect() };
+        let a = bf16s(g.f32s_or_ints(s.I * s.K, exact));
+        let b = bf16s(g.f32s_or_ints(s.K * s.J, exact));
+        let (r, c) = check::guarded(s.I * s.J, f32::NAN, |c| matmul_bf16::cpu(&a, &b, c, s))?;
+        check::verify(
+            matmul_bf16::SPEC,
+            v,
+            &[a.into(), b.into()],
+            &[],
+            vec![nan(s.I * s.J).into()],
+            r,
+            &[c.into()],
+            sum_rtol(s.K, exact),
         )
     });
 }

@@ -46,6 +46,9 @@ macro_rules! with_families {
             scan: 4096;
             mbbs: 4096;
             mandelbrot: 1024;
+            map_half: 4096;
+            matvec_f16: 4096;
+            matmul_bf16: 4096;
         }
     };
 }
@@ -66,6 +69,13 @@ pub fn random_buffer(rng: &mut Rng, t: ScalarType, n: usize) -> Buffer {
     match t {
         ScalarType::F32 => Buffer::from(rng.f32s(n)),
         ScalarType::F64 => Buffer::from((0..n).map(|_| rng.unit() as f64).collect::<Vec<_>>()),
+        ScalarType::F16 | ScalarType::Bf16 => {
+            let mut b = Buffer::zeros(t, n);
+            for i in 0..n {
+                b.set(i, Value::F32(rng.unit()).cast(t).unwrap_or(Value::F32(0.0)));
+            }
+            b
+        }
         ScalarType::I32 => Buffer::from(rng.i32s(n, -8, 8)),
         ScalarType::U32 => Buffer::from(rng.u32s(n, 8)),
         ScalarType::I64 => Buffer::from(
@@ -95,6 +105,9 @@ pub fn sentinel(t: ScalarType, n: usize) -> Buffer {
     let v = match t {
         ScalarType::F32 => Value::F32(f32::NAN),
         ScalarType::F64 => Value::F64(f64::NAN),
+        ScalarType::F16 | ScalarType::Bf16 => {
+            Value::F32(f32::NAN).cast(t).unwrap_or(Value::F32(0.0))
+        }
         // Either value can be computed: `true` shows a forgotten element
         // half the time.
         ScalarType::Bool => Value::Bool(true),

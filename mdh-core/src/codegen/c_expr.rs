@@ -17,6 +17,9 @@
 
 use std::fmt::Write;
 
+use mdh_rt::value::Cast;
+
+use crate::interp::Value;
 use crate::spec::{
     BinOp, Block, BuiltinOp, Combination, Expr, ExprKind, Identity, Lit, Method, ReduceOp,
     ScalarType, Stmt, Type, UnOp,
@@ -31,10 +34,12 @@ pub enum Dialect {
 }
 
 impl Dialect {
-    /// The C type of a value of type `t` in registers.
+    /// The C type of a value of type `t` in registers (`f16` and `bf16`
+    /// values are `float`s that the type represents exactly: every
+    /// operation rounds its result with `mdh_rnd_T`, [`half_helpers`]).
     pub fn ty(self, t: ScalarType) -> &'static str {
         match (self, t) {
-            (_, ScalarType::F32) => "float",
+            (_, ScalarType::F32 | ScalarType::F16 | ScalarType::Bf16) => "float",
             (_, ScalarType::F64) => "double",
             (Dialect::OpenCl, ScalarType::I8) => "char",
             (Dialect::Cuda, ScalarType::I8) => "signed char",
@@ -50,10 +55,12 @@ impl Dialect {
     }
 
     /// The C type of a buffer element (OpenCL has no `bool` in buffers or
-    /// kernel arguments: bytes 0 / 1, as Rust stores `bool`).
+    /// kernel arguments: bytes 0 / 1, as Rust stores `bool`; `f16` and
+    /// `bf16` are their bits, converted by `mdh_ld_T` / `mdh_st_T`).
     pub fn storage_ty(self, t: ScalarType) -> &'static str {
         match t {
             ScalarType::Bool => "uchar",
+            ScalarType::F16 | ScalarType::Bf16 => "ushort",
             _ => self.ty(t),
         }
     }
@@ -93,9 +100,11 @@ impl Dialect {
 
     fn infinity(self, t: ScalarType) -> &'static str {
         match (self, t) {
-            (Dialect::OpenCl, ScalarType::F32) => "INFINITY",
+            (Dialect::OpenCl, ScalarType::F32 | ScalarType::F16 | ScalarType::Bf16) => "INFINITY",
             (Dialect::OpenCl, _) => "((double)INFINITY)",
-            (Dialect::Cuda, ScalarType::F32) => "__int_as_float(0x7f800000)",
+            (Dialect::Cuda, ScalarType::F32 | ScalarType::F16 | ScalarType::Bf16) => {
+                "__int_as_float(0x7f800000)"
+            }
             (Dialect::Cuda, _) => "__longlong_as_double(0x7ff0000000000000LL)",
         }
     }
@@ -107,7 +116,15 @@ impl Dialect {
     /// `u8` 251, issue 37), and only some of CUDA's conversion
     /// instructions saturate.
     fn cast(self, a: &str, from: ScalarType, to: ScalarType) -> String {
-        if from.is_float() && to.is_int() && self == Dialect::OpenCl {
+        // A 16-bit float is a `float` in registers: cast as one.
+        let from = if from.is_half() {
+            ScalarType::F32
+        } else {
+            from
+        };
+        if to.is_half() {
+            format!("mdh_rnd_{}((float)({a}))", to.name())
+        } else if from.is_float() && to.is_int() && self == Dialect::OpenCl {
             format!("convert_{}_sat_rtz({a})", self.ty(to))
         } else if from.is_float() && to.is_int() {
             format!("mdh_cvt_{}_{}({a})", to.name(), from.name())
@@ -122,6 +139,9 @@ impl Dialect {
 /// A C literal of value `v` and type `t` (integers that do not fit wrap,
 /// like `v as t`).
 pub fn int_lit(d: Dialect, v: u128, t: ScalarType) -> String {
+    if let Some(h) = half_lit(d, v, t) {
+        return h;
+    }
     match t {
         ScalarType::F32 => float_lit(d, v as f64, t),
         ScalarType::F64 => float_lit(d, v as f64, t),
@@ -144,11 +164,90 @@ pub fn int_lit(d: Dialect, v: u128, t: ScalarType) -> String {
 }
 
 pub fn float_lit(d: Dialect, v: f64, t: ScalarType) -> String {
+    if let Some(h) = half_lit(d, v, t) {
+        return h;
+    }
     match t {
         ScalarType::F32 if (v as f32).is_finite() => format!("{:?}f", v as f32),
         ScalarType::F64 if v.is_finite() => format!("{v:?}"),
         _ => d.infinity(t).into(),
     }
+}
+
+/// A literal of the 16-bit float type `t`: the `float` of `v` rounded to
+/// it (the interpreter's `Cast`: through `f32`).
+fn half_lit(d: Dialect, v: impl Cast, t: ScalarType) -> Option<String> {
+    if !t.is_half() {
+        return None;
+    }
+    match v.cast_to(t)?.cast(ScalarType::F32)? {
+        Value::F32(x) => Some(float_lit(d, x as f64, ScalarType::F32)),
+        _ => None,
+    }
+}
+
+/// `e`, an element of type `t` as a buffer stores it, as a register value.
+pub fn from_storage(t: ScalarType, e: &str) -> String {
+    if t.is_half() {
+        format!("mdh_ld_{}({e})", t.name())
+    } else {
+        e.to_string()
+    }
+}
+
+/// `e`, a register value of type `t`, as a buffer stores it.
+pub fn to_storage(t: ScalarType, e: &str) -> String {
+    if t.is_half() {
+        format!("mdh_st_{}({e})", t.name())
+    } else {
+        e.to_string()
+    }
+}
+
+/// The C definitions of the conversions of the 16-bit float types `types`
+/// (bits in a `ushort`, values in a `float`): `mdh_ld_T` (bits to value,
+/// exact), `mdh_st_T` (value to bits, rounded to nearest, ties to even,
+/// NaN kept a NaN) and `mdh_rnd_T` (a `float` rounded to the type), the
+/// `half` crate's conversions written with integer operations, so that
+/// they need no `cl_khr_fp16` and compile alike in both dialects and in
+/// the CPU execution of CUDA C.
+pub fn half_helpers(d: Dialect, types: &[ScalarType]) -> String {
+    let (h, bits, float) = match d {
+        Dialect::OpenCl => ("static inline", "as_uint", "as_float"),
+        Dialect::Cuda => (d.helper(), "__float_as_uint", "__uint_as_float"),
+    };
+    let mut s = String::new();
+    for &t in types {
+        let body_ld = match t {
+            ScalarType::Bf16 => format!("return {float}((uint)b << 16);"),
+            // Normal and zero: rebias the exponent; subnormal: the value
+            // is its mantissa times 2^-24 (exact in a float); all ones:
+            // infinity or NaN.
+            _ => format!(
+                "uint s = ((uint)b & 0x8000u) << 16, e = ((uint)b >> 10) & 0x1fu, m = (uint)b & 0x3ffu;                  if (e == 0x1fu) return {float}(s | 0x7f800000u | (m << 13));                  if (e == 0u) {{ float f = (float)m * 5.9604644775390625e-8f; return s ? -f : f; }}                  return {float}(s | ((e + 112u) << 23) | (m << 13));"
+            ),
+        };
+        let body_st = match t {
+            ScalarType::Bf16 => format!(
+                "uint u = {bits}(x);                  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);                  return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);"
+            ),
+            // Beyond the largest finite value (rounded): infinity; below
+            // the smallest normal: the subnormal's mantissa, rounded to
+            // even by the float addition of 0.5 (exact below 2^23); else
+            // the rebiased exponent and mantissa, rounded to even.
+            _ => format!(
+                "uint u = {bits}(x), s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;                  if (a > 0x7f800000u) return (ushort)(s | 0x7e00u | (a >> 13));                  if (a >= 0x477ff000u) return (ushort)(s | 0x7c00u);                  if (a < 0x38800000u) {{ float f = {float}(a) * 16777216.0f; uint m = (uint)f; float r = f - (float)m;                  if (r > 0.5f || (r == 0.5f && (m & 1u))) m++; return (ushort)(s | m); }}                  uint v = a - 0x38000000u; v = v + 0xfffu + ((v >> 13) & 1u); return (ushort)(s | (v >> 13));"
+            ),
+        };
+        let n = t.name();
+        let _ = writeln!(s, "{h} float mdh_ld_{n}(ushort b) {{ {body_ld} }}");
+        let _ = writeln!(s, "{h} ushort mdh_st_{n}(float x) {{ {body_st} }}");
+        let _ = writeln!(
+            s,
+            "{h} float mdh_rnd_{n}(float x) {{ return mdh_ld_{n}(mdh_st_{n}(x)); }}"
+        );
+    }
+    s
 }
 
 /// The C definitions of the helpers `mdh_div_T` and `mdh_rem_T` for the
@@ -565,13 +664,30 @@ impl Lowering {
             let f = if op == BinOp::Div { "div" } else { "rem" };
             return format!("mdh_{f}_{}({a}, {b})", t.name());
         }
-        if t.is_float() && op == BinOp::Rem {
-            return format!("fmod({a}, {b})");
+        let v = if t.is_float() && op == BinOp::Rem {
+            format!("fmod({a}, {b})")
+        } else {
+            format!("({a} {} {b})", op.symbol())
+        };
+        if t.is_half() && !op.is_comparison() {
+            format!("mdh_rnd_{}({v})", t.name())
+        } else {
+            v
         }
-        format!("({a} {} {b})", op.symbol())
     }
 
     fn method(&self, m: Method, t: ScalarType, r: &str, args: &[String]) -> String {
+        let v = self.float_method(m, t, r, args);
+        if t.is_half() {
+            format!("mdh_rnd_{}({v})", t.name())
+        } else {
+            v
+        }
+    }
+
+    /// A method's value, in the receiver's C type (before the rounding of
+    /// a 16-bit float type).
+    fn float_method(&self, m: Method, t: ScalarType, r: &str, args: &[String]) -> String {
         let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
         match m {
             Method::Abs if t.is_int() => {

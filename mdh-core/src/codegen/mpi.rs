@@ -22,7 +22,9 @@ fn access_op(k: &Checked, o: usize, t: ScalarType) -> (TokenStream, TokenStream)
     let (body, builtin, commutative) = match k.op(o) {
         Some(op) => {
             let builtin = match op {
-                ReduceOp::Builtin(b, _) if t != ScalarType::Bool => {
+                // MPI's operations know neither `bool` nor the 16-bit
+                // floats (moved as their bits): user operations for those.
+                ReduceOp::Builtin(b, _) if t != ScalarType::Bool && !t.is_half() => {
                     let v = match b {
                         BuiltinOp::Add => quote!(Sum),
                         BuiltinOp::Mul => quote!(Product),

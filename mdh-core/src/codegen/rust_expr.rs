@@ -2,9 +2,11 @@
 //! arithmetic wraps (as in the interpreter), literals carry their checked
 //! types, so the generated code means exactly what the interpreter computes.
 
+use mdh_rt::value::Cast;
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{format_ident, quote};
 
+use crate::interp::Value;
 use crate::spec::{
     BinOp, Block, BuiltinOp, Combination, Expr, ExprKind, Identity, Lit, Method, ReduceOp,
     ScalarType, Stmt, Type, UnOp,
@@ -12,12 +14,33 @@ use crate::spec::{
 
 pub fn ty(t: ScalarType) -> TokenStream {
     let id = Ident::new(t.name(), Span::call_site());
-    quote!(#id)
+    if t.is_half() {
+        // The `half` crate's type, as `mdh` re-exports it.
+        quote!(::mdh::__rt::#id)
+    } else {
+        quote!(#id)
+    }
+}
+
+/// A literal of the 16-bit float type `t` (`f16`, `bf16`), as the bits of
+/// `v` rounded to it (the interpreter's `Cast`: through `f32`).
+fn half_lit(v: impl Cast, t: ScalarType) -> Option<TokenStream> {
+    let bits = match v.cast_to(t)? {
+        Value::F16(h) => h.to_bits(),
+        Value::Bf16(b) => b.to_bits(),
+        _ => return None,
+    };
+    let tt = ty(t);
+    let bits = Literal::u16_suffixed(bits);
+    Some(quote!(#tt::from_bits(#bits)))
 }
 
 /// A literal of type `t` with value `v` (integers that do not fit `t` wrap,
 /// like `v as t`).
 pub fn int_lit(v: u128, t: ScalarType) -> TokenStream {
+    if let Some(h) = half_lit(v, t) {
+        return h;
+    }
     let fits = |max: u128| v <= max;
     let l = match t {
         ScalarType::F32 => Literal::f32_suffixed(v as f32),
@@ -42,6 +65,9 @@ pub fn int_lit(v: u128, t: ScalarType) -> TokenStream {
 }
 
 pub fn float_lit(v: f64, t: ScalarType) -> TokenStream {
+    if let Some(h) = half_lit(v, t) {
+        return h;
+    }
     match t {
         ScalarType::F32 if (v as f32).is_finite() => {
             let l = Literal::f32_suffixed(v as f32);
@@ -145,11 +171,7 @@ pub fn expr(e: &Expr) -> TokenStream {
             // Operand type decides the arithmetic (comparisons return bool).
             binary(*op, *t, &expr(a), &expr(b))
         }
-        ExprKind::Cast(a, t, _) => {
-            let a = expr(a);
-            let t = ty(*t);
-            quote!(((#a) as #t))
-        }
+        ExprKind::Cast(a, to, from) => cast(expr(a), *from, *to),
         ExprKind::MethodCall(recv, m, args, t) => {
             let t = *t;
             let r = expr(recv);
@@ -159,6 +181,17 @@ pub fn expr(e: &Expr) -> TokenStream {
                     min_max(*m, t, &r, &args.first().cloned().unwrap_or_default())
                 }
                 Method::Abs if t.is_int() => quote!((#r).wrapping_abs()),
+                _ if t.is_half() => {
+                    // Computed in f32, rounded to the type.
+                    let name = format_ident!("{}", m.name());
+                    // Arguments have the receiver's type, but `powi`'s (an `i32`).
+                    let args = args.iter().map(|a| match m {
+                        Method::Powi => a.clone(),
+                        _ => quote!((#a).to_f32()),
+                    });
+                    let tt = ty(t);
+                    quote!(#tt::from_f32((#r).to_f32().#name(#(#args),*)))
+                }
                 _ => {
                     let name = format_ident!("{}", m.name());
                     quote!((#r).#name(#(#args),*))
@@ -198,6 +231,22 @@ pub fn expr(e: &Expr) -> TokenStream {
             quote!(for #var in (#lo)..(#hi) #body)
         }
         ExprKind::Break => quote!(break),
+    }
+}
+
+/// `a as to` for a value `a` of type `from`: Rust's `as`, to and from the
+/// 16-bit float types through `f32`.
+fn cast(a: TokenStream, from: ScalarType, to: ScalarType) -> TokenStream {
+    let a = if from.is_half() {
+        quote!((#a).to_f32())
+    } else {
+        a
+    };
+    let tt = ty(to);
+    if to.is_half() {
+        quote!(#tt::from_f32((#a) as f32))
+    } else {
+        quote!(((#a) as #tt))
     }
 }
 

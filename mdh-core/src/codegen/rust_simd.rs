@@ -4,7 +4,8 @@
 //! Only pure expressions are vectorized: no loops, `break`, assignment or
 //! mutable bindings, and no integer division under an `if` (both branches of
 //! a vectorized `if` are evaluated, which must not trap where the scalar code
-//! would not). Other kernels use the scalar register tile.
+//! would not); and no value of a 16-bit float type (`V` has no lanes of
+//! `f16` or `bf16`). Other kernels use the scalar register tile.
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -19,7 +20,12 @@ pub fn vectorizable(e: &Expr) -> bool {
         ExprKind::Binary(BinOp::Div | BinOp::Rem, _, _, t) => !t.is_float(),
         _ => false,
     };
-    pure(e) && !(any(e, &is_if) && any(e, &is_int_div))
+    let is_half = |x: &Expr| match &x.ty {
+        Type::Scalar(t) => t.is_half(),
+        Type::Tuple(ts) => ts.iter().any(|t| t.is_half()),
+        Type::Unit | Type::Never => false,
+    };
+    pure(e) && !(any(e, &is_if) && any(e, &is_int_div)) && !any(e, &is_half)
 }
 
 /// No loops, `break`, assignments or mutable or deferred bindings; every

@@ -639,3 +639,52 @@ fn interp_buffer_api() {
     assert_eq!(Buffer::from(vec![true]).get(0), Value::Bool(true));
     assert_eq!(Value::from(2.5f64).ty(), ScalarType::F64);
 }
+
+/// `f16` and `bf16` compute in f32 and round every result to the type: an
+/// f16 sum of 2048 and ones stays 2048 (2049 rounds to even), the same
+/// values widened `as f32` sum exactly; methods and literals round alike.
+#[test]
+fn interp_half_rounds_every_operation() {
+    let sum = |body: TokenStream, out: TokenStream| {
+        kernel(quote! {
+            kernel s {
+                inp(x: f16[N]),
+                out(y: #out[]),
+                out_view(y: |n| ()),
+                md_hom[N](#body, (PW(+))),
+                inp_view(x: |n| (n)),
+            }
+        })
+    };
+    let x: Vec<f16> = [2048.0f32, 1.0, 1.0].map(f16::from_f32).to_vec();
+    let k = sum(quote!(|v| v), quote!(f16));
+    let out = exec(
+        &k,
+        &[("N", 3)],
+        &[x.clone().into()],
+        vec![Buffer::zeros(ScalarType::F16, 1)],
+        &[],
+    );
+    assert_eq!(out[0].as_f16().unwrap(), &[f16::from_f32(2048.0)]);
+    let k = sum(quote!(|v| v as f32), quote!(f32));
+    let out = exec(
+        &k,
+        &[("N", 3)],
+        &[x.into()],
+        vec![Buffer::zeros(ScalarType::F32, 1)],
+        &[],
+    );
+    assert_eq!(out[0].as_f32().unwrap(), &[2050.0]);
+    assert_eq!(
+        method(Value::Bf16(bf16::from_f32(2.0)), Method::Sqrt, &[]),
+        Ok(Value::Bf16(bf16::from_f32(2f32.sqrt())))
+    );
+    assert_eq!(
+        literal(&Lit::Float(0.1, None), ScalarType::F16),
+        Ok(Value::F16(f16::from_f32(0.1)))
+    );
+    assert_eq!(
+        neutral(BuiltinOp::Max, ScalarType::Bf16),
+        Some(Value::Bf16(bf16::NEG_INFINITY))
+    );
+}

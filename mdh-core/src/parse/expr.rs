@@ -44,8 +44,8 @@ fn bad_type(ty: &syn::Type, what: &str) -> syn::Error {
     err(
         ty,
         format!(
-            "`{}` is not a scalar type; {what} must be one of f32, f64, i8, i16, i32, i64, u8, \
-             u16, u32, u64, usize or bool",
+            "`{}` is not a scalar type; {what} must be one of f32, f64, f16, bf16, i8, i16, \
+             i32, i64, u8, u16, u32, u64, usize or bool",
             tokens_text(ty)
         ),
     )
@@ -110,10 +110,12 @@ fn float_lit(l: &syn::LitFloat) -> syn::Result<Expr> {
         "" => None,
         "f32" => Some(ScalarType::F32),
         "f64" => Some(ScalarType::F64),
+        "f16" => Some(ScalarType::F16),
+        "bf16" => Some(ScalarType::Bf16),
         s => {
             return Err(err(
                 l,
-                format!("unsupported float literal suffix `{s}`; use `f32`, `f64` or no suffix"),
+                format!("unsupported float literal suffix `{s}`; use `f32`, `f64`, `f16`, `bf16` or no suffix"),
             ))
         }
     };

@@ -95,7 +95,8 @@ fn closest_clause(name: &str) -> Option<ClauseKind> {
 const CLAUSE_LIST: &str = "`inp(...)`, `out(...)`, `params(...)`, `out_view(...)`, \
                            `md_hom[...](...)` and `inp_view(...)`";
 
-pub(super) const TYPE_LIST: &str = "f32, f64, i8, i16, i32, i64, u8, u16, u32, u64 or bool";
+pub(super) const TYPE_LIST: &str =
+    "f32, f64, f16, bf16, i8, i16, i32, i64, u8, u16, u32, u64 or bool";
 
 #[derive(Clone)]
 pub(super) struct RawBuf {

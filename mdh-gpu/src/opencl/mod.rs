@@ -154,6 +154,9 @@ elements!(
     i8 => "char", i16 => "short", i32 => "int", i64 => "long",
     u8 => "uchar", u16 => "ushort", u32 => "uint", u64 => "ulong",
     bool => "uchar",
+    // The 16-bit floats as their bits: kernels convert them (no
+    // `cl_khr_fp16` needed).
+    mdh_rt::value::f16 => "ushort", mdh_rt::value::bf16 => "ushort",
 );
 
 /// The size of an OpenCL C scalar type as `clGetKernelArgInfo` names it

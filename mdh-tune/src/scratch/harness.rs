@@ -92,6 +92,7 @@ fn parse(ty: ScalarType, s: &str) -> Option<Value> {
     Some(match ty {
         ScalarType::F32 => Value::F32(s.parse().ok()?),
         ScalarType::F64 => Value::F64(s.parse().ok()?),
+        t if t.is_half() => Value::F32(s.parse().ok()?).cast(t)?,
         ScalarType::Bool => Value::Bool(s.parse().ok()?),
         t => Value::I64(s.parse().ok()?).cast(t)?,
     })

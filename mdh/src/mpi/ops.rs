@@ -22,6 +22,52 @@ fn count_sent<T>(n: usize) {
     BYTES_SENT.fetch_add(bytes, Ordering::Relaxed);
 }
 
+/// An element type the collectives move, as MPI's datatype `Bits`: MPI's
+/// own types as themselves, the 16-bit floats (which MPI has not) as their
+/// bits, combined only by user operations (`Op::builtin` is `None` for
+/// them).
+///
+/// # Safety
+///
+/// `Self` and `Bits` have the same size and alignment, and every bit
+/// pattern of one is a valid value of the other.
+pub unsafe trait Wire: Copy + Default + 'static {
+    type Bits: Equivalence + Copy;
+}
+
+macro_rules! wire_as_itself {
+    ($($t:ty),*) => {$(
+        // SAFETY: the same type.
+        unsafe impl Wire for $t {
+            type Bits = $t;
+        }
+    )*};
+}
+wire_as_itself!(f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool);
+
+// SAFETY: `half`'s types are `repr(transparent)` over a `u16`, and every
+// `u16` is one of their values.
+unsafe impl Wire for mdh_rt::value::f16 {
+    type Bits = u16;
+}
+// SAFETY: as for `f16`.
+unsafe impl Wire for mdh_rt::value::bf16 {
+    type Bits = u16;
+}
+
+/// `v` as MPI moves it.
+fn bits<T: Wire>(v: &[T]) -> &[T::Bits] {
+    // SAFETY: `Wire`'s promise (same layout, every pattern valid); the
+    // borrow of `v` guards the slice.
+    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const T::Bits, v.len()) }
+}
+
+/// `v` as MPI moves it, to be written.
+fn bits_mut<T: Wire>(v: &mut [T]) -> &mut [T::Bits] {
+    // SAFETY: as in `bits`, with the unique borrow of `v`.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut T::Bits, v.len()) }
+}
+
 /// A combine operator over `T`, as generated for a kernel's output access.
 pub trait Combine<T> {
     fn combine(a: T, b: T) -> T;
@@ -89,7 +135,8 @@ impl<T: Copy + 'static> Op<T> {
 
     fn user(&self) -> UnsafeUserOperation {
         // SAFETY: `user` is `apply::<T, C>`, which MPI calls only in the
-        // collectives of `Output<T>`, all over buffers of `T`.
+        // collectives of `Output<T>`, all over buffers of `T` (moved as
+        // `T::Bits`, of `T`'s layout: `Wire`).
         unsafe { UnsafeUserOperation::new(self.commutative, self.user) }
     }
 }
@@ -156,15 +203,15 @@ impl<'a, T> Output<'a, T> {
     }
 }
 
-impl<T: Equivalence + Copy + Default + 'static> OutBuf for Output<'_, T> {
+impl<T: Wire> OutBuf for Output<'_, T> {
     fn all_reduce(&mut self, comm: &SimpleCommunicator, a: usize, pts: &Points) {
         let mut send = Vec::with_capacity(pts.count());
         self.pack(pts, &mut send);
         let mut recv = vec![T::default(); send.len()];
         count_sent::<T>(send.len());
         match self.ops[a].system() {
-            Some(op) => comm.all_reduce_into(&send[..], &mut recv[..], op),
-            None => comm.all_reduce_into(&send[..], &mut recv[..], &self.ops[a].user()),
+            Some(op) => comm.all_reduce_into(bits(&send), bits_mut(&mut recv), op),
+            None => comm.all_reduce_into(bits(&send), bits_mut(&mut recv), &self.ops[a].user()),
         }
         self.unpack(pts, &recv);
     }
@@ -183,8 +230,10 @@ impl<T: Equivalence + Copy + Default + 'static> OutBuf for Output<'_, T> {
         let mut carry = vec![T::default(); totals.len()];
         count_sent::<T>(totals.len());
         match self.ops[a].system() {
-            Some(op) => comm.exclusive_scan_into(&totals[..], &mut carry[..], op),
-            None => comm.exclusive_scan_into(&totals[..], &mut carry[..], &self.ops[a].user()),
+            Some(op) => comm.exclusive_scan_into(bits(&totals), bits_mut(&mut carry), op),
+            None => {
+                comm.exclusive_scan_into(bits(&totals), bits_mut(&mut carry), &self.ops[a].user())
+            }
         }
         if comm.rank() == 0 {
             return; // the first part has nothing on its left (its `carry` is undefined)
@@ -232,16 +281,16 @@ impl<T: Equivalence + Copy + Default + 'static> OutBuf for Output<'_, T> {
         let mut all = vec![T::default(); total];
         match root {
             None => {
-                let mut part = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
-                comm.all_gather_varcount_into(&mine[..], &mut part);
+                let mut part = PartitionMut::new(bits_mut(&mut all), &counts[..], &displs[..]);
+                comm.all_gather_varcount_into(bits(&mine), &mut part);
             }
             Some(r) => {
                 let root_proc = comm.process_at_rank(r as mpi::Rank);
                 if comm.rank() as usize == r {
-                    let mut part = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
-                    root_proc.gather_varcount_into_root(&mine[..], &mut part);
+                    let mut part = PartitionMut::new(bits_mut(&mut all), &counts[..], &displs[..]);
+                    root_proc.gather_varcount_into_root(bits(&mine), &mut part);
                 } else {
-                    root_proc.gather_varcount_into(&mine[..]);
+                    root_proc.gather_varcount_into(bits(&mine));
                     return Ok(());
                 }
             }

@@ -5,7 +5,7 @@
 
 use mdh_rt::desc::{KernelDesc, SizeCode};
 use mdh_rt::types::{DimKind, ScalarType};
-use mdh_rt::value::{Buffer, Value};
+use mdh_rt::value::{bf16, f16, Buffer, Value};
 
 /// A deterministic input buffer: floats uniform in [0, 1) (reductions of
 /// one sign, see the tolerance), integers in 0..8, booleans by coin.
@@ -19,6 +19,9 @@ fn input(ty: ScalarType, len: usize, seed: &mut u64) -> Buffer {
         let x = match ty {
             ScalarType::F32 => Value::F32(r as f32 / (1u32 << 24) as f32),
             ScalarType::F64 => Value::F64(r as f64 / (1u32 << 24) as f64),
+            t if t.is_half() => Value::F64(r as f64 / (1u32 << 24) as f64)
+                .cast(t)
+                .unwrap_or(Value::U8(0)),
             ScalarType::Bool => Value::Bool(r & 1 == 1),
             t => Value::U8((r % 8) as u8).cast(t).unwrap_or(Value::U8(0)),
         };
@@ -108,6 +111,34 @@ impl Tol {
         16.0 * eps * (self.terms.max(1) as f64).sqrt()
     }
 
+    /// Whether the values `a` and `b` agree: floats by [`Tol::close`] with
+    /// their type's machine epsilon, `f16` and `bf16` also at least
+    /// `4 · ε · √terms` relative (their own ε: each of their operations
+    /// rounds to the type, sums included, so reductions in other orders
+    /// differ by that much), other types exactly.
+    pub fn agree(self, a: Value, b: Value) -> bool {
+        let half = |eps: f64| Tol {
+            rel: match self.rel {
+                0.0 => 0.0,
+                rel => rel.max(4.0 * eps * (self.terms.max(1) as f64).sqrt()),
+            },
+            ..self
+        };
+        match (a, b) {
+            (Value::F32(a), Value::F32(b)) => self.close(a as f64, b as f64, f32::EPSILON as f64),
+            (Value::F64(a), Value::F64(b)) => self.close(a, b, f64::EPSILON),
+            (Value::F16(a), Value::F16(b)) => {
+                let eps = f16::EPSILON.to_f64();
+                half(eps).close(a.to_f64(), b.to_f64(), eps)
+            }
+            (Value::Bf16(a), Value::Bf16(b)) => {
+                let eps = bf16::EPSILON.to_f64();
+                half(eps).close(a.to_f64(), b.to_f64(), eps)
+            }
+            (a, b) => a == b,
+        }
+    }
+
     /// Whether `a` and `b`, of a type of machine epsilon `eps`, agree (NaN
     /// with NaN).
     pub fn close(self, a: f64, b: f64, eps: f64) -> bool {
@@ -151,14 +182,7 @@ pub fn tolerance(desc: &KernelDesc, sizes: &[usize]) -> Tol {
 pub fn mismatch(got: &[Buffer], want: &[Buffer], tol: Tol) -> Option<String> {
     for (o, (g, w)) in got.iter().zip(want).enumerate() {
         for i in 0..g.len() {
-            let ok = match (g.get(i), w.get(i)) {
-                (Value::F32(a), Value::F32(b)) => {
-                    tol.close(a as f64, b as f64, f32::EPSILON as f64)
-                }
-                (Value::F64(a), Value::F64(b)) => tol.close(a, b, f64::EPSILON),
-                (a, b) => a == b,
-            };
-            if !ok {
+            if !tol.agree(g.get(i), w.get(i)) {
                 return Some(format!(
                     "output #{o}[{i}] is {}, the reference says {}",
                     g.get(i),
@@ -168,4 +192,29 @@ pub fn mismatch(got: &[Buffer], want: &[Buffer], tol: Tol) -> Option<String> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 16-bit float results compare within their own ε (`f16`: 2⁻¹⁰,
+    /// `bf16`: 2⁻⁷), grown with the reduction's length; exact stays exact.
+    #[test]
+    fn half_results_agree_within_their_own_epsilon() {
+        let h = |x: f32| Value::F16(f16::from_f32(x));
+        let b = |x: f32| Value::Bf16(bf16::from_f32(x));
+        let tol = sum_tol(1);
+        // One f16 ulp at 1 (about 1e-3) is 10 times f32's tolerance; the
+        // floor 16 · ε and 4 · ε relative allow about 0.02 there.
+        assert!(tol.agree(h(1.0), h(1.0 + 1.0 / 1024.0)));
+        assert!(!tol.agree(h(1.0), h(1.03)));
+        assert!(tol.agree(b(100.0), b(100.5)));
+        assert!(!tol.agree(b(100.0), b(104.0)));
+        // 10 000 terms: 4 · ε · 100 relative.
+        assert!(sum_tol(10_000).agree(b(100.0), b(104.0)));
+        assert!(!Tol::EXACT.agree(h(1.0), h(1.0 + 1.0 / 1024.0)));
+        assert!(Tol::EXACT.agree(h(f32::NAN), h(f32::NAN)));
+        assert!(!sum_tol(1).agree(Value::F32(1.0), Value::F32(1.001)));
+    }
 }

@@ -5,6 +5,7 @@ use super::{describe_ity, is_literal, is_zero_int_literal, BKind, ITy, Infer, Sl
 use crate::check::messages::plural;
 use crate::spec::parsed::{Block, Expr, ExprKind, Stmt};
 use crate::spec::{BinOp, Lit, Method, ScalarType, SpanRange, UnOp};
+use mdh_rt::value::{bf16, f16};
 use syn::Ident;
 
 impl Infer<'_> {
@@ -28,11 +29,15 @@ impl Infer<'_> {
         let span = e.range;
         match &e.kind {
             ExprKind::Lit(Lit::Int(value, suffix), _) => self.int_lit(*value, *suffix, span),
-            ExprKind::Lit(Lit::Float(_, suffix), _) => {
+            ExprKind::Lit(Lit::Float(value, suffix), _) => {
                 let v = match suffix {
                     Some(t) => self.known(*t),
                     None => self.vars.fresh(Class::FloatLit),
                 };
+                let value = *value;
+                self.defer(v, span, move |t| {
+                    beyond_half(value, &format!("{value:?}"), t)
+                });
                 self.operation(v)
             }
             ExprKind::Lit(Lit::Bool(_), _) => {
@@ -82,6 +87,9 @@ impl Infer<'_> {
                         "an integer literal cannot be a `bool`; write `true` or `false`"
                             .to_string(),
                     )
+                }
+                ScalarType::F16 | ScalarType::Bf16 => {
+                    return beyond_half(value as f64, &value.to_string(), t)
                 }
                 ScalarType::F32 | ScalarType::F64 => return None,
             };
@@ -530,4 +538,20 @@ impl Infer<'_> {
         self.scope.truncate(mark);
         t
     }
+}
+
+/// Why a literal `value` (written `shown`) does not fit the 16-bit float
+/// type `t` (it rounds to infinity), if it does not.
+fn beyond_half(value: f64, shown: &str, t: ScalarType) -> Option<String> {
+    let (inf, max) = match t {
+        ScalarType::F16 => (f16::from_f32(value as f32).is_infinite(), f16::MAX.to_f64()),
+        ScalarType::Bf16 => (
+            bf16::from_f32(value as f32).is_infinite(),
+            bf16::MAX.to_f64(),
+        ),
+        _ => return None,
+    };
+    inf.then(|| {
+        format!("the literal `{shown}` does not fit in `{t}` (its largest finite value is {max:e}); use a smaller constant, or compute in `f32` and cast the result with `as {t}`")
+    })
 }

@@ -186,10 +186,12 @@ impl<'k> Gen<'k> {
     }
 
     /// The factors `a`, `b` of a kernel whose scalar function is a float
-    /// product `a * b` combined by `PW(+)`: a multiply-add to fuse.
+    /// product `a * b` combined by `PW(+)`: a multiply-add to fuse (not of
+    /// a 16-bit float type, which rounds the product and the sum each).
     pub(super) fn fusable_product(&self) -> Option<(&Expr, &Expr)> {
         let single_float_sum = self.n_out() == 1
             && self.out_tys[0].is_float()
+            && !self.out_tys[0].is_half()
             && matches!(self.ops[0], Some(ReduceOp::Builtin(BuiltinOp::Add, _)));
         match &self.k.scalar_fn.body.kind {
             ExprKind::Binary(BinOp::Mul, a, b, _) if single_float_sum => Some((a, b)),

@@ -14,7 +14,7 @@
 use std::fmt::Write;
 
 use super::{item_index, private_loop, Emit};
-use crate::codegen::c_expr::{Dialect, Lowering};
+use crate::codegen::c_expr::{from_storage, Dialect, Lowering};
 use crate::spec::ScalarType;
 use mdh_rt::names::{self, IDX, WG_ITEMS};
 
@@ -369,7 +369,7 @@ impl Emit<'_> {
                             format!("p{y}")
                         }
                     });
-                    l.line(&format!("{frag}[{idx}] = {e};"));
+                    l.line(&format!("{frag}[{idx}] = {};", from_storage(t, e)));
                 }
             });
             for _ in dims {

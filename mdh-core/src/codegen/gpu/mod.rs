@@ -49,7 +49,10 @@ mod stages;
 mod words;
 
 use crate::analysis::Checked;
-use crate::codegen::c_expr::{float_cast_helpers, identity, int_div_helpers, Dialect, Lowering};
+use crate::codegen::c_expr::{
+    float_cast_helpers, from_storage, half_helpers, identity, int_div_helpers, to_storage, Dialect,
+    Lowering,
+};
 use crate::spec::{DimKind, ReduceOp, ScalarType, Type};
 use mdh_rt::names::{
     self, BLOCKED, DYN_SHARED, IDX, KEPT_POINTS, LANES, MMA, PW_GROUPS, PW_ITEMS, STAGES, WG_ITEMS,
@@ -213,7 +216,7 @@ impl<'k> Emit<'k> {
             let v = if prm.ty == ScalarType::Bool {
                 format!("(arg_{} != 0)", prm.name)
             } else {
-                format!("arg_{}", prm.name)
+                from_storage(prm.ty, &format!("arg_{}", prm.name))
             };
             l.bind(&prm.name.to_string(), &v);
         }
@@ -272,7 +275,8 @@ impl<'k> Emit<'k> {
     /// when its buffer is cached there (`#if LOCAL{b}`), else from global.
     fn load(&self, b: usize, a: usize) -> String {
         let (local, global) = self.load_parts(b, a);
-        format!("MDH_LOAD{b}(({local}), ({global}))")
+        let t = self.k.inputs[b].ty;
+        from_storage(t, &format!("MDH_LOAD{b}(({local}), ({global}))"))
     }
 
     /// The index in local memory and the offset in global memory of input
@@ -674,9 +678,10 @@ impl<'k> Emit<'k> {
     /// Writes `acc{o}[q]` of every output access at kept point `i`.
     fn write_results(&self, l: &mut Lowering) {
         l.line(&format!("#if {PW_GROUPS} == 1"));
-        for (o, &(b, a, _)) in self.outs.iter().enumerate() {
+        for (o, &(b, a, t)) in self.outs.iter().enumerate() {
             let off = self.linear(&names::output_access(b, a), &self.kept);
-            l.line(&format!("out{b}[{off}] = acc{o}[q];"));
+            let v = to_storage(t, &format!("acc{o}[q]"));
+            l.line(&format!("out{b}[{off}] = {v};"));
         }
         l.line("#else");
         let mut gpw = String::from("0");
@@ -687,9 +692,10 @@ impl<'k> Emit<'k> {
         for &x in &self.kept {
             kept_lin = format!("({kept_lin}) * {} + i{x}", names::extent(x));
         }
-        for (o, _) in self.outs.iter().enumerate() {
+        for (o, &(_, _, t)) in self.outs.iter().enumerate() {
+            let v = to_storage(t, &format!("acc{o}[q]"));
             l.line(&format!(
-                "part{o}[({gpw}) * {KEPT_POINTS} + ({kept_lin})] = acc{o}[q];"
+                "part{o}[({gpw}) * {KEPT_POINTS} + ({kept_lin})] = {v};"
             ));
         }
         l.line("#endif");
@@ -732,6 +738,9 @@ impl<'k> Emit<'k> {
         let _ = writeln!(src, "#define SCAN_CHUNK {SCAN_CHUNK}");
         src.push_str(&int_div_helpers(self.d, &self.int_divs.borrow()));
         src.push_str(&float_cast_helpers(self.d, &self.float_casts.borrow()));
+        let halves = [ScalarType::F16, ScalarType::Bf16];
+        let halves: Vec<ScalarType> = halves.into_iter().filter(|&t| uses(t)).collect();
+        src.push_str(&half_helpers(self.d, &halves));
         // MDH_SHFL: the lanes per run of PW work-items combined by shuffles,
         // the largest power of two that divides PW_ITEMS and a warp.
         match self.w.warp {
@@ -952,6 +961,12 @@ mod tests {
         assert!(cuda.contains("cvt.rna.tf32.f32"), "{cuda}");
         assert!(cuda.contains("mdh_mma1(acc0["), "{cuda}");
         assert!(!template(&k, Dialect::OpenCl).contains("mma"));
+        // bf16 inputs widened `as f32`: the same mma, on the exact f32 values.
+        let mixed = crate::fixtures::compiled(&crate::fixtures::example("matmul_bf16"));
+        assert!(KernelDesc::from_kernel(&mixed).contraction);
+        let mixed = template(&mixed, Dialect::Cuda);
+        assert!(mixed.contains("mdh_mma1(acc0["), "{mixed}");
+        assert!(mixed.contains("mdh_ld_bf16("), "{mixed}");
         let stencil = crate::fixtures::compiled(&crate::fixtures::example("jacobi1d"));
         assert!(!KernelDesc::from_kernel(&stencil).contraction);
         assert!(!template(&stencil, Dialect::Cuda).contains("mma"));

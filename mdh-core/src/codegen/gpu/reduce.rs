@@ -7,7 +7,7 @@ use std::fmt::Write;
 use mdh_rt::names::{self, IDX, KEPT_POINTS, PW_GROUPS, PW_ITEMS};
 
 use super::{Emit, PASS_ITEMS};
-use crate::codegen::c_expr::Lowering;
+use crate::codegen::c_expr::{from_storage, to_storage, Lowering};
 use crate::spec::ScalarType;
 
 impl Emit<'_> {
@@ -66,8 +66,9 @@ impl Emit<'_> {
     pub(super) fn tree(&self, l: &mut Lowering) {
         let w = &self.w;
         l.line(&format!("#if {PW_ITEMS} > MDH_SHFL"));
-        for (o, _) in self.outs.iter().enumerate() {
-            l.line(&format!("red{o}[kl * {PW_ITEMS} + pwl] = acc{o}[q];"));
+        for (o, &(_, _, t)) in self.outs.iter().enumerate() {
+            let v = to_storage(t, &format!("acc{o}[q]"));
+            l.line(&format!("red{o}[kl * {PW_ITEMS} + pwl] = {v};"));
             if !self.k.has_identity(o) {
                 l.line(&format!("redf{o}[kl * {PW_ITEMS} + pwl] = has{o}[q];"));
             }
@@ -83,7 +84,8 @@ impl Emit<'_> {
         for (o, &(_, _, t)) in self.outs.iter().enumerate() {
             let Some(op) = self.ops[o] else { continue };
             let other = format!("red{o}[{me} + s]");
-            let c = l.combine(op, t, &format!("red{o}[{me}]"), &other);
+            let mine = from_storage(t, &format!("red{o}[{me}]"));
+            let c = to_storage(t, &l.combine(op, t, &mine, &from_storage(t, &other)));
             if !self.k.has_identity(o) {
                 l.line(&format!(
                     "if (redf{o}[{me} + s]) {{ red{o}[{me}] = redf{o}[{me}] ? {c} : {other}; redf{o}[{me}] = 1; }}"
@@ -95,8 +97,9 @@ impl Emit<'_> {
         l.line("}");
         l.line(w.barrier);
         l.line("}");
-        for (o, _) in self.outs.iter().enumerate() {
-            l.line(&format!("acc{o}[q] = red{o}[{me}];"));
+        for (o, &(_, _, t)) in self.outs.iter().enumerate() {
+            let v = from_storage(t, &format!("red{o}[{me}]"));
+            l.line(&format!("acc{o}[q] = {v};"));
         }
         l.line(w.barrier);
         l.line("#endif");
@@ -124,16 +127,17 @@ impl Emit<'_> {
         l.line(&format!("if (idx < {KEPT_POINTS}) {{"));
         self.decode(&mut l, "idx", "i", names::extent, &self.kept);
         for (o, &(b, a, t)) in self.outs.iter().enumerate() {
-            let v = l.temp("v", t, &format!("part{o}[idx]"));
+            let v = l.temp("v", t, &from_storage(t, &format!("part{o}[idx]")));
             l.line(&format!("for ({IDX} g = 1; g < {PW_GROUPS}; g++) {{"));
+            let part = from_storage(t, &format!("part{o}[g * {KEPT_POINTS} + idx]"));
             let c = match self.ops[o] {
-                Some(op) => l.combine(op, t, &v, &format!("part{o}[g * {KEPT_POINTS} + idx]")),
+                Some(op) => l.combine(op, t, &v, &part),
                 None => v.clone(),
             };
             l.line(&format!("{v} = {c};"));
             l.line("}");
             let off = self.linear(&names::output_access(b, a), &self.kept);
-            l.line(&format!("out{b}[{off}] = {v};"));
+            l.line(&format!("out{b}[{off}] = {};", to_storage(t, &v)));
         }
         l.line("}");
         self.finish(src, l);

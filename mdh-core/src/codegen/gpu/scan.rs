@@ -7,7 +7,7 @@ use std::fmt::Write;
 use mdh_rt::names::{self, IDX, KEPT_POINTS};
 
 use super::{Emit, PASS_ITEMS};
-use crate::codegen::c_expr::Lowering;
+use crate::codegen::c_expr::{from_storage, to_storage, Lowering};
 use crate::spec::{DimKind, ReduceOp, ScalarType};
 
 impl Emit<'_> {
@@ -112,9 +112,9 @@ impl Emit<'_> {
             // The last elements of full chunks are final after the carry pass.
             l.line("if ((j + 1) % SCAN_CHUNK != 0) {");
             for &(_, b, a, t, op) in &scanned {
-                let carry = at(b, a, "j / SCAN_CHUNK * SCAN_CHUNK - 1");
-                let c = l.combine(op, t, &carry, &at(b, a, "j"));
-                l.line(&format!("{} = {c};", at(b, a, "j")));
+                let carry = from_storage(t, &at(b, a, "j / SCAN_CHUNK * SCAN_CHUNK - 1"));
+                let c = l.combine(op, t, &carry, &from_storage(t, &at(b, a, "j")));
+                l.line(&format!("{} = {};", at(b, a, "j"), to_storage(t, &c)));
             }
             l.line("}");
             l.line("}");
@@ -142,15 +142,15 @@ impl Emit<'_> {
         let (w, p) = (&self.w, PASS_ITEMS);
         l.line("{");
         l.line(&format!("const {IDX} lid = {};", w.local_id()));
-        let carry = l.temp("carry", t, &at("0"));
+        let carry = l.temp("carry", t, &from_storage(t, &at("0")));
         l.line(&format!("for ({IDX} c = 0; c < count; c += {p}) {{"));
         l.line(&format!("const {IDX} j = c + lid;"));
-        let v = l.temp("v", t, &at("MDH_MIN(j, count - 1)"));
+        let v = l.temp("v", t, &from_storage(t, &at("MDH_MIN(j, count - 1)")));
         l.line(&format!("for ({IDX} st = 1; st < {p}; st *= 2) {{"));
-        l.line(&format!("sc{o}[lid] = {v};"));
+        l.line(&format!("sc{o}[lid] = {};", to_storage(t, &v)));
         l.line(w.barrier);
         l.line("if (lid >= st) {");
-        let c = l.combine(op, t, &format!("sc{o}[lid - st]"), &v);
+        let c = l.combine(op, t, &from_storage(t, &format!("sc{o}[lid - st]")), &v);
         l.line(&format!("{v} = {c};"));
         l.line("}");
         l.line(w.barrier);
@@ -159,11 +159,18 @@ impl Emit<'_> {
         let c = l.combine(op, t, &carry, &v);
         l.line(&format!("{v} = {c};"));
         l.line("}");
-        l.line(&format!("if (j < count) {{ {} = {v}; }}", at("j")));
+        l.line(&format!(
+            "if (j < count) {{ {} = {}; }}",
+            at("j"),
+            to_storage(t, &v)
+        ));
         // The last element of the chunk carries into the next one.
-        l.line(&format!("sc{o}[lid] = {v};"));
+        l.line(&format!("sc{o}[lid] = {};", to_storage(t, &v)));
         l.line(w.barrier);
-        l.line(&format!("{carry} = sc{o}[{p} - 1];"));
+        l.line(&format!(
+            "{carry} = {};",
+            from_storage(t, &format!("sc{o}[{p} - 1]"))
+        ));
         l.line(w.barrier);
         l.line("}");
         l.line("}");

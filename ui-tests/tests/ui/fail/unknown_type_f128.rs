@@ -1,9 +1,9 @@
-// Unknown element type `f16`.
+// Unknown element type `f128`.
 use mdh::mdh;
 
 mdh! {
     kernel matvec {
-        inp(M: f16[I, K], v: f32[K]),
+        inp(M: f128[I, K], v: f32[K]),
         out(w: f32[I]),
         out_view(w: |i, k| (i)),
         md_hom[I, K](|m, x| m * x, (CC, PW(+))),
