@@ -24,8 +24,7 @@ pub fn module(k: &Staged<Checked>, stage_module: impl Fn(&Checked) -> TokenStrea
     let spec = &k.source;
     let stage_modules = k.stages.iter().map(|s| stage_module(&s.kernel));
     let cpu = cpu_fn(k);
-    let opencl = gpu_module(k, Backend::OpenCl);
-    let cuda = gpu_module(k, Backend::Cuda);
+    let gpus = Backend::ALL.map(|b| gpu_module(k, b));
     let mpi = mpi_module(k);
     quote! {
         #(#attrs)*
@@ -45,9 +44,7 @@ pub fn module(k: &Staged<Checked>, stage_module: impl Fn(&Checked) -> TokenStrea
 
             #cpu
 
-            #opencl
-
-            #cuda
+            #(#gpus)*
 
             #mpi
         }
