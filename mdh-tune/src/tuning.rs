@@ -251,18 +251,15 @@ where
     /// logged as pruned.
     fn propose(&mut self, out: &mut Vec<Pending<S::Plan>>, n: usize) -> Result<(), String> {
         // A small space may run out of new plans.
-        for _ in 0..50 * n {
-            if out.len() == n {
+        let mut tries = 50 * n;
+        while out.len() < n {
+            let seen = &self.seen;
+            let Some((t, p, plan)) =
+                self.ensemble
+                    .propose_new(&self.space, &mut tries, |plan| seen.get(plan).copied())
+            else {
                 break;
-            }
-            let (t, p) = self.ensemble.propose();
-            let p = self.space.repair(p);
-            let plan = self.space.decode(&p);
-            if let Some(&cost) = self.seen.get(&plan) {
-                // Known: the technique learns its cost again, nothing runs.
-                self.ensemble.observe(Some(t), p, cost);
-                continue;
-            }
+            };
             if out.iter().any(|q| q.plan == plan) {
                 continue;
             }

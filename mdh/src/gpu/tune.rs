@@ -505,32 +505,38 @@ fn search<D: RawDevice>(
     let mut ensemble = Ensemble::over(space, &before, SEED);
     let mut seen = vec![(before.resolve(kinds, extents), before_s)];
     let (mut best, mut best_s) = (None::<Point>, before_s);
-    let (mut measured, mut rejected, mut known) = (1, 0, 0);
+    let (mut measured, mut rejected) = (1, 0);
+    // Plans that run alike at these sizes are one (their resolved plans).
+    let known = |seen: &[(_, f64)], plan: &GpuPlan| {
+        let r = plan.resolve(kinds, extents);
+        seen.iter().find(|(s, _)| *s == r).map(|&(_, cost)| cost)
+    };
     // The model's best candidates first (the analytical default's ranking,
     // at their nearest points of the space), then the techniques.
     let mut first =
         super::defaults::ranked(k.desc, k.bound, k.info, dev.device_name(), dev.limits())
             .into_iter()
             .take(MODEL_FIRST)
-            .map(|c| space.nearest(&c.plan));
-    while started.elapsed() < budget && known < EXHAUSTED {
-        let (t, p) = match first.next() {
-            Some(p) => (None, p),
+            .map(|c| space.repair(space.nearest(&c.plan)));
+    while started.elapsed() < budget {
+        let (t, p, plan) = match first.next() {
+            Some(p) => {
+                let plan = space.decode(&p);
+                if let Some(cost) = known(&seen, &plan) {
+                    ensemble.observe(None, p, cost);
+                    continue;
+                }
+                (None, p, plan)
+            }
             None => {
-                let (t, p) = ensemble.propose();
-                (Some(t), p)
+                let mut tries = EXHAUSTED;
+                match ensemble.propose_new(space, &mut tries, |plan| known(&seen, plan)) {
+                    Some((t, p, plan)) => (Some(t), p, plan),
+                    None => break,
+                }
             }
         };
-        let p = space.repair(p);
-        let plan = space.decode(&p);
         let resolved = plan.resolve(kinds, extents);
-        if let Some(&(_, cost)) = seen.iter().find(|(r, _)| *r == resolved) {
-            // Known: the technique learns its cost again, nothing runs.
-            ensemble.observe(t, p, cost);
-            known += 1;
-            continue;
-        }
-        known = 0;
         let o = bench.measure(&plan, SLOW * best_s);
         measured += 1;
         let cost = match (o.status, o.time_s) {

@@ -206,6 +206,32 @@ impl Ensemble {
         (t, p)
     }
 
+    /// The next proposal whose plan is new, with its technique and its
+    /// plan: the bandit's choice, repaired to a valid point and decoded. A
+    /// proposal of a known plan (`known` gives its cost) is observed again,
+    /// so that its technique learns, and skipped. Each proposal counts
+    /// `tries` down; at 0 the space counts as exhausted (`None`). Both
+    /// searches, the tuner's and run-time tuning's, take their proposals
+    /// from here.
+    pub fn propose_new<S: space::Space>(
+        &mut self,
+        space: &S,
+        tries: &mut usize,
+        mut known: impl FnMut(&S::Plan) -> Option<f64>,
+    ) -> Option<(usize, Point, S::Plan)> {
+        while *tries > 0 {
+            *tries -= 1;
+            let (t, p) = self.propose();
+            let p = space.repair(p);
+            let plan = space.decode(&p);
+            match known(&plan) {
+                Some(cost) => self.observe(Some(t), p, cost),
+                None => return Some((t, p, plan)),
+            }
+        }
+        None
+    }
+
     /// Records a measured point: the bandit credits technique `t` when it
     /// found a new best; every technique sees the history grow, `t` also
     /// learns the cost of its own proposal.
