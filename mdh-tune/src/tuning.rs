@@ -254,9 +254,9 @@ where
         let mut tries = 50 * n;
         while out.len() < n {
             let seen = &self.seen;
-            let Some((t, p, plan)) =
-                self.ensemble
-                    .propose_new(&self.space, &mut tries, |plan| seen.get(plan).copied())
+            let Some((t, p, plan)) = self
+                .ensemble
+                .propose_new(&self.space, &mut tries, |plan| seen.get(plan).copied())
             else {
                 break;
             };
