@@ -208,7 +208,7 @@ pub fn tune(
             Ok(binary) => {
                 // A candidate 3× slower than the best in its checked run is
                 // not repeated.
-                let slow = t.best.as_ref().map_or(f64::INFINITY, |b| 3.0 * b.1);
+                let slow = 3.0 * t.best_s();
                 let mut measured = vec![false; batch.len()];
                 scratch.run(
                     &binary,

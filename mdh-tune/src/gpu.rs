@@ -237,7 +237,7 @@ pub fn tune<D: RawDevice>(
     };
     let lower = |plan: &GpuPlan| note(plan, None).0;
     let mut t = Tuning::new(space, &default, target, work_dir, opts, Box::new(lower))?;
-    if t.best.is_some() && bench.want.is_none() {
+    if t.search.best.is_some() && bench.want.is_none() {
         // A resumed run compares with the default plan's result: run it
         // again (not recorded: it is in the log).
         let o = bench.measure(&default, 0.0);
@@ -250,7 +250,7 @@ pub fn tune<D: RawDevice>(
     }
     t.search(default, configured, opts.batch, |t, batch| {
         for p in batch {
-            let slow = t.best.as_ref().map_or(f64::INFINITY, |b| 3.0 * b.1);
+            let slow = 3.0 * t.best_s();
             let o = bench.measure(&p.plan, slow);
             match (o.status, p.technique) {
                 (Status::Wrong, _) => t.say(format!(

@@ -7,7 +7,6 @@
 //! way to measure a batch of candidates, to re-time two plans in turns,
 //! and to render an entry.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -20,10 +19,12 @@ use mdh_core::Checked;
 
 use crate::log::{Candidate, Log, Record, Start, Status};
 use crate::plot;
+pub use crate::search::driver::Budget;
+use crate::search::driver::{Measure, Origin, Proposal, Search, Stop};
 use crate::search::space::Space;
 use crate::search::verdict::ms;
 pub use crate::search::verdict::{verdict, RETIME_ROUNDS};
-use crate::search::{Ensemble, Point};
+use crate::search::Point;
 
 /// What the command line asks of a run, whatever the backend.
 pub struct Options {
@@ -36,25 +37,6 @@ pub struct Options {
     /// Tune nothing where the config already has an entry for the target.
     pub skip_tuned: bool,
 }
-
-/// When to stop.
-pub enum Budget {
-    Time(Duration),
-    Evaluations(usize),
-}
-
-impl Budget {
-    fn describe(&self) -> String {
-        match self {
-            Budget::Time(d) => format!("{}s", d.as_secs_f64()),
-            Budget::Evaluations(n) => format!("{n} evaluations"),
-        }
-    }
-}
-
-/// Candidates in the first batch under a time budget (the default plan and
-/// its first competitors), before the cost of one is known.
-const FIRST_BATCH: usize = 4;
 
 /// A candidate ready to measure.
 pub struct Pending<P> {
@@ -93,28 +75,104 @@ impl<P: Clone> Pending<P> {
 /// An analytic lower bound of a plan's run time in seconds.
 pub type LowerBound<'a, P> = Box<dyn Fn(&P) -> f64 + 'a>;
 
-/// The tuning state: the search, what was measured, the log, the progress.
+/// The seeds of a search, by index ([`Origin::Seed`]): the default plan,
+/// then the configured one.
+const DEFAULT_SEED: usize = 0;
+
+/// The tuning state: the search (shared with run-time tuning,
+/// [`Search`]), the log and the progress.
 pub struct Tuning<'a, S: Space> {
-    space: S,
-    ensemble: Ensemble,
-    /// Every plan seen, with its cost (`INFINITY` unless it ran correctly).
-    seen: HashMap<S::Plan, f64>,
-    /// Measured candidates in order: (time or INFINITY), for the plot.
-    costs: Vec<f64>,
-    pub best: Option<(S::Plan, f64)>,
-    default_time: Option<f64>,
+    pub search: Search<S, S::Plan>,
+    rec: Recorder<S::Plan>,
     /// The default plan and the plan the config dispatches to at these
     /// sizes (`None`: the default runs), as given to [`Tuning::search`].
     default_plan: Option<S::Plan>,
     configured: Option<S::Plan>,
-    log: Log,
     /// An analytic lower bound of a plan's time (0: none).
     bound: LowerBound<'a, S::Plan>,
     budget: &'a Budget,
+}
+
+/// What a driver's measurements are recorded into: the log, the progress
+/// bar, and the results of the batch being measured.
+pub struct Recorder<P> {
+    log: Log,
+    pub bar: ProgressBar,
+    budget: Budget,
     clock: Instant,
     /// Seconds of the budget spent before a resume.
     spent_before: f64,
-    pub bar: ProgressBar,
+    /// Candidates measured and the best time (`INFINITY`: none), for the
+    /// progress and the drivers' cut-offs.
+    measured: usize,
+    best_s: f64,
+    default_time: Option<f64>,
+    /// The batch's results: each candidate recorded, with its cost.
+    results: Vec<(P, f64)>,
+}
+
+impl<P: Clone + PartialEq + serde::Serialize> Recorder<P> {
+    /// Prints a line above the progress bar, or on stderr where there is
+    /// no bar (not a terminal: a script's log).
+    pub fn say(&self, msg: impl AsRef<str>) {
+        if self.bar.is_hidden() {
+            eprintln!("{}", msg.as_ref());
+        } else {
+            self.bar.println(msg);
+        }
+    }
+
+    /// Seconds of the budget spent.
+    pub fn elapsed(&self) -> f64 {
+        self.spent_before + self.clock.elapsed().as_secs_f64()
+    }
+
+    /// The best time so far (`INFINITY`: none).
+    pub fn best_s(&self) -> f64 {
+        self.best_s
+    }
+
+    fn update(&self) {
+        match self.budget {
+            Budget::Time(d) => self
+                .bar
+                .set_position((self.elapsed() as u64).min(d.as_secs())),
+            Budget::Evaluations(_) => self.bar.set_position(self.measured as u64),
+        }
+        let best = match self.best_s {
+            b if b.is_finite() => ms(b),
+            _ => "none yet".into(),
+        };
+        self.bar
+            .set_message(format!("{} measured, best {best}", self.measured));
+    }
+
+    /// Records a finished candidate: log, progress, the batch's results.
+    pub fn record(&mut self, c: Candidate<P>) -> Result<(), String> {
+        self.log.append(&Record::Candidate(c.clone()))?;
+        if c.status != Status::Pruned {
+            let cost = cost_of(&c);
+            self.measured += 1;
+            self.best_s = self.best_s.min(cost);
+            if c.technique.is_none() && c.status == Status::Ok {
+                self.default_time = Some(cost);
+            }
+            self.results.push((c.plan, cost));
+        }
+        self.update();
+        Ok(())
+    }
+}
+
+/// A candidate's cost: its time, `INFINITY` unless it ran correctly, its
+/// bound where it was pruned (never measured: as good as its bound, which
+/// lost already).
+fn cost_of<P>(c: &Candidate<P>) -> f64 {
+    match c.status {
+        Status::Ok => c.time_s.unwrap_or(f64::INFINITY),
+        Status::Pruned => c.lower_bound_s,
+        Status::Wrong | Status::Failed => f64::INFINITY,
+    }
 }
 
 impl<'a, S: Space> Tuning<'a, S>
@@ -137,7 +195,6 @@ where
         for c in &mut done {
             c.plan = space.complete(c.plan.clone());
         }
-        let ensemble = Ensemble::over(&space, default, opts.seed);
         let bar = match budget {
             Budget::Time(d) => ProgressBar::new(d.as_secs()),
             Budget::Evaluations(n) => ProgressBar::new(*n as u64),
@@ -153,24 +210,26 @@ where
             .map_err(|e| e.to_string())?
             .progress_chars("=> "),
         );
-        let mut t = Tuning {
-            space,
-            ensemble,
-            seen: HashMap::new(),
-            costs: Vec::new(),
-            best: None,
-            default_time: None,
-            default_plan: None,
-            configured: None,
-            log,
-            bound,
-            budget,
-            clock: Instant::now(),
-            spent_before: done.iter().map(|c| c.elapsed_s).fold(0.0, f64::max),
-            bar,
-        };
+        let spent_before = done.iter().map(|c| c.elapsed_s).fold(0.0, f64::max);
+        let mut search = Search::new(space, default, opts.seed, S::Plan::clone);
+        search.spent_before(spent_before);
+        let mut default_time = None;
         for c in &done {
-            t.absorb(c);
+            let technique = c
+                .technique
+                .as_deref()
+                .and_then(|t| search.ensemble.technique(t));
+            let cost = cost_of(c);
+            search.absorb(
+                technique,
+                c.point.clone(),
+                &c.plan,
+                cost,
+                c.status != Status::Pruned,
+            );
+            if c.technique.is_none() && c.status == Status::Ok {
+                default_time = Some(cost);
+            }
         }
         if !done.is_empty() {
             eprintln!(
@@ -179,190 +238,70 @@ where
                 log_path.display()
             );
         }
-        Ok(t)
-    }
-
-    /// Prints a line above the progress bar, or on stderr where there is
-    /// no bar (not a terminal: a script's log).
-    pub fn say(&self, msg: impl AsRef<str>) {
-        if self.bar.is_hidden() {
-            eprintln!("{}", msg.as_ref());
-        } else {
-            self.bar.println(msg);
-        }
-    }
-
-    /// Seconds of the budget spent.
-    pub fn elapsed(&self) -> f64 {
-        self.spent_before + self.clock.elapsed().as_secs_f64()
-    }
-
-    fn update(&self) {
-        match self.budget {
-            Budget::Time(d) => self
-                .bar
-                .set_position((self.elapsed() as u64).min(d.as_secs())),
-            Budget::Evaluations(_) => self.bar.set_position(self.costs.len() as u64),
-        }
-        let best = self.best.as_ref().map_or("none yet".into(), |b| ms(b.1));
-        self.bar
-            .set_message(format!("{} measured, best {best}", self.costs.len()));
-    }
-
-    /// Records a finished candidate: log, search, best, progress.
-    pub fn record(&mut self, c: Candidate<S::Plan>) -> Result<(), String> {
-        self.log.append(&Record::Candidate(c.clone()))?;
-        self.absorb(&c);
-        self.update();
-        Ok(())
-    }
-
-    /// Takes a candidate (new or from a resumed log) into the state.
-    fn absorb(&mut self, c: &Candidate<S::Plan>) {
-        let cost = match c.status {
-            Status::Ok => c.time_s.unwrap_or(f64::INFINITY),
-            // Never measured: as good as its bound, which lost already.
-            Status::Pruned => c.lower_bound_s,
-            Status::Wrong | Status::Failed => f64::INFINITY,
+        let rec = Recorder {
+            log,
+            bar,
+            budget: *budget,
+            clock: Instant::now(),
+            spent_before,
+            measured: search.costs.len(),
+            best_s: search.best_s(),
+            default_time,
+            results: Vec::new(),
         };
-        self.seen.insert(c.plan.clone(), cost);
-        if c.status != Status::Pruned {
-            self.costs.push(cost);
-        }
-        if let Some(p) = &c.point {
-            let t = c
-                .technique
-                .as_deref()
-                .and_then(|t| self.ensemble.technique(t));
-            self.ensemble.observe(t, p.clone(), cost);
-        }
-        if c.status == Status::Ok {
-            if c.technique.is_none() {
-                self.default_time = Some(cost);
-            }
-            if self.best.as_ref().is_none_or(|b| cost < b.1) {
-                self.best = Some((c.plan.clone(), cost));
-            }
-        }
+        Ok(Tuning {
+            search,
+            rec,
+            default_plan: None,
+            configured: None,
+            bound,
+            budget,
+        })
     }
 
-    /// Fills `out` up to `n` candidates with new ones: proposed, repaired
-    /// to valid plans, deduplicated (against `out` too); hopeless ones are
-    /// logged as pruned.
-    fn propose(&mut self, out: &mut Vec<Pending<S::Plan>>, n: usize) -> Result<(), String> {
-        // A small space may run out of new plans.
-        let mut tries = 50 * n;
-        while out.len() < n {
-            let seen = &self.seen;
-            let Some((t, p, plan)) = self
-                .ensemble
-                .propose_new(&self.space, &mut tries, |plan| seen.get(plan).copied())
-            else {
-                break;
-            };
-            if out.iter().any(|q| q.plan == plan) {
-                continue;
-            }
-            let bound = (self.bound)(&plan);
-            let pending = Pending {
-                technique: Some(self.ensemble.techniques[t].name()),
-                point: Some(p),
-                plan,
-                bound,
-            };
-            if self.best.as_ref().is_some_and(|b| bound >= b.1) {
-                let c = pending.candidate(Status::Pruned, None, None, self.elapsed());
-                self.record(c)?;
-                continue;
-            }
-            out.push(pending);
-        }
-        Ok(())
+    /// Prints a line above the progress bar (see [`Recorder::say`]).
+    pub fn say(&self, msg: impl AsRef<str>) {
+        self.rec.say(msg);
     }
 
-    /// The search loop: the default plan first, then batches of proposals
-    /// (at most `batch`, fewer when the time budget is nearly spent), each
-    /// measured by `measure`, which records every candidate it is given.
-    /// `configured`: the plan the kernel's config already dispatches to at
-    /// these sizes, if any: measured in the first batch (technique
-    /// `config`), so that the search starts from what runs now and never
-    /// writes an entry slower than it.
+    /// The search: the default plan first, and `configured` (the plan the
+    /// kernel's config already dispatches to at these sizes, if any, with
+    /// technique `config`), so that the search starts from what runs now
+    /// and never writes an entry slower than it; then batches of
+    /// proposals (at most `batch`, fewer when the time budget is nearly
+    /// spent; hopeless ones logged as pruned), each measured by `measure`,
+    /// which records every candidate it is given.
     pub fn search(
         &mut self,
         default: S::Plan,
         configured: Option<S::Plan>,
         batch: usize,
-        mut measure: impl FnMut(&mut Self, &[Pending<S::Plan>]) -> Result<(), String>,
+        measure: impl FnMut(&mut Recorder<S::Plan>, &[Pending<S::Plan>]) -> Result<(), String>,
     ) -> Result<(), String> {
         self.default_plan = Some(default.clone());
         self.configured.clone_from(&configured);
-        self.clock = Instant::now();
-        self.bar.enable_steady_tick(Duration::from_millis(200));
-        self.update();
-        // Seconds spent measuring and candidates measured: their mean sizes
-        // the next batch to what the time budget has left (one batch alone
-        // misleads: a build's cost varies with its candidates, and a batch
-        // of one may take a sixth of a batch of four).
-        let mut measured = (0.0f64, 0usize);
-        loop {
-            let left = match self.budget {
-                Budget::Time(d) => {
-                    let left = d.as_secs_f64() - self.elapsed();
-                    let fit = match measured {
-                        // A first, small batch measures the cost of one.
-                        (_, 0) => FIRST_BATCH,
-                        // Rounded: a batch may overrun the budget by half a candidate.
-                        (secs, n) => ((left * n as f64 / secs).round().max(0.0)) as usize,
-                    };
-                    if left <= 0.0 || fit == 0 {
-                        break;
-                    }
-                    fit.min(batch)
-                }
-                Budget::Evaluations(n) => match n.saturating_sub(self.costs.len()) {
-                    0 => break,
-                    left => left.min(batch),
-                },
-            };
-            let mut pending = Vec::new();
-            if self.default_time.is_none() && !self.seen.contains_key(&default) {
-                pending.push(Pending {
-                    technique: None,
-                    // The default seeds the local searches: its point, or
-                    // the nearest one where it is off the grid.
-                    point: Some(self.space.nearest(&default)),
-                    bound: (self.bound)(&default),
-                    plan: default.clone(),
-                });
-            }
-            if let Some(c) = configured.as_ref().filter(|&c| *c != default) {
-                if !self.seen.contains_key(c) && !pending.iter().any(|p| p.plan == *c) {
-                    pending.push(Pending {
-                        technique: Some(CONFIGURED),
-                        point: Some(self.space.nearest(c)),
-                        bound: (self.bound)(c),
-                        plan: c.clone(),
-                    });
-                }
-            }
-            self.propose(&mut pending, left)?;
-            if pending.is_empty() {
-                self.say("the search space is exhausted");
-                break;
-            }
-            let began = Instant::now();
-            measure(self, &pending)?;
-            measured.0 += began.elapsed().as_secs_f64();
-            measured.1 += pending.len();
-            self.update();
-            if self.default_time.is_none() {
-                return Err(
-                    "the default plan did not run correctly at these sizes; see the tuning log"
-                        .into(),
-                );
-            }
+        let mut seeds = vec![default];
+        seeds.extend(configured.filter(|c| *c != seeds[DEFAULT_SEED]));
+        self.rec.clock = Instant::now();
+        self.rec.bar.enable_steady_tick(Duration::from_millis(200));
+        self.rec.update();
+        let names = self
+            .search
+            .ensemble
+            .techniques
+            .iter()
+            .map(|t| t.name())
+            .collect();
+        let mut batches = Batches {
+            rec: &mut self.rec,
+            bound: &self.bound,
+            names,
+            measure,
+        };
+        if self.search.run(self.budget, batch, seeds, &mut batches)? == Stop::Exhausted {
+            self.rec.say("the search space is exhausted");
         }
-        self.bar.finish_and_clear();
+        self.rec.bar.finish_and_clear();
         Ok(())
     }
 
@@ -378,12 +317,18 @@ where
         retime: impl FnOnce(&S::Plan, &S::Plan) -> Result<(Vec<f64>, Vec<f64>), String>,
         entry: impl Fn(&S::Plan, &[(&str, String)]) -> String,
     ) -> Result<(), String> {
-        let png = target.file(self.log.path().parent().unwrap_or(Path::new(".")), "png");
+        let png = target.file(
+            self.rec.log.path().parent().unwrap_or(Path::new(".")),
+            "png",
+        );
         let (best, best_time) = self
+            .search
             .best
-            .clone()
+            .as_ref()
+            .map(|b| (b.plan.clone(), b.cost))
             .ok_or("no candidate ran correctly; see the tuning log")?;
         let default_time = self
+            .rec
             .default_time
             .ok_or("the default plan was not measured")?;
         let default_plan = self
@@ -391,13 +336,13 @@ where
             .as_ref()
             .ok_or("the default plan was not measured")?;
         let speedup = default_time / best_time;
-        let measured = self.costs.len();
+        let measured = self.search.costs.len();
         let date = utc_date();
         let k = target.k;
         let path = target.out_dir.join(format!("{}.yaml", k.name));
         let mut unchanged =
             already_running(&best, self.configured.as_ref(), default_plan, |a, b| {
-                self.space.runs_alike(a, b)
+                self.search.space.runs_alike(a, b)
             })
             .map(|what| format!("{what} is already the best found"));
         if unchanged.is_none() {
@@ -434,7 +379,7 @@ where
 
         let mut best_so_far = Vec::with_capacity(measured);
         let mut b = f64::INFINITY;
-        for &c in &self.costs {
+        for &c in &self.search.costs {
             b = b.min(c);
             best_so_far.push(b);
         }
@@ -447,17 +392,18 @@ where
             &best_so_far,
         )?;
         let uses: Vec<String> = self
+            .search
             .ensemble
             .techniques
             .iter()
-            .zip(self.ensemble.bandit.uses())
+            .zip(self.search.ensemble.bandit.uses())
             .map(|(tq, u)| format!("{} {u}", tq.name()))
             .collect();
         eprintln!(
             "{measured} candidates measured in {:.0}s (proposals by technique: {}); log: {}; plot: {}",
-            self.elapsed(),
+            self.rec.elapsed(),
             uses.join(", "),
-            self.log.path().display(),
+            self.rec.log.path().display(),
             png.display()
         );
         let times = format!("default {}, best {}", ms(default_time), ms(best_time));
@@ -470,6 +416,81 @@ where
         }
         println!("speedup over default: {speedup:.3}");
         Ok(())
+    }
+}
+
+/// The tuner's side of the shared loop: candidates logged with their
+/// technique's name and bound, measured in batches by a driver's
+/// `measure`, which records each into the [`Recorder`].
+struct Batches<'t, 'a, P, F> {
+    rec: &'t mut Recorder<P>,
+    bound: &'t LowerBound<'a, P>,
+    /// The ensemble's techniques' names, by index.
+    names: Vec<&'static str>,
+    measure: F,
+}
+
+impl<P, F> Batches<'_, '_, P, F> {
+    fn pending(&self, c: &Proposal<P>, bound: f64) -> Pending<P>
+    where
+        P: Clone,
+    {
+        Pending {
+            technique: match c.origin {
+                Origin::Seed(DEFAULT_SEED) => None,
+                Origin::Seed(_) => Some(CONFIGURED),
+                Origin::Technique(t) => Some(self.names[t]),
+            },
+            point: Some(c.point.clone()),
+            plan: c.plan.clone(),
+            bound,
+        }
+    }
+}
+
+impl<P, F> Measure<P> for Batches<'_, '_, P, F>
+where
+    P: Clone + PartialEq + serde::Serialize,
+    F: FnMut(&mut Recorder<P>, &[Pending<P>]) -> Result<(), String>,
+{
+    type Error = String;
+
+    fn bound(&mut self, plan: &P) -> f64 {
+        (self.bound)(plan)
+    }
+
+    fn pruned(&mut self, c: &Proposal<P>, bound: f64) -> Result<(), String> {
+        let c = self
+            .pending(c, bound)
+            .candidate(Status::Pruned, None, None, self.rec.elapsed());
+        self.rec.record(c)
+    }
+
+    fn measure(&mut self, batch: &[Proposal<P>], best_s: f64) -> Result<Vec<f64>, String> {
+        let pending: Vec<_> = batch
+            .iter()
+            .map(|c| self.pending(c, (self.bound)(&c.plan)))
+            .collect();
+        self.rec.best_s = best_s;
+        self.rec.results.clear();
+        (self.measure)(self.rec, &pending)?;
+        let costs: Vec<f64> = batch
+            .iter()
+            .map(|c| {
+                let r = self.rec.results.iter().find(|(p, _)| *p == c.plan);
+                r.map_or(f64::INFINITY, |r| r.1)
+            })
+            .collect();
+        let default_failed = batch
+            .iter()
+            .zip(&costs)
+            .any(|(c, cost)| c.origin == Origin::Seed(DEFAULT_SEED) && !cost.is_finite());
+        if default_failed {
+            return Err(
+                "the default plan did not run correctly at these sizes; see the tuning log".into(),
+            );
+        }
+        Ok(costs)
     }
 }
 

@@ -8,7 +8,7 @@ use crate::types::DimKind;
 /// A plan fitted to the extents of one call: every count effective, every
 /// work-group non-empty. A resolved plan is a plan: its fields read as the
 /// plan's (`r.items`), with the two the call adds.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Resolved {
     /// The plan as the call runs it: work-items and tiles clamped to the
     /// extents, group counts exact, 1 stage without a cached input, and 1

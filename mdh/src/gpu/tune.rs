@@ -41,14 +41,15 @@ use mdh_rt::desc::{Bound, KernelDesc};
 use mdh_rt::gpu_plan::GpuPlan;
 use mdh_rt::Error;
 
-use super::bench::{Bench, Status};
+use super::bench::{Bench, Outcome, Status};
 use super::calls::{self, CallKernel};
 use super::space::GpuSpace;
 use super::{CallDesc, GpuDevice, GpuEntry, KernelInfo, RawDevice};
 use crate::machine::sizes_text;
+use crate::search::driver::{Budget, Measure, Proposal, Search, Stop};
 use crate::search::space::Space;
 use crate::search::verdict::{ms, verdict, RETIME_ROUNDS};
-use crate::search::{Ensemble, Point};
+use crate::search::Point;
 
 /// The search budget of a call tuned under `MDH_AUTOTUNE=1`, unless
 /// `MDH_AUTOTUNE_BUDGET` gives one (seconds).
@@ -61,9 +62,6 @@ const SEED: u64 = 0x7E57_0001;
 /// A candidate whose checked run is this many times slower than the best
 /// is not repeated: it cannot win.
 const SLOW: f64 = 3.0;
-/// Proposals in a row that are all known plans after which the space
-/// counts as exhausted.
-const EXHAUSTED: usize = 1000;
 /// The first line of a cache file (its format's version).
 const HEADER: &str = "# mdh run-time tuning cache, format 2 (delete the file to tune again)";
 /// The version of mdh, the line of a cache file that names it, and its last line.
@@ -502,63 +500,37 @@ fn search<D: RawDevice>(
         }
     };
     say(format!("today's plan takes {}", ms(before_s)));
-    let mut ensemble = Ensemble::over(space, &before, SEED);
-    let mut seen = vec![(before.resolve(kinds, extents), before_s)];
-    let (mut best, mut best_s) = (None::<Point>, before_s);
-    let (mut measured, mut rejected) = (1, 0);
     // Plans that run alike at these sizes are one (their resolved plans).
-    let known = |seen: &[(_, f64)], plan: &GpuPlan| {
-        let r = plan.resolve(kinds, extents);
-        seen.iter().find(|(s, _)| *s == r).map(|&(_, cost)| cost)
-    };
+    let (kinds, extents) = (kinds.clone(), extents.clone());
+    let mut search = Search::new(space.clone(), &before, SEED, move |plan: &GpuPlan| {
+        plan.resolve(&kinds, &extents)
+    });
+    search.spent_before(started.elapsed().as_secs_f64());
+    search.absorb(None, Some(space.nearest(&before)), &before, before_s, true);
     // The model's best candidates first (the analytical default's ranking,
     // at their nearest points of the space), then the techniques.
-    let mut first =
-        super::defaults::ranked(k.desc, k.bound, k.info, dev.device_name(), dev.limits())
-            .into_iter()
-            .take(MODEL_FIRST)
-            .map(|c| space.repair(space.nearest(&c.plan)));
-    while started.elapsed() < budget {
-        let (t, p, plan) = match first.next() {
-            Some(p) => {
-                let plan = space.decode(&p);
-                if let Some(cost) = known(&seen, &plan) {
-                    ensemble.observe(None, p, cost);
-                    continue;
-                }
-                (None, p, plan)
-            }
-            None => {
-                let mut tries = EXHAUSTED;
-                match ensemble.propose_new(space, &mut tries, |plan| known(&seen, plan)) {
-                    Some((t, p, plan)) => (Some(t), p, plan),
-                    None => break,
-                }
-            }
-        };
-        let resolved = plan.resolve(kinds, extents);
-        let o = bench.measure(&plan, SLOW * best_s);
-        measured += 1;
-        let cost = match (o.status, o.time_s) {
-            (Status::Ok, Some(time)) => time,
-            _ => {
-                rejected += 1;
-                f64::INFINITY
-            }
-        };
-        seen.push((resolved, cost));
-        if cost < best_s {
-            best_s = cost;
-            best = Some(p.clone());
-            say(format!(
-                "{} ({:.2}x today's) after {:.1} s: {plan:?}",
-                ms(cost),
-                before_s / cost,
-                started.elapsed().as_secs_f64()
-            ));
-        }
-        ensemble.observe(t, p, cost);
+    let seeds = super::defaults::ranked(k.desc, k.bound, k.info, dev.device_name(), dev.limits())
+        .into_iter()
+        .take(MODEL_FIRST)
+        .map(|c| space.decode(&space.nearest(&c.plan)))
+        .collect();
+    let mut measure = OneByOne {
+        bench: &mut bench,
+        say: &say,
+        started,
+        before_s,
+    };
+    if search.run(&Budget::Time(budget), 1, seeds, &mut measure)? == Stop::Exhausted {
+        say("every plan of the space was measured".into());
     }
+    let measured = search.costs.len();
+    let rejected = search.costs.iter().filter(|c| c.is_infinite()).count();
+    let best_s = search.best_s();
+    let best = search
+        .best
+        .take()
+        .filter(|b| b.cost < before_s)
+        .and_then(|b| b.point);
     let (kept, why) = match best {
         None => (
             kept_before,
@@ -609,6 +581,43 @@ fn search<D: RawDevice>(
         why,
         file,
     })
+}
+
+/// Run-time tuning's measurements: one candidate at a time on the
+/// call's bench, each cut off at [`SLOW`] times the best.
+struct OneByOne<'b, 'a, D: RawDevice, F: Fn(String)> {
+    bench: &'b mut Bench<'a, D>,
+    say: &'b F,
+    started: Instant,
+    before_s: f64,
+}
+
+impl<D: RawDevice, F: Fn(String)> Measure<GpuPlan> for OneByOne<'_, '_, D, F> {
+    type Error = Error;
+
+    fn measure(&mut self, batch: &[Proposal<GpuPlan>], best_s: f64) -> Result<Vec<f64>, Error> {
+        Ok(batch
+            .iter()
+            .map(|c| match self.bench.measure(&c.plan, SLOW * best_s) {
+                Outcome {
+                    status: Status::Ok,
+                    time_s: Some(time),
+                    ..
+                } => time,
+                _ => f64::INFINITY,
+            })
+            .collect())
+    }
+
+    fn improved(&mut self, c: &Proposal<GpuPlan>, cost: f64) {
+        (self.say)(format!(
+            "{} ({:.2}x today's) after {:.1} s: {:?}",
+            ms(cost),
+            self.before_s / cost,
+            self.started.elapsed().as_secs_f64(),
+            c.plan
+        ));
+    }
 }
 
 #[cfg(test)]

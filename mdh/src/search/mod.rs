@@ -6,12 +6,14 @@
 //! The techniques know nothing about plans: a point's validity is the
 //! space's business (it repairs points before they are measured), its cost
 //! is the measured run time. Lower costs are better. The tuner (`mdh-tune`)
-//! and run-time GPU tuning (`gpu::tune`) search with them.
+//! and run-time GPU tuning (`gpu::tune`) search with them, in one loop
+//! ([`driver::Search`]).
 
 pub mod annealing;
 pub mod bandit;
 pub mod check;
 pub mod differential;
+pub mod driver;
 pub mod neighbourhood;
 pub mod pattern;
 pub mod random;
