@@ -427,6 +427,22 @@ pub mod reference {
     /// Runs a kernel of one md_hom or of stages (see [`program`]): the
     /// stages in order, each as [`run`] does, on intermediates allocated
     /// for the call.
+    ///
+    /// ```
+    /// use mdh::reference::Buffer;
+    /// // The first stage sums x into the intermediate `s`, the second
+    /// // writes the maximum of each x and that sum.
+    /// let k = mdh::reference::program(
+    ///     "kernel clip { inp(x: f32[N]), out(y: f32[N]), tmp(s: f32[]), \
+    ///      stage sum { out_view(s: |i| ()), md_hom[N](|a| a, (PW(+))), inp_view(x: |i| (i)) }, \
+    ///      stage top { out_view(y: |i| (i)), md_hom[N](|a, m| a.max(m), (CC)), \
+    ///                  inp_view(x: |i| (i), s: |i| ()) } }",
+    /// )?;
+    /// let mut y: [Buffer; 1] = [vec![0.0f32; 3].into()];
+    /// mdh::reference::run_program(&k, &[3], &[vec![1.0f32, 9.0, -4.0].into()], &mut y, &[])?;
+    /// assert_eq!(y[0], Buffer::from(vec![6.0f32, 9.0, 6.0]));
+    /// # Ok::<(), mdh::Error>(())
+    /// ```
     #[cfg(feature = "reference")]
     pub use mdh_core::interp::run_program;
 
