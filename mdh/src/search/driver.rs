@@ -59,6 +59,13 @@ pub struct Proposal<P> {
     pub plan: P,
 }
 
+/// The caller's key of a plan: plans that run alike share one.
+type KeyFn<P, K> = Box<dyn Fn(&P) -> K>;
+
+/// A batch to measure, and whether the space ran out of new plans while
+/// it was filled.
+type NextBatch<P> = (Vec<Proposal<P>>, bool);
+
 /// Why a search stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stop {
@@ -107,7 +114,7 @@ pub struct Best<P> {
 pub struct Search<S: Space, K> {
     pub space: S,
     pub ensemble: Ensemble,
-    key: Box<dyn Fn(&S::Plan) -> K>,
+    key: KeyFn<S::Plan, K>,
     seen: HashMap<K, f64>,
     pub best: Option<Best<S::Plan>>,
     /// The measured candidates' costs in order (`INFINITY`: failed).
@@ -219,7 +226,7 @@ impl<S: Space, K: Eq + Hash> Search<S, K> {
         seeds: &mut std::iter::Peekable<impl Iterator<Item = (usize, S::Plan)>>,
         n: usize,
         m: &mut M,
-    ) -> Result<(Vec<Proposal<S::Plan>>, bool), M::Error> {
+    ) -> Result<NextBatch<S::Plan>, M::Error> {
         let mut out: Vec<Proposal<S::Plan>> = Vec::new();
         while out.len() < n {
             let Some((i, plan)) = seeds.next() else { break };
