@@ -359,7 +359,11 @@ fn matmul_main_sass(
     mdh_gpu::sass::Function,
     String,
 ) {
-    main_sass(&matmul_source((1024, 1024, 1024), Some(plan), "*"), plan, arch)
+    main_sass(
+        &matmul_source((1024, 1024, 1024), Some(plan), "*"),
+        plan,
+        arch,
+    )
 }
 
 /// `src` (under `plan`) compiled for `arch` (32-bit indices): what NVRTC
@@ -778,13 +782,23 @@ fn half_tensor_cores_run_and_compile() {
                 .unwrap()
                 .unwrap()
                 .source;
-            assert!(source.contains("#define MDH_MMA 16\n"), "{plan:?}\n{source}");
-            let ptx = format!("mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32", mma.name());
+            assert!(
+                source.contains("#define MDH_MMA 16\n"),
+                "{plan:?}\n{source}"
+            );
+            let ptx = format!(
+                "mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32",
+                mma.name()
+            );
             assert!(source.contains(&ptx), "{plan:?}\n{source}");
             for arch in ["sm_80", "sm_90"] {
                 let out = nvrtc_compile(&source, arch)
                     .unwrap_or_else(|e| panic!("{plan:?}, {arch}: {e}\n{source}"));
-                assert!(out.log.is_empty(), "{plan:?}, {arch}: NVRTC warned:\n{}", out.log);
+                assert!(
+                    out.log.is_empty(),
+                    "{plan:?}, {arch}: NVRTC warned:\n{}",
+                    out.log
+                );
             }
         }
     }
@@ -898,8 +912,18 @@ fn half_tensor_cores_in_sass() {
         return;
     }
     let families: [(&str, JobFn, Mma, &str); 2] = [
-        (matmul_bf16::SPEC, matmul_bf16::cuda::job, Mma::Bf16, "HMMA.16816.F32.BF16"),
-        (scores_f16::SPEC, scores_f16::cuda::job, Mma::F16, "HMMA.16816.F32"),
+        (
+            matmul_bf16::SPEC,
+            matmul_bf16::cuda::job,
+            Mma::Bf16,
+            "HMMA.16816.F32.BF16",
+        ),
+        (
+            scores_f16::SPEC,
+            scores_f16::cuda::job,
+            Mma::F16,
+            "HMMA.16816.F32",
+        ),
     ];
     for (spec, job, half, half_shape) in families {
         let desc = KernelDesc::from_kernel(&mdh::reference::kernel(spec).unwrap());
