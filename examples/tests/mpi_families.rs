@@ -91,6 +91,7 @@ fn main() -> std::process::ExitCode {
         map_half,
         matvec_f16,
         matmul_bf16,
+        attention_bf16,
     ];
     let mut rng = Rng::new(seed);
     let mut failures = 0;

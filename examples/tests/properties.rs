@@ -494,6 +494,17 @@ proptest! {
         verify(matmul_bf16::SPEC, &s.values(), vec![a.into(), b.into()], &[],
             vec![nan(i * j).into()], r, vec![c.into()], sum_rtol(k))?;
     }
+
+    #[test]
+    fn attention_bf16_matches(i in size0(41), j in size0(97), d in size0(67), scale in 0.01f32..1.0, seed: u64) {
+        prop_assume!(i * j * d <= 60_000);
+        let mut g = Rng::new(seed);
+        let s = attention_bf16::Sizes { I: i, J: j, D: d };
+        let (q, k) = (to_bf16(g.f32s(i * d)), to_bf16(g.f32s(j * d)));
+        let (r, sc) = check::guarded(i * j, f32::NAN, |sc| attention_bf16::cpu(&q, &k, sc, scale, s)).map_err(TestCaseError::fail)?;
+        verify(attention_bf16::SPEC, &s.values(), vec![q.into(), k.into()], &[Value::F32(scale)],
+            vec![nan(i * j).into()], r, vec![sc.into()], sum_rtol(d))?;
+    }
 }
 
 /// The interpreter, every test's oracle, against the kernel's scalar

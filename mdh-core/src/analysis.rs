@@ -9,6 +9,8 @@
 
 use std::ops::Deref;
 
+mod widen;
+
 use crate::spec::{
     BinOp, BuiltinOp, Closure2, DimKind, Expr, ExprKind, IndexFn, Kernel, Method, ReduceOp,
     ScalarType,
@@ -23,6 +25,12 @@ pub struct Checked {
     /// Per output access: its operator as the CPU code runs it (see
     /// [`Checked::cpu_op`]).
     cpu_ops: Vec<Option<ReduceOp>>,
+    /// Per input access: whether the CPU reads it widened to `f32` (see
+    /// [`Checked::widened`]).
+    widened: Vec<bool>,
+    /// The scalar function's body as the CPU task bodies compute it (see
+    /// [`Checked::cpu_body`]).
+    cpu_body: Expr,
 }
 
 /// What the checker derived about a kernel (see the module documentation).
@@ -62,10 +70,15 @@ impl Checked {
     /// Wraps a kernel the checker accepted (only the checker calls this).
     pub(crate) fn new(kernel: Kernel) -> Checked {
         let analysis = Analysis::of(&kernel);
+        let tys: Vec<ScalarType> = analysis.inputs.iter().map(|a| a.ty).collect();
+        let widened = widen::widened(&kernel.scalar_fn, &tys);
+        let cpu_body = widen::body(&kernel.scalar_fn, &widened);
         let mut checked = Checked {
             kernel,
             analysis,
             cpu_ops: Vec::new(),
+            widened,
+            cpu_body,
         };
         checked.cpu_ops = (0..checked.analysis.outputs.len())
             .map(|o| {
@@ -88,6 +101,32 @@ impl Checked {
 
     pub fn kernel(&self) -> &Kernel {
         &self.kernel
+    }
+
+    /// Whether the CPU reads input access `j` widened to `f32`: its element
+    /// type is `f16` or `bf16` and the scalar function only uses it as
+    /// `x as f32` (mixed precision). Its packed tiles hold `f32` (converted
+    /// while packing), and where a plan reads it in place each read
+    /// converts; the scalar function computes as [`Checked::cpu_body`] says.
+    pub fn widened(&self, j: usize) -> bool {
+        self.widened.get(j).copied().unwrap_or(false)
+    }
+
+    /// The element type of input access `j` as the CPU task bodies read it:
+    /// `f32` where it is [widened](Checked::widened), else its own.
+    pub fn cpu_input_ty(&self, j: usize) -> ScalarType {
+        if self.widened(j) {
+            ScalarType::F32
+        } else {
+            self.analysis.inputs[j].ty
+        }
+    }
+
+    /// The scalar function's body as the CPU task bodies compute it: each
+    /// `x as f32` of a [widened](Checked::widened) parameter is `x`, already
+    /// an `f32` (the widening is exact: the same value).
+    pub fn cpu_body(&self) -> &Expr {
+        &self.cpu_body
     }
 
     /// Whether the kernel is contraction-shaped (`KernelDesc::contraction`):

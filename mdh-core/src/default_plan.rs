@@ -135,6 +135,9 @@ fn input_bytes(k: &Checked) -> usize {
 /// SIMD dimension `simd` of a register tile wider than one point, without
 /// being contiguous along it (every such access in a contraction), is
 /// packed with that dimension innermost, its others in dimension order.
+/// Every other widened access ([`Checked::widened`]) is packed too, its
+/// contiguous dimension innermost, so that it is converted to `f32` once
+/// per tile rather than at each read (matmul's rows of A, broadcast).
 fn default_pack(
     k: &Checked,
     simd: Option<usize>,
@@ -144,7 +147,8 @@ fn default_pack(
     k.analysis()
         .inputs
         .iter()
-        .map(|i| match simd {
+        .enumerate()
+        .map(|(j, i)| match simd {
             Some(s)
                 if reg[s] > 1
                     && i.uses.contains(&s)
@@ -152,6 +156,12 @@ fn default_pack(
             {
                 let mut layout: Vec<usize> = i.uses.iter().copied().filter(|&x| x != s).collect();
                 layout.push(s);
+                layout
+            }
+            _ if k.widened(j) && !i.uses.is_empty() => {
+                let unit = i.uses.iter().rev().find(|&&x| i.static_coefs[x] == Some(1));
+                let mut layout: Vec<usize> = i.uses.iter().copied().filter(|x| Some(x) != unit).collect();
+                layout.extend(unit);
                 layout
             }
             _ => Vec::new(),

@@ -121,11 +121,12 @@ pub fn kept_lanes(k: &Checked) -> usize {
     lanes_of(element_bytes(k).max())
 }
 
-/// Bytes of the element type of each input buffer and output access.
+/// Bytes of the element type of each input and output access, as the CPU
+/// task bodies compute on them (a widened 16-bit input as `f32`,
+/// [`Checked::cpu_input_ty`]).
 fn element_bytes(k: &Checked) -> impl Iterator<Item = usize> + '_ {
-    k.inputs
-        .iter()
-        .map(|b| b.ty)
+    (0..k.analysis().inputs.len())
+        .map(|j| k.cpu_input_ty(j))
         .chain(k.analysis().outputs.iter().map(|o| o.ty))
         .map(elem_bytes)
 }

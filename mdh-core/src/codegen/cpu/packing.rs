@@ -45,12 +45,14 @@ impl<'k> Gen<'k> {
     /// Whether packed input access `j` can also be read in place with the
     /// same code: its layout's last dimension has stride 1 in the input
     /// too (whole vectors load from both), so a tile read too few times to
-    /// repay its copy is not packed (see [`Gen::packing`]).
+    /// repay its copy is not packed (see [`Gen::packing`]); not a widened
+    /// access, whose packed tile holds `f32`s and its input 16-bit floats.
     pub(super) fn in_place_ok(&self, j: usize) -> bool {
         let a = &self.k.analysis().inputs[j];
-        self.pack[j]
-            .last()
-            .is_some_and(|&last| a.static_coefs[last] == Some(1))
+        !self.k.widened(j)
+            && self.pack[j]
+                .last()
+                .is_some_and(|&last| a.static_coefs[last] == Some(1))
     }
 
     /// The packing of the plan's packed input accesses (the paper's memory
@@ -69,7 +71,7 @@ impl<'k> Gen<'k> {
             if m == 0 {
                 continue;
             }
-            let t = ty(a.ty);
+            let t = ty(self.k.cpu_input_ty(j));
             let (slot, tile, st, pk) = (
                 format_ident!("__PKSLOT{}", j),
                 format_ident!("__pkt{}", j),
@@ -108,12 +110,16 @@ impl<'k> Gen<'k> {
             // SAFETY: the position is inside the buffer of `__len` elements
             // laid out above, and `bind` checked that the access stays inside
             // its input over the whole index space, which holds the tile.
-            let copy = l1_loops(
-                quote! {
-                    unsafe { *__dst.get_unchecked_mut(#dst_off) = *#src.get_unchecked(#src_off) };
-                },
-                layout,
-            );
+            let copy = if !self.k.widened(j) {
+                l1_loops(
+                    quote! {
+                        unsafe { *__dst.get_unchecked_mut(#dst_off) = *#src.get_unchecked(#src_off) };
+                    },
+                    layout,
+                )
+            } else {
+                self.widening_copy(j, &dst_off, &src_off)
+            };
             // The strides follow from the tile's extents: set for every
             // tile, also one this thread packed in an earlier part.
             let pack = quote! {
@@ -166,5 +172,34 @@ impl<'k> Gen<'k> {
             });
         }
         (setup, refill, park)
+    }
+
+    /// The copy of widened input access `j`'s tile into its packed `f32`
+    /// tile `__dst` (`dst_off`, `src_off`: the offsets at the current
+    /// point): whole rows at a time where the layout's last dimension is
+    /// contiguous in the input too (`mdh::__rt::widen_run`: F16C or a
+    /// vectorized shift), else element by element.
+    fn widening_copy(&self, j: usize, dst_off: &TokenStream, src_off: &TokenStream) -> TokenStream {
+        let (a, layout) = (&self.k.analysis().inputs[j], &self.pack[j]);
+        let src = format_ident!("__in{}", a.buffer);
+        let Some((&last, outer)) = layout.split_last() else {
+            return TokenStream::new();
+        };
+        if a.static_coefs[last] != Some(1) {
+            // SAFETY: as for the plain copy (see `packing`).
+            return l1_loops(
+                quote! {
+                    unsafe { *__dst.get_unchecked_mut(#dst_off) = ::mdh::__rt::widen::<ISA, _>(*#src.get_unchecked(#src_off)) };
+                },
+                layout,
+            );
+        }
+        let (i, (lo, hi)) = (dim_var(last), l1_tile(last));
+        let row = quote! {
+            let #i: usize = #lo;
+            let (__d0, __s0, __run) = (#dst_off, #src_off, #hi - #lo);
+            ::mdh::__rt::widen_run::<ISA, _>(&#src[__s0..__s0 + __run], &mut __dst[__d0..__d0 + __run]);
+        };
+        l1_loops(row, outer)
     }
 }

@@ -17,11 +17,27 @@ pub(super) struct InputAccess {
     /// point.
     pub(super) slice: Ident,
     pub(super) ty: ScalarType,
+    /// Whether the slice holds 16-bit floats that each read widens to
+    /// `ty`, `f32` (a widened access read in place, see
+    /// [`Checked::widened`](crate::analysis::Checked::widened)).
+    pub(super) widen: bool,
     pub(super) off: TokenStream,
     /// Per dimension: the offset's coefficient, and whether it is 1 at
     /// compile time (consecutive indices are consecutive elements).
     pub(super) stride: Vec<TokenStream>,
     pub(super) unit: Vec<bool>,
+}
+
+impl InputAccess {
+    /// `read`, a value of the slice, as the scalar function takes it:
+    /// widened to `f32` where the access is read in place widened.
+    pub(super) fn widened(&self, read: TokenStream) -> TokenStream {
+        if self.widen {
+            quote!(::mdh::__rt::widen::<ISA, _>(#read))
+        } else {
+            read
+        }
+    }
 }
 
 impl<'k> Gen<'k> {
@@ -55,7 +71,8 @@ impl<'k> Gen<'k> {
                     None => InputAccess {
                         uses: a.uses.clone(),
                         slice: format_ident!("__in{}", b),
-                        ty: a.ty,
+                        ty: self.k.cpu_input_ty(j),
+                        widen: self.k.widened(j),
                         off: offset(a, &base, &coef),
                         stride: (0..self.d).map(|x| self.in_place_stride(j, x)).collect(),
                         unit: a.static_coefs.iter().map(|&c| c == Some(1)).collect(),
@@ -67,7 +84,8 @@ impl<'k> Gen<'k> {
                         InputAccess {
                             uses: layout.clone(),
                             slice: format_ident!("__pk{}", j),
-                            ty: a.ty,
+                            ty: self.k.cpu_input_ty(j),
+                            widen: false,
                             off,
                             stride,
                             unit: (0..self.d).map(|x| x == last).collect(),
@@ -100,7 +118,8 @@ impl<'k> Gen<'k> {
             let (slice, off) = (&a.slice, &a.off);
             // SAFETY: `bind` checked that this access stays inside the buffer
             // over the whole index space, and every point is inside it.
-            (ty(a.ty), quote!(unsafe { *#slice.get_unchecked(#off) }))
+            let read = quote!(unsafe { *#slice.get_unchecked(#off) });
+            (ty(a.ty), a.widened(read))
         })
     }
 
@@ -136,8 +155,8 @@ impl<'k> Gen<'k> {
         let vals: Vec<Ident> = (0..self.n_out())
             .map(|o| format_ident!("__v{}", o))
             .collect();
-        let body = self.scalar_fn_block(rust_expr::expr(&self.k.scalar_fn.body));
-        let result_ty = match &self.k.scalar_fn.body.ty {
+        let body = self.scalar_fn_block(rust_expr::expr(self.k.cpu_body()));
+        let result_ty = match &self.k.cpu_body().ty {
             t @ Type::Tuple(_) => rust_expr::type_of(t),
             _ => ty(self.out_tys.first().copied().unwrap_or(ScalarType::F32)),
         };
@@ -193,7 +212,7 @@ impl<'k> Gen<'k> {
             && self.out_tys[0].is_float()
             && !self.out_tys[0].is_half()
             && matches!(self.ops[0], Some(ReduceOp::Builtin(BuiltinOp::Add, _)));
-        match &self.k.scalar_fn.body.kind {
+        match &self.k.cpu_body().kind {
             ExprKind::Binary(BinOp::Mul, a, b, _) if single_float_sum => Some((a, b)),
             _ => None,
         }

@@ -33,10 +33,11 @@ pub(super) fn vcombine(op: BuiltinOp, x: &TokenStream, y: &TokenStream) -> Token
 }
 
 /// Whether register tiles of `k` can run on SIMD lanes at all: its scalar
-/// function is pure and every combine operator runs as a built-in one
-/// ([`Checked::cpu_op`]; lanes start at its identity, a closure has none).
+/// function, as the CPU computes it ([`Checked::cpu_body`]: widened 16-bit
+/// inputs are `f32`), is pure and every combine operator runs as a built-in
+/// one ([`Checked::cpu_op`]; lanes start at its identity, a closure has none).
 pub fn lanes_apply(k: &Checked) -> bool {
-    rust_simd::vectorizable(&k.scalar_fn.body)
+    rust_simd::vectorizable(k.cpu_body())
         && (0..k.analysis().outputs.len())
             .all(|o| !matches!(k.cpu_op(o), Some(ReduceOp::Closure(_))))
 }
@@ -114,7 +115,16 @@ impl<'k> Gen<'k> {
                 quote!(__l)
             };
             let read = if !a.uses.contains(&s) {
-                quote!(<#vt>::splat(unsafe { *#slice.get_unchecked(#off) }))
+                let x = a.widened(quote!(unsafe { *#slice.get_unchecked(#off) }));
+                quote!(<#vt>::splat(#x))
+            } else if a.widen {
+                // A widened access read in place: each lane converts.
+                let stride = &a.stride[s];
+                let x = a.widened(quote!(unsafe { *#slice.get_unchecked((__o0 + #lane as isize * #stride) as usize) }));
+                quote!({
+                    let __o0 = #off as isize;
+                    <#vt>::from_fn(|__l| #x)
+                })
             } else if a.unit[s] && part {
                 quote!(unsafe { <#vt>::load_part::<ISA>(#slice, #off, __cnt) })
             } else if a.unit[s] {
@@ -133,7 +143,7 @@ impl<'k> Gen<'k> {
     /// The scalar function's values `__v0, …` as vectors over the lanes of `s`.
     /// `part`: as in [`Gen::vector_reads`].
     pub(super) fn vector_point(&self, s: usize, n: usize, part: bool) -> TokenStream {
-        self.vector_point_with(s, n, part, rust_simd::expr(&self.k.scalar_fn.body, n))
+        self.vector_point_with(s, n, part, rust_simd::expr(self.k.cpu_body(), n))
     }
 
     /// As `vector_point`, with `body` in place of the scalar function's body.
