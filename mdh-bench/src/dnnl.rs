@@ -516,7 +516,10 @@ impl MatmulBf16 {
         // `mm`'s own buffers, whose heap storage outlives them (destroyed
         // in Drop first).
         unsafe {
-            check(dnnl_engine_create(&mut mm.engine, ENGINE_CPU, 0), "engine_create")?;
+            check(
+                dnnl_engine_create(&mut mm.engine, ENGINE_CPU, 0),
+                "engine_create",
+            )?;
             check(
                 dnnl_stream_create(&mut mm.stream, mm.engine, STREAM_DEFAULT_FLAGS),
                 "stream_create",

@@ -160,7 +160,8 @@ fn default_pack(
             }
             _ if k.widened(j) && !i.uses.is_empty() => {
                 let unit = i.uses.iter().rev().find(|&&x| i.static_coefs[x] == Some(1));
-                let mut layout: Vec<usize> = i.uses.iter().copied().filter(|x| Some(x) != unit).collect();
+                let mut layout: Vec<usize> =
+                    i.uses.iter().copied().filter(|x| Some(x) != unit).collect();
                 layout.extend(unit);
                 layout
             }

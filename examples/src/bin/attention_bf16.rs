@@ -10,7 +10,10 @@ fn main() -> std::process::ExitCode {
         let (n, d) = (args.pick(512, 64), args.pick(128, 32));
         let mut rng = Rng::new(5);
         let bf16s = |rng: &mut Rng, len: usize| -> Vec<bf16> {
-            rng.f32s(len).into_iter().map(|x| bf16::from_f32(x - 0.5)).collect()
+            rng.f32s(len)
+                .into_iter()
+                .map(|x| bf16::from_f32(x - 0.5))
+                .collect()
         };
 
         // Odd sizes against the interpreter.

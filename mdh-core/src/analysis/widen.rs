@@ -164,3 +164,51 @@ fn unwrap_casts(e: &mut Expr, names: &[&Ident]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::codegen::cpu::lanes_apply;
+    use crate::fixtures::{compiled, example};
+    use crate::plan::CpuPlan;
+    use crate::spec::{ExprKind, Type};
+
+    /// matmul_bf16 and attention_bf16 widen both inputs: the CPU body has
+    /// no 16-bit value (so SIMD lanes apply) and the default packs both.
+    #[test]
+    fn mixed_precision_inputs_are_widened_and_packed() {
+        for name in ["matmul_bf16", "attention_bf16"] {
+            let k = compiled(&example(name));
+            assert!(k.widened(0) && k.widened(1), "{name}");
+            assert!(!matches!(k.cpu_body().ty, Type::Scalar(t) if t.is_half()));
+            assert!(lanes_apply(&k), "{name}");
+            let plan = CpuPlan::default_for(&k);
+            assert!(
+                plan.pack.iter().all(|l| !l.is_empty()),
+                "{name}: {:?}",
+                plan.pack
+            );
+        }
+        // matmul's A (i, k): packed with k, its contiguous dimension, last.
+        let plan = CpuPlan::default_for(&compiled(&example("matmul_bf16")));
+        assert_eq!(plan.pack[0], vec![0, 2]);
+    }
+
+    /// Not widened: a 16-bit value used as itself (map_half, matvec_f16),
+    /// or a parameter whose name a `let` rebinds.
+    #[test]
+    fn only_pure_widenings_count() {
+        for name in ["map_half", "matvec_f16"] {
+            let k = compiled(&example(name));
+            assert!(!k.widened(0) && !k.widened(1), "{name}");
+        }
+        let k = compiled(
+            "kernel shadow { inp(a: bf16[N], b: bf16[N]), out(c: f32[]), out_view(c: |i| ()), \
+             md_hom[N](|a, b| { let a = 2.0bf16; (a as f32) * (b as f32) }, (PW(+))), \
+             inp_view(a: |i| (i), b: |i| (i)) }",
+        );
+        assert!(!k.widened(0) && k.widened(1));
+        let ExprKind::Block(_) = &k.cpu_body().kind else {
+            panic!("the body stays a block");
+        };
+    }
+}
