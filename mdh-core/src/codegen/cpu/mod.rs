@@ -22,6 +22,8 @@ use crate::spec::{DimKind, ReduceOp, ScalarType};
 use names::dim_var;
 
 mod driver;
+mod epilogue;
+pub use epilogue::FusedEpilogue;
 mod names;
 mod packing;
 mod point;
@@ -33,7 +35,7 @@ mod tiles;
 mod vector_tile;
 
 pub(crate) use driver::plan_choice;
-pub use driver::{cpu_fn, cpu_in_fn};
+pub use driver::{cpu_fn, cpu_in_fn, fused_cpu_fn};
 
 /// `(base + Σ coef[d] · i_d) as usize` for the dimensions the access uses.
 fn offset(a: &Access, base: &Ident, coef: &Ident) -> TokenStream {
@@ -65,6 +67,8 @@ struct Gen<'k> {
     /// Per input access: the layout of its packed L1 tile (empty: read in
     /// place); see [`CpuPlan::pack`].
     pack: Vec<Vec<usize>>,
+    /// The epilogue fused into the stores (a kernel of stages' producer).
+    epilogue: Option<FusedEpilogue<'k>>,
 }
 
 impl<'k> Gen<'k> {
@@ -82,6 +86,7 @@ impl<'k> Gen<'k> {
             out_tys,
             a_ty: quote!((#(#tys,)*)),
             pack: vec![Vec::new(); a.inputs.len()],
+            epilogue: None,
         }
     }
 
