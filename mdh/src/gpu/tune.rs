@@ -1,7 +1,8 @@
 //! Run-time tuning of GPU plans: `NAME::opencl::tune` and `NAME::cuda::tune`
 //! (and `MDH_AUTOTUNE=1`) search the tuner's space ([`GpuSpace`]) with the
-//! tuner's techniques ([`Ensemble`]) on the user's device, at the call's
-//! sizes, and keep the result in a per-user cache that later calls and
+//! tuner's techniques ([`Ensemble`](crate::search::Ensemble)) in the
+//! tuner's loop ([`Search`](crate::search::driver::Search)) on the user's
+//! device, at the call's sizes, and keep the result in a per-user cache that later calls and
 //! later processes dispatch to before the configured entries.
 //!
 //! What is checked: the reference interpreter is not in a user's binary, so
