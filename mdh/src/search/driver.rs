@@ -324,14 +324,17 @@ mod tests {
     use crate::search::tests::cost;
     use crate::search::Rng;
 
-    /// Six parameters of ten values each; a plan is its point.
+    /// `params` parameters of `values` values each; a plan is its point.
     #[derive(Clone)]
-    struct Grid;
+    struct Grid {
+        params: usize,
+        values: usize,
+    }
 
     impl Space for Grid {
         type Plan = Point;
         fn cards(&self) -> Vec<usize> {
-            vec![10; 6]
+            vec![self.values; self.params]
         }
         fn decode(&self, p: &Point) -> Point {
             p.clone()
@@ -343,10 +346,10 @@ mod tests {
             p
         }
         fn sample(&self, rng: &mut Rng) -> Point {
-            (0..6).map(|_| rng.below(10)).collect()
+            (0..self.params).map(|_| rng.below(self.values)).collect()
         }
         fn size(&self) -> f64 {
-            1e6
+            (self.values as f64).powi(self.params as i32)
         }
     }
 
@@ -402,7 +405,11 @@ mod tests {
     }
 
     fn search() -> Search<Grid, Point> {
-        Search::new(Grid, &vec![0; 6], 7, Clone::clone)
+        let grid = Grid {
+            params: 6,
+            values: 10,
+        };
+        Search::new(grid, &vec![0; 6], 7, Clone::clone)
     }
 
     #[test]
@@ -480,30 +487,11 @@ mod tests {
     #[test]
     fn hopeless_proposals_are_pruned_and_a_small_space_runs_out() {
         // Two parameters of two values: four plans.
-        #[derive(Clone)]
-        struct Tiny;
-        impl Space for Tiny {
-            type Plan = Point;
-            fn cards(&self) -> Vec<usize> {
-                vec![2, 2]
-            }
-            fn decode(&self, p: &Point) -> Point {
-                p.clone()
-            }
-            fn agrees(&self, s: usize, a: &Point, b: &Point) -> bool {
-                a[s] == b[s]
-            }
-            fn repair(&self, p: Point) -> Point {
-                p
-            }
-            fn sample(&self, rng: &mut Rng) -> Point {
-                vec![rng.below(2), rng.below(2)]
-            }
-            fn size(&self) -> f64 {
-                4.0
-            }
-        }
-        let mut s = Search::new(Tiny, &vec![0, 0], 3, Clone::clone);
+        let tiny = Grid {
+            params: 2,
+            values: 2,
+        };
+        let mut s = Search::new(tiny, &vec![0, 0], 3, Clone::clone);
         let mut m = Fake::new(vec![9, 9]);
         // The seed [0, 0] costs 1 + 9 + 49 = 59 against TARGET's first
         // two; every other plan's bound is 1000: pruned.
