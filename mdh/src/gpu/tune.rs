@@ -2,8 +2,9 @@
 //! (and `MDH_AUTOTUNE=1`) search the tuner's space ([`GpuSpace`]) with the
 //! tuner's techniques ([`Ensemble`](crate::search::Ensemble)) in the
 //! tuner's loop ([`Search`](crate::search::driver::Search)) on the user's
-//! device, at the call's sizes, and keep the result in a per-user cache that later calls and
-//! later processes dispatch to before the configured entries.
+//! device, at the call's sizes, and keep the result in a per-user cache
+//! that later calls and later processes dispatch to before the configured
+//! entries.
 //!
 //! What is checked: the reference interpreter is not in a user's binary, so
 //! the plan that runs today (a cached plan, else the configured entry or
