@@ -170,6 +170,7 @@ pub mod search;
 #[doc(hidden)]
 pub mod simd;
 mod stream;
+mod widen;
 
 #[cfg(feature = "mpi")]
 pub mod mpi;
@@ -479,6 +480,7 @@ pub mod __rt {
     pub use crate::mpi;
     pub use crate::scalar::{FloatMinMax, IntDiv};
     pub use crate::simd::{mul_add, tile_origin, vector_step, V};
+    pub use crate::widen::{widen_bf16, widen_f16};
     pub use crate::stream::{
         pays as stream_pays, starts_lines, Results as StreamedResults, StreamWriter,
     };

@@ -230,8 +230,8 @@ impl<'k> Gen<'k> {
                 quote!(unsafe { #w(__c, __r, __o, __direct) })
             })
         };
-        let avx512 = per_isa(Isa::Avx512, 2, "avx512f,avx512vl,avx2,fma");
-        let avx2 = per_isa(Isa::Avx2, 1, "avx2,fma");
+        let avx512 = per_isa(Isa::Avx512, 2, "avx512f,avx512vl,avx2,fma,f16c");
+        let avx2 = per_isa(Isa::Avx2, 1, "avx2,fma,f16c");
         let baseline = baseline_calls(exact);
         quote! {
             /// One task: the body of plan `__plan`, compiled for the best

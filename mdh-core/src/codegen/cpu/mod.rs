@@ -31,6 +31,7 @@ pub(crate) use simd::lanes_apply;
 mod store;
 mod tiles;
 mod vector_tile;
+mod widen;
 
 pub(crate) use driver::plan_choice;
 pub use driver::{cpu_fn, cpu_in_fn};
@@ -65,6 +66,9 @@ struct Gen<'k> {
     /// Per input access: the layout of its packed L1 tile (empty: read in
     /// place); see [`CpuPlan::pack`].
     pack: Vec<Vec<usize>>,
+    /// The scalar function as the CPU code runs it (16-bit inputs widened
+    /// to f32 where they are read).
+    w: widen::Widened,
 }
 
 impl<'k> Gen<'k> {
@@ -82,6 +86,7 @@ impl<'k> Gen<'k> {
             out_tys,
             a_ty: quote!((#(#tys,)*)),
             pack: vec![Vec::new(); a.inputs.len()],
+            w: widen::Widened::new(k),
         }
     }
 

@@ -5,6 +5,7 @@ use quote::{format_ident, quote};
 
 use super::names::{dim_var, l1_tile};
 use super::tiles::l1_loops;
+use super::widen::widen;
 use super::{offset, Gen};
 use crate::codegen::rust_expr::ty;
 use crate::plan::CpuPlan;
@@ -48,7 +49,8 @@ impl<'k> Gen<'k> {
     /// repay its copy is not packed (see [`Gen::packing`]).
     pub(super) fn in_place_ok(&self, j: usize) -> bool {
         let a = &self.k.analysis().inputs[j];
-        self.pack[j]
+        self.w.from[j].is_none()
+            && self.pack[j]
             .last()
             .is_some_and(|&last| a.static_coefs[last] == Some(1))
     }
@@ -69,7 +71,7 @@ impl<'k> Gen<'k> {
             if m == 0 {
                 continue;
             }
-            let t = ty(a.ty);
+            let t = ty(self.w.read_ty(j, a.ty));
             let (slot, tile, st, pk) = (
                 format_ident!("__PKSLOT{}", j),
                 format_ident!("__pkt{}", j),
@@ -108,9 +110,12 @@ impl<'k> Gen<'k> {
             // SAFETY: the position is inside the buffer of `__len` elements
             // laid out above, and `bind` checked that the access stays inside
             // its input over the whole index space, which holds the tile.
+            // A widened 16-bit input is converted here, once per element
+            // of the tile, not in the register tiles.
+            let x = widen(self.w.from[j], quote!(*#src.get_unchecked(#src_off)));
             let copy = l1_loops(
                 quote! {
-                    unsafe { *__dst.get_unchecked_mut(#dst_off) = *#src.get_unchecked(#src_off) };
+                    unsafe { *__dst.get_unchecked_mut(#dst_off) = #x };
                 },
                 layout,
             );

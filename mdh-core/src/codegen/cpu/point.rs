@@ -5,6 +5,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
 use super::names::dim_var;
+use super::widen::widen;
 use super::{offset, Gen};
 use crate::codegen::rust_expr::{self, ty};
 use crate::spec::{BinOp, BuiltinOp, Expr, ExprKind, ReduceOp, ScalarType, Type};
@@ -17,6 +18,9 @@ pub(super) struct InputAccess {
     /// point.
     pub(super) slice: Ident,
     pub(super) ty: ScalarType,
+    /// The 16-bit type its elements are widened from at the read (an
+    /// in-place access of a widened input; a packed one holds f32).
+    pub(super) widen: Option<ScalarType>,
     pub(super) off: TokenStream,
     /// Per dimension: the offset's coefficient, and whether it is 1 at
     /// compile time (consecutive indices are consecutive elements).
@@ -55,7 +59,8 @@ impl<'k> Gen<'k> {
                     None => InputAccess {
                         uses: a.uses.clone(),
                         slice: format_ident!("__in{}", b),
-                        ty: a.ty,
+                        ty: self.w.read_ty(j, a.ty),
+                        widen: self.w.from[j],
                         off: offset(a, &base, &coef),
                         stride: (0..self.d).map(|x| self.in_place_stride(j, x)).collect(),
                         unit: a.static_coefs.iter().map(|&c| c == Some(1)).collect(),
@@ -67,7 +72,8 @@ impl<'k> Gen<'k> {
                         InputAccess {
                             uses: layout.clone(),
                             slice: format_ident!("__pk{}", j),
-                            ty: a.ty,
+                            ty: self.w.read_ty(j, a.ty),
+                            widen: None,
                             off,
                             stride,
                             unit: (0..self.d).map(|x| x == last).collect(),
@@ -100,7 +106,8 @@ impl<'k> Gen<'k> {
             let (slice, off) = (&a.slice, &a.off);
             // SAFETY: `bind` checked that this access stays inside the buffer
             // over the whole index space, and every point is inside it.
-            (ty(a.ty), quote!(unsafe { *#slice.get_unchecked(#off) }))
+            let x = widen(a.widen, quote!(unsafe { *#slice.get_unchecked(#off) }));
+            (ty(a.ty), x)
         })
     }
 
@@ -136,8 +143,8 @@ impl<'k> Gen<'k> {
         let vals: Vec<Ident> = (0..self.n_out())
             .map(|o| format_ident!("__v{}", o))
             .collect();
-        let body = self.scalar_fn_block(rust_expr::expr(&self.k.scalar_fn.body));
-        let result_ty = match &self.k.scalar_fn.body.ty {
+        let body = self.scalar_fn_block(rust_expr::expr(&self.w.body));
+        let result_ty = match &self.w.body.ty {
             t @ Type::Tuple(_) => rust_expr::type_of(t),
             _ => ty(self.out_tys.first().copied().unwrap_or(ScalarType::F32)),
         };
@@ -193,7 +200,7 @@ impl<'k> Gen<'k> {
             && self.out_tys[0].is_float()
             && !self.out_tys[0].is_half()
             && matches!(self.ops[0], Some(ReduceOp::Builtin(BuiltinOp::Add, _)));
-        match &self.k.scalar_fn.body.kind {
+        match &self.w.body.kind {
             ExprKind::Binary(BinOp::Mul, a, b, _) if single_float_sum => Some((a, b)),
             _ => None,
         }

@@ -4,6 +4,7 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
+use super::widen::{widen, Widened};
 use super::Gen;
 use crate::analysis::Checked;
 use crate::codegen::rust_simd;
@@ -33,10 +34,11 @@ pub(super) fn vcombine(op: BuiltinOp, x: &TokenStream, y: &TokenStream) -> Token
 }
 
 /// Whether register tiles of `k` can run on SIMD lanes at all: its scalar
-/// function is pure and every combine operator runs as a built-in one
-/// ([`Checked::cpu_op`]; lanes start at its identity, a closure has none).
+/// function (its 16-bit inputs widened, [`Widened`]) is pure and every
+/// combine operator runs as a built-in one ([`Checked::cpu_op`]; lanes
+/// start at its identity, a closure has none).
 pub fn lanes_apply(k: &Checked) -> bool {
-    rust_simd::vectorizable(&k.scalar_fn.body)
+    rust_simd::vectorizable(&Widened::new(k).body)
         && (0..k.analysis().outputs.len())
             .all(|o| !matches!(k.cpu_op(o), Some(ReduceOp::Closure(_))))
 }
@@ -104,6 +106,7 @@ impl<'k> Gen<'k> {
         self.input_reads(|a| {
             let (slice, off) = (&a.slice, &a.off);
             let vt = rust_simd::vty(a.ty, n);
+            let elem = |x: TokenStream| widen(a.widen, x);
             // SAFETY (all forms): `bind` checked that this access stays
             // inside the buffer over the whole index space, and every lane
             // read is a point of the register tile inside the index space
@@ -114,7 +117,17 @@ impl<'k> Gen<'k> {
                 quote!(__l)
             };
             let read = if !a.uses.contains(&s) {
-                quote!(<#vt>::splat(unsafe { *#slice.get_unchecked(#off) }))
+                let x = elem(quote!(unsafe { *#slice.get_unchecked(#off) }));
+                quote!(<#vt>::splat(#x))
+            } else if a.widen.is_some() {
+                // Widened lane by lane: an in-place 16-bit access (packed
+                // ones are widened while packing).
+                let stride = &a.stride[s];
+                let x = elem(quote!(unsafe { *#slice.get_unchecked((__o0 + #lane as isize * #stride) as usize) }));
+                quote!({
+                    let __o0 = #off as isize;
+                    <#vt>::from_fn(|__l| #x)
+                })
             } else if a.unit[s] && part {
                 quote!(unsafe { <#vt>::load_part::<ISA>(#slice, #off, __cnt) })
             } else if a.unit[s] {
@@ -133,7 +146,7 @@ impl<'k> Gen<'k> {
     /// The scalar function's values `__v0, …` as vectors over the lanes of `s`.
     /// `part`: as in [`Gen::vector_reads`].
     pub(super) fn vector_point(&self, s: usize, n: usize, part: bool) -> TokenStream {
-        self.vector_point_with(s, n, part, rust_simd::expr(&self.k.scalar_fn.body, n))
+        self.vector_point_with(s, n, part, rust_simd::expr(&self.w.body, n))
     }
 
     /// As `vector_point`, with `body` in place of the scalar function's body.

@@ -256,3 +256,51 @@ fn an_entry_is_compiled_only_for_the_instruction_sets_it_suits() {
     assert!(!code.contains("__compute_0_exact :: < 1u8 >"), "{code}");
     assert!(!code.contains("__compute_0 :: < 1u8 >"), "{code}");
 }
+
+fn matmul_16(t: TokenStream) -> crate::Checked {
+    kernel(quote! {
+        kernel matmul_16 {
+            inp(A: #t[I, K], B: #t[K, J]),
+            out(C: f32[I, J]),
+            out_view(C: |i, j, k| (i, j)),
+            md_hom[I, J, K](|a, b| (a as f32) * (b as f32), (CC, CC, PW(+))),
+            inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
+        }
+    })
+}
+
+#[test]
+fn sixteen_bit_contractions_widen_while_packing_and_run_the_f32_tiles() {
+    for (t, widen) in [(quote!(bf16), "widen_bf16"), (quote!(f16), "widen_f16")] {
+        let k = matmul_16(t);
+        assert!(super::lanes_apply(&k));
+        let e = entry(&k, None);
+        // The f32 matmul's plan: B packed with `j` contiguous.
+        let f32_plan = CpuPlan::default_for(&crate::fixtures::matmul());
+        assert_eq!(e.plan.reg, f32_plan.reg);
+        assert_eq!(e.plan.pack, f32_plan.pack);
+        let code = cpu_fn(&k, std::slice::from_ref(&e)).to_string();
+        // B's tile holds f32, filled by the conversion; the register tile
+        // is the f32 one (vectors of f32, fused multiply-adds).
+        let slot = quote!(::mdh::cpu::PackSlot<f32, 4usize>).to_string();
+        assert!(code.contains(&slot), "{code}");
+        assert!(code.contains(widen), "{code}");
+        assert!(code.contains(&quote!(.fma::<ISA>).to_string()), "{code}");
+        assert!(code.contains(&quote!(::mdh::__rt::V<f32, 16usize>).to_string()), "{code}");
+        assert!(!code.contains("to_f32"), "{code}");
+    }
+    // A 16-bit value used otherwise is not widened: half arithmetic,
+    // scalar tiles as before.
+    let k = kernel(quote! {
+        kernel h {
+            inp(A: bf16[I, K], B: bf16[K, J]),
+            out(C: f32[I, J]),
+            out_view(C: |i, j, k| (i, j)),
+            md_hom[I, J, K](|a, b| (a * b) as f32, (CC, CC, PW(+))),
+            inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
+        }
+    });
+    assert!(!super::lanes_apply(&k));
+    let code = cpu_fn(&k, &[entry(&k, None)]).to_string();
+    assert!(!code.contains("widen_bf16"), "{code}");
+}
