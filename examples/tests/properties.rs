@@ -494,6 +494,20 @@ proptest! {
         verify(matmul_bf16::SPEC, &s.values(), vec![a.into(), b.into()], &[],
             vec![nan(i * j).into()], r, vec![c.into()], sum_rtol(k))?;
     }
+
+    // Head dimensions past one vector of lanes and odd ones; the scale
+    // 1/√D as in attention (each product scaled, then summed in f32).
+    #[test]
+    fn attention_bf16_matches(i in size0(40), j in size0(70), d in size0(80), seed: u64) {
+        prop_assume!(i * j * d <= 60_000);
+        let mut g = Rng::new(seed);
+        let s = attention_bf16::Sizes { I: i, J: j, D: d };
+        let (q, k) = (to_bf16(g.f32s(i * d)), to_bf16(g.f32s(j * d)));
+        let scale = 1.0 / (d.max(1) as f32).sqrt();
+        let (r, out) = check::guarded(i * j, f32::NAN, |o| attention_bf16::cpu(&q, &k, o, scale, s)).map_err(TestCaseError::fail)?;
+        verify(attention_bf16::SPEC, &s.values(), vec![q.into(), k.into()], &[Value::F32(scale)],
+            vec![nan(i * j).into()], r, vec![out.into()], sum_rtol(d))?;
+    }
 }
 
 /// The interpreter, every test's oracle, against the kernel's scalar

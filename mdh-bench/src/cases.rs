@@ -6,7 +6,7 @@ use rayon::prelude::*;
 
 use crate::harness::{imp, Case, Impl, Output};
 use crate::{blas, cuda, dnnl, kernels, omp, opencl};
-use mdh_example_kernels::{ccsdt, dot, jacobi3d, matmul, matvec, prl};
+use mdh_example_kernels::{ccsdt, dot, jacobi3d, matmul, matmul_bf16, matvec, prl};
 
 /// Tolerance of float results against mdh: sums of up to 2^24 products of
 /// values in [0, 1) in f32, in different orders (blocking, vector lanes,
@@ -28,6 +28,7 @@ pub const CASES: &[(&str, Builder)] = &[
     ("matmul-16x1000x2048", |o| matmul_case(o, 16, 1000, 2048)),
     ("matmul-1x1000x2048", |o| matmul_case(o, 1, 1000, 2048)),
     ("matmul-10x500x64", |o| matmul_case(o, 10, 500, 64)),
+    ("matmul-bf16-1024", |_| matmul_bf16_case(1024, 1024, 1024)),
     ("matvec-4096", |o| matvec_case(o, 4096)),
     ("matvec-8192", |o| matvec_case(o, 8192)),
     ("dot-2^24", |o| dot_case(o, 1 << 24)),
@@ -216,6 +217,49 @@ fn matmul_case(o: &Opts, i: usize, j: usize, k: usize) -> Result<Case, String> {
         rtol: RTOL,
         impls: with_gpu(impls, gpu)?,
         notes,
+    })
+}
+
+/// Mixed precision: bf16 inputs, f32 products and sums, against mdh's own
+/// f32 matmul of the same values (`mdh-f32`: the FP32 FMA rate the
+/// widening path aims at, issue 38).
+fn matmul_bf16_case(i: usize, j: usize, k: usize) -> Result<Case, String> {
+    let mut rng = Rng(0x9abc + i as u64);
+    let bf16s = |v: Vec<f32>| -> Rc<Vec<mdh::bf16>> {
+        Rc::new(v.into_iter().map(mdh::bf16::from_f32).collect())
+    };
+    let (a, b) = (bf16s(rng.f32s(i * k)), bf16s(rng.f32s(k * j)));
+    let wide = |v: &[mdh::bf16]| -> Rc<Vec<f32>> { Rc::new(v.iter().map(|x| x.to_f32()).collect()) };
+    let (a32, b32) = (wide(&a), wide(&b));
+    let impls = vec![
+        imp(
+            "mdh",
+            (a, b, nan(i * j)),
+            move |(a, b, c)| {
+                let s = matmul_bf16::Sizes { I: i, J: j, K: k };
+                matmul_bf16::cpu(a, b, c, s).map_err(err)
+            },
+            |(_, _, c)| out(c),
+        ),
+        imp(
+            "mdh-f32",
+            (a32, b32, nan(i * j)),
+            move |(a, b, c)| {
+                let s = matmul::Sizes { I: i, J: j, K: k };
+                matmul::cpu(a, b, c, s).map_err(err)
+            },
+            |(_, _, c)| out(c),
+        ),
+    ];
+    Ok(Case {
+        what: format!("C[{i}x{j}] f32 = A[{i}x{k}] B[{k}x{j}] bf16"),
+        flops: Some(2.0 * (i * j * k) as f64),
+        bytes: None,
+        rtol: RTOL,
+        impls,
+        notes: vec![
+            "onednn-bf16 not run: mdh-bench's oneDNN binding has convolution only, no matmul primitive yet".into(),
+        ],
     })
 }
 
@@ -644,6 +688,7 @@ mod tests {
         let builders: &[(&str, Builder)] = &[
             ("matmul 7x5x3", |o| matmul_case(o, 7, 5, 3)),
             ("matmul 1x33x70", |o| matmul_case(o, 1, 33, 70)),
+            ("matmul bf16 7x35x19", |_| matmul_bf16_case(7, 35, 19)),
             ("matvec 37", |o| matvec_case(o, 37)),
             ("dot 1001", |o| dot_case(o, 1001)),
             ("jacobi3d 9", |o| jacobi3d_case(o, 9)),

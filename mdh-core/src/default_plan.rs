@@ -135,16 +135,22 @@ fn input_bytes(k: &Checked) -> usize {
 /// SIMD dimension `simd` of a register tile wider than one point, without
 /// being contiguous along it (every such access in a contraction), is
 /// packed with that dimension innermost, its others in dimension order.
+/// In a contraction, a 16-bit input widened to f32 (see
+/// `codegen::cpu::widened`) that does not depend on it (the broadcast
+/// operand) is packed too, in its own order: its tile holds f32, so each
+/// broadcast is one f32 load instead of a conversion in the register tile.
 fn default_pack(
     k: &Checked,
     simd: Option<usize>,
     reg: &[usize],
     contraction: bool,
 ) -> Vec<Vec<usize>> {
+    let widened = crate::codegen::cpu::widened(k);
     k.analysis()
         .inputs
         .iter()
-        .map(|i| match simd {
+        .zip(widened)
+        .map(|(i, w)| match simd {
             Some(s)
                 if reg[s] > 1
                     && i.uses.contains(&s)
@@ -152,6 +158,11 @@ fn default_pack(
             {
                 let mut layout: Vec<usize> = i.uses.iter().copied().filter(|&x| x != s).collect();
                 layout.push(s);
+                layout
+            }
+            Some(s) if reg[s] > 1 && contraction && w.is_some() => {
+                let mut layout = i.uses.clone();
+                layout.sort_by_key(|&x| i.static_coefs[x] == Some(1));
                 layout
             }
             _ => Vec::new(),

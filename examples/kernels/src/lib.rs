@@ -53,3 +53,4 @@ include!("matmul_bias_relu.rs");
 include!("map_half.rs");
 include!("matvec_f16.rs");
 include!("matmul_bf16.rs");
+include!("attention_bf16.rs");

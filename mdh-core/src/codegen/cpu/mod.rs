@@ -28,6 +28,7 @@ mod point;
 mod register;
 mod simd;
 pub(crate) use simd::lanes_apply;
+pub(crate) use widen::widened;
 mod store;
 mod tiles;
 mod vector_tile;

@@ -275,15 +275,17 @@ fn sixteen_bit_contractions_widen_while_packing_and_run_the_f32_tiles() {
         let k = matmul_16(t);
         assert!(super::lanes_apply(&k));
         let e = entry(&k, None);
-        // The f32 matmul's plan: B packed with `j` contiguous.
+        // The f32 matmul's tiles; B packed with `j` contiguous, and A, the
+        // broadcast operand, packed too (in its own order).
         let f32_plan = CpuPlan::default_for(&crate::fixtures::matmul());
         assert_eq!(e.plan.reg, f32_plan.reg);
-        assert_eq!(e.plan.pack, f32_plan.pack);
+        assert_eq!(f32_plan.pack, vec![vec![], vec![2, 1]]);
+        assert_eq!(e.plan.pack, vec![vec![0, 2], vec![2, 1]]);
         let code = cpu_fn(&k, std::slice::from_ref(&e)).to_string();
-        // B's tile holds f32, filled by the conversion; the register tile
+        // Both tiles hold f32, filled by the conversion; the register tile
         // is the f32 one (vectors of f32, fused multiply-adds).
         let slot = quote!(::mdh::cpu::PackSlot<f32, 4usize>).to_string();
-        assert!(code.contains(&slot), "{code}");
+        assert_eq!(code.matches(&slot).count(), 2, "{code}");
         assert!(code.contains(widen), "{code}");
         assert!(code.contains(&quote!(.fma::<ISA>).to_string()), "{code}");
         assert!(code.contains(&quote!(::mdh::__rt::V<f32, 16usize>).to_string()), "{code}");

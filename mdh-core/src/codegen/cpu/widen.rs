@@ -52,6 +52,12 @@ impl Widened {
     }
 }
 
+/// Per input access, the 16-bit type the CPU code widens it from
+/// ([`Widened`]; `None`: read as it is).
+pub(crate) fn widened(k: &Checked) -> Vec<Option<ScalarType>> {
+    Widened::new(k).from
+}
+
 /// `x` (an element of input access `j`'s buffer) as the scalar function
 /// reads it: widened to f32 where the access is (`from`), else as it is.
 /// `bf16` → `f32` is the 16-bit shift; `f16` → `f32` is one `vcvtph2ps`
