@@ -229,7 +229,8 @@ fn matmul_bf16_case(i: usize, j: usize, k: usize) -> Result<Case, String> {
         Rc::new(v.into_iter().map(mdh::bf16::from_f32).collect())
     };
     let (a, b) = (bf16s(rng.f32s(i * k)), bf16s(rng.f32s(k * j)));
-    let wide = |v: &[mdh::bf16]| -> Rc<Vec<f32>> { Rc::new(v.iter().map(|x| x.to_f32()).collect()) };
+    let wide =
+        |v: &[mdh::bf16]| -> Rc<Vec<f32>> { Rc::new(v.iter().map(|x| x.to_f32()).collect()) };
     let (a32, b32) = (wide(&a), wide(&b));
     let impls = vec![
         imp(

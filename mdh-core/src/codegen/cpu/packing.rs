@@ -46,13 +46,14 @@ impl<'k> Gen<'k> {
     /// Whether packed input access `j` can also be read in place with the
     /// same code: its layout's last dimension has stride 1 in the input
     /// too (whole vectors load from both), so a tile read too few times to
-    /// repay its copy is not packed (see [`Gen::packing`]).
+    /// repay its copy is not packed (see [`Gen::packing`]). Not a widened
+    /// 16-bit input: its tile holds f32, the input 16-bit values.
     pub(super) fn in_place_ok(&self, j: usize) -> bool {
         let a = &self.k.analysis().inputs[j];
         self.w.from[j].is_none()
             && self.pack[j]
-            .last()
-            .is_some_and(|&last| a.static_coefs[last] == Some(1))
+                .last()
+                .is_some_and(|&last| a.static_coefs[last] == Some(1))
     }
 
     /// The packing of the plan's packed input accesses (the paper's memory

@@ -249,7 +249,7 @@ fn an_entry_is_compiled_only_for_the_instruction_sets_it_suits() {
         _ => unsafe { __compute_4_avx2(__c, __r, __o, __direct) },
     }));
     assert!(has(quote! {
-        #[target_feature(enable = "avx2,fma")]
+        #[target_feature(enable = "avx2,fma,f16c")]
         #[inline(never)]
         unsafe fn __compute_4_avx2
     }));
@@ -288,7 +288,10 @@ fn sixteen_bit_contractions_widen_while_packing_and_run_the_f32_tiles() {
         assert_eq!(code.matches(&slot).count(), 2, "{code}");
         assert!(code.contains(widen), "{code}");
         assert!(code.contains(&quote!(.fma::<ISA>).to_string()), "{code}");
-        assert!(code.contains(&quote!(::mdh::__rt::V<f32, 16usize>).to_string()), "{code}");
+        assert!(
+            code.contains(&quote!(::mdh::__rt::V<f32, 16usize>).to_string()),
+            "{code}"
+        );
         assert!(!code.contains("to_f32"), "{code}");
     }
     // A 16-bit value used otherwise is not widened: half arithmetic,
