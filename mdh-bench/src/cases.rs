@@ -29,6 +29,7 @@ pub const CASES: &[(&str, Builder)] = &[
     ("matmul-1x1000x2048", |o| matmul_case(o, 1, 1000, 2048)),
     ("matmul-10x500x64", |o| matmul_case(o, 10, 500, 64)),
     ("matmul-bf16-1024", |_| matmul_bf16_case(1024, 1024, 1024)),
+    ("matmul-bf16-16x4096x4096", |_| matmul_bf16_case(16, 4096, 4096)),
     ("matvec-4096", |o| matvec_case(o, 4096)),
     ("matvec-8192", |o| matvec_case(o, 8192)),
     ("dot-2^24", |o| dot_case(o, 1 << 24)),
@@ -220,48 +221,78 @@ fn matmul_case(o: &Opts, i: usize, j: usize, k: usize) -> Result<Case, String> {
     })
 }
 
-/// Mixed precision: bf16 inputs, f32 products and sums, against mdh's own
-/// f32 matmul of the same values (`mdh-f32`: the FP32 FMA rate the
-/// widening path aims at, issue 38).
+/// Mixed precision: bf16 × bf16 → f32 (`matmul_bf16`, its inputs widened
+/// to f32 while packing), against mdh's own f32 kernel on the same values,
+/// oneDNN's bf16 matmul (where this CPU has it: AVX-512) and the `gemm`
+/// crate's f16 matmul (f16 output). The inputs are multiples of 1/256 in
+/// [0, 1): exact in bf16 and f16, so every row multiplies the same values.
 fn matmul_bf16_case(i: usize, j: usize, k: usize) -> Result<Case, String> {
-    let mut rng = Rng(0x9abc + i as u64);
-    let bf16s = |v: Vec<f32>| -> Rc<Vec<mdh::bf16>> {
-        Rc::new(v.into_iter().map(mdh::bf16::from_f32).collect())
+    let mut rng = Rng(0xbf16 + i as u64);
+    let mut values = |n: usize| -> Vec<f32> {
+        (0..n).map(|_| (rng.next() >> 56) as f32 / 256.0).collect()
     };
-    let (a, b) = (bf16s(rng.f32s(i * k)), bf16s(rng.f32s(k * j)));
-    let wide =
-        |v: &[mdh::bf16]| -> Rc<Vec<f32>> { Rc::new(v.iter().map(|x| x.to_f32()).collect()) };
-    let (a32, b32) = (wide(&a), wide(&b));
-    let impls = vec![
+    let (a32, b32) = (Rc::new(values(i * k)), Rc::new(values(k * j)));
+    let bf16s = |v: &[f32]| -> Rc<Vec<mdh::bf16>> {
+        Rc::new(v.iter().map(|&x| mdh::bf16::from_f32(x)).collect())
+    };
+    let f16s = |v: &[f32]| -> Vec<gemm::f16> { v.iter().map(|&x| gemm::f16::from_f32(x)).collect() };
+    let (a, b) = (bf16s(&a32), bf16s(&b32));
+    let s = matmul_bf16::Sizes { I: i, J: j, K: k };
+    let s32 = matmul::Sizes { I: i, J: j, K: k };
+    let mut impls = vec![
         imp(
             "mdh",
-            (a, b, nan(i * j)),
-            move |(a, b, c)| {
-                let s = matmul_bf16::Sizes { I: i, J: j, K: k };
-                matmul_bf16::cpu(a, b, c, s).map_err(err)
-            },
+            (a.clone(), b.clone(), nan(i * j)),
+            move |(a, b, c)| matmul_bf16::cpu(a, b, c, s).map_err(err),
             |(_, _, c)| out(c),
         ),
         imp(
             "mdh-f32",
             (a32, b32, nan(i * j)),
-            move |(a, b, c)| {
-                let s = matmul::Sizes { I: i, J: j, K: k };
-                matmul::cpu(a, b, c, s).map_err(err)
-            },
+            move |(a, b, c)| matmul::cpu(a, b, c, s32).map_err(err),
             |(_, _, c)| out(c),
         ),
+        imp(
+            "gemm-f16",
+            (f16s(&to_f32s(&a)), f16s(&to_f32s(&b)), vec![gemm::f16::NAN; i * j]),
+            move |(a, b, c)| {
+                // SAFETY: row-major m×k, k×n and m×n buffers of exactly
+                // these lengths (column stride 1, row stride the width).
+                unsafe {
+                    gemm::gemm(
+                        i, j, k,
+                        c.as_mut_ptr(), 1, j as isize, false,
+                        a.as_ptr(), 1, k as isize,
+                        b.as_ptr(), 1, j as isize,
+                        gemm::f16::ZERO, gemm::f16::ONE,
+                        false, false, false,
+                        gemm::Parallelism::Rayon(0),
+                    );
+                }
+                Ok(())
+            },
+            |(_, _, c)| Output::F32(c.iter().map(|x| x.to_f32()).collect()),
+        ),
     ];
+    let bits = |v: &[mdh::bf16]| -> Vec<u16> { v.iter().map(|x| x.to_bits()).collect() };
+    let mut notes = Vec::new();
+    match dnnl::MatmulBf16::new((i, j, k), bits(&a), bits(&b))? {
+        Ok(mm) => impls.push(imp("onednn-bf16", mm, |mm| mm.run(), |mm| out(mm.dst()))),
+        Err(why) => notes.push(format!("onednn-bf16 skipped: {why}")),
+    }
     Ok(Case {
-        what: format!("C[{i}x{j}] f32 = A[{i}x{k}] B[{k}x{j}] bf16"),
+        what: format!("C[{i}x{j}] f32 = A[{i}x{k}] bf16 · B[{k}x{j}] bf16; oneDNN {}", dnnl::version()),
         flops: Some(2.0 * (i * j * k) as f64),
         bytes: None,
         rtol: RTOL,
         impls,
-        notes: vec![
-            "onednn-bf16 not run: mdh-bench's oneDNN binding has convolution only, no matmul primitive yet".into(),
-        ],
+        notes,
     })
+}
+
+/// The f32 values of bf16s (exact).
+fn to_f32s(v: &[mdh::bf16]) -> Vec<f32> {
+    v.iter().map(|x| x.to_f32()).collect()
 }
 
 fn matvec_case(o: &Opts, n: usize) -> Result<Case, String> {
@@ -689,7 +720,7 @@ mod tests {
         let builders: &[(&str, Builder)] = &[
             ("matmul 7x5x3", |o| matmul_case(o, 7, 5, 3)),
             ("matmul 1x33x70", |o| matmul_case(o, 1, 33, 70)),
-            ("matmul bf16 7x35x19", |_| matmul_bf16_case(7, 35, 19)),
+            ("matmul-bf16 7x33x70", |_| matmul_bf16_case(7, 33, 70)),
             ("matvec 37", |o| matvec_case(o, 37)),
             ("dot 1001", |o| dot_case(o, 1001)),
             ("jacobi3d 9", |o| jacobi3d_case(o, 9)),
