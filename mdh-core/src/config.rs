@@ -35,7 +35,7 @@
 //!       transpose: [false, false]       # per input: local tile transposed
 //!       pad: [0, 4]                     # per input: local tile's row padding
 //!       stages: 2                       # prefetch the next tile (1: off)
-//!       mma: tf32                       # CUDA tensor cores: tf32 | 3xtf32 (default off)
+//!       mma: tf32                       # CUDA tensor cores: tf32 | 3xtf32 | bf16 | f16 (default off)
 //!       warps: [2, 2, 1]                # the warp layer: warps per dimension
 //! ```
 //!
@@ -202,12 +202,13 @@ macro_rules! yaml_as_is {
 
 yaml_as_is!(Vec<usize>, Vec<bool>, usize, bool);
 
-/// Tensor cores are written by name (`off`, `tf32`, `3xtf32`, see [`Mma::name`]).
+/// Tensor cores are written by name (`off`, `tf32`, `3xtf32`, `bf16`,
+/// `f16`, see [`Mma::name`]).
 impl YamlField for Mma {
     type Yaml = String;
 
     fn read(name: &String) -> Result<Mma, String> {
-        Mma::from_name(name).ok_or_else(|| format!("unknown `mma: {name}`; use `off` (exact FP32), `tf32` (tensor cores, TF32 operands: relative errors about 1e-3) or `3xtf32` (tensor cores, about FP32 accuracy)"))
+        Mma::from_name(name).ok_or_else(|| format!("unknown `mma: {name}`; use `off` (exact FP32), `tf32` (tensor cores, TF32 operands: relative errors about 1e-3) `3xtf32` (tensor cores, about FP32 accuracy), `bf16` or `f16` (tensor cores on 16-bit inputs of that type, exact products)"))
     }
 }
 

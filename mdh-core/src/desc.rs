@@ -43,6 +43,7 @@ impl Describe for Checked {
                     .iter()
                     .map(|b| BufDesc {
                         name: Cow::Owned(b.name.to_string()),
+                        ty: b.ty,
                         shape: Cow::Owned(b.shape.iter().map(|s| code_of(s, k)).collect()),
                         accesses: Cow::Owned(
                             views

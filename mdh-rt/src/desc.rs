@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 
 use crate::error::Error;
-use crate::types::DimKind;
+use crate::types::{DimKind, ScalarType};
 
 /// A size expression in postfix form over the size-parameter values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +37,8 @@ pub struct AccessDesc {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BufDesc {
     pub name: Cow<'static, str>,
+    /// The element type (tensor cores on 16-bit inputs need to know it).
+    pub ty: ScalarType,
     pub shape: Cow<'static, [SizeCode]>,
     pub accesses: Cow<'static, [AccessDesc]>,
 }

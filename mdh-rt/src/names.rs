@@ -128,8 +128,9 @@ pub fn local_size(b: usize) -> String {
     format!("L{b}_SIZE")
 }
 
-/// 0, or the tensor-core mmas per product of a contraction's full tiles:
-/// 1 (TF32) or 3 (3xTF32); see `GpuPlan::mma`.
+/// 0, or how a contraction's full tiles run on tensor cores: the TF32
+/// mmas per product, 1 (TF32) or 3 (3xTF32), or 16 (m16n8k16 on the
+/// inputs' 16-bit bits); see `GpuPlan::mma`.
 pub const MMA: &str = "MDH_MMA";
 
 /// The pipeline stages of the local tiles (see `GpuPlan::stages`).

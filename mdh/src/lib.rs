@@ -102,12 +102,13 @@ pub use mdh_macros::mdh;
 /// assert_eq!(plan.items.iter().product::<usize>(), 1024);
 /// ```
 pub use mdh_rt::gpu_plan::GpuPlan;
-/// Tensor cores in a [`GpuPlan`] (CUDA, sm_80 and later): `Off`, TF32 or
-/// 3×TF32 (FP32 accuracy from three TF32 products).
+/// Tensor cores in a [`GpuPlan`] (CUDA, sm_80 and later): `Off`, TF32,
+/// 3×TF32 (FP32 accuracy from three TF32 products), or `Bf16` / `F16`
+/// (m16n8k16 on two 16-bit inputs of that type: exact products).
 ///
 /// ```
 /// assert_eq!(mdh::Mma::default(), mdh::Mma::Off);
-/// assert_eq!(mdh::Mma::ALL.len(), 3);
+/// assert_eq!(mdh::Mma::ALL.len(), 5);
 /// ```
 pub use mdh_rt::gpu_plan::Mma;
 /// The 16-bit float element types, the `half` crate's `f16` and `bf16`, for

@@ -152,7 +152,8 @@ fn buf(b: &BufDesc) -> TokenStream {
             })
             .collect(),
     );
-    quote!(::mdh::__rt::BufDesc { name: ::mdh::__rt::Cow::Borrowed(#name), shape: #shape, accesses: #accesses })
+    let ty = quote::format_ident!("{}", format!("{:?}", b.ty));
+    quote!(::mdh::__rt::BufDesc { name: ::mdh::__rt::Cow::Borrowed(#name), ty: ::mdh::__rt::ScalarType::#ty, shape: #shape, accesses: #accesses })
 }
 
 /// The tokens that rebuild `d` at run time in the generated module.

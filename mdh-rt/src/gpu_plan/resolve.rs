@@ -47,7 +47,14 @@ impl Resolved {
     pub fn tensor_cores(&self, k: &KernelDesc) -> bool {
         self.mma != Mma::Off
             && mma_dims(k).is_some_and(|dims| {
-                mma_geometry(&dims, &self.lanes(), &self.items, &self.tile).is_ok()
+                mma_geometry(
+                    &dims,
+                    &self.lanes(),
+                    &self.items,
+                    &self.tile,
+                    self.mma.k_step(),
+                )
+                .is_ok()
             })
     }
 

@@ -123,11 +123,13 @@ impl GpuPlan {
                 ),
             ));
         };
+        self.mma.check_inputs(k, &dims)?;
         mma_geometry(
             &dims,
             &lanes_of(&self.items, &self.warps),
             &self.items,
             &self.tile,
+            self.mma.k_step(),
         )
     }
 

@@ -6,10 +6,15 @@
 //! fastest under it is the default. A CPU device (PoCL) keeps the CPU's
 //! rule, [`GpuPlan::default_for`] (no local memory: caches serve better).
 //!
-//! A default never lowers precision: tensor cores (`mma`) are candidates
-//! only where the user opts in, with `MDH_GPU_MATH=tf32` (or `3xtf32`;
-//! [`GpuMath`]), as cuBLAS's math mode and PyTorch's
-//! `allow_tf32` are opt-ins; by default every candidate computes in FP32.
+//! A default never lowers precision: TF32 tensor cores (`mma`) are
+//! candidates only where the user opts in, with `MDH_GPU_MATH=tf32` (or
+//! `3xtf32`; [`GpuMath`]), as cuBLAS's math mode and PyTorch's
+//! `allow_tf32` are opt-ins; by default every candidate computes in FP32,
+//! except that a contraction of two bf16 (f16) inputs also has candidates
+//! on the m16n8k16 tensor cores (`mma: bf16` / `f16`): the products of
+//! such inputs are exact in FP32 and summed in FP32 accumulators, the
+//! precision of the FP32 path (cuBLAS, too, runs bf16 GEMMs on tensor
+//! cores by default).
 //!
 //! The classes, by what the kernel's views say (for the call's strides):
 //! - **contraction**: two inputs each missing a kept dimension the other
@@ -42,7 +47,7 @@ pub const MAX_CANDIDATES: usize = 16;
 
 /// The arithmetic the default of a contraction may use
 /// (`MDH_GPU_MATH`: `fp32`, the default, `tf32` or `3xtf32`): the
-/// precision a user opts in to.
+/// precision a user opts in to (the 16-bit modes need no opt-in).
 pub type GpuMath = Mma;
 
 /// `MDH_GPU_MATH`, read once; FP32 (with a warning) for anything else.
@@ -308,6 +313,21 @@ pub fn fitted(
     }
 }
 
+/// The tensor-core modes a contraction's candidates may use on a device
+/// with (`sm80`) or without them: the 16-bit mode of 16-bit inputs always
+/// (it lowers no precision: their products are exact in FP32, summed in
+/// FP32 accumulators, which is why cuBLAS runs bf16 GEMMs on tensor cores
+/// by default), the TF32 ones only where the user opted in (`math`).
+fn tensor_core_modes(desc: &KernelDesc, sm80: bool, math: GpuMath) -> Vec<Mma> {
+    let Some(dims) = mdh_rt::gpu_plan::mma_dims(desc).filter(|_| sm80) else {
+        return Vec::new();
+    };
+    Mma::of_inputs(desc, &dims)
+        .into_iter()
+        .filter(|&m| m.operand_type().is_some() || (m == math && m != Mma::Off))
+        .collect()
+}
+
 /// The candidates of `k`'s class, before validation and fitting.
 fn candidates(k: &ModelKernel, bound: &Bound, lim: DeviceLimits, math: GpuMath) -> Vec<GpuPlan> {
     let ext = &bound.extents;
@@ -317,9 +337,9 @@ fn candidates(k: &ModelKernel, bound: &Bound, lim: DeviceLimits, math: GpuMath) 
     match class_of(k) {
         Class::Contraction { m, n, k: r } => {
             let mut v = Vec::new();
-            // Tensor cores where the user opted in (sm_80 and later): warps
-            // of 8 row groups × 4 column pairs (see `GpuPlan::mma`).
-            if math != Mma::Off && sm80 && mdh_rt::gpu_plan::mma_dims(&k.desc).is_some() {
+            // Tensor cores (sm_80 and later): warps of 8 row groups × 4
+            // column pairs (see `GpuPlan::mma`).
+            for mode in tensor_core_modes(&k.desc, sm80, math) {
                 for (tm, tn) in [(128, 64), (64, 64), (64, 32)] {
                     let mut p = GpuPlan::base(ext.len(), k.desc.inputs.len());
                     p.items[m] = 32;
@@ -329,7 +349,7 @@ fn candidates(k: &ModelKernel, bound: &Bound, lim: DeviceLimits, math: GpuMath) 
                     p.tile[r] = 16;
                     p.local = vec![true; k.desc.inputs.len()];
                     p.stages = stages;
-                    p.mma = math;
+                    p.mma = mode;
                     v.push(p);
                 }
             }

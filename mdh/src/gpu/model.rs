@@ -19,10 +19,11 @@
 //! - the FMA pipe: one operation per point, `fma_lanes` per cycle and unit
 //!   (`4 / bytes` times that for narrower types); on tensor cores
 //!   (`GpuPlan::mma` where the call runs them) [`TF32_PER_FP32`] times
-//!   that, divided by the mmas per product (3 for 3xTF32), an `HMMA` per
-//!   32 of a thread's products issued, and a quarter of the fragment loads
-//!   (a lane loads per step of 8 along k the rows and columns it shares
-//!   with 3 or 7 others);
+//!   the FP32 rate divided by the mmas per product (3 for 3xTF32), an
+//!   `HMMA.1688` per 32 of a thread's products issued, or for 16-bit
+//!   inputs (`bf16`, `f16`) [`HALF_PER_FP32`] times it and an `HMMA.16816`
+//!   per 64 products; and a quarter of the fragment loads (a lane loads per
+//!   mma step the rows and columns it shares with 3 or 7 others);
 //! - loads: per point and input access, one value per step of the
 //!   reduction for each register fragment, i.e. `1 / reuse` where `reuse`
 //!   is the product of the thread's private extents along the kept
@@ -72,8 +73,33 @@ pub const OTHER_PER_STEP: f64 = 2.14;
 /// TF32 is 8 times FP32 on the H100 (494.7 vs 66.9 TFLOPS, SXM) and the
 /// A100 (156 vs 19.5).
 pub const TF32_PER_FP32: f64 = 8.0;
-/// The products of a warp's `HMMA.1688` per thread (16 × 8 × 8 / 32).
-const MMA_PRODUCTS: f64 = 32.0;
+/// BF16/FP16 tensor-core multiply-adds (FP32 accumulators) per FP32 FMA of
+/// an SM and cycle: dense BF16 is 16 times FP32 on the A100 (312 vs 19.5
+/// TFLOPS) and 14.8 times on the H100 SXM (989.4 vs 66.9), NVIDIA's data
+/// sheets; twice TF32's rate on both.
+pub const HALF_PER_FP32: f64 = 16.0;
+
+/// Tensor-core products per FP32 FMA of the mode `mma` (0: none).
+fn mma_rate(mma: Mma) -> f64 {
+    match mma {
+        Mma::Off => 0.0,
+        Mma::Tf32 => TF32_PER_FP32,
+        Mma::Tf32x3 => TF32_PER_FP32 / 3.0,
+        Mma::Bf16 | Mma::F16 => HALF_PER_FP32,
+    }
+}
+
+/// The `HMMA`s a thread issues per product of the mode `mma`: one per 32
+/// (`HMMA.1688`: 16 × 8 × 8 / 32), three for 3xTF32, one per 64
+/// (`HMMA.16816`: 16 × 8 × 16 / 32).
+fn hmma_per_product(mma: Mma) -> f64 {
+    match mma {
+        Mma::Off => 0.0,
+        Mma::Tf32 => 1.0 / 32.0,
+        Mma::Tf32x3 => 3.0 / 32.0,
+        Mma::Bf16 | Mma::F16 => 1.0 / 64.0,
+    }
+}
 
 /// The most independent operations per thread the latency model counts.
 pub const MAX_ILP: f64 = 8.0;
@@ -453,17 +479,17 @@ struct Shape {
     kept_points: f64,
     /// 4 / the bytes of the smallest element type (at least 1).
     narrow: f64,
-    /// The mmas per product on tensor cores (0: FP32 FMAs).
-    mmas: f64,
+    /// The tensor-core mode the call's products run in (`Off`: FP32 FMAs).
+    mma: Mma,
 }
 
 impl Shape {
-    /// How many times the FP32 FMA rate the plan's products run at.
+    /// How many times the FP32 FMA rate the plan's products run at (on
+    /// tensor cores, the mode's rate whatever the inputs' width).
     fn fma_speedup(&self) -> f64 {
-        if self.mmas > 0.0 {
-            self.narrow * TF32_PER_FP32 / self.mmas
-        } else {
-            self.narrow
+        match self.mma {
+            Mma::Off => self.narrow,
+            m => mma_rate(m),
         }
     }
 }
@@ -471,10 +497,10 @@ impl Shape {
 fn shape(k: &ModelKernel, plan: &GpuPlan, extents: &[usize]) -> Shape {
     let kinds = &k.desc.kinds;
     let r = plan.resolve(kinds, extents);
-    let mmas = match plan.mma {
-        _ if !r.tensor_cores(&k.desc) => 0.0,
-        Mma::Tf32x3 => 3.0,
-        _ => 1.0,
+    let mma = if r.tensor_cores(&k.desc) {
+        plan.mma
+    } else {
+        Mma::Off
     };
     let kept = DimKind::kept(kinds);
     let prod = |xs: &mut dyn Iterator<Item = usize>| xs.map(|v| v as f64).product::<f64>();
@@ -493,7 +519,7 @@ fn shape(k: &ModelKernel, plan: &GpuPlan, extents: &[usize]) -> Shape {
         let footprint = prod(&mut a.uses.iter().map(|&x| r.block[x]));
         let bytes = a.bytes as f64;
         // Tensor-core fragments: a quarter of the loads (module docs).
-        let reuse = if mmas > 0.0 { 4.0 * reuse } else { reuse };
+        let reuse = if mma != Mma::Off { 4.0 * reuse } else { reuse };
         if r.local.get(a.buffer).copied().unwrap_or(false) {
             shared_loads += 1.0 / reuse;
             let tile = prod(&mut a.uses.iter().map(|&x| r.tile[x]));
@@ -536,7 +562,7 @@ fn shape(k: &ModelKernel, plan: &GpuPlan, extents: &[usize]) -> Shape {
         pw_groups: r.pw_groups(kinds),
         kept_points: DimKind::kept_points(kinds, extents) as f64,
         narrow: (4.0 / smallest as f64).max(1.0),
-        mmas,
+        mma,
     }
 }
 
@@ -620,10 +646,9 @@ pub fn predict(
     }
     // One block's cycles at the unit's full rate, by what limits them.
     let gp = s.block_points;
-    let products = if s.mmas > 0.0 {
-        s.mmas / MMA_PRODUCTS
-    } else {
-        1.0
+    let products = match s.mma {
+        Mma::Off => 1.0,
+        m => hmma_per_product(m),
     };
     let instructions = gp * (products + s.global_loads + s.shared_loads + s.other) + 4.0 * s.copies;
     let per_block = [

@@ -145,9 +145,10 @@ impl GpuSpace {
         for x in DimKind::kept(&desc.kinds) {
             params.push(Param::Warps(x, WARPS.to_vec()));
         }
-        // The CUDA template of a contraction holds the tensor-core path.
-        if mma_dims(desc).is_some() && info.template.contains("mma.sync") {
-            params.push(Param::Mma(Mma::ALL.to_vec()));
+        // The CUDA template of a contraction holds the tensor-core path:
+        // the TF32 modes, and the 16-bit one of 16-bit inputs.
+        if let Some(dims) = mma_dims(desc).filter(|_| info.template.contains("mma.sync")) {
+            params.push(Param::Mma(Mma::of_inputs(desc, &dims)));
         }
         GpuSpace {
             params,
@@ -187,7 +188,7 @@ impl GpuSpace {
                 };
             let unit = match x {
                 _ if x == m || x == n => 2 * mma.items[x],
-                _ if x == k => 8,
+                _ if x == k => plan.mma.k_step(),
                 _ => 1,
             };
             mma.tile[x] = mma.tile[x].max(unit).next_multiple_of(mma.items[x]);

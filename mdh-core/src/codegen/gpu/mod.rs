@@ -274,9 +274,14 @@ impl<'k> Emit<'k> {
     /// The element of input access `(b, a)` at point `i`: from local memory
     /// when its buffer is cached there (`#if LOCAL{b}`), else from global.
     fn load(&self, b: usize, a: usize) -> String {
+        from_storage(self.k.inputs[b].ty, &self.load_bits(b, a))
+    }
+
+    /// Input access `(b, a)`'s element at point `i` as the buffer stores it
+    /// (a 16-bit float: its bits).
+    fn load_bits(&self, b: usize, a: usize) -> String {
         let (local, global) = self.load_parts(b, a);
-        let t = self.k.inputs[b].ty;
-        from_storage(t, &format!("MDH_LOAD{b}(({local}), ({global}))"))
+        format!("MDH_LOAD{b}(({local}), ({global}))")
     }
 
     /// The index in local memory and the offset in global memory of input
@@ -499,8 +504,15 @@ impl<'k> Emit<'k> {
         l.line(&format!("if ({full}) {{"));
         match self.mma_dims() {
             Some(dims) => {
-                l.line(&format!("#if {MMA}"));
-                self.mma_points(l, &dims, &|p| self.kept_index(p));
+                let kept = |p: &dyn Fn(usize) -> String| self.kept_index(p);
+                if let Some(t) = self.mma_half() {
+                    l.line(&format!("#if {MMA} == 16"));
+                    self.mma_points(l, &dims, &kept, Some(t));
+                    l.line(&format!("#elif {MMA}"));
+                } else {
+                    l.line(&format!("#if {MMA}"));
+                }
+                self.mma_points(l, &dims, &kept, None);
                 l.line("#else");
                 self.points(l, q, true);
                 l.line("#endif");
@@ -726,9 +738,6 @@ impl<'k> Emit<'k> {
                 }
                 src.push_str(&local::cuda_vec_types(&types));
                 src.push_str(&local::cuda_cp_async());
-                if self.mma_dims().is_some() {
-                    src.push_str(&mma::cuda_mma());
-                }
             }
         }
         if self.d == Dialect::OpenCl {
@@ -741,6 +750,9 @@ impl<'k> Emit<'k> {
         let halves = [ScalarType::F16, ScalarType::Bf16];
         let halves: Vec<ScalarType> = halves.into_iter().filter(|&t| uses(t)).collect();
         src.push_str(&half_helpers(self.d, &halves));
+        if self.mma_dims().is_some() {
+            src.push_str(&mma::cuda_mma(self.mma_half()));
+        }
         // MDH_SHFL: the lanes per run of PW work-items combined by shuffles,
         // the largest power of two that divides PW_ITEMS and a warp.
         match self.w.warp {
@@ -967,9 +979,48 @@ mod tests {
         let mixed = template(&mixed, Dialect::Cuda);
         assert!(mixed.contains("mdh_mma1(acc0["), "{mixed}");
         assert!(mixed.contains("mdh_ld_bf16("), "{mixed}");
+        // And m16n8k16 on their bits (`MDH_MMA == 16`); f32 inputs have none.
+        assert!(
+            mixed.contains("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
+            "{mixed}"
+        );
+        assert!(mixed.contains("#if MDH_MMA == 16"), "{mixed}");
+        assert!(mixed.contains("mdh_mma16(acc0["), "{mixed}");
+        assert!(!cuda.contains("m16n8k16") && !cuda.contains("MDH_MMA == 16"));
         let stencil = crate::fixtures::compiled(&crate::fixtures::example("jacobi1d"));
         assert!(!KernelDesc::from_kernel(&stencil).contraction);
         assert!(!template(&stencil, Dialect::Cuda).contains("mma"));
+        // The 16-bit modes only where both inputs have their type.
+        let bf16 = KernelDesc::from_kernel(&crate::fixtures::compiled(
+            &crate::fixtures::example("matmul_bf16"),
+        ));
+        let f16 = crate::fixtures::matmul_tensor_cores(Mma::F16);
+        let e = f16.validate(&bf16).unwrap_err();
+        assert_eq!(e.field, "mma");
+        assert!(
+            e.message.contains("`mma: f16`") && e.message.contains("`A: bf16` and `B: bf16`"),
+            "{}",
+            e.message
+        );
+        let e = crate::fixtures::matmul_tensor_cores(Mma::Bf16)
+            .validate(&desc)
+            .unwrap_err();
+        assert!(e.message.contains("declare both `bf16`"), "{}", e.message);
+        // Steps of 16 along k: a tile of 8 is not a whole m16n8k16 step.
+        let e = GpuPlan {
+            tile: vec![128, 64, 8],
+            ..crate::fixtures::matmul_tensor_cores(Mma::Bf16)
+        }
+        .validate(&bf16)
+        .unwrap_err();
+        assert!(e.message.contains("of 16 along dimension 2"), "{}", e.message);
+        let plan = crate::fixtures::matmul_tensor_cores(Mma::Bf16);
+        plan.validate(&bf16).unwrap();
+        for ((i, j, kk), want) in [((256, 128, 64), 16), ((256, 128, 12), 0)] {
+            let bound = bf16.bind_sizes(&sizes(&bf16, i, j, kk)).unwrap();
+            let defs = defines(&bf16, &bound, &plan.resolve(&bf16.kinds, &bound.extents));
+            assert!(defs.contains(&format!("#define MDH_MMA {want}\n")), "{defs}");
+        }
         for (mma, want) in [(Mma::Off, 0), (Mma::Tf32, 1), (Mma::Tf32x3, 3)] {
             let plan = crate::fixtures::matmul_tensor_cores(mma);
             plan.validate(&desc).unwrap();
