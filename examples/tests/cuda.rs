@@ -359,9 +359,22 @@ fn matmul_main_sass(
     mdh_gpu::sass::Function,
     String,
 ) {
-    let src = matmul_source((1024, 1024, 1024), Some(plan), "*");
+    main_sass(&matmul_source((1024, 1024, 1024), Some(plan), "*"), plan, arch)
+}
+
+/// `src` (under `plan`) compiled for `arch` (32-bit indices): what NVRTC
+/// made, the SASS of `mdh_main` and the whole disassembly; no spills.
+fn main_sass(
+    src: &str,
+    plan: &GpuPlan,
+    arch: &str,
+) -> (
+    mdh_gpu::cuda::CompiledCubin,
+    mdh_gpu::sass::Function,
+    String,
+) {
     assert!(src.contains("#define MDH_IDX int\n"), "{src}");
-    let c = mdh_gpu::cuda::nvrtc_resources(&src, arch).unwrap();
+    let c = mdh_gpu::cuda::nvrtc_resources(src, arch).unwrap();
     for k in &c.kernels {
         assert_no_local_memory(k, &format!("{plan:?} on {arch}"), &c.log);
     }
@@ -720,7 +733,49 @@ fn tensor_cores_run_contractions_at_their_precision() {
             &mut rng,
             &mut |plan, i, o, p, s| run_on_cpu(job, spec, plan, i, o, p, s),
             gpu::mma_rtol,
+            None,
         );
+    }
+}
+
+/// bf16 matmul on m16n8k16 tensor cores (`mma: bf16`): random plans at
+/// random sizes, edge tiles among them, executed on the CPU (the mma
+/// emulated in the PTX fragment layout: a wrong mapping of fragments to
+/// lanes sums the wrong products) equal to the interpreter at FP32's
+/// tolerance (the products of bf16 values are exact in FP32; the output is
+/// f32, so the tolerance is that of its sums: `check::sum_rtol`), and
+/// NVRTC compiles such plans for sm_80 and sm_90 with an empty log.
+#[test]
+fn bf16_tensor_cores_run_and_compile() {
+    if !nvrtc_and_compiler() {
+        return;
+    }
+    let spec = matmul_bf16::SPEC;
+    let mut rng = mdh_examples::check::Rng::new(gpu::seed(spec) ^ 0x1616);
+    gpu::mma_cases(
+        spec,
+        8,
+        1 << 15,
+        &mut rng,
+        &mut |plan, i, o, p, s| run_on_cpu(matmul_bf16::cuda::job, spec, plan, i, o, p, s),
+        gpu::mma_rtol,
+        Some(Mma::Bf16),
+    );
+    let desc = KernelDesc::from_kernel(&mdh::reference::kernel(spec).unwrap());
+    let dims = mdh_core::gpu_plan::mma_dims(&desc).unwrap();
+    let bound = mdh::gpu::bind_sizes(&desc, &vec![64; desc.size_params.len()]).unwrap();
+    for _ in 0..2 {
+        let plan = gpu::mma_plan(&mut rng, &desc, &dims, Some(Mma::Bf16));
+        let source = matmul_bf16::cuda::job(&bound, Some(&plan), "*", limits())
+            .unwrap()
+            .unwrap()
+            .source;
+        assert!(source.contains("#define MDH_MMA 16\n"), "{plan:?}\n{source}");
+        for arch in ["sm_80", "sm_90"] {
+            let out = nvrtc_compile(&source, arch)
+                .unwrap_or_else(|e| panic!("{plan:?}, {arch}: {e}\n{source}"));
+            assert!(out.log.is_empty(), "{plan:?}, {arch}: NVRTC warned:\n{}", out.log);
+        }
     }
 }
 
@@ -743,7 +798,7 @@ fn tensor_core_sources_compile() {
             // the job refuses it with a sentence; draw another.
             let (plan, source) = (0..100)
                 .find_map(|_| {
-                    let plan = gpu::mma_plan(&mut rng, &desc, &dims);
+                    let plan = gpu::mma_plan(&mut rng, &desc, &dims, None);
                     match job(&bound, Some(&plan), "*", limits()) {
                         Ok(job) => Some((plan, job.unwrap().source)),
                         Err(mdh::Error::Argument(e)) if e.contains("the device allows") => None,
@@ -754,7 +809,8 @@ fn tensor_core_sources_compile() {
             let what = format!("kernel `{}`, plan {plan:?}", desc.name);
             let define = match plan.mma {
                 Mma::Tf32 => "#define MDH_MMA 1\n",
-                _ => "#define MDH_MMA 3\n",
+                Mma::Tf32x3 => "#define MDH_MMA 3\n",
+                _ => "#define MDH_MMA 16\n",
             };
             assert!(source.contains(define), "{what}\n{source}");
             for arch in ["sm_80", "sm_90"] {
@@ -815,6 +871,50 @@ fn matmul_tensor_cores_in_sass() {
             3 * hmma_per_mode[0],
             "{arch}: {hmma_per_mode:?}"
         );
+    }
+}
+
+/// The SASS of bf16 matmul 1024³ under the tensor-core plan with `mma:
+/// bf16` (sm_80, sm_90): its hot loop holds `HMMA.16816.F32.BF16` and no
+/// FP32 FMA, half as many HMMAs per tile step as TF32's `HMMA.1688` on the
+/// same plan (one m16n8k16 does the work of two m16n8k8), no spills.
+#[test]
+fn bf16_matmul_tensor_cores_in_sass() {
+    if !sass_tools() {
+        return;
+    }
+    let kernel = mdh::reference::kernel(matmul_bf16::SPEC).unwrap();
+    let desc = KernelDesc::from_kernel(&kernel);
+    let bound = mdh::gpu::bind_sizes(&desc, &vec![1024; desc.size_params.len()]).unwrap();
+    for arch in ["sm_80", "sm_90"] {
+        let mut hmma = Vec::new();
+        for mma in [Mma::Bf16, Mma::Tf32] {
+            let plan = fixtures::matmul_tensor_cores(mma);
+            let src = matmul_bf16::cuda::job(&bound, Some(&plan), "*", limits())
+                .unwrap()
+                .unwrap()
+                .source;
+            let (c, main, sass) = main_sass(&src, &plan, arch);
+            let hot = main.hot_loop().expect(&sass);
+            let report = format!(
+                "{arch}, {}: HMMA {}, hot loop {hot:?}, registers {:?}\n{}",
+                mma.name(),
+                main.count("HMMA"),
+                c.kernels.iter().map(|k| (k.name.clone(), k.registers)).collect::<Vec<_>>(),
+                c.log
+            );
+            eprintln!("{report}");
+            let shape = if mma == Mma::Bf16 {
+                "HMMA.16816.F32.BF16"
+            } else {
+                "HMMA.1688.F32.TF32"
+            };
+            assert!(main.count(shape) > 0 && hot.hmma > 0, "{report}\n{sass}");
+            assert_eq!(main.count("HMMA"), main.count(shape), "{report}\n{sass}");
+            assert_eq!(hot.ffma, 0, "{report}\n{sass}");
+            hmma.push(hot.hmma);
+        }
+        assert_eq!(2 * hmma[0], hmma[1], "{arch}: HMMA per hot loop {hmma:?}");
     }
 }
 

@@ -266,6 +266,7 @@ fn tensor_core_plans_compute_in_fp32() {
         &mut rng,
         &mut |plan, i, o, p, s| matmul::opencl::run_dyn(dev, plan, i, o, p, s),
         |_| 0.0,
+        None,
     );
 }
 

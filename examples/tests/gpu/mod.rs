@@ -779,12 +779,17 @@ pub fn matmul_sizes(i: usize, j: usize, k: usize) -> Vec<usize> {
 /// one sign (docs/guide/06-cuda.md, "Tensor cores"): TF32 rounds each operand to within
 /// 2^-11, so each product and the sum to within 2^-10; 3xTF32 drops the
 /// product of the remainders and rounds them (3 · 2^-22, bounded by 2^-20).
+/// The 16-bit modes compute products of bf16 (f16) values exactly in FP32,
+/// as the FP32 path does: nothing beyond the FP32 sums' tolerance on the
+/// CPU, whose emulation sums in FP32; a GPU's mma rounds its sums toward
+/// zero (Fasi et al., "Numerical behavior of NVIDIA tensor cores", 2021),
+/// twice FP32's rounding at most, which 2^-20 covers.
 #[allow(dead_code)] // tests/opencl.rs shares this module but has no tensor cores
 pub fn mma_rtol(mma: Mma) -> f64 {
     match mma {
         Mma::Off => 0.0,
         Mma::Tf32 => 2f64.powi(-10),
-        Mma::Tf32x3 => 2f64.powi(-20),
+        Mma::Tf32x3 | Mma::Bf16 | Mma::F16 => 2f64.powi(-20),
     }
 }
 
@@ -792,13 +797,28 @@ pub fn mma_rtol(mma: Mma) -> f64 {
 /// warp 4 lanes along `n` and 8 along `m`, 1 elsewhere, in one or two
 /// warps along `m` (without a warp layer: 16 work-items along `m`) or,
 /// with a warp layer, one or two warps along `m` and `n`; pairs of rows
-/// and columns per work-item, steps of 8 or 16 along `k`, 1 to 3 points
+/// and columns per work-item, one or two mma steps along `k`, 1 to 3 points
 /// along other dimensions (fewer than 64 accumulators); local tiles,
-/// layouts, stages and work-item order at random; TF32 or 3xTF32.
-pub fn mma_plan(rng: &mut Rng, desc: &KernelDesc, dims: &MmaDims) -> GpuPlan {
+/// layouts, stages and work-item order at random; the mode `mode`, or
+/// any the inputs allow (TF32, 3xTF32, and the 16-bit one of 16-bit
+/// inputs: steps of 16 along `k`).
+pub fn mma_plan(
+    rng: &mut Rng,
+    desc: &KernelDesc,
+    dims: &MmaDims,
+    mode: Option<Mma>,
+) -> GpuPlan {
+    let modes: Vec<Mma> = match mode {
+        Some(m) => vec![m],
+        None => Mma::of_inputs(desc, dims)
+            .into_iter()
+            .filter(|&m| m != Mma::Off)
+            .collect(),
+    };
     let d = desc.dims.len();
     let pick = |rng: &mut Rng, xs: &[usize]| xs[rng.below(xs.len())];
     loop {
+        let mma = modes[rng.below(modes.len())];
         let mut warps = vec![1; d];
         if rng.below(2) == 0 {
             warps[dims.m] = pick(rng, &[1, 2]);
@@ -810,14 +830,14 @@ pub fn mma_plan(rng: &mut Rng, desc: &KernelDesc, dims: &MmaDims) -> GpuPlan {
         let tile: Vec<usize> = (0..d)
             .map(|x| match x {
                 _ if x == dims.m || x == dims.n => items[x] * pick(rng, &[2, 4]),
-                _ if x == dims.k => pick(rng, &[8, 16]),
+                _ if x == dims.k => mma.k_step() * pick(rng, &[1, 2]),
                 _ => 1 + rng.below(3),
             })
             .collect();
         let groups = (0..d).map(|_| pick(rng, &[0, 0, 1, 2])).collect();
         let vectors = rng.below(2) == 0;
         let plan = GpuPlan {
-            mma: [Mma::Tf32, Mma::Tf32x3][rng.below(2)],
+            mma,
             warps,
             ..with_random_memory(rng, desc, groups, items, tile, vectors)
         };
@@ -841,12 +861,13 @@ pub fn mma_cases(
     rng: &mut Rng,
     run: &mut RunDyn,
     extra: fn(Mma) -> f64,
+    mode: Option<Mma>,
 ) {
     let kernel = mdh::reference::kernel(spec).expect("the example's spec checks");
     let desc = KernelDesc::from_kernel(&kernel);
     let dims = mma_dims(&desc).expect("a contraction with mma dimensions");
     for case in 0..cases {
-        let plan = mma_plan(rng, &desc, &dims);
+        let plan = mma_plan(rng, &desc, &dims, mode);
         let sizes = (0..)
             .map(|_| -> Vec<usize> {
                 (0..desc.size_params.len())

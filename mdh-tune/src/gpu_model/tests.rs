@@ -234,6 +234,34 @@ fn tensor_cores_raise_the_fma_pipe() {
     assert_eq!(cut(Mma::Tf32), cut(Mma::Off));
 }
 
+/// bf16 matmul 4096³ on the tensor-core plan: `mma: bf16` (m16n8k16,
+/// `HALF_PER_FP32` = 16 times FP32's rate, NVIDIA's dense BF16 figures)
+/// has a bound half TF32's on the same plan (TF32's rate does not grow with
+/// narrower inputs) and below FP32's; the prediction is not above TF32's
+/// (half the HMMAs to issue).
+#[test]
+fn bf16_tensor_cores_run_at_twice_tf32() {
+    let m = h100();
+    let k = mdh_core::fixtures::compiled(&mdh_core::fixtures::example("matmul_bf16"));
+    let n = 4096;
+    let at = |mma: Mma| {
+        let plan = mdh_core::fixtures::matmul_tensor_cores(mma);
+        let res = Some(Resources {
+            registers: 128,
+            shared_bytes: 6144,
+        });
+        let bytes = Bytes {
+            inputs: 2.0 * (2 * n * n) as f64,
+            outputs: 4.0 * (n * n) as f64,
+        };
+        predict(&k, &plan, &[n, n, n], bytes, &m, res, 6144)
+    };
+    let (fp32, tf32, bf16) = (at(Mma::Off), at(Mma::Tf32), at(Mma::Bf16));
+    assert!((tf32.bound_s / bf16.bound_s - 2.0).abs() < 1e-6, "{tf32:?} {bf16:?}");
+    assert!(fp32.bound_s > 4.0 * bf16.bound_s, "{fp32:?} {bf16:?}");
+    assert!(bf16.time_s <= tf32.time_s && bf16.time_s >= bf16.bound_s, "{tf32:?} {bf16:?}");
+}
+
 #[test]
 fn monotonic_in_the_obvious_directions() {
     let k = mdh_core::fixtures::matmul();

@@ -826,6 +826,34 @@ mod tests {
             .all(|x| x.plan.mma == Mma::Off));
     }
 
+    /// Two bf16 inputs: m16n8k16 candidates without an opt-in (they lower
+    /// no precision), valid, first at 1024³ on sm_90; none before sm_80;
+    /// `MDH_GPU_MATH=tf32` adds TF32 ones beside them.
+    #[test]
+    fn bf16_inputs_take_their_tensor_cores_by_default() {
+        let k = mdh_core::fixtures::compiled(&mdh_core::fixtures::example("matmul_bf16"));
+        let c = call(&k, &[1024, 1024, 1024]);
+        let ranked = c.ranked(h100(), Mma::Off);
+        assert_eq!(ranked[0].plan.mma, Mma::Bf16, "{:?}", ranked[0]);
+        for cand in &ranked {
+            cand.plan.validate(&c.desc).unwrap();
+            assert!(matches!(cand.plan.mma, Mma::Off | Mma::Bf16), "{cand:?}");
+        }
+        let modes = |math: Mma| -> Vec<Mma> {
+            let mut v: Vec<Mma> = c.ranked(h100(), math).iter().map(|x| x.plan.mma).collect();
+            v.dedup();
+            v.sort_by_key(|m| m.name());
+            v.dedup();
+            v
+        };
+        assert_eq!(modes(Mma::Tf32), [Mma::Bf16, Mma::Off, Mma::Tf32]);
+        let sm75 = DeviceLimits {
+            cuda_arch: Some(75),
+            ..h100()
+        };
+        assert!(c.ranked(sm75, Mma::Off).iter().all(|x| x.plan.mma == Mma::Off));
+    }
+
     /// A CPU device (PoCL) keeps the CPU's rule.
     #[test]
     fn a_cpu_device_keeps_the_cpu_rule() {
