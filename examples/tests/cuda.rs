@@ -359,7 +359,11 @@ fn matmul_main_sass(
     mdh_gpu::sass::Function,
     String,
 ) {
-    main_sass(&matmul_source((1024, 1024, 1024), Some(plan), "*"), plan, arch)
+    main_sass(
+        &matmul_source((1024, 1024, 1024), Some(plan), "*"),
+        plan,
+        arch,
+    )
 }
 
 /// `src` (under `plan`) compiled for `arch` (32-bit indices): what NVRTC
@@ -770,11 +774,18 @@ fn bf16_tensor_cores_run_and_compile() {
             .unwrap()
             .unwrap()
             .source;
-        assert!(source.contains("#define MDH_MMA 16\n"), "{plan:?}\n{source}");
+        assert!(
+            source.contains("#define MDH_MMA 16\n"),
+            "{plan:?}\n{source}"
+        );
         for arch in ["sm_80", "sm_90"] {
             let out = nvrtc_compile(&source, arch)
                 .unwrap_or_else(|e| panic!("{plan:?}, {arch}: {e}\n{source}"));
-            assert!(out.log.is_empty(), "{plan:?}, {arch}: NVRTC warned:\n{}", out.log);
+            assert!(
+                out.log.is_empty(),
+                "{plan:?}, {arch}: NVRTC warned:\n{}",
+                out.log
+            );
         }
     }
 }
@@ -900,7 +911,10 @@ fn bf16_matmul_tensor_cores_in_sass() {
                 "{arch}, {}: HMMA {}, hot loop {hot:?}, registers {:?}\n{}",
                 mma.name(),
                 main.count("HMMA"),
-                c.kernels.iter().map(|k| (k.name.clone(), k.registers)).collect::<Vec<_>>(),
+                c.kernels
+                    .iter()
+                    .map(|k| (k.name.clone(), k.registers))
+                    .collect::<Vec<_>>(),
                 c.log
             );
             eprintln!("{report}");

@@ -802,12 +802,7 @@ pub fn mma_rtol(mma: Mma) -> f64 {
 /// layouts, stages and work-item order at random; the mode `mode`, or
 /// any the inputs allow (TF32, 3xTF32, and the 16-bit one of 16-bit
 /// inputs: steps of 16 along `k`).
-pub fn mma_plan(
-    rng: &mut Rng,
-    desc: &KernelDesc,
-    dims: &MmaDims,
-    mode: Option<Mma>,
-) -> GpuPlan {
+pub fn mma_plan(rng: &mut Rng, desc: &KernelDesc, dims: &MmaDims, mode: Option<Mma>) -> GpuPlan {
     let modes: Vec<Mma> = match mode {
         Some(m) => vec![m],
         None => Mma::of_inputs(desc, dims)

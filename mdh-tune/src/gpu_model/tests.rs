@@ -257,9 +257,15 @@ fn bf16_tensor_cores_run_at_twice_tf32() {
         predict(&k, &plan, &[n, n, n], bytes, &m, res, 6144)
     };
     let (fp32, tf32, bf16) = (at(Mma::Off), at(Mma::Tf32), at(Mma::Bf16));
-    assert!((tf32.bound_s / bf16.bound_s - 2.0).abs() < 1e-6, "{tf32:?} {bf16:?}");
+    assert!(
+        (tf32.bound_s / bf16.bound_s - 2.0).abs() < 1e-6,
+        "{tf32:?} {bf16:?}"
+    );
     assert!(fp32.bound_s > 4.0 * bf16.bound_s, "{fp32:?} {bf16:?}");
-    assert!(bf16.time_s <= tf32.time_s && bf16.time_s >= bf16.bound_s, "{tf32:?} {bf16:?}");
+    assert!(
+        bf16.time_s <= tf32.time_s && bf16.time_s >= bf16.bound_s,
+        "{tf32:?} {bf16:?}"
+    );
 }
 
 #[test]

@@ -851,7 +851,10 @@ mod tests {
             cuda_arch: Some(75),
             ..h100()
         };
-        assert!(c.ranked(sm75, Mma::Off).iter().all(|x| x.plan.mma == Mma::Off));
+        assert!(c
+            .ranked(sm75, Mma::Off)
+            .iter()
+            .all(|x| x.plan.mma == Mma::Off));
     }
 
     /// A CPU device (PoCL) keeps the CPU's rule.

@@ -991,9 +991,9 @@ mod tests {
         assert!(!KernelDesc::from_kernel(&stencil).contraction);
         assert!(!template(&stencil, Dialect::Cuda).contains("mma"));
         // The 16-bit modes only where both inputs have their type.
-        let bf16 = KernelDesc::from_kernel(&crate::fixtures::compiled(
-            &crate::fixtures::example("matmul_bf16"),
-        ));
+        let bf16 = KernelDesc::from_kernel(&crate::fixtures::compiled(&crate::fixtures::example(
+            "matmul_bf16",
+        )));
         let f16 = crate::fixtures::matmul_tensor_cores(Mma::F16);
         let e = f16.validate(&bf16).unwrap_err();
         assert_eq!(e.field, "mma");
@@ -1013,13 +1013,20 @@ mod tests {
         }
         .validate(&bf16)
         .unwrap_err();
-        assert!(e.message.contains("of 16 along dimension 2"), "{}", e.message);
+        assert!(
+            e.message.contains("of 16 along dimension 2"),
+            "{}",
+            e.message
+        );
         let plan = crate::fixtures::matmul_tensor_cores(Mma::Bf16);
         plan.validate(&bf16).unwrap();
         for ((i, j, kk), want) in [((256, 128, 64), 16), ((256, 128, 12), 0)] {
             let bound = bf16.bind_sizes(&sizes(&bf16, i, j, kk)).unwrap();
             let defs = defines(&bf16, &bound, &plan.resolve(&bf16.kinds, &bound.extents));
-            assert!(defs.contains(&format!("#define MDH_MMA {want}\n")), "{defs}");
+            assert!(
+                defs.contains(&format!("#define MDH_MMA {want}\n")),
+                "{defs}"
+            );
         }
         for (mma, want) in [(Mma::Off, 0), (Mma::Tf32, 1), (Mma::Tf32x3, 3)] {
             let plan = crate::fixtures::matmul_tensor_cores(mma);
