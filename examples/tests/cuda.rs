@@ -778,15 +778,20 @@ fn bf16_tensor_cores_run_and_compile() {
             source.contains("#define MDH_MMA 16\n"),
             "{plan:?}\n{source}"
         );
-        for arch in ["sm_80", "sm_90"] {
-            let out = nvrtc_compile(&source, arch)
-                .unwrap_or_else(|e| panic!("{plan:?}, {arch}: {e}\n{source}"));
-            assert!(
-                out.log.is_empty(),
-                "{plan:?}, {arch}: NVRTC warned:\n{}",
-                out.log
-            );
-        }
+        compiles_for_sm80_and_sm90(&source, &format!("{plan:?}"));
+    }
+}
+
+/// NVRTC compiles `source` (`what`) for sm_80 and sm_90 with an empty log.
+fn compiles_for_sm80_and_sm90(source: &str, what: &str) {
+    for arch in ["sm_80", "sm_90"] {
+        let out =
+            nvrtc_compile(source, arch).unwrap_or_else(|e| panic!("{what}, {arch}: {e}\n{source}"));
+        assert!(
+            out.log.is_empty(),
+            "{what}, {arch}: NVRTC warned:\n{}",
+            out.log
+        );
     }
 }
 
@@ -824,15 +829,7 @@ fn tensor_core_sources_compile() {
                 _ => "#define MDH_MMA 16\n",
             };
             assert!(source.contains(define), "{what}\n{source}");
-            for arch in ["sm_80", "sm_90"] {
-                let out = nvrtc_compile(&source, arch)
-                    .unwrap_or_else(|e| panic!("{what}, {arch}: {e}\n{source}"));
-                assert!(
-                    out.log.is_empty(),
-                    "{what}, {arch}: NVRTC warned:\n{}",
-                    out.log
-                );
-            }
+            compiles_for_sm80_and_sm90(&source, &what);
         }
     }
 }
