@@ -706,8 +706,9 @@ fn matmul_pipeline_stages_run() {
 /// (`gpu_plan::MmaDims`): matmul, its transposed layout, batched, a tensor
 /// contraction, a convolution (as an implicit GEMM: the mma's rows are
 /// output columns `q`, its columns filters `k`, its steps channels `c`) and
-/// matmul of bf16 inputs widened to f32 (exact in TF32).
-fn contractions() -> [(&'static str, JobFn); 6] {
+/// matmul of bf16 inputs and attention scores of f16 inputs, widened to
+/// f32 (exact in TF32; their random plans draw the 16-bit mode too).
+fn contractions() -> [(&'static str, JobFn); 7] {
     [
         (matmul::SPEC, matmul::cuda::job),
         (matmul_t::SPEC, matmul_t::cuda::job),
@@ -715,6 +716,7 @@ fn contractions() -> [(&'static str, JobFn); 6] {
         (ccsdt::SPEC, ccsdt::cuda::job),
         (mcc::SPEC, mcc::cuda::job),
         (matmul_bf16::SPEC, matmul_bf16::cuda::job),
+        (scores_f16::SPEC, scores_f16::cuda::job),
     ]
 }
 
@@ -742,43 +744,49 @@ fn tensor_cores_run_contractions_at_their_precision() {
     }
 }
 
-/// bf16 matmul on m16n8k16 tensor cores (`mma: bf16`): random plans at
-/// random sizes, edge tiles among them, executed on the CPU (the mma
-/// emulated in the PTX fragment layout: a wrong mapping of fragments to
-/// lanes sums the wrong products) equal to the interpreter at FP32's
-/// tolerance (the products of bf16 values are exact in FP32; the output is
-/// f32, so the tolerance is that of its sums: `check::sum_rtol`), and
-/// NVRTC compiles such plans for sm_80 and sm_90 with an empty log.
+/// The 16-bit contractions on m16n8k16 tensor cores, bf16 matmul (`mma:
+/// bf16`) and f16 attention scores (`mma: f16`, the keys' rows as the
+/// mma's columns): random plans at random sizes, edge tiles among them,
+/// executed on the CPU (the mma emulated in the PTX fragment layout: a
+/// wrong mapping of fragments to lanes sums the wrong products) equal to
+/// the interpreter at FP32's tolerance (the products of bf16 and f16
+/// values are exact in FP32; the output is f32, so the tolerance is that
+/// of its sums: `check::sum_rtol`), and NVRTC compiles such plans for
+/// sm_80 and sm_90 with an empty log.
 #[test]
-fn bf16_tensor_cores_run_and_compile() {
+fn half_tensor_cores_run_and_compile() {
     if !nvrtc_and_compiler() {
         return;
     }
-    let spec = matmul_bf16::SPEC;
-    let mut rng = mdh_examples::check::Rng::new(gpu::seed(spec) ^ 0x1616);
-    gpu::mma_cases(
-        spec,
-        8,
-        1 << 15,
-        &mut rng,
-        &mut |plan, i, o, p, s| run_on_cpu(matmul_bf16::cuda::job, spec, plan, i, o, p, s),
-        gpu::mma_rtol,
-        Some(Mma::Bf16),
-    );
-    let desc = KernelDesc::from_kernel(&mdh::reference::kernel(spec).unwrap());
-    let dims = mdh_core::gpu_plan::mma_dims(&desc).unwrap();
-    let bound = mdh::gpu::bind_sizes(&desc, &vec![64; desc.size_params.len()]).unwrap();
-    for _ in 0..2 {
-        let plan = gpu::mma_plan(&mut rng, &desc, &dims, Some(Mma::Bf16));
-        let source = matmul_bf16::cuda::job(&bound, Some(&plan), "*", limits())
-            .unwrap()
-            .unwrap()
-            .source;
-        assert!(
-            source.contains("#define MDH_MMA 16\n"),
-            "{plan:?}\n{source}"
+    let families: [(&str, JobFn, Mma); 2] = [
+        (matmul_bf16::SPEC, matmul_bf16::cuda::job, Mma::Bf16),
+        (scores_f16::SPEC, scores_f16::cuda::job, Mma::F16),
+    ];
+    for (spec, job, mma) in families {
+        let mut rng = mdh_examples::check::Rng::new(gpu::seed(spec) ^ 0x1616);
+        gpu::mma_cases(
+            spec,
+            8,
+            1 << 15,
+            &mut rng,
+            &mut |plan, i, o, p, s| run_on_cpu(job, spec, plan, i, o, p, s),
+            gpu::mma_rtol,
+            Some(mma),
         );
-        compiles_for_sm80_and_sm90(&source, &format!("{plan:?}"));
+        let desc = KernelDesc::from_kernel(&mdh::reference::kernel(spec).unwrap());
+        let dims = mdh_core::gpu_plan::mma_dims(&desc).unwrap();
+        let bound = mdh::gpu::bind_sizes(&desc, &vec![64; desc.size_params.len()]).unwrap();
+        for _ in 0..2 {
+            let plan = gpu::mma_plan(&mut rng, &desc, &dims, Some(mma));
+            let source = job(&bound, Some(&plan), "*", limits())
+                .unwrap()
+                .unwrap()
+                .source;
+            assert!(source.contains("#define MDH_MMA 16\n"), "{plan:?}\n{source}");
+            let ptx = format!("mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32", mma.name());
+            assert!(source.contains(&ptx), "{plan:?}\n{source}");
+            compiles_for_sm80_and_sm90(&source, &format!("{plan:?}"));
+        }
     }
 }
 
@@ -882,50 +890,51 @@ fn matmul_tensor_cores_in_sass() {
     }
 }
 
-/// The SASS of bf16 matmul 1024³ under the tensor-core plan with `mma:
-/// bf16` (sm_80, sm_90): its hot loop holds `HMMA.16816.F32.BF16` and no
-/// FP32 FMA, half as many HMMAs per tile step as TF32's `HMMA.1688` on the
-/// same plan (one m16n8k16 does the work of two m16n8k8), no spills.
+/// The SASS of the 16-bit contractions at 1024³ under the tensor-core
+/// plan (sm_80, sm_90): bf16 matmul with `mma: bf16` holds
+/// `HMMA.16816.F32.BF16` in its hot loop, f16 attention scores with `mma:
+/// f16` `HMMA.16816.F32` (f16 operands, FP32 accumulators), every HMMA of
+/// that shape, no FP32 FMA there, half as many HMMAs per tile step as
+/// TF32's `HMMA.1688` on the same plan (one m16n8k16 does the work of two
+/// m16n8k8), no spills.
 #[test]
-fn bf16_matmul_tensor_cores_in_sass() {
+fn half_tensor_cores_in_sass() {
     if !sass_tools() {
         return;
     }
-    let kernel = mdh::reference::kernel(matmul_bf16::SPEC).unwrap();
-    let desc = KernelDesc::from_kernel(&kernel);
-    let bound = mdh::gpu::bind_sizes(&desc, &vec![1024; desc.size_params.len()]).unwrap();
-    for arch in ["sm_80", "sm_90"] {
-        let mut hmma = Vec::new();
-        for mma in [Mma::Bf16, Mma::Tf32] {
-            let plan = fixtures::matmul_tensor_cores(mma);
-            let src = matmul_bf16::cuda::job(&bound, Some(&plan), "*", limits())
-                .unwrap()
-                .unwrap()
-                .source;
-            let (c, main, sass) = main_sass(&src, &plan, arch);
-            let hot = main.hot_loop().expect(&sass);
-            let report = format!(
-                "{arch}, {}: HMMA {}, hot loop {hot:?}, registers {:?}\n{}",
-                mma.name(),
-                main.count("HMMA"),
-                c.kernels
-                    .iter()
-                    .map(|k| (k.name.clone(), k.registers))
-                    .collect::<Vec<_>>(),
-                c.log
-            );
-            eprintln!("{report}");
-            let shape = if mma == Mma::Bf16 {
-                "HMMA.16816.F32.BF16"
-            } else {
-                "HMMA.1688.F32.TF32"
-            };
-            assert!(main.count(shape) > 0 && hot.hmma > 0, "{report}\n{sass}");
-            assert_eq!(main.count("HMMA"), main.count(shape), "{report}\n{sass}");
-            assert_eq!(hot.ffma, 0, "{report}\n{sass}");
-            hmma.push(hot.hmma);
+    let families: [(&str, JobFn, Mma, &str); 2] = [
+        (matmul_bf16::SPEC, matmul_bf16::cuda::job, Mma::Bf16, "HMMA.16816.F32.BF16"),
+        (scores_f16::SPEC, scores_f16::cuda::job, Mma::F16, "HMMA.16816.F32"),
+    ];
+    for (spec, job, half, half_shape) in families {
+        let desc = KernelDesc::from_kernel(&mdh::reference::kernel(spec).unwrap());
+        let bound = mdh::gpu::bind_sizes(&desc, &vec![1024; desc.size_params.len()]).unwrap();
+        for arch in ["sm_80", "sm_90"] {
+            let mut hmma = Vec::new();
+            for (mma, shape) in [(half, half_shape), (Mma::Tf32, "HMMA.1688.F32.TF32")] {
+                let plan = fixtures::matmul_tensor_cores(mma);
+                let src = job(&bound, Some(&plan), "*", limits())
+                    .unwrap()
+                    .unwrap()
+                    .source;
+                let (c, main, sass) = main_sass(&src, &plan, arch);
+                let hot = main.hot_loop().expect(&sass);
+                let of_shape = main.instrs.iter().filter(|i| i.opcode() == shape).count();
+                let report = format!(
+                    "{spec:.40}, {arch}, {}: HMMA {}, {shape} {of_shape}, hot loop {hot:?}, registers {:?}\n{}",
+                    mma.name(),
+                    main.count("HMMA"),
+                    c.kernels.iter().map(|k| (k.name.clone(), k.registers)).collect::<Vec<_>>(),
+                    c.log
+                );
+                eprintln!("{report}");
+                assert!(of_shape > 0 && hot.hmma > 0, "{report}\n{sass}");
+                assert_eq!(main.count("HMMA"), of_shape, "{report}\n{sass}");
+                assert_eq!(hot.ffma, 0, "{report}\n{sass}");
+                hmma.push(hot.hmma);
+            }
+            assert_eq!(2 * hmma[0], hmma[1], "{arch}: HMMA per hot loop {hmma:?}");
         }
-        assert_eq!(2 * hmma[0], hmma[1], "{arch}: HMMA per hot loop {hmma:?}");
     }
 }
 

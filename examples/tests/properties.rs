@@ -508,6 +508,17 @@ proptest! {
         verify(attention_bf16::SPEC, &s.values(), vec![q.into(), k.into()], &[Value::F32(scale)],
             vec![nan(i * j).into()], r, vec![out.into()], sum_rtol(d))?;
     }
+
+    #[test]
+    fn scores_f16_matches(i in size0(97), j in size0(97), d in size0(31), seed: u64) {
+        prop_assume!(i * j * d <= 60_000);
+        let mut g = Rng::new(seed);
+        let s = scores_f16::Sizes { I: i, J: j, D: d };
+        let (q, k) = (to_f16(g.f32s(i * d)), to_f16(g.f32s(j * d)));
+        let (r, c) = check::guarded(i * j, f32::NAN, |c| scores_f16::cpu(&q, &k, c, s)).map_err(TestCaseError::fail)?;
+        verify(scores_f16::SPEC, &s.values(), vec![q.into(), k.into()], &[],
+            vec![nan(i * j).into()], r, vec![c.into()], sum_rtol(d))?;
+    }
 }
 
 /// The interpreter, every test's oracle, against the kernel's scalar

@@ -54,3 +54,5 @@ include!("map_half.rs");
 include!("matvec_f16.rs");
 include!("matmul_bf16.rs");
 include!("attention_bf16.rs");
+
+include!("scores_f16.rs");

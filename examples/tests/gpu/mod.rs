@@ -49,6 +49,7 @@ macro_rules! with_families {
             map_half: 4096;
             matvec_f16: 4096;
             matmul_bf16: 4096;
+            scores_f16: 4096;
         }
     };
 }
