@@ -782,8 +782,14 @@ fn half_tensor_cores_run_and_compile() {
                 .unwrap()
                 .unwrap()
                 .source;
-            assert!(source.contains("#define MDH_MMA 16\n"), "{plan:?}\n{source}");
-            let ptx = format!("mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32", mma.name());
+            assert!(
+                source.contains("#define MDH_MMA 16\n"),
+                "{plan:?}\n{source}"
+            );
+            let ptx = format!(
+                "mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32",
+                mma.name()
+            );
             assert!(source.contains(&ptx), "{plan:?}\n{source}");
             compiles_for_sm80_and_sm90(&source, &format!("{plan:?}"));
         }
@@ -903,8 +909,18 @@ fn half_tensor_cores_in_sass() {
         return;
     }
     let families: [(&str, JobFn, Mma, &str); 2] = [
-        (matmul_bf16::SPEC, matmul_bf16::cuda::job, Mma::Bf16, "HMMA.16816.F32.BF16"),
-        (scores_f16::SPEC, scores_f16::cuda::job, Mma::F16, "HMMA.16816.F32"),
+        (
+            matmul_bf16::SPEC,
+            matmul_bf16::cuda::job,
+            Mma::Bf16,
+            "HMMA.16816.F32.BF16",
+        ),
+        (
+            scores_f16::SPEC,
+            scores_f16::cuda::job,
+            Mma::F16,
+            "HMMA.16816.F32",
+        ),
     ];
     for (spec, job, half, half_shape) in families {
         let desc = KernelDesc::from_kernel(&mdh::reference::kernel(spec).unwrap());

@@ -987,6 +987,18 @@ mod tests {
         assert!(mixed.contains("#if MDH_MMA == 16"), "{mixed}");
         assert!(mixed.contains("mdh_mma16(acc0["), "{mixed}");
         assert!(!cuda.contains("m16n8k16") && !cuda.contains("MDH_MMA == 16"));
+        // f16 inputs: the f16 instruction, and a plan of that mode is valid.
+        let scores = crate::fixtures::compiled(&crate::fixtures::example("scores_f16"));
+        let scores_desc = KernelDesc::from_kernel(&scores);
+        let scores = template(&scores, Dialect::Cuda);
+        assert!(
+            scores.contains("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
+            "{scores}"
+        );
+        assert!(!scores.contains(".bf16."), "{scores}");
+        crate::fixtures::matmul_tensor_cores(Mma::F16)
+            .validate(&scores_desc)
+            .unwrap();
         let stencil = crate::fixtures::compiled(&crate::fixtures::example("jacobi1d"));
         assert!(!KernelDesc::from_kernel(&stencil).contraction);
         assert!(!template(&stencil, Dialect::Cuda).contains("mma"));
