@@ -15,6 +15,7 @@ pub mod default_plan;
 pub mod desc;
 mod diagnostics;
 pub mod error;
+pub mod fusion;
 #[doc(hidden)]
 pub mod fixtures;
 pub mod gpu_plan;
@@ -72,7 +73,9 @@ fn from_str<T>(source: &str, f: impl FnOnce(TokenStream) -> syn::Result<T>) -> R
 pub fn expand(tokens: TokenStream) -> TokenStream {
     match compile_program(tokens) {
         Ok(Program::Single(kernel)) => expand_kernel(&kernel),
-        Ok(Program::Staged(kernel)) => codegen::stages::module(&kernel, expand_kernel),
+        Ok(Program::Staged(kernel)) => {
+            codegen::stages::module(&kernel, expand_kernel, expand_fused)
+        }
         Err(e) => e.to_compile_error(),
     }
 }
@@ -82,6 +85,16 @@ fn expand_kernel(kernel: &Checked) -> TokenStream {
     let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").map(std::path::PathBuf::from);
     match config::plans(kernel, manifest_dir.as_deref()) {
         Ok((entries, path)) => codegen::module(kernel, &entries, path.as_deref()),
+        Err(e) => syn::Error::new(kernel.name.span(), e.to_string()).to_compile_error(),
+    }
+}
+
+/// The module of a stage with its epilogue fused, with the stage's
+/// configs' CPU plans.
+fn expand_fused(kernel: &Checked, epilogue: codegen::cpu::FusedEpilogue<'_>) -> TokenStream {
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").map(std::path::PathBuf::from);
+    match config::plans(kernel, manifest_dir.as_deref()) {
+        Ok((entries, _)) => codegen::fused_module(kernel, &entries, epilogue),
         Err(e) => syn::Error::new(kernel.name.span(), e.to_string()).to_compile_error(),
     }
 }

@@ -82,6 +82,22 @@ pub enum SizeExpr {
     Mul(Box<SizeExpr>, Box<SizeExpr>),
 }
 
+impl SizeExpr {
+    /// Whether two size expressions are the same expression (spans aside).
+    pub fn same_as(a: &SizeExpr, b: &SizeExpr) -> bool {
+        match (a, b) {
+            (SizeExpr::Const(x, _), SizeExpr::Const(y, _)) => x == y,
+            (SizeExpr::Param(x), SizeExpr::Param(y)) => x == y,
+            (SizeExpr::Add(a1, a2), SizeExpr::Add(b1, b2))
+            | (SizeExpr::Sub(a1, a2), SizeExpr::Sub(b1, b2))
+            | (SizeExpr::Mul(a1, a2), SizeExpr::Mul(b1, b2)) => {
+                SizeExpr::same_as(a1, b1) && SizeExpr::same_as(a2, b2)
+            }
+            _ => false,
+        }
+    }
+}
+
 /// An affine expression `Σ c_d · dim_d + Σ c_s · size_s + c` with integer
 /// coefficients: one component of an index function.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]

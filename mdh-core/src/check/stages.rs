@@ -159,17 +159,6 @@ fn read_error(stage: &Ident, buf: &Ident, at: usize, writer: Option<(usize, &Ide
     }
 }
 
-fn same_size(a: &SizeExpr, b: &SizeExpr) -> bool {
-    match (a, b) {
-        (SizeExpr::Const(x, _), SizeExpr::Const(y, _)) => x == y,
-        (SizeExpr::Param(x), SizeExpr::Param(y)) => x == y,
-        (SizeExpr::Add(a1, a2), SizeExpr::Add(b1, b2))
-        | (SizeExpr::Sub(a1, a2), SizeExpr::Sub(b1, b2))
-        | (SizeExpr::Mul(a1, a2), SizeExpr::Mul(b1, b2)) => same_size(a1, b1) && same_size(a2, b2),
-        _ => false,
-    }
-}
-
 /// An intermediate (`tmp`) indexed by one md_hom dimension alone (`|i, j|
 /// (i)`) has that dimension's md_hom size in that position of its shape:
 /// the stage that computes it writes all of it, and the stages that read
@@ -210,7 +199,7 @@ fn check_access(
         let Some(dim) = kern.dims.get(d) else {
             continue;
         };
-        if !same_size(&dim.size, shape) {
+        if !SizeExpr::same_as(&dim.size, shape) {
             let (size, dim_name) = (size_text(&dim.size), &f.params[d]);
             errs.error(
                 f.component_spans.get(c).copied().unwrap_or(f.span),

@@ -83,6 +83,30 @@ pub fn module(k: &Checked, entries: &Entries, config: Option<&Path>) -> TokenStr
     }
 }
 
+/// The module of a stage with its epilogue fused into its stores (see
+/// [`crate::fusion`]): its `Sizes`, `desc()` and a `cpu` that also takes
+/// the epilogue's other inputs and sizes (`cpu::fused_cpu_fn`).
+pub fn fused_module(k: &Checked, entries: &Entries, epilogue: cpu::FusedEpilogue<'_>) -> TokenStream {
+    let name = &k.name;
+    let sizes_struct = sizes_struct(&k.size_params);
+    let desc = desc_tokens(&KernelDesc::from_kernel(k));
+    let cpu = cpu::fused_cpu_fn(k, &entries.cpu, epilogue);
+    quote! {
+        #[allow(non_snake_case, non_camel_case_types, unused, clippy::all)]
+        pub mod #name {
+            #sizes_struct
+
+            /// The run-time description of the producing stage.
+            pub fn desc() -> &'static ::mdh::__rt::KernelDesc {
+                static DESC: ::mdh::__rt::OnceLock<::mdh::__rt::KernelDesc> = ::mdh::__rt::OnceLock::new();
+                DESC.get_or_init(|| #desc)
+            }
+
+            #cpu
+        }
+    }
+}
+
 /// `Sizes`: one `usize` field per size parameter.
 fn sizes_struct(sizes: &[proc_macro2::Ident]) -> TokenStream {
     let ns = sizes.len();

@@ -2,7 +2,9 @@
 //! module of a kernel of one md_hom, in `stages`) and the entry points
 //! `cpu`, `opencl::run`, `cuda::run` and `mpi::run`, which run the stages'
 //! own entry points in order on the caller's buffers and on intermediates
-//! they allocate for the call (on the device for the GPUs).
+//! they allocate for the call (on the device for the GPUs). On the CPU, a
+//! stage with an epilogue ([`crate::fusion`]) runs its module in `fused`
+//! instead, the epilogue in its stores; `cpu_unfused` runs every stage.
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -11,19 +13,36 @@ use crate::analysis::Checked;
 use crate::backend::Backend;
 use crate::codegen::gpu_api::{backend_module, device_ty, download, upload};
 use crate::codegen::host_args;
+use crate::codegen::cpu::FusedEpilogue;
 use crate::codegen::rust_expr::ty;
+use crate::fusion::{self, Epilogue};
 use crate::spec::{BufRef, Stage, Staged};
 
 /// The module `NAME` of a kernel of stages; `stage_module` expands one
-/// stage's kernel (with its configs' plans).
-pub fn module(k: &Staged<Checked>, stage_module: impl Fn(&Checked) -> TokenStream) -> TokenStream {
+/// stage's kernel (with its configs' plans), `fused_module` a producing
+/// stage with its epilogue.
+pub fn module(
+    k: &Staged<Checked>,
+    stage_module: impl Fn(&Checked) -> TokenStream,
+    fused_module: impl Fn(&Checked, FusedEpilogue<'_>) -> TokenStream,
+) -> TokenStream {
     let name = &k.name;
     let vis = &k.vis;
     let attrs = &k.attrs;
     let sizes_struct = super::sizes_struct(&k.size_params);
     let spec = &k.source;
     let stage_modules = k.stages.iter().map(|s| stage_module(&s.kernel));
-    let cpu = cpu_fn(k);
+    let epilogues = fusion::epilogues(k);
+    let fused_modules = epilogues.iter().map(|e| {
+        let module = stage_path(&k.stages[e.stage], &quote!(super::super));
+        let epilogue = FusedEpilogue {
+            kernel: &k.stages[e.stage].kernel,
+            fact: e,
+            module,
+        };
+        fused_module(&k.stages[e.producer].kernel, epilogue)
+    });
+    let cpu = cpu_fn(k, &epilogues);
     let gpus = Backend::ALL.map(|b| gpu_module(k, b));
     let mpi = mpi_module(k);
     quote! {
@@ -40,6 +59,12 @@ pub fn module(k: &Staged<Checked>, stage_module: impl Fn(&Checked) -> TokenStrea
             /// `KERNEL_STAGE`, which `cpu` runs in order.
             pub mod stages {
                 #(#stage_modules)*
+            }
+
+            /// Each stage whose epilogue `cpu` fuses into its stores,
+            /// named as the stage.
+            pub mod fused {
+                #(#fused_modules)*
             }
 
             #cpu
@@ -162,27 +187,53 @@ fn tmp_len(k: &Staged<Checked>, t: usize, root: &TokenStream) -> Option<TokenStr
 /// The body of a host entry point (`cpu`, `mpi::run`) where the kernel's
 /// module is `root`: intermediates allocated for the call, then each
 /// stage's `entry` (e.g. `cpu`, `mpi::run`) in order, `lead` before its
-/// buffers.
+/// buffers; a producer of `epilogues` (the CPU's) runs its `fused` module's
+/// `entry` instead, with its epilogue's output for the intermediate,
+/// which is never allocated, and its epilogue's stage does not run.
 fn host_chain(
     k: &Staged<Checked>,
     root: &TokenStream,
     entry: &TokenStream,
     lead: &TokenStream,
+    epilogues: &[Epilogue],
 ) -> TokenStream {
     let param_names: Vec<_> = k.params.iter().map(|p| &p.name).collect();
+    let fused_tmp = |t: usize| epilogues.iter().any(|e| e.tmp == t);
     let tmps = k.tmps.iter().enumerate().filter_map(|(t, d)| {
+        if fused_tmp(t) {
+            return None;
+        }
         let (name, t, len) = (&d.name, ty(d.ty), tmp_len(k, t, root)?);
         Some(quote! {
             let mut #name: ::std::vec::Vec<#t> =
                 ::std::vec![<#t as ::core::default::Default>::default(); #len];
         })
     });
-    let calls = k.stages.iter().map(|s| {
-        let path = stage_path(s, root);
+    let calls = k.stages.iter().enumerate().map(|(i, s)| {
+        if epilogues.iter().any(|e| e.stage == i) {
+            return quote!();
+        }
         let sizes = stage_sizes(k, s, root);
         let reads = s.reads.iter().map(|&b| arg(k, b, false));
-        let writes = s.writes.iter().map(|&b| arg(k, b, true));
-        quote!(#path::#entry(#lead #(#reads,)* #(#writes,)* #(#param_names,)* #sizes)?;)
+        let Some(e) = epilogues.iter().find(|e| e.producer == i) else {
+            let path = stage_path(s, root);
+            let writes = s.writes.iter().map(|&b| arg(k, b, true));
+            return quote!(#path::#entry(#lead #(#reads,)* #(#writes,)* #(#param_names,)* #sizes)?;);
+        };
+        let es = &k.stages[e.stage];
+        let out = es.writes[0];
+        let writes = s.writes.iter().map(|&b| {
+            let b = if b == BufRef::Tmp(e.tmp) { out } else { b };
+            arg(k, b, true)
+        });
+        let others = (es.reads.iter())
+            .filter(|&&b| b != BufRef::Tmp(e.tmp))
+            .map(|&b| arg(k, b, false));
+        let esizes = stage_sizes(k, es, root);
+        let m = &s.kernel.name;
+        quote! {
+            #root::fused::#m::#entry(#lead #(#reads,)* #(#writes,)* #(#param_names,)* #sizes, #(#others,)* #esizes)?;
+        }
     });
     quote! {
         #(#tmps)*
@@ -200,7 +251,7 @@ fn mpi_module(k: &Staged<Checked>) -> TokenStream {
         &k.params,
         quote!(sizes: super::Sizes,),
     );
-    let body = host_chain(k, &quote!(super), &quote!(mpi::run), &quote!(__comm,));
+    let body = host_chain(k, &quote!(super), &quote!(mpi::run), &quote!(__comm,), &[]);
     let doc = format!(
         "Runs `{}` on every rank of `__comm`: its stages in order, each through its own \
          `mpi::run` (every rank passing the whole inputs and receiving the whole outputs), \
@@ -222,9 +273,24 @@ fn mpi_module(k: &Staged<Checked>) -> TokenStream {
     }
 }
 
-fn cpu_fn(k: &Staged<Checked>) -> TokenStream {
+/// `cpu`: the stages in order, each epilogue fused into its producer's
+/// stores; `cpu_unfused`: every stage on its own, through memory.
+fn cpu_fn(k: &Staged<Checked>, epilogues: &[Epilogue]) -> TokenStream {
     let params = host_args::declarations(&k.inputs, &k.outputs, &k.params, quote!(sizes: Sizes,));
-    let body = host_chain(k, &quote!(self), &quote!(cpu), &quote!());
+    let body = host_chain(k, &quote!(self), &quote!(cpu), &quote!(), epilogues);
+    let unfused = host_chain(k, &quote!(self), &quote!(cpu), &quote!(), &[]);
+    let fused: Vec<String> = (epilogues.iter())
+        .map(|e| format!("`{}` in `{}`", k.stages[e.stage].name, k.stages[e.producer].name))
+        .collect();
+    let fused_doc = if fused.is_empty() {
+        "No stage is an epilogue: every stage runs on its own.".to_string()
+    } else {
+        format!(
+            "Epilogues fused into their producer's stores (no intermediate, no pass of their \
+             own): {}.",
+            fused.join(", ")
+        )
+    };
     let stage_names: Vec<String> = k.stages.iter().map(|s| format!("`{}`", s.name)).collect();
     let doc = format!(
         "Runs `{}` on the CPU (rayon): its stages {} in order, each a kernel of one md_hom, on \
@@ -235,10 +301,22 @@ fn cpu_fn(k: &Staged<Checked>) -> TokenStream {
         k.name,
         stage_names.join(", ")
     );
+    let unfused_doc = format!(
+        "`cpu` with every stage of `{}` run on its own, in order, each intermediate \
+         through memory (what `cpu` runs where no stage is an epilogue).",
+        k.name
+    );
     quote! {
         #[doc = #doc]
+        #[doc = ""]
+        #[doc = #fused_doc]
         pub fn cpu(#params) -> ::core::result::Result<(), ::mdh::Error> {
             #body
+        }
+
+        #[doc = #unfused_doc]
+        pub fn cpu_unfused(#params) -> ::core::result::Result<(), ::mdh::Error> {
+            #unfused
         }
     }
 }

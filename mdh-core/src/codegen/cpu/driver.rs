@@ -37,7 +37,21 @@ pub(super) fn linear_slots(accesses: &[(usize, &IndexFn)]) -> Vec<(usize, usize)
 /// one), dispatched at run time by machine and nearest tuned sizes
 /// (`mdh::machine`).
 pub fn cpu_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
-    let g = Gen::new(k);
+    cpu_fn_of(Gen::new(k), entries)
+}
+
+/// [`cpu_fn`] of a stage with its epilogue fused into its stores: the
+/// `cpu` function takes the epilogue's other inputs and sizes after its
+/// own sizes, and writes the epilogue's output where the stage's own would
+/// be.
+pub fn fused_cpu_fn(k: &Checked, entries: &[CpuEntry], epilogue: super::FusedEpilogue<'_>) -> TokenStream {
+    let mut g = Gen::new(k);
+    g.epilogue = Some(epilogue);
+    cpu_fn_of(g, entries)
+}
+
+fn cpu_fn_of(g: Gen<'_>, entries: &[CpuEntry]) -> TokenStream {
+    let k = g.k;
     // Plans: one task body each, chosen by the nearest tuned sizes. A
     // plan that asks for it (`exact`) also gets a body for exactly its
     // entry's sizes, taken when a call has them (unless they are not valid
@@ -259,8 +273,10 @@ impl<'k> Gen<'k> {
         let name_str = k.name.to_string();
         let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
         let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
-        let params = host_args::params(k, quote!(sizes: Sizes,));
+        let epilogue_params = self.epilogue_params();
+        let params = host_args::params(k, quote!(sizes: Sizes, #epilogue_params));
         let ns = k.size_params.len();
+        let epilogue_bind = self.epilogue_bind();
         let exact_sizes = exact.iter().map(|b| match b {
             Some(b) => {
                 let s = &b.sizes;
@@ -297,6 +313,7 @@ impl<'k> Gen<'k> {
                     }),
                 )?;
                 let (__bound, __plan): (&::mdh::__rt::Bound, usize) = (&__call.bound, __call.plan);
+                #epilogue_bind
                 const __EXACT: &[::core::option::Option<[usize; #ns]>] = &[#(#exact_sizes),*];
                 let __exact: bool = __EXACT[__plan] == ::core::option::Option::Some(__sizes);
                 #run
@@ -348,6 +365,7 @@ impl<'k> Gen<'k> {
             .collect();
         let out_ptrs = out_ptrs(k);
         let ctx_init = self.ctx_init();
+        let epilogue_init = self.epilogue_init();
         let out_setup = self.out_setup();
         let out_fields = (0..k.output_accesses().len()).map(|o| {
             let (b, c) = (format_ident!("__oa{}_b", o), format_ident!("__oa{}_c", o));
@@ -395,6 +413,7 @@ impl<'k> Gen<'k> {
                 __call_id: ::mdh::cpu::next_call(),
                 __stream_ok,
                 #ctx_init
+                #epilogue_init
                 #(#param_names,)*
                 #(#out_ptrs,)*
                 #(#out_fields)*
@@ -455,9 +474,15 @@ impl<'k> Gen<'k> {
             // SAFETY: `bind` checked bounds and disjointness of accesses; the
             // output view is injective over the kept dimensions (checked at
             // compile time) and each kept point is written by one task.
-            writes.extend(quote! { unsafe { #ptr.write(#off, __v.#idx) }; });
+            let v = self.finish(o, quote!(__v.#idx));
+            writes.extend(quote! { unsafe { #ptr.write(#off, #v) }; });
         }
-        self.kept.iter().rev().fold(
+        // The epilogue's names come from the context.
+        let binds = self.epilogue.is_some().then(|| {
+            let binds = self.ctx_binds();
+            quote!(let __c = &__ctx; #binds)
+        });
+        let loops = self.kept.iter().rev().fold(
             quote! {
                 let __v = __vals[__n];
                 __n += 1;
@@ -467,7 +492,8 @@ impl<'k> Gen<'k> {
                 let i = dim_var(x);
                 quote!(for #i in __r[#x].0..__r[#x].1 { #inner })
             },
-        )
+        );
+        quote!(#binds #loops)
     }
 
     /// The call of the parallel driver (the COR layer) with the three
@@ -649,6 +675,7 @@ impl<'k> Gen<'k> {
             f.push((quote!(#b), quote!(isize)));
             f.push((quote!(#c), quote!([isize; #d])));
         }
+        f.extend(self.epilogue_fields());
         f
     }
 }

@@ -22,6 +22,8 @@ use crate::spec::{DimKind, ReduceOp, ScalarType};
 use names::dim_var;
 
 mod driver;
+mod epilogue;
+pub use epilogue::FusedEpilogue;
 mod names;
 mod packing;
 mod point;
@@ -35,7 +37,7 @@ mod vector_tile;
 mod widen;
 
 pub(crate) use driver::plan_choice;
-pub use driver::{cpu_fn, cpu_in_fn};
+pub use driver::{cpu_fn, cpu_in_fn, fused_cpu_fn};
 
 /// `(base + Σ coef[d] · i_d) as usize` for the dimensions the access uses.
 fn offset(a: &Access, base: &Ident, coef: &Ident) -> TokenStream {
@@ -70,6 +72,8 @@ struct Gen<'k> {
     /// The scalar function as the CPU code runs it (16-bit inputs widened
     /// to f32 where they are read).
     w: widen::Widened,
+    /// The epilogue fused into the stores (a kernel of stages' producer).
+    epilogue: Option<FusedEpilogue<'k>>,
 }
 
 impl<'k> Gen<'k> {
@@ -88,6 +92,7 @@ impl<'k> Gen<'k> {
             a_ty: quote!((#(#tys,)*)),
             pack: vec![Vec::new(); a.inputs.len()],
             w: widen::Widened::new(k),
+            epilogue: None,
         }
     }
 

@@ -82,6 +82,11 @@ impl<'k> Gen<'k> {
             let (ptr, off) = self.out_at(o);
             let idx = syn::Index::from(o);
             let cmb = self.combine_values(o, &quote!(unsafe { #ptr.read(__at) }), &quote!(__v));
+            // Final after the task's last PW tile (`__last`): the epilogue.
+            let last = self.has_epilogue(o).then(|| {
+                let v = self.finish(o, quote!(__v));
+                quote!(let __v = if __last { #v } else { __v };)
+            });
             // SAFETY: `bind` checked bounds and disjointness of accesses; the
             // output view is injective over the kept dimensions (checked at
             // compile time) and each kept point belongs to one task, which
@@ -90,6 +95,7 @@ impl<'k> Gen<'k> {
                 let __at: usize = #off;
                 let __v = __new.#idx;
                 let __v = if __first { __v } else { #cmb };
+                #last
                 unsafe { #ptr.write(__at, __v) };
             }});
         }

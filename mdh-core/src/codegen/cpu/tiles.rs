@@ -119,9 +119,11 @@ impl<'k> Gen<'k> {
             });
             quote!(let __stream: bool = __stream_ok && __first #(#last)*;)
         });
+        let last = self.last_tile();
         let micro = quote! {
             #pack
             let __first: bool = true #(#first)*;
+            #last
             #stream
             #reg_loops
         };

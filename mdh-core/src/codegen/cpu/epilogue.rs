@@ -1,0 +1,220 @@
+//! A fused epilogue ([`crate::fusion::Epilogue`]) in the producer's CPU
+//! code: its other inputs and their accesses in the context, bound per call
+//! by the epilogue stage's own `desc()`, and its scalar function applied to
+//! a final value where it is stored (the direct store after the last PW
+//! tile, the `write` closure after the driver's last combine).
+
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote};
+
+use super::names::dim_var;
+use super::Gen;
+use crate::analysis::Checked;
+use crate::codegen::rust_expr::{self, ty};
+use crate::fusion::Epilogue;
+
+/// An epilogue as the producer's generator emits it.
+#[derive(Clone)]
+pub struct FusedEpilogue<'k> {
+    /// The epilogue stage's kernel.
+    pub kernel: &'k Checked,
+    pub fact: &'k Epilogue,
+    /// The path of the epilogue stage's module, from the fused module.
+    pub module: TokenStream,
+}
+
+impl FusedEpilogue<'_> {
+    /// The epilogue's input buffer that is the intermediate.
+    fn tmp_buffer(&self) -> usize {
+        self.kernel.input_accesses()[self.fact.input].0
+    }
+
+    /// The epilogue's other input buffers: its index and its parameter
+    /// name in the fused `cpu`.
+    fn other_inputs(&self) -> impl Iterator<Item = (usize, Ident)> + '_ {
+        let t = self.tmp_buffer();
+        (0..self.kernel.inputs.len())
+            .filter(move |&b| b != t)
+            .map(|b| (b, format_ident!("__ein{}", b)))
+    }
+
+    /// The epilogue's other input accesses: their index and flattened
+    /// access's names (base, coefficients).
+    fn other_accesses(&self) -> impl Iterator<Item = (usize, Ident, Ident)> + '_ {
+        (0..self.kernel.input_accesses().len())
+            .filter(|&j| j != self.fact.input)
+            .map(|j| (j, format_ident!("__eia{}_b", j), format_ident!("__eia{}_c", j)))
+    }
+}
+
+impl<'k> Gen<'k> {
+    /// The context's fields of the epilogue (none without one).
+    pub(super) fn epilogue_fields(&self) -> Vec<(TokenStream, TokenStream)> {
+        let Some(e) = &self.epilogue else {
+            return Vec::new();
+        };
+        let (de, ns) = (e.fact.dims.len(), e.kernel.size_params.len());
+        let mut f = Vec::new();
+        for (b, name) in e.other_inputs() {
+            let t = ty(e.kernel.inputs[b].ty);
+            f.push((quote!(#name), quote!(&'a [#t])));
+        }
+        for (_, base, coef) in e.other_accesses() {
+            f.push((quote!(#base), quote!(isize)));
+            f.push((quote!(#coef), quote!([isize; #de])));
+        }
+        f.push((quote!(__esz), quote!([usize; #ns])));
+        f
+    }
+
+    /// The fused `cpu`'s parameters after `sizes`: the epilogue's other
+    /// inputs, then its sizes.
+    pub(super) fn epilogue_params(&self) -> TokenStream {
+        let Some(e) = &self.epilogue else {
+            return quote!();
+        };
+        let m = &e.module;
+        let ins = e.other_inputs().map(|(b, name)| {
+            let t = ty(e.kernel.inputs[b].ty);
+            quote!(#name: &[#t],)
+        });
+        quote!(#(#ins)* __esizes: #m::Sizes,)
+    }
+
+    /// `__esz` and `__ebound`: the epilogue's sizes and its binding for this
+    /// call (by its own `desc()`: lengths, and every access in bounds over
+    /// its index space, which is the producer's kept points).
+    pub(super) fn epilogue_bind(&self) -> TokenStream {
+        let Some(e) = &self.epilogue else {
+            return quote!();
+        };
+        let m = &e.module;
+        // The intermediate and the output have one shape: the output
+        // stands for the intermediate's length.
+        let o = &self.k.outputs[self.k.analysis().outputs[e.fact.output].buffer].name;
+        let t = e.tmp_buffer();
+        let lens = (0..e.kernel.inputs.len()).map(|b| {
+            if b == t {
+                quote!(#o.len())
+            } else {
+                let name = format_ident!("__ein{}", b);
+                quote!(#name.len())
+            }
+        });
+        quote! {
+            let __esz = __esizes.values();
+            let __ebound: ::mdh::__rt::Bound = #m::desc().bind(&__esz, &[#(#lens),*], &[#o.len()])?;
+        }
+    }
+
+    /// The context's epilogue fields, from `epilogue_bind`'s names.
+    pub(super) fn epilogue_init(&self) -> TokenStream {
+        let Some(e) = &self.epilogue else {
+            return quote!();
+        };
+        let slots = super::driver::linear_slots(&e.kernel.input_accesses());
+        let ins = e.other_inputs().map(|(_, name)| quote!(#name,));
+        let accesses = e.other_accesses().map(|(j, base, coef)| {
+            let (b, a) = slots[j];
+            quote! {
+                #base: __ebound.in_linear[#b][#a].base,
+                #coef: ::core::array::from_fn(|__d| __ebound.in_linear[#b][#a].coefs[__d]),
+            }
+        });
+        quote!(#(#ins)* #(#accesses)* __esz,)
+    }
+
+    /// Whether output access `o` has the fused epilogue.
+    pub(super) fn has_epilogue(&self, o: usize) -> bool {
+        self.epilogue.as_ref().is_some_and(|e| e.fact.output == o)
+    }
+
+    /// The final value `v` of output access `o` as stored: through the
+    /// epilogue's scalar function where `o` has one, at the kept point
+    /// whose index variables are in scope (and the context's names).
+    pub(super) fn finish(&self, o: usize, v: TokenStream) -> TokenStream {
+        let Some(e) = self.epilogue.as_ref().filter(|_| self.has_epilogue(o)) else {
+            return v;
+        };
+        let ek = e.kernel;
+        let sizes = ek.size_params.iter().enumerate().map(|(i, s)| quote!(let #s: usize = __esz[#i];));
+        let facts = &ek.analysis().inputs;
+        let reads = e.other_accesses().map(|(j, base, coef)| {
+            let a = &facts[j];
+            let terms = a.uses.iter().map(|&m| {
+                let i = dim_var(e.fact.dims[m]);
+                match a.static_coefs[m] {
+                    Some(c) => {
+                        let c = c as isize;
+                        quote!(+ #c * #i as isize)
+                    }
+                    None => quote!(+ #coef[#m] * #i as isize),
+                }
+            });
+            let (p, t, slice) = (format_ident!("__ep{}", j), ty(a.ty), format_ident!("__ein{}", ek.input_accesses()[j].0));
+            // SAFETY: `__ebound` checked that this access stays inside its
+            // buffer over the epilogue's index space, which is this
+            // kernel's kept points.
+            quote!(let #p: #t = unsafe { *#slice.get_unchecked((#base #(#terms)*) as usize) };)
+        });
+        let tmp = format_ident!("__ep{}", e.fact.input);
+        let index_binds = (ek.scalar_fn.index_params.iter().flatten())
+            .zip(&e.fact.dims)
+            .map(|(name, &d)| {
+                let i = dim_var(d);
+                quote!(let #name: usize = #i;)
+            });
+        let param_binds = ek.scalar_fn.params.iter().enumerate().map(|(j, p)| {
+            let v = format_ident!("__ep{}", j);
+            quote!(let #p = #v;)
+        });
+        let body = rust_expr::expr(&ek.scalar_fn.body);
+        let t = ty(self.out_tys[o]);
+        quote!({
+            let #tmp: #t = #v;
+            #(#sizes)*
+            #(#reads)*
+            #(#index_binds)*
+            #(#param_binds)*
+            let __e: #t = #body;
+            __e
+        })
+    }
+
+    /// The lanes of vector `v` (`V<T, N>`) of output access `o`, consecutive
+    /// points along dimension `s` from `i_s` (its first `cnt`, the others
+    /// left), through the epilogue where `o` has one.
+    pub(super) fn finish_lanes(
+        &self,
+        o: usize,
+        v: TokenStream,
+        i_s: &Ident,
+        cnt: TokenStream,
+    ) -> TokenStream {
+        if !self.has_epilogue(o) {
+            return v;
+        }
+        let lane = self.finish(o, quote!(__e.0[__l]));
+        quote!({
+            let mut __e = #v;
+            for __l in 0..#cnt {
+                let #i_s: usize = #i_s + __l;
+                __e.0[__l] = #lane;
+            }
+            __e
+        })
+    }
+
+    /// `let __last = …;` in an L1 tile: whether it is the task's last along
+    /// every PW dimension, where results become final (with an epilogue).
+    pub(super) fn last_tile(&self) -> TokenStream {
+        if self.epilogue.is_none() {
+            return quote!();
+        }
+        let last = self.reduced.iter().map(|&k| {
+            let hi = format_ident!("__t1e_{}", k);
+            quote!(&& #hi == __r[#k].1)
+        });
+        quote!(let __last: bool = true #(#last)*;)
+    }
+}
