@@ -56,6 +56,9 @@ KERNELS = [
     ("mbbs", [("I", "PS", 97), ("J", "PW", 200)], 1, 10000),
     ("mandelbrot", [("H", "CC", 61), ("W", "CC", 97)], 1, 6000),
     ("matmul_bf16", [("I", "CC", 97), ("J", "CC", 97), ("K", "PW", 97)], 1, 30000),
+    # The product stage of matmul_bias_relu, whose epilogue `cpu` fuses
+    # into its stores (and `cpu_unfused` runs after it).
+    ("matmul_bias_relu_product", [("I", "CC", 97), ("J", "CC", 97), ("K", "PW", 97)], 1, 30000),
 ]
 
 
@@ -79,6 +82,7 @@ ACCESSES = {
     "mbbs": [[0, 1]],
     "mandelbrot": [],
     "matmul_bf16": [[0, 2], [1, 2]],
+    "matmul_bias_relu_product": [[0, 2], [1, 2]],
 }
 
 

@@ -366,8 +366,31 @@ proptest! {
         let s = matmul_bias_relu::Sizes { I: i, K: k, J: j };
         // Centered inputs, so that ReLU clamps about half of the results.
         let (a, b, bias) = (g.f32s_in(i * k, -1.0, 1.0), g.f32s_in(k * j, -1.0, 1.0), g.f32s_in(j, -1.0, 1.0));
-        check::f32_case(matmul_bias_relu::SPEC, &s.values(), vec![a, b, bias], i * j, sum_rtol(k),
+        // `cpu` fuses the bias and ReLU into the product's stores;
+        // `cpu_unfused` runs the two stages one after the other.
+        let x = vec![a, b, bias];
+        check::f32_case(matmul_bias_relu::SPEC, &s.values(), x.clone(), i * j, sum_rtol(k),
             |x, o| matmul_bias_relu::cpu(&x[0], &x[1], &x[2], o, s)).map_err(TestCaseError::fail)?;
+        check::f32_case(matmul_bias_relu::SPEC, &s.values(), x, i * j, sum_rtol(k),
+            |x, o| matmul_bias_relu::cpu_unfused(&x[0], &x[1], &x[2], o, s)).map_err(TestCaseError::fail)?;
+    }
+
+    /// An epilogue with a param and a second input over the product's
+    /// points, fused (`cpu`) and not (`cpu_unfused`).
+    #[test]
+    fn dense_residual_matches(i in size0(61), j in size0(61), k in size0(31), alpha in -2.0f32..2.0,
+                              unfused: bool, seed: u64) {
+        prop_assume!(i * j * k <= 60_000);
+        let mut g = Rng::new(seed);
+        let s = dense_residual::Sizes { I: i, K: k, J: j };
+        // Inputs in [0, 1) and a residual of the products' sign: no
+        // cancellation beyond a sum of one sign.
+        let (a, b, r) = (g.f32s(i * k), g.f32s(k * j), g.f32s_in(i * j, 0.0, alpha * k as f32 / 4.0));
+        let run = if unfused { dense_residual::cpu_unfused } else { dense_residual::cpu };
+        let (res, y) = check::guarded(i * j, f32::NAN, |y| run(&a, &b, &r, y, alpha, s))
+            .map_err(TestCaseError::fail)?;
+        verify(dense_residual::SPEC, &s.values(), vec![a.into(), b.into(), r.into()],
+            &[Value::F32(alpha)], vec![nan(i * j).into()], res, vec![y.into()], sum_rtol(k))?;
     }
 
     /// Wrong slice lengths are an `Err` of the same kind as the

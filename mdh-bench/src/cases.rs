@@ -8,6 +8,8 @@ use crate::harness::{imp, Case, Impl, Output};
 use crate::{blas, cuda, dnnl, kernels, omp, opencl};
 use mdh_example_kernels::{ccsdt, dot, jacobi3d, matmul, matmul_bf16, matvec, prl};
 
+mod stages;
+
 /// Tolerance of float results against mdh: sums of up to 2^24 products of
 /// values in [0, 1) in f32, in different orders (blocking, vector lanes,
 /// threads), differ by far less than 1e-3 relative.
@@ -37,6 +39,8 @@ pub const CASES: &[(&str, Builder)] = &[
     ("mcc-resnet50-n1", |o| mcc_case(o, 112, 64)),
     ("ccsdt-abcdef-gdab-efgc", |o| ccsdt_case(o, 16)),
     ("prl-2^15", |o| prl_case(o, 1 << 15)),
+    ("matmul-bias-relu-1024", |o| stages::matmul_bias_relu_case(o, 1024, 1024, 1024)),
+    ("matmul-bias-relu-16x4096x4096", |o| stages::matmul_bias_relu_case(o, 16, 4096, 4096)),
 ];
 
 /// Appends the `mdh-opencl` implementation that `make` builds on the

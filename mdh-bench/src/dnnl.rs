@@ -189,6 +189,9 @@ extern "C" {
     fn dnnl_memory_destroy(memory: Memory) -> c_int;
 }
 
+mod matmul;
+pub use matmul::{Matmul, MatmulShape};
+
 fn check(status: c_int, what: &str) -> Result<(), String> {
     if status == SUCCESS {
         Ok(())

@@ -24,6 +24,25 @@ pub const MATMUL: &str = "
         inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
     }";
 
+/// A dense layer as a kernel of stages: a product, then a bias and ReLU
+/// (an epilogue, `crate::fusion`).
+pub const DENSE: &str = "
+    kernel dense {
+        inp(A: f32[I, K], B: f32[K, J], bias: f32[J]),
+        out(y: f32[I, J]),
+        tmp(t: f32[I, J]),
+        stage product {
+            out_view(t: |i, j, k| (i, j)),
+            md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))),
+            inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
+        },
+        stage epilogue {
+            out_view(y: |i, j| (i, j)),
+            md_hom[I, J](|v, b| (v + b).max(0.0), (CC, CC)),
+            inp_view(t: |i, j| (i, j), bias: |i, j| (j)),
+        },
+    }";
+
 /// A 1-D Jacobi stencil: three neighbouring accesses of one buffer.
 pub const JACOBI1D: &str = "
     kernel jacobi1d {

@@ -47,6 +47,7 @@ include!("mandelbrot.rs");
 // Kernels of stages
 include!("softmax.rs");
 include!("matmul_bias_relu.rs");
+include!("dense_residual.rs");
 
 // 16-bit floats (`f16`, `bf16`): computed in f32, rounded to the type at
 // each operation, or widened with `as f32` for f32 sums (mixed precision)

@@ -67,6 +67,7 @@ include!("../../kernels/src/scan.rs");
 include!("../../kernels/src/mbbs.rs");
 include!("../../kernels/src/mandelbrot.rs");
 include!("../../kernels/src/matmul_bf16.rs");
+include!("../../kernels/src/matmul_bias_relu.rs");
 
 // ---------------------------------------------------------------------------
 // Random numbers, sizes and inputs
@@ -379,6 +380,41 @@ fn matmul() {
             sum_rtol(s.K, exact),
             |x, o| matmul::cpu(&x[0], &x[1], o, s),
         )
+    });
+}
+
+/// The product's plans with the bias and ReLU fused into its stores
+/// (`cpu`: applied once, after the last combine of each point, whether the
+/// product's PW range is one task's or split across tasks), and the stages
+/// run one by one (`cpu_unfused`).
+#[test]
+fn matmul_bias_relu() {
+    use matmul_bias_relu::fused::matmul_bias_relu_product as product;
+    let f = Family {
+        name: "matmul_bias_relu_product",
+        yaml: include_str!("../configs/matmul_bias_relu_product.yaml"),
+        names: &product::Sizes::NAMES,
+        listed: product::__CPU_ENTRIES,
+        max: &[("I", 97), ("J", 97), ("K", 97)],
+        cap: 30_000,
+    };
+    run_family(&f, CASES, |v, g| {
+        let s = sizes!(matmul_bias_relu, v; I, J, K);
+        let exact = g.below(2) == 0;
+        // With small integers (exact sums) the bias is centred so that ReLU
+        // clips about half the points (a product's terms average 12.25);
+        // with floats it stays positive (no cancellation beyond the
+        // tolerance of a sum of one sign).
+        let shift = if exact { 12.0 * s.K as f32 } else { 0.0 };
+        let bias = g.f32s_or_ints(s.J, exact).into_iter().map(|b| b - shift).collect();
+        let x = vec![g.f32s_or_ints(s.I * s.K, exact), g.f32s_or_ints(s.K * s.J, exact), bias];
+        let rtol = sum_rtol(s.K, exact);
+        check::f32_case(matmul_bias_relu::SPEC, v, x.clone(), s.I * s.J, rtol, |x, o| {
+            matmul_bias_relu::cpu(&x[0], &x[1], &x[2], o, s)
+        })?;
+        check::f32_case(matmul_bias_relu::SPEC, v, x, s.I * s.J, rtol, |x, o| {
+            matmul_bias_relu::cpu_unfused(&x[0], &x[1], &x[2], o, s)
+        })
     });
 }
 

@@ -78,7 +78,11 @@ pub fn module(
 
 /// The sizes of stage `s`, from the kernel's `sizes`.
 fn stage_sizes(k: &Staged<Checked>, s: &Stage<Checked>, root: &TokenStream) -> TokenStream {
-    let path = stage_path(s, root);
+    sizes_at(k, s, &stage_path(s, root))
+}
+
+/// The sizes of stage `s` as the `Sizes` of the module at `path`.
+fn sizes_at(k: &Staged<Checked>, s: &Stage<Checked>, path: &TokenStream) -> TokenStream {
     let names = s.sizes.iter().map(|&i| &k.size_params[i]);
     let names2 = names.clone();
     quote!(#path::Sizes { #(#names: sizes.#names2),* })
@@ -213,10 +217,9 @@ fn host_chain(
         if epilogues.iter().any(|e| e.stage == i) {
             return quote!();
         }
-        let sizes = stage_sizes(k, s, root);
         let reads = s.reads.iter().map(|&b| arg(k, b, false));
         let Some(e) = epilogues.iter().find(|e| e.producer == i) else {
-            let path = stage_path(s, root);
+            let (path, sizes) = (stage_path(s, root), stage_sizes(k, s, root));
             let writes = s.writes.iter().map(|&b| arg(k, b, true));
             return quote!(#path::#entry(#lead #(#reads,)* #(#writes,)* #(#param_names,)* #sizes)?;);
         };
@@ -231,6 +234,7 @@ fn host_chain(
             .map(|&b| arg(k, b, false));
         let esizes = stage_sizes(k, es, root);
         let m = &s.kernel.name;
+        let sizes = sizes_at(k, s, &quote!(#root::fused::#m));
         quote! {
             #root::fused::#m::#entry(#lead #(#reads,)* #(#writes,)* #(#param_names,)* #sizes, #(#others,)* #esizes)?;
         }
@@ -320,3 +324,6 @@ fn cpu_fn(k: &Staged<Checked>, epilogues: &[Epilogue]) -> TokenStream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

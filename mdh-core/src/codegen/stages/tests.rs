@@ -1,0 +1,28 @@
+use crate::{expand, fixtures};
+
+/// The text of `pub fn NAME (` … up to the next `pub fn` in an expansion.
+fn function<'a>(expansion: &'a str, name: &str) -> &'a str {
+    let start = expansion
+        .find(&format!("pub fn {name} ("))
+        .unwrap_or_else(|| panic!("no `{name}` in the expansion"));
+    let rest = &expansion[start + 1..];
+    let end = rest.find("pub fn ").map_or(rest.len(), |e| e + 1);
+    &expansion[start..start + end]
+}
+
+#[test]
+fn a_fused_epilogue_has_no_intermediate_and_no_pass_of_its_own() {
+    let tokens: proc_macro2::TokenStream = fixtures::DENSE.parse().unwrap();
+    let expansion = expand(tokens).to_string();
+    let cpu = function(&expansion, "cpu");
+    // The product's fused module, writing `y`; no `t`, no epilogue stage.
+    assert!(cpu.contains("fused :: dense_product :: cpu"), "{cpu}");
+    assert!(!cpu.contains("let mut t"), "{cpu}");
+    assert!(!cpu.contains("dense_epilogue"), "{cpu}");
+    // The unfused chain allocates `t` and runs both stages.
+    let unfused = function(&expansion, "cpu_unfused");
+    assert!(unfused.contains("let mut t"), "{unfused}");
+    assert!(unfused.contains("stages :: dense_epilogue :: cpu"), "{unfused}");
+    // The fused body applies the epilogue where results become final.
+    assert!(expansion.contains("let __last : bool"), "no `__last` in the fused body");
+}
