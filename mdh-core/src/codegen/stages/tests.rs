@@ -1,9 +1,12 @@
 use crate::{expand, fixtures};
 
-/// The text of `pub fn NAME (` … up to the next `pub fn` in an expansion.
+/// The text of the kernel of stages' `pub fn NAME (` … up to the next
+/// `pub fn` in an expansion: the last one before `cpu_unfused` (the
+/// stages' and the fused modules' functions come first).
 fn function<'a>(expansion: &'a str, name: &str) -> &'a str {
-    let start = expansion
-        .find(&format!("pub fn {name} ("))
+    let unfused = "pub fn cpu_unfused (";
+    let last = expansion.find(unfused).expect("no `cpu_unfused`") + unfused.len();
+    let start = (expansion[..last].rfind(&format!("pub fn {name} (")))
         .unwrap_or_else(|| panic!("no `{name}` in the expansion"));
     let rest = &expansion[start + 1..];
     let end = rest.find("pub fn ").map_or(rest.len(), |e| e + 1);
@@ -18,7 +21,8 @@ fn a_fused_epilogue_has_no_intermediate_and_no_pass_of_its_own() {
     // The product's fused module, writing `y`; no `t`, no epilogue stage.
     assert!(cpu.contains("fused :: dense_product :: cpu"), "{cpu}");
     assert!(!cpu.contains("let mut t"), "{cpu}");
-    assert!(!cpu.contains("dense_epilogue"), "{cpu}");
+    assert!(!cpu.contains("stages :: dense_epilogue :: cpu"), "{cpu}");
+    assert!(!cpu.contains("stages :: dense_product :: cpu"), "{cpu}");
     // The unfused chain allocates `t` and runs both stages.
     let unfused = function(&expansion, "cpu_unfused");
     assert!(unfused.contains("let mut t"), "{unfused}");
