@@ -39,8 +39,12 @@ pub const CASES: &[(&str, Builder)] = &[
     ("mcc-resnet50-n1", |o| mcc_case(o, 112, 64)),
     ("ccsdt-abcdef-gdab-efgc", |o| ccsdt_case(o, 16)),
     ("prl-2^15", |o| prl_case(o, 1 << 15)),
-    ("matmul-bias-relu-1024", |o| stages::matmul_bias_relu_case(o, 1024, 1024, 1024)),
-    ("matmul-bias-relu-16x4096x4096", |o| stages::matmul_bias_relu_case(o, 16, 4096, 4096)),
+    ("matmul-bias-relu-1024", |o| {
+        stages::matmul_bias_relu_case(o, 1024, 1024, 1024)
+    }),
+    ("matmul-bias-relu-16x4096x4096", |o| {
+        stages::matmul_bias_relu_case(o, 16, 4096, 4096)
+    }),
 ];
 
 /// Appends the `mdh-opencl` implementation that `make` builds on the

@@ -79,7 +79,10 @@ fn epilogue(k: &Staged<Checked>, s: usize) -> Option<Epilogue> {
     }
     let (t, input) = tmp?;
     let (producer_stage, out_pos) = k.writer(BufRef::Tmp(t))?;
-    let producer = k.stages.iter().position(|p| std::ptr::eq(p, producer_stage))?;
+    let producer = k
+        .stages
+        .iter()
+        .position(|p| std::ptr::eq(p, producer_stage))?;
     let pk = &producer_stage.kernel;
     let pa = pk.analysis();
     // The producer reduces (a map of a map is item 3 of issue 39, stages

@@ -15,9 +15,9 @@ pub mod default_plan;
 pub mod desc;
 mod diagnostics;
 pub mod error;
-pub mod fusion;
 #[doc(hidden)]
 pub mod fixtures;
+pub mod fusion;
 pub mod gpu_plan;
 pub mod interp;
 pub mod parse;

@@ -406,12 +406,25 @@ fn matmul_bias_relu() {
         // with floats it stays positive (no cancellation beyond the
         // tolerance of a sum of one sign).
         let shift = if exact { 12.0 * s.K as f32 } else { 0.0 };
-        let bias = g.f32s_or_ints(s.J, exact).into_iter().map(|b| b - shift).collect();
-        let x = vec![g.f32s_or_ints(s.I * s.K, exact), g.f32s_or_ints(s.K * s.J, exact), bias];
+        let bias = g
+            .f32s_or_ints(s.J, exact)
+            .into_iter()
+            .map(|b| b - shift)
+            .collect();
+        let x = vec![
+            g.f32s_or_ints(s.I * s.K, exact),
+            g.f32s_or_ints(s.K * s.J, exact),
+            bias,
+        ];
         let rtol = sum_rtol(s.K, exact);
-        check::f32_case(matmul_bias_relu::SPEC, v, x.clone(), s.I * s.J, rtol, |x, o| {
-            matmul_bias_relu::cpu(&x[0], &x[1], &x[2], o, s)
-        })?;
+        check::f32_case(
+            matmul_bias_relu::SPEC,
+            v,
+            x.clone(),
+            s.I * s.J,
+            rtol,
+            |x, o| matmul_bias_relu::cpu(&x[0], &x[1], &x[2], o, s),
+        )?;
         check::f32_case(matmul_bias_relu::SPEC, v, x, s.I * s.J, rtol, |x, o| {
             matmul_bias_relu::cpu_unfused(&x[0], &x[1], &x[2], o, s)
         })

@@ -23,7 +23,12 @@ fn bias_relu(c: &mut [f32], bias: &[f32]) {
 }
 
 /// A dense layer `y = max(A · B + bias, 0)` with `A[i×k]`, `B[k×j]`.
-pub(super) fn matmul_bias_relu_case(_: &Opts, i: usize, j: usize, k: usize) -> Result<Case, String> {
+pub(super) fn matmul_bias_relu_case(
+    _: &Opts,
+    i: usize,
+    j: usize,
+    k: usize,
+) -> Result<Case, String> {
     // Small integers stored as floats: every sum is exact in any order, so
     // the peers agree exactly even where the bias cancels the product (a
     // float sum's rounding would dominate the results near zero). The bias
@@ -60,7 +65,9 @@ pub(super) fn matmul_bias_relu_case(_: &Opts, i: usize, j: usize, k: usize) -> R
         imp(
             "mdh-matmul",
             state(),
-            move |(a, b, _, c)| matmul::cpu(a, b, c, matmul::Sizes { I: i, J: j, K: k }).map_err(err),
+            move |(a, b, _, c)| {
+                matmul::cpu(a, b, c, matmul::Sizes { I: i, J: j, K: k }).map_err(err)
+            },
             |(_, _, bias, c)| {
                 let mut y = c.to_vec();
                 bias_relu(&mut y, bias);

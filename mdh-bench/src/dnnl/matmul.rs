@@ -76,10 +76,23 @@ pub struct Matmul {
 
 impl Matmul {
     /// Sets up the primitive over copies of `src`, `weights` and `bias`.
-    pub fn new(sh: MatmulShape, src: &[f32], weights: &[f32], bias: &[f32]) -> Result<Matmul, String> {
+    pub fn new(
+        sh: MatmulShape,
+        src: &[f32],
+        weights: &[f32],
+        bias: &[f32],
+    ) -> Result<Matmul, String> {
         let (m, n, k) = (sh.m as i64, sh.n as i64, sh.k as i64);
-        assert_eq!((src.len(), weights.len(), bias.len()), (sh.m * sh.k, sh.k * sh.n, sh.n));
-        let mds = [md(&[m, k], AB)?, md(&[k, n], AB)?, md(&[1, n], AB)?, md(&[m, n], AB)?];
+        assert_eq!(
+            (src.len(), weights.len(), bias.len()),
+            (sh.m * sh.k, sh.k * sh.n, sh.n)
+        );
+        let mds = [
+            md(&[m, k], AB)?,
+            md(&[k, n], AB)?,
+            md(&[1, n], AB)?,
+            md(&[m, n], AB)?,
+        ];
         let mut mm = Matmul {
             engine: null_mut(),
             stream: null_mut(),
@@ -94,7 +107,10 @@ impl Matmul {
         // handles point into `mm`'s heap buffers, which outlive them
         // (destroyed in Drop first).
         unsafe {
-            check(dnnl_engine_create(&mut mm.engine, ENGINE_CPU, 0), "engine_create")?;
+            check(
+                dnnl_engine_create(&mut mm.engine, ENGINE_CPU, 0),
+                "engine_create",
+            )?;
             check(
                 dnnl_stream_create(&mut mm.stream, mm.engine, STREAM_DEFAULT_FLAGS),
                 "stream_create",
@@ -105,7 +121,10 @@ impl Matmul {
                 "matmul_desc_init",
             )?;
             let (mut attr, mut ops): (Attr, PostOps) = (null_mut(), null_mut());
-            check(dnnl_primitive_attr_create(&mut attr), "primitive_attr_create")?;
+            check(
+                dnnl_primitive_attr_create(&mut attr),
+                "primitive_attr_create",
+            )?;
             check(dnnl_post_ops_create(&mut ops), "post_ops_create")?;
             let made = check(
                 dnnl_post_ops_append_eltwise(ops, 1.0, ELTWISE_RELU, 0.0, 0.0),
@@ -138,7 +157,10 @@ impl Matmul {
                 mm.dst.as_mut_ptr(),
             ];
             for ((mem, md), ptr) in mm.mems.iter_mut().zip(&mds).zip(ptrs) {
-                check(dnnl_memory_create(mem, md, mm.engine, ptr.cast()), "memory_create")?;
+                check(
+                    dnnl_memory_create(mem, md, mm.engine, ptr.cast()),
+                    "memory_create",
+                )?;
             }
         }
         Ok(mm)

@@ -86,7 +86,11 @@ pub fn module(k: &Checked, entries: &Entries, config: Option<&Path>) -> TokenStr
 /// The module of a stage with its epilogue fused into its stores (see
 /// [`crate::fusion`]): its `Sizes`, `desc()` and a `cpu` that also takes
 /// the epilogue's other inputs and sizes (`cpu::fused_cpu_fn`).
-pub fn fused_module(k: &Checked, entries: &Entries, epilogue: cpu::FusedEpilogue<'_>) -> TokenStream {
+pub fn fused_module(
+    k: &Checked,
+    entries: &Entries,
+    epilogue: cpu::FusedEpilogue<'_>,
+) -> TokenStream {
     let name = &k.name;
     let sizes_struct = sizes_struct(&k.size_params);
     let desc = desc_tokens(&KernelDesc::from_kernel(k));

@@ -11,9 +11,9 @@ use quote::quote;
 
 use crate::analysis::Checked;
 use crate::backend::Backend;
+use crate::codegen::cpu::FusedEpilogue;
 use crate::codegen::gpu_api::{backend_module, device_ty, download, upload};
 use crate::codegen::host_args;
-use crate::codegen::cpu::FusedEpilogue;
 use crate::codegen::rust_expr::ty;
 use crate::fusion::{self, Epilogue};
 use crate::spec::{BufRef, Stage, Staged};
@@ -284,7 +284,12 @@ fn cpu_fn(k: &Staged<Checked>, epilogues: &[Epilogue]) -> TokenStream {
     let body = host_chain(k, &quote!(self), &quote!(cpu), &quote!(), epilogues);
     let unfused = host_chain(k, &quote!(self), &quote!(cpu), &quote!(), &[]);
     let fused: Vec<String> = (epilogues.iter())
-        .map(|e| format!("`{}` in `{}`", k.stages[e.stage].name, k.stages[e.producer].name))
+        .map(|e| {
+            format!(
+                "`{}` in `{}`",
+                k.stages[e.stage].name, k.stages[e.producer].name
+            )
+        })
         .collect();
     let fused_doc = if fused.is_empty() {
         "No stage is an epilogue: every stage runs on its own.".to_string()

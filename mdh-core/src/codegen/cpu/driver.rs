@@ -44,7 +44,11 @@ pub fn cpu_fn(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
 /// `cpu` function takes the epilogue's other inputs and sizes after its
 /// own sizes, and writes the epilogue's output where the stage's own would
 /// be.
-pub fn fused_cpu_fn(k: &Checked, entries: &[CpuEntry], epilogue: super::FusedEpilogue<'_>) -> TokenStream {
+pub fn fused_cpu_fn(
+    k: &Checked,
+    entries: &[CpuEntry],
+    epilogue: super::FusedEpilogue<'_>,
+) -> TokenStream {
     let mut g = Gen::new(k);
     g.epilogue = Some(epilogue);
     cpu_fn_of(g, entries)

@@ -43,7 +43,13 @@ impl FusedEpilogue<'_> {
     fn other_accesses(&self) -> impl Iterator<Item = (usize, Ident, Ident)> + '_ {
         (0..self.kernel.input_accesses().len())
             .filter(|&j| j != self.fact.input)
-            .map(|j| (j, format_ident!("__eia{}_b", j), format_ident!("__eia{}_c", j)))
+            .map(|j| {
+                (
+                    j,
+                    format_ident!("__eia{}_b", j),
+                    format_ident!("__eia{}_c", j),
+                )
+            })
     }
 }
 
@@ -137,7 +143,11 @@ impl<'k> Gen<'k> {
             return v;
         };
         let ek = e.kernel;
-        let sizes = ek.size_params.iter().enumerate().map(|(i, s)| quote!(let #s: usize = __esz[#i];));
+        let sizes = ek
+            .size_params
+            .iter()
+            .enumerate()
+            .map(|(i, s)| quote!(let #s: usize = __esz[#i];));
         let facts = &ek.analysis().inputs;
         let reads = e.other_accesses().map(|(j, base, coef)| {
             let a = &facts[j];
@@ -151,7 +161,11 @@ impl<'k> Gen<'k> {
                     None => quote!(+ #coef[#m] * #i as isize),
                 }
             });
-            let (p, t, slice) = (format_ident!("__ep{}", j), ty(a.ty), format_ident!("__ein{}", ek.input_accesses()[j].0));
+            let (p, t, slice) = (
+                format_ident!("__ep{}", j),
+                ty(a.ty),
+                format_ident!("__ein{}", ek.input_accesses()[j].0),
+            );
             // SAFETY: `__ebound` checked that this access stays inside its
             // buffer over the epilogue's index space, which is this
             // kernel's kept points.

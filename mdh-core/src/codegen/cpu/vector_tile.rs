@@ -717,7 +717,9 @@ impl<'g, 'k> VectorTile<'g, 'k> {
         let (ptr, off) = g.out_at(0);
         let cnt = if edge { quote!(__cnt) } else { quote!(#n) };
         let finished = g.finish_lanes(0, quote!(__new), &self.i_s, cnt);
-        let last = g.has_epilogue(0).then(|| quote!(let __new: #vt = if __last { #finished } else { __new };));
+        let last = g
+            .has_epilogue(0)
+            .then(|| quote!(let __new: #vt = if __last { #finished } else { __new };));
         let (read, write) = if edge {
             (
                 quote!(#ptr.read_part::<ISA, #n>(__at, __cnt)),

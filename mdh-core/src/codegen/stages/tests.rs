@@ -26,7 +26,13 @@ fn a_fused_epilogue_has_no_intermediate_and_no_pass_of_its_own() {
     // The unfused chain allocates `t` and runs both stages.
     let unfused = function(&expansion, "cpu_unfused");
     assert!(unfused.contains("let mut t"), "{unfused}");
-    assert!(unfused.contains("stages :: dense_epilogue :: cpu"), "{unfused}");
+    assert!(
+        unfused.contains("stages :: dense_epilogue :: cpu"),
+        "{unfused}"
+    );
     // The fused body applies the epilogue where results become final.
-    assert!(expansion.contains("let __last : bool"), "no `__last` in the fused body");
+    assert!(
+        expansion.contains("let __last : bool"),
+        "no `__last` in the fused body"
+    );
 }
