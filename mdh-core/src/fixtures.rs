@@ -24,22 +24,24 @@ pub const MATMUL: &str = "
         inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
     }";
 
-/// A dense layer as a kernel of stages: a product, then a bias and ReLU
-/// (an epilogue, `crate::fusion`).
+/// A kernel of stages whose second stage is an epilogue of the first
+/// (`crate::fusion`): a product stored transposed, then scaled by a param
+/// and shifted by a bias along its rows, read at the same point.
 pub const DENSE: &str = "
     kernel dense {
-        inp(A: f32[I, K], B: f32[K, J], bias: f32[J]),
-        out(y: f32[I, J]),
-        tmp(t: f32[I, J]),
+        inp(A: f32[I, K], B: f32[K, J], bias: f32[I]),
+        out(y: f32[J, I]),
+        params(alpha: f32),
+        tmp(t: f32[J, I]),
         stage product {
-            out_view(t: |i, j, k| (i, j)),
+            out_view(t: |i, j, k| (j, i)),
             md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))),
             inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)),
         },
         stage epilogue {
-            out_view(y: |i, j| (i, j)),
-            md_hom[I, J](|v, b| (v + b).max(0.0), (CC, CC)),
-            inp_view(t: |i, j| (i, j), bias: |i, j| (j)),
+            out_view(y: |p, q| (p, q)),
+            md_hom[J, I](|v, b| alpha * v + b, (CC, CC)),
+            inp_view(t: |p, q| (p, q), bias: |p, q| (q)),
         },
     }";
 

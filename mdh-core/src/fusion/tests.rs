@@ -11,32 +11,28 @@ fn of(source: &str) -> Vec<Epilogue> {
 }
 
 #[test]
-fn bias_and_relu_after_a_product_is_an_epilogue() {
-    let found = of(crate::fixtures::DENSE);
+fn a_point_map_of_a_products_result_is_an_epilogue() {
+    // The product writes `t` transposed: the epilogue's point (p, q) is
+    // the product's (j, i), its dimensions 1 and 0.
     let want = Epilogue {
         producer: 0,
         stage: 1,
         tmp: 0,
         output: 0,
         input: 0,
-        dims: vec![0, 1],
+        dims: vec![1, 0],
     };
-    assert_eq!(found, [want]);
-}
-
-#[test]
-fn the_point_maps_through_the_producers_view() {
-    // The product writes `t` transposed: the epilogue's (i, j) is the
-    // product's (j, i), dimensions 1 and 0; the intermediate is read second.
-    let source = "kernel k { inp(A: f32[I, K], B: f32[K, J], s: f32[]), out(y: f32[J, I]), \
-         tmp(t: f32[J, I]), \
-         stage p { out_view(t: |i, j, k| (j, i)), md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))), \
+    assert_eq!(of(crate::fixtures::DENSE), [want]);
+    // The intermediate read second, after a scalar.
+    let source = "kernel k { inp(A: f32[I, K], B: f32[K, J], s: f32[]), out(y: f32[I, J]), \
+         tmp(t: f32[I, J]), \
+         stage p { out_view(t: |i, j, k| (i, j)), md_hom[I, J, K](|a, b| a * b, (CC, CC, PW(+))), \
          inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)) }, \
-         stage e { out_view(y: |p, q| (p, q)), md_hom[J, I](|c, v| v * c, (CC, CC)), \
-         inp_view(s: |p, q| (), t: |p, q| (p, q)) } }";
+         stage e { out_view(y: |i, j| (i, j)), md_hom[I, J](|c, v| (v * c).max(0.0), (CC, CC)), \
+         inp_view(s: |i, j| (), t: |i, j| (i, j)) } }";
     let found = of(source);
     assert_eq!(found.len(), 1);
-    assert_eq!((found[0].input, &found[0].dims), (1, &vec![1, 0]));
+    assert_eq!((found[0].input, &found[0].dims), (1, &vec![0, 1]));
 }
 
 #[test]
