@@ -31,7 +31,9 @@ pub const CASES: &[(&str, Builder)] = &[
     ("matmul-1x1000x2048", |o| matmul_case(o, 1, 1000, 2048)),
     ("matmul-10x500x64", |o| matmul_case(o, 10, 500, 64)),
     ("matmul-bf16-1024", |_| matmul_bf16_case(1024, 1024, 1024)),
-    ("matmul-bf16-16x4096x4096", |_| matmul_bf16_case(16, 4096, 4096)),
+    ("matmul-bf16-16x4096x4096", |_| {
+        matmul_bf16_case(16, 4096, 4096)
+    }),
     ("matvec-4096", |o| matvec_case(o, 4096)),
     ("matvec-8192", |o| matvec_case(o, 8192)),
     ("dot-2^24", |o| dot_case(o, 1 << 24)),
@@ -236,14 +238,14 @@ fn matmul_case(o: &Opts, i: usize, j: usize, k: usize) -> Result<Case, String> {
 /// [0, 1): exact in bf16 and f16, so every row multiplies the same values.
 fn matmul_bf16_case(i: usize, j: usize, k: usize) -> Result<Case, String> {
     let mut rng = Rng(0xbf16 + i as u64);
-    let mut values = |n: usize| -> Vec<f32> {
-        (0..n).map(|_| (rng.next() >> 56) as f32 / 256.0).collect()
-    };
+    let mut values =
+        |n: usize| -> Vec<f32> { (0..n).map(|_| (rng.next() >> 56) as f32 / 256.0).collect() };
     let (a32, b32) = (Rc::new(values(i * k)), Rc::new(values(k * j)));
     let bf16s = |v: &[f32]| -> Rc<Vec<mdh::bf16>> {
         Rc::new(v.iter().map(|&x| mdh::bf16::from_f32(x)).collect())
     };
-    let f16s = |v: &[f32]| -> Vec<gemm::f16> { v.iter().map(|&x| gemm::f16::from_f32(x)).collect() };
+    let f16s =
+        |v: &[f32]| -> Vec<gemm::f16> { v.iter().map(|&x| gemm::f16::from_f32(x)).collect() };
     let (a, b) = (bf16s(&a32), bf16s(&b32));
     let s = matmul_bf16::Sizes { I: i, J: j, K: k };
     let s32 = matmul::Sizes { I: i, J: j, K: k };
@@ -262,18 +264,34 @@ fn matmul_bf16_case(i: usize, j: usize, k: usize) -> Result<Case, String> {
         ),
         imp(
             "gemm-f16",
-            (f16s(&to_f32s(&a)), f16s(&to_f32s(&b)), vec![gemm::f16::NAN; i * j]),
+            (
+                f16s(&to_f32s(&a)),
+                f16s(&to_f32s(&b)),
+                vec![gemm::f16::NAN; i * j],
+            ),
             move |(a, b, c)| {
                 // SAFETY: row-major m×k, k×n and m×n buffers of exactly
                 // these lengths (column stride 1, row stride the width).
                 unsafe {
                     gemm::gemm(
-                        i, j, k,
-                        c.as_mut_ptr(), 1, j as isize, false,
-                        a.as_ptr(), 1, k as isize,
-                        b.as_ptr(), 1, j as isize,
-                        gemm::f16::ZERO, gemm::f16::ONE,
-                        false, false, false,
+                        i,
+                        j,
+                        k,
+                        c.as_mut_ptr(),
+                        1,
+                        j as isize,
+                        false,
+                        a.as_ptr(),
+                        1,
+                        k as isize,
+                        b.as_ptr(),
+                        1,
+                        j as isize,
+                        gemm::f16::ZERO,
+                        gemm::f16::ONE,
+                        false,
+                        false,
+                        false,
                         gemm::Parallelism::Rayon(0),
                     );
                 }
@@ -284,12 +302,17 @@ fn matmul_bf16_case(i: usize, j: usize, k: usize) -> Result<Case, String> {
     ];
     let bits = |v: &[mdh::bf16]| -> Vec<u16> { v.iter().map(|x| x.to_bits()).collect() };
     let mut notes = Vec::new();
-    match dnnl::MatmulBf16::new((i, j, k), bits(&a), bits(&b))? {
+    let shape = dnnl::MatmulShape { m: i, n: j, k };
+    let (src, weights) = (dnnl::Values::Bf16(bits(&a)), dnnl::Values::Bf16(bits(&b)));
+    match dnnl::Matmul::new(shape, src, weights, None)? {
         Ok(mm) => impls.push(imp("onednn-bf16", mm, |mm| mm.run(), |mm| out(mm.dst()))),
         Err(why) => notes.push(format!("onednn-bf16 skipped: {why}")),
     }
     Ok(Case {
-        what: format!("C[{i}x{j}] f32 = A[{i}x{k}] bf16 · B[{k}x{j}] bf16; oneDNN {}", dnnl::version()),
+        what: format!(
+            "C[{i}x{j}] f32 = A[{i}x{k}] bf16 · B[{k}x{j}] bf16; oneDNN {}",
+            dnnl::version()
+        ),
         flops: Some(2.0 * (i * j * k) as f64),
         bytes: None,
         rtol: RTOL,

@@ -7,10 +7,8 @@
 //! the timed region, into the layout oneDNN picks for the convolution
 //! (`dnnl_format_tag_any`), as inference code does with constant weights.
 //!
-//! And a matmul of bf16 inputs into f32 ([`MatmulBf16`], row-major
-//! matrices), which oneDNN 2.6 implements only on CPUs with AVX-512
-//! (`avx512_core`; native `vdpbf16ps` with AVX-512 BF16, emulated without);
-//! elsewhere it answers `dnnl_unimplemented`, and the row is skipped.
+//! And a matmul ([`Matmul`], row-major matrices, f32 or bf16 inputs, an
+//! optional bias and ReLU post-op): the `matmul` module.
 
 use std::os::raw::{c_char, c_int, c_uint, c_void};
 use std::ptr::{null, null_mut};
@@ -72,19 +70,7 @@ struct ConvolutionDesc {
     accum_data_type: c_int,
 }
 
-/// `dnnl_matmul_desc_t`.
-#[repr(C)]
-struct MatmulDesc {
-    primitive_kind: c_int,
-    src_desc: MemoryDesc,
-    weights_desc: MemoryDesc,
-    bias_desc: MemoryDesc,
-    dst_desc: MemoryDesc,
-    accum_data_type: c_int,
-}
-
 // sizeof/alignof printed by a C program against the installed headers.
-const _: () = assert!(std::mem::size_of::<MatmulDesc>() == 2800);
 const _: () = assert!(std::mem::size_of::<MemoryDesc>() == 696);
 const _: () = assert!(std::mem::align_of::<MemoryDesc>() == 8);
 const _: () = assert!(std::mem::size_of::<ConvolutionDesc>() == 5976);
@@ -144,13 +130,6 @@ extern "C" {
         padding_l: *const i64,
         padding_r: *const i64,
     ) -> c_int;
-    fn dnnl_matmul_desc_init(
-        matmul_desc: *mut MatmulDesc,
-        src_desc: *const MemoryDesc,
-        weights_desc: *const MemoryDesc,
-        bias_desc: *const MemoryDesc,
-        dst_desc: *const MemoryDesc,
-    ) -> c_int;
     fn dnnl_primitive_desc_create(
         pd: *mut PrimitiveDesc,
         op_desc: *const c_void,
@@ -190,7 +169,7 @@ extern "C" {
 }
 
 mod matmul;
-pub use matmul::{Matmul, MatmulShape};
+pub use matmul::{Matmul, MatmulShape, Values};
 
 fn check(status: c_int, what: &str) -> Result<(), String> {
     if status == SUCCESS {
@@ -473,125 +452,6 @@ impl Drop for Conv {
             dnnl_memory_destroy(self.src_mem);
             dnnl_memory_destroy(self.wei_mem);
             dnnl_memory_destroy(self.dst_mem);
-            dnnl_stream_destroy(self.stream);
-            dnnl_engine_destroy(self.engine);
-        }
-    }
-}
-
-/// A ready-to-run oneDNN matmul `C[m×n] = A[m×k] · B[k×n]` of bf16 inputs
-/// (their bits, as `u16`) into f32, all row-major, owning its buffers.
-pub struct MatmulBf16 {
-    engine: Engine,
-    stream: Stream,
-    prim: Primitive,
-    mems: [Memory; 3],
-    _a: Vec<u16>,
-    _b: Vec<u16>,
-    dst: Vec<f32>,
-}
-
-impl MatmulBf16 {
-    /// Sets up the matmul; `Ok(None)` with the reason where oneDNN has no
-    /// implementation of it for this CPU (`dnnl_unimplemented`).
-    pub fn new(
-        (m, n, k): (usize, usize, usize),
-        a: Vec<u16>,
-        b: Vec<u16>,
-    ) -> Result<Result<MatmulBf16, String>, String> {
-        let i = |x: usize| x as i64;
-        assert_eq!(a.len(), m * k);
-        assert_eq!(b.len(), k * n);
-        let a_md = md_of(&[i(m), i(k)], BF16, AB)?;
-        let b_md = md_of(&[i(k), i(n)], BF16, AB)?;
-        let c_md = md_of(&[i(m), i(n)], F32, AB)?;
-        let mut mm = MatmulBf16 {
-            engine: null_mut(),
-            stream: null_mut(),
-            prim: null_mut(),
-            mems: [null_mut(); 3],
-            _a: a,
-            _b: b,
-            dst: vec![f32::NAN; m * n],
-        };
-        // SAFETY: every out-pointer is valid; the descriptors are
-        // initialised by oneDNN before use; the memory objects point into
-        // `mm`'s own buffers, whose heap storage outlives them (destroyed
-        // in Drop first).
-        unsafe {
-            check(dnnl_engine_create(&mut mm.engine, ENGINE_CPU, 0), "engine_create")?;
-            check(
-                dnnl_stream_create(&mut mm.stream, mm.engine, STREAM_DEFAULT_FLAGS),
-                "stream_create",
-            )?;
-            let mut desc: MatmulDesc = std::mem::zeroed();
-            check(
-                dnnl_matmul_desc_init(&mut desc, &a_md, &b_md, null(), &c_md),
-                "matmul_desc_init",
-            )?;
-            let mut pd: PrimitiveDesc = null_mut();
-            let status = dnnl_primitive_desc_create(
-                &mut pd,
-                &desc as *const MatmulDesc as *const c_void,
-                null(),
-                mm.engine,
-                null(),
-            );
-            if status == UNIMPLEMENTED {
-                return Ok(Err(format!(
-                    "oneDNN {} has no bf16 matmul for this CPU (dnnl_unimplemented; it needs AVX-512)",
-                    version()
-                )));
-            }
-            check(status, "matmul primitive_desc_create")?;
-            let made = dnnl_primitive_create(&mut mm.prim, pd);
-            dnnl_primitive_desc_destroy(pd);
-            check(made, "matmul primitive_create")?;
-            let handles: [*mut c_void; 3] = [
-                mm._a.as_mut_ptr().cast(),
-                mm._b.as_mut_ptr().cast(),
-                mm.dst.as_mut_ptr().cast(),
-            ];
-            for ((mem, desc), h) in mm.mems.iter_mut().zip([&a_md, &b_md, &c_md]).zip(handles) {
-                check(dnnl_memory_create(mem, desc, mm.engine, h), "memory_create")?;
-            }
-        }
-        Ok(Ok(mm))
-    }
-
-    /// Runs the matmul once and waits for it.
-    pub fn run(&mut self) -> Result<(), String> {
-        let args = [ARG_SRC, ARG_WEIGHTS, ARG_DST]
-            .into_iter()
-            .zip(self.mems)
-            .map(|(arg, memory)| ExecArg { arg, memory })
-            .collect::<Vec<_>>();
-        // SAFETY: the primitive and memory objects were created in `new` and
-        // live until Drop; `&mut self` excludes concurrent use of `dst`.
-        unsafe {
-            check(
-                dnnl_primitive_execute(self.prim, self.stream, 3, args.as_ptr()),
-                "matmul execute",
-            )?;
-            check(dnnl_stream_wait(self.stream), "stream_wait")
-        }
-    }
-
-    /// The output of the last run.
-    pub fn dst(&self) -> &[f32] {
-        &self.dst
-    }
-}
-
-impl Drop for MatmulBf16 {
-    fn drop(&mut self) {
-        // SAFETY: each handle was created by oneDNN (or is null, which the
-        // destroy functions accept) and is destroyed exactly once.
-        unsafe {
-            dnnl_primitive_destroy(self.prim);
-            for m in self.mems {
-                dnnl_memory_destroy(m);
-            }
             dnnl_stream_destroy(self.stream);
             dnnl_engine_destroy(self.engine);
         }

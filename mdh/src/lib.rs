@@ -481,10 +481,10 @@ pub mod __rt {
     pub use crate::mpi;
     pub use crate::scalar::{FloatMinMax, IntDiv};
     pub use crate::simd::{mul_add, tile_origin, vector_step, V};
-    pub use crate::widen::{widen_bf16, widen_f16};
     pub use crate::stream::{
         pays as stream_pays, starts_lines, Results as StreamedResults, StreamWriter,
     };
+    pub use crate::widen::{widen_bf16, widen_f16};
     pub use mdh_rt::desc::{AccessDesc, AffineDesc, ArgSizes, Bound, BufDesc, KernelDesc, SizeOp};
     pub use mdh_rt::gpu_plan::{GpuPlan, Mma};
     pub use mdh_rt::value::Value;

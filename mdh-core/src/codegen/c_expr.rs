@@ -210,7 +210,8 @@ pub fn to_storage(t: ScalarType, e: &str) -> String {
 /// NaN kept a NaN) and `mdh_rnd_T` (a `float` rounded to the type), the
 /// `half` crate's conversions written with integer operations, so that
 /// they need no `cl_khr_fp16` and compile alike in both dialects and in
-/// the CPU execution of CUDA C.
+/// the CPU execution of CUDA C; on a CUDA device f16's are `cvt`
+/// instructions.
 pub fn half_helpers(d: Dialect, types: &[ScalarType]) -> String {
     let (h, bits, float) = match d {
         Dialect::OpenCl => ("static inline", "as_uint", "as_float"),
@@ -240,8 +241,32 @@ pub fn half_helpers(d: Dialect, types: &[ScalarType]) -> String {
             ),
         };
         let n = t.name();
+        // On a CUDA device, f16 converts in one instruction each way
+        // (`cvt`, any architecture): the integer code's branches would make
+        // loops of f16 reads too long for nvcc to unroll, and rolled loops
+        // keep their register arrays in local memory. `cvt.rn` rounds to
+        // nearest, ties to even, as the integer code does; a NaN stays a
+        // NaN (its payload may not: only NaN-ness is part of the rule).
+        // bf16 keeps the integer code (a shift to widen; `cvt.f32.bf16`
+        // needs sm_90).
+        let device_f16 = d == Dialect::Cuda && t == ScalarType::F16;
+        if device_f16 {
+            s.push_str("#ifdef __CUDA_ARCH__\n");
+            let _ = writeln!(
+                s,
+                "{h} float mdh_ld_f16(ushort b) {{ float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(b)); return f; }}"
+            );
+            let _ = writeln!(
+                s,
+                "{h} ushort mdh_st_f16(float x) {{ ushort b; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(b) : \"f\"(x)); return b; }}"
+            );
+            s.push_str("#else\n");
+        }
         let _ = writeln!(s, "{h} float mdh_ld_{n}(ushort b) {{ {body_ld} }}");
         let _ = writeln!(s, "{h} ushort mdh_st_{n}(float x) {{ {body_st} }}");
+        if device_f16 {
+            s.push_str("#endif\n");
+        }
         let _ = writeln!(
             s,
             "{h} float mdh_rnd_{n}(float x) {{ return mdh_ld_{n}(mdh_st_{n}(x)); }}"

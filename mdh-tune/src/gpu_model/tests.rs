@@ -622,6 +622,11 @@ fn the_analytical_default_is_near_the_tuned_entries() {
     let mut rows = Vec::new();
     for path in names {
         let text = std::fs::read_to_string(&path).unwrap();
+        // Only files with H100/H200 entries (a stage's file, as
+        // matmul_bias_relu_product's, names no example kernel of its own).
+        if !(text.contains("H100") || text.contains("H200")) {
+            continue;
+        }
         let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
         let k = mdh_core::fixtures::compiled(&mdh_core::fixtures::example(&name));
         let entries = mdh_core::config::entries(&k, &path, &text).unwrap();

@@ -288,7 +288,10 @@ fn sixteen_bit_contractions_widen_while_packing_and_run_the_f32_tiles() {
         // (two slots per body: the AVX2/AVX-512 one and the baseline's.)
         assert_eq!(code.matches(&slot).count() % 2, 0, "{code}");
         assert!(code.contains(&slot), "{code}");
-        assert!(!code.contains("PackSlot < :: mdh :: __rt :: bf16"), "{code}");
+        assert!(
+            !code.contains("PackSlot < :: mdh :: __rt :: bf16"),
+            "{code}"
+        );
         assert!(!code.contains("PackSlot < :: mdh :: __rt :: f16"), "{code}");
         assert!(code.contains(widen), "{code}");
         assert!(code.contains(&quote!(.fma::<ISA>).to_string()), "{code}");

@@ -192,7 +192,12 @@ impl Emit<'_> {
                 l.line("#endif");
             }
         }
+        // The fragments and accumulators are register arrays: the loops
+        // over them unroll (a rolled loop indexes them at run time, which
+        // keeps them in local memory; the 16-bit operands' longer bodies
+        // are past nvcc's own unrolling threshold).
         // A at this lane's rows.
+        l.line("#pragma unroll");
         l.line(&format!(
             "for ({IDX} p{m} = 0; p{m} < {pm}; p{m}++) for (int e = 0; e < 2; e++) {{"
         ));
@@ -200,6 +205,7 @@ impl Emit<'_> {
         self.operand(l, "mdh_a", &format!("p{m} * 2 + e"), a, k, half);
         l.line("}");
         // B at the columns of row group g: those of the lane with wl{n} = g / 2.
+        l.line("#pragma unroll");
         l.line(&format!(
             "for ({IDX} s = 0; s < {pn} / 2; s++) for (int e = 0; e < 2; e++) {{"
         ));
@@ -209,6 +215,7 @@ impl Emit<'_> {
         l.line(&format!("const {IDX} i{n} = {};", item_index(n)));
         self.operand(l, "mdh_b", "s * 2 + e", b, k, half);
         l.line("}");
+        l.line("#pragma unroll");
         l.line(&format!(
             "for ({IDX} r = 0; r < {pm} / 2; r++) for ({IDX} s = 0; s < {pn} / 2; s++) {{"
         ));
