@@ -759,16 +759,23 @@ fn tensor_cores_run_contractions_at_their_precision() {
     }
     for (spec, job) in contractions() {
         let mut rng = mdh_examples::check::Rng::new(gpu::seed(spec) ^ 0x3a3a);
-        gpu::mma_cases(
-            spec,
-            8,
-            1 << 15,
-            &mut rng,
-            &mut |plan, i, o, p, s| run_on_cpu(job, spec, plan, i, o, p, s),
-            gpu::mma_rtol,
-            None,
-        );
+        mma_cases_on_cpu(spec, job, &mut rng, None);
     }
+}
+
+/// 8 random tensor-core plans (`mma` the 16-bit mode, or any TF32 one) of
+/// contraction `spec` at random sizes, run on the CPU execution of CUDA
+/// against the interpreter ([`gpu::mma_cases`]).
+fn mma_cases_on_cpu(spec: &str, job: JobFn, rng: &mut mdh_examples::check::Rng, mma: Option<Mma>) {
+    gpu::mma_cases(
+        spec,
+        8,
+        1 << 15,
+        rng,
+        &mut |plan, i, o, p, s| run_on_cpu(job, spec, plan, i, o, p, s),
+        gpu::mma_rtol,
+        mma,
+    );
 }
 
 /// The 16-bit contractions on m16n8k16 tensor cores, bf16 matmul (`mma:
@@ -791,15 +798,7 @@ fn half_tensor_cores_run_and_compile() {
     ];
     for (spec, job, mma) in families {
         let mut rng = mdh_examples::check::Rng::new(gpu::seed(spec) ^ 0x1616);
-        gpu::mma_cases(
-            spec,
-            8,
-            1 << 15,
-            &mut rng,
-            &mut |plan, i, o, p, s| run_on_cpu(job, spec, plan, i, o, p, s),
-            gpu::mma_rtol,
-            Some(mma),
-        );
+        mma_cases_on_cpu(spec, job, &mut rng, Some(mma));
         let desc = KernelDesc::from_kernel(&mdh::reference::kernel(spec).unwrap());
         let dims = mdh_core::gpu_plan::mma_dims(&desc).unwrap();
         let bound = mdh::gpu::bind_sizes(&desc, &vec![64; desc.size_params.len()]).unwrap();
@@ -927,8 +926,8 @@ fn matmul_tensor_cores_in_sass() {
 /// plan (sm_80, sm_90): bf16 matmul with `mma: bf16` holds
 /// `HMMA.16816.F32.BF16` in its hot loop, f16 attention scores with `mma:
 /// f16` `HMMA.16816.F32` (f16 operands, FP32 accumulators), every HMMA of
-/// that shape, no FP32 FMA there, half as many HMMAs per tile step as
-/// TF32's `HMMA.1688` on the same plan (one m16n8k16 does the work of two
+/// that shape, no FP32 FMA there, as many HMMAs per step along k as
+/// TF32's `HMMA.1688` on the same plan (one m16n8k16 covers the k of two
 /// m16n8k8), no local arrays and at most a few spilled registers.
 #[test]
 fn half_tensor_cores_in_sass() {
@@ -981,7 +980,10 @@ fn half_tensor_cores_in_sass() {
                 assert_eq!(hot.ffma, 0, "{report}\n{sass}");
                 hmma.push(hot.hmma);
             }
-            assert_eq!(2 * hmma[0], hmma[1], "{arch}: HMMA per hot loop {hmma:?}");
+            // One mma per 16 × 8 tile of the warp and step along k: as
+            // many HMMAs per step, a 16-bit step covering 16 of k (one
+            // trip of the tile of 16), a TF32 step 8 (two trips).
+            assert_eq!(hmma[0], hmma[1], "{arch}: HMMA per hot loop {hmma:?}");
         }
     }
 }
