@@ -923,7 +923,7 @@ fn matmul_tensor_cores_in_sass() {
 }
 
 /// The SASS of the 16-bit contractions at 1024³ under the tensor-core
-/// plan (sm_80, sm_90): bf16 matmul with `mma: bf16` holds
+/// plan with tiles of 32 along k (sm_80, sm_90): bf16 matmul with `mma: bf16` holds
 /// `HMMA.16816.F32.BF16` in its hot loop, f16 attention scores with `mma:
 /// f16` `HMMA.16816.F32` (f16 operands, FP32 accumulators), every HMMA of
 /// that shape, no FP32 FMA there, as many HMMAs per step along k as
@@ -954,7 +954,13 @@ fn half_tensor_cores_in_sass() {
         for arch in ["sm_80", "sm_90"] {
             let mut hmma = Vec::new();
             for (mma, shape) in [(half, half_shape), (Mma::Tf32, "HMMA.1688.F32.TF32")] {
-                let plan = fixtures::matmul_tensor_cores(mma);
+                // 32 along k: two mma steps of 16 per tile, so that the
+                // steps are a loop of their own (one step would leave the
+                // HMMAs in the tile loop, around the edge tiles' loops).
+                let plan = GpuPlan {
+                    tile: vec![128, 64, 32],
+                    ..fixtures::matmul_tensor_cores(mma)
+                };
                 let src = job(&bound, Some(&plan), "*", limits())
                     .unwrap()
                     .unwrap()
@@ -981,8 +987,8 @@ fn half_tensor_cores_in_sass() {
                 hmma.push(hot.hmma);
             }
             // One mma per 16 × 8 tile of the warp and step along k: as
-            // many HMMAs per step, a 16-bit step covering 16 of k (one
-            // trip of the tile of 16), a TF32 step 8 (two trips).
+            // many HMMAs per step (a trip of the hot loop), a 16-bit step
+            // covering 16 of k, a TF32 step 8.
             assert_eq!(hmma[0], hmma[1], "{arch}: HMMA per hot loop {hmma:?}");
         }
     }
