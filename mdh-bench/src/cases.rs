@@ -298,7 +298,10 @@ fn matmul_bf16_case(i: usize, j: usize, k: usize) -> Result<Case, String> {
                 Ok(())
             },
             |(_, _, c)| Output::F32(c.iter().map(|x| x.to_f32()).collect()),
-        ),
+        )
+        // Its sums are rounded to f16 (11 significant bits) between blocks
+        // of k, not only once: at k = 4096 they are 1.4e-3 off f32 sums.
+        .rtol(8e-3),
     ];
     let bits = |v: &[mdh::bf16]| -> Vec<u16> { v.iter().map(|x| x.to_bits()).collect() };
     let mut notes = Vec::new();

@@ -27,6 +27,9 @@ pub struct Impl {
     /// the CPU peers, `mdh-cuda` for the GPU libraries; its own name for a
     /// reference row.
     pub versus: &'static str,
+    /// The relative tolerance of this row's comparison with mdh's result,
+    /// where it is not the case's (a row of lower output precision).
+    rtol: Option<f64>,
     run: Box<dyn FnMut() -> Result<(), String>>,
     output: Box<dyn Fn() -> Output>,
 }
@@ -47,6 +50,7 @@ pub fn imp<S: 'static>(
     Impl {
         name,
         versus: "mdh",
+        rtol: None,
         run: Box::new(move || run(&mut cell.borrow_mut().state)),
         output: Box::new(move || output(&c2.borrow().state)),
     }
@@ -56,6 +60,15 @@ impl Impl {
     /// States this implementation's speedup against `versus` instead of mdh.
     pub fn versus(self, versus: &'static str) -> Impl {
         Impl { versus, ..self }
+    }
+
+    /// Compares this implementation's result with mdh's at `rtol` instead
+    /// of the case's tolerance.
+    pub fn rtol(self, rtol: f64) -> Impl {
+        Impl {
+            rtol: Some(rtol),
+            ..self
+        }
     }
 }
 
@@ -175,8 +188,9 @@ pub fn measure(case: &mut Case, plan: Plan, log: &dyn Fn(&str)) -> Result<Vec<Ti
         outputs.push((im.output)());
     }
     let reference = &outputs[0];
-    for (t, out) in timings.iter_mut().zip(&outputs).skip(1) {
-        t.mismatch = compare(reference, out, case.rtol);
+    let rows = timings.iter_mut().zip(&outputs).zip(&case.impls).skip(1);
+    for ((t, out), im) in rows {
+        t.mismatch = compare(reference, out, im.rtol.unwrap_or(case.rtol));
     }
     // mdh itself must have produced finite values everywhere.
     if let Output::F32(v) = reference {
