@@ -363,14 +363,7 @@ fn sass_tools() -> bool {
 /// matmul 1024³ under `plan` compiled for `arch` (32-bit indices): what
 /// NVRTC made, the SASS of `mdh_main` and the whole disassembly. Every
 /// plan these tests read the SASS of must not spill registers.
-fn matmul_main_sass(
-    plan: &GpuPlan,
-    arch: &str,
-) -> (
-    mdh_gpu::cuda::CompiledCubin,
-    mdh_gpu::sass::Function,
-    String,
-) {
+fn matmul_main_sass(plan: &GpuPlan, arch: &str) -> MainSass {
     main_sass(
         &matmul_source((1024, 1024, 1024), Some(plan), "*"),
         plan,
@@ -378,32 +371,23 @@ fn matmul_main_sass(
     )
 }
 
-/// `src` (under `plan`) compiled for `arch` (32-bit indices): what NVRTC
-/// made, the SASS of `mdh_main` and the whole disassembly; no spills.
-fn main_sass(
-    src: &str,
-    plan: &GpuPlan,
-    arch: &str,
-) -> (
+/// What NVRTC made of a source, the SASS of its `mdh_main` and the whole
+/// disassembly.
+type MainSass = (
     mdh_gpu::cuda::CompiledCubin,
     mdh_gpu::sass::Function,
     String,
-) {
+);
+
+/// `src` (under `plan`) compiled for `arch` (32-bit indices): what NVRTC
+/// made, the SASS of `mdh_main` and the whole disassembly; no spills.
+fn main_sass(src: &str, plan: &GpuPlan, arch: &str) -> MainSass {
     main_sass_spilling(src, plan, arch, 0)
 }
 
 /// [`main_sass`] with at most `spilled` bytes of spills (and stack frame)
 /// per kernel.
-fn main_sass_spilling(
-    src: &str,
-    plan: &GpuPlan,
-    arch: &str,
-    spilled: u64,
-) -> (
-    mdh_gpu::cuda::CompiledCubin,
-    mdh_gpu::sass::Function,
-    String,
-) {
+fn main_sass_spilling(src: &str, plan: &GpuPlan, arch: &str, spilled: u64) -> MainSass {
     assert!(src.contains("#define MDH_IDX int\n"), "{src}");
     let c = mdh_gpu::cuda::nvrtc_resources(src, arch).unwrap();
     for k in &c.kernels {
