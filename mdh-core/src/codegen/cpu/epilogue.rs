@@ -8,7 +8,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
 use super::names::dim_var;
-use super::Gen;
+use super::{offset_at, Gen};
 use crate::analysis::Checked;
 use crate::codegen::rust_expr::{self, ty};
 use crate::fusion::Epilogue;
@@ -151,16 +151,7 @@ impl<'k> Gen<'k> {
         let facts = &ek.analysis().inputs;
         let reads = e.other_accesses().map(|(j, base, coef)| {
             let a = &facts[j];
-            let terms = a.uses.iter().map(|&m| {
-                let i = dim_var(e.fact.dims[m]);
-                match a.static_coefs[m] {
-                    Some(c) => {
-                        let c = c as isize;
-                        quote!(+ #c * #i as isize)
-                    }
-                    None => quote!(+ #coef[#m] * #i as isize),
-                }
-            });
+            let at = offset_at(a, &base, &coef, |m| dim_var(e.fact.dims[m]));
             let (p, t, slice) = (
                 format_ident!("__ep{}", j),
                 ty(a.ty),
@@ -169,7 +160,7 @@ impl<'k> Gen<'k> {
             // SAFETY: `__ebound` checked that this access stays inside its
             // buffer over the epilogue's index space, which is this
             // kernel's kept points.
-            quote!(let #p: #t = unsafe { *#slice.get_unchecked((#base #(#terms)*) as usize) };)
+            quote!(let #p: #t = unsafe { *#slice.get_unchecked(#at) };)
         });
         let tmp = format_ident!("__ep{}", e.fact.input);
         let index_binds = (ek.scalar_fn.index_params.iter().flatten())

@@ -41,8 +41,19 @@ pub use driver::{cpu_fn, cpu_in_fn, fused_cpu_fn};
 
 /// `(base + Σ coef[d] · i_d) as usize` for the dimensions the access uses.
 fn offset(a: &Access, base: &Ident, coef: &Ident) -> TokenStream {
+    offset_at(a, base, coef, dim_var)
+}
+
+/// [`offset`] with `index(d)` the index variable of the access's dimension
+/// `d` (a fused epilogue's dimensions are its producer's).
+fn offset_at(
+    a: &Access,
+    base: &Ident,
+    coef: &Ident,
+    index: impl Fn(usize) -> Ident,
+) -> TokenStream {
     let terms = a.uses.iter().map(|&d| {
-        let i = dim_var(d);
+        let i = index(d);
         match a.static_coefs[d] {
             Some(c) => {
                 let c = c as isize;
