@@ -1,5 +1,5 @@
 //! Links the peers of the benchmark: OpenBLAS (Debian `libopenblas-dev`) for
-//! `cblas_*`, oneDNN (Debian `libdnnl-dev`) for the convolution, and builds
+//! `cblas_*`, oneDNN (Debian `libdnnl-dev`) for its primitives, and builds
 //! the `c-openmp` peers (`c/peers.c`) with the system's C compiler and
 //! OpenMP (gcc and its libgomp on Debian). Without a C compiler that takes
 //! `-fopenmp` the benchmark still builds: the cfg `c_openmp` stays off and

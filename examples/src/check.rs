@@ -476,6 +476,19 @@ pub fn f32_case(
     rtol: impl Into<Tol>,
     kernel: impl FnOnce(&[Vec<f32>], &mut [f32]) -> Result<(), mdh::Error>,
 ) -> Result<(), String> {
+    f32_case_with(spec, sizes, inputs, &[], out_len, rtol, kernel)
+}
+
+/// [`f32_case`] of a kernel with `params` (which `kernel` passes itself).
+pub fn f32_case_with(
+    spec: &str,
+    sizes: &[usize],
+    inputs: Vec<Vec<f32>>,
+    params: &[Value],
+    out_len: usize,
+    rtol: impl Into<Tol>,
+    kernel: impl FnOnce(&[Vec<f32>], &mut [f32]) -> Result<(), mdh::Error>,
+) -> Result<(), String> {
     // Half of the calls write into a 64-byte aligned output (where plans
     // with `stream` write whole vectors past the caches), the others into
     // one 4 bytes off.
@@ -489,7 +502,7 @@ pub fn f32_case(
         spec,
         sizes,
         &ins,
-        &[],
+        params,
         vec![vec![f32::NAN; out_len].into()],
         r,
         &[got.into()],

@@ -1164,36 +1164,73 @@ fn stages_run() {
             matmul_bias_relu::stages::matmul_bias_relu_product::cuda::job,
             matmul_bias_relu::stages::matmul_bias_relu_epilogue::cuda::job,
         ];
+        let layernorm_jobs: [JobFn; 3] = [
+            layernorm::stages::layernorm_rowmean::cuda::job,
+            layernorm::stages::layernorm_rowvar::cuda::job,
+            layernorm::stages::layernorm_normalize::cuda::job,
+        ];
+        let attention_jobs: [JobFn; 5] = [
+            attention::stages::attention_scores::cuda::job,
+            attention::stages::attention_rowmax::cuda::job,
+            attention::stages::attention_rowsum::cuda::job,
+            attention::stages::attention_normalize::cuda::job,
+            attention::stages::attention_weighted::cuda::job,
+        ];
         let (softmax_stage, dense_stage) = (stage_on_cpu(&softmax_jobs), stage_on_cpu(&dense_jobs));
+        let (layernorm_stage, attention_stage) =
+            (stage_on_cpu(&layernorm_jobs), stage_on_cpu(&attention_jobs));
         gpu::stages::cases(gpu::stages::Runs {
             softmax: &|x, y, s| {
-                gpu::stages::per_stage(softmax::SPEC, &s.values(), &[x.to_vec()], y, &softmax_stage)
+                gpu::stages::per_stage(softmax::SPEC, &s.values(), x, y, &[], &softmax_stage)
             },
             dense: &|x, y, s| {
-                gpu::stages::per_stage(matmul_bias_relu::SPEC, &s.values(), x, y, &dense_stage)
+                gpu::stages::per_stage(matmul_bias_relu::SPEC, &s.values(), x, y, &[], &dense_stage)
+            },
+            layernorm: &|x, y, eps, s| {
+                let params = [Value::F32(eps)];
+                gpu::stages::per_stage(
+                    layernorm::SPEC,
+                    &s.values(),
+                    x,
+                    y,
+                    &params,
+                    &layernorm_stage,
+                )
+            },
+            attention: &|x, o, scale, s| {
+                let params = [Value::F32(scale)];
+                gpu::stages::per_stage(
+                    attention::SPEC,
+                    &s.values(),
+                    x,
+                    o,
+                    &params,
+                    &attention_stage,
+                )
             },
         });
     }
     if let Some(dev) = device() {
         gpu::stages::cases(gpu::stages::Runs {
-            softmax: &|x, y, s| softmax::cuda::run(dev, x, y, s),
+            softmax: &|x, y, s| softmax::cuda::run(dev, &x[0], y, s),
             dense: &|x, y, s| matmul_bias_relu::cuda::run(dev, &x[0], &x[1], &x[2], y, s),
+            layernorm: &|x, y, eps, s| layernorm::cuda::run(dev, &x[0], &x[1], &x[2], y, eps, s),
+            attention: &|x, o, scale, s| {
+                attention::cuda::run(dev, &x[0], &x[1], &x[2], o, scale, s)
+            },
         });
     }
 }
 
 /// Stage `at` of a kernel of stages: the CUDA C of `jobs[at]` (its default
 /// plan) executed on the CPU.
-fn stage_on_cpu(
-    jobs: &[JobFn],
-) -> impl Fn(
-    usize,
-    &Stage<Checked>,
-    &[usize],
-    &[Buffer],
-    &mut [Buffer],
-    &[Value],
-) -> Result<(), mdh::Error>
-       + '_ {
-    move |at, s, z, i, o, p| run_on_cpu(jobs[at], &s.kernel.source, None, i, o, p, z)
+fn stage_on_cpu(jobs: &[JobFn]) -> Box<gpu::stages::StageRun<'_>> {
+    Box::new(
+        move |at: usize,
+              s: &Stage<Checked>,
+              z: &[usize],
+              i: &[Buffer],
+              o: &mut [Buffer],
+              p: &[Value]| { run_on_cpu(jobs[at], &s.kernel.source, None, i, o, p, z) },
+    )
 }

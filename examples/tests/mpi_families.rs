@@ -130,7 +130,8 @@ fn main() -> std::process::ExitCode {
     std::process::ExitCode::SUCCESS
 }
 
-/// The kernels of stages (`softmax`, `matmul_bias_relu`) through their
+/// The kernels of stages (`softmax`, `matmul_bias_relu`, `layernorm`,
+/// `attention`) through their
 /// `mpi::run` (each stage's in order) against the interpreter, on every
 /// rank; every rank makes every call.
 fn stages(world: &SimpleCommunicator) -> Vec<String> {
@@ -165,6 +166,49 @@ fn stages(world: &SimpleCommunicator) -> Vec<String> {
             |x, o| matmul_bias_relu::mpi::run(world, &x[0], &x[1], &x[2], o, s),
         );
         errors.extend(r.err().map(|e| format!("matmul_bias_relu {s:?}: {e}")));
+    }
+    let eps = 1e-5;
+    for (i, j) in [(1, 1), (13, 97), (31, 2)] {
+        let s = layernorm::Sizes { I: i, J: j };
+        let x = vec![
+            g.f32s_in(i * j, -4.0, 4.0),
+            g.f32s_in(j, -1.0, 1.0),
+            g.f32s_in(j, -1.0, 1.0),
+        ];
+        let r = check::f32_case_with(
+            layernorm::SPEC,
+            &s.values(),
+            x,
+            &[Value::F32(eps)],
+            i * j,
+            check::sum_rtol(j),
+            |x, o| layernorm::mpi::run(world, &x[0], &x[1], &x[2], o, eps, s),
+        );
+        errors.extend(r.err().map(|e| format!("layernorm {s:?}: {e}")));
+    }
+    for (i, j, d, e) in [(1, 1, 1, 1), (7, 13, 5, 3), (13, 31, 16, 9)] {
+        let s = attention::Sizes {
+            I: i,
+            J: j,
+            D: d,
+            E: e,
+        };
+        let scale = 1.0 / (d as f32).sqrt();
+        let x = vec![
+            g.f32s_in(i * d, -1.0, 1.0),
+            g.f32s_in(j * d, -1.0, 1.0),
+            g.f32s(j * e),
+        ];
+        let r = check::f32_case_with(
+            attention::SPEC,
+            &s.values(),
+            x,
+            &[Value::F32(scale)],
+            i * e,
+            check::sum_rtol(j.max(d)),
+            |x, o| attention::mpi::run(world, &x[0], &x[1], &x[2], o, scale, s),
+        );
+        errors.extend(r.err().map(|e| format!("attention {s:?}: {e}")));
     }
     errors
 }

@@ -420,7 +420,9 @@ fn guards_see_a_store_past_an_output() {
 fn stages_run() {
     let Some(dev) = device() else { return };
     gpu::stages::cases(gpu::stages::Runs {
-        softmax: &|x, y, s| softmax::opencl::run(dev, x, y, s),
+        softmax: &|x, y, s| softmax::opencl::run(dev, &x[0], y, s),
         dense: &|x, y, s| matmul_bias_relu::opencl::run(dev, &x[0], &x[1], &x[2], y, s),
+        layernorm: &|x, y, eps, s| layernorm::opencl::run(dev, &x[0], &x[1], &x[2], y, eps, s),
+        attention: &|x, o, scale, s| attention::opencl::run(dev, &x[0], &x[1], &x[2], o, scale, s),
     });
 }

@@ -375,6 +375,37 @@ proptest! {
             |x, o| matmul_bias_relu::cpu_unfused(&x[0], &x[1], &x[2], o, s)).map_err(TestCaseError::fail)?;
     }
 
+    /// Row statistics, then each row normalized with per-column scale and
+    /// shift and a param (`eps`), through `cpu` (which may fuse the stages
+    /// along the rows) and `cpu_unfused`.
+    #[test]
+    fn layernorm_matches(i in size0(40), j in size0(300), eps in 1e-5f32..1e-1, unfused: bool, seed: u64) {
+        let mut g = Rng::new(seed);
+        let s = layernorm::Sizes { I: i, J: j };
+        // Inputs in [-4, 4): the mean matters; centred scale and shift.
+        let x = vec![g.f32s_in(i * j, -4.0, 4.0), g.f32s_in(j, -1.0, 1.0), g.f32s_in(j, -1.0, 1.0)];
+        let run = if unfused { layernorm::cpu_unfused } else { layernorm::cpu };
+        check::f32_case_with(layernorm::SPEC, &s.values(), x, &[Value::F32(eps)], i * j, sum_rtol(j),
+            |x, y| run(&x[0], &x[1], &x[2], y, eps, s)).map_err(TestCaseError::fail)?;
+    }
+
+    /// One attention head: two products around a row softmax, the scale a
+    /// param.
+    #[test]
+    fn attention_matches(i in size0(40), j in size0(97), d in size0(31), e in size0(31), unfused: bool,
+                         seed: u64) {
+        prop_assume!(i * j * (d + e) <= 60_000);
+        let mut g = Rng::new(seed);
+        let s = attention::Sizes { I: i, J: j, D: d, E: e };
+        let scale = 1.0 / (d.max(1) as f32).sqrt();
+        // Centred queries and keys (scores of both signs), values in
+        // [0, 1): the output sums `j` terms of one sign.
+        let x = vec![g.f32s_in(i * d, -1.0, 1.0), g.f32s_in(j * d, -1.0, 1.0), g.f32s(j * e)];
+        let run = if unfused { attention::cpu_unfused } else { attention::cpu };
+        check::f32_case_with(attention::SPEC, &s.values(), x, &[Value::F32(scale)], i * e, sum_rtol(j.max(d)),
+            |x, o| run(&x[0], &x[1], &x[2], o, scale, s)).map_err(TestCaseError::fail)?;
+    }
+
     /// An epilogue with a param and a second input over the product's
     /// points, fused (`cpu`) and not (`cpu_unfused`).
     #[test]

@@ -47,6 +47,11 @@ pub const CASES: &[(&str, Builder)] = &[
     ("matmul-bias-relu-16x4096x4096", |o| {
         stages::matmul_bias_relu_case(o, 16, 4096, 4096)
     }),
+    ("softmax-4096x4096", |o| stages::softmax_case(o, 4096, 4096)),
+    ("layernorm-4096x4096", |o| {
+        stages::layernorm_case(o, 4096, 4096)
+    }),
+    ("attention-1024x64", |o| stages::attention_case(o, 1024, 64)),
 ];
 
 /// Appends the `mdh-opencl` implementation that `make` builds on the
@@ -307,7 +312,7 @@ fn matmul_bf16_case(i: usize, j: usize, k: usize) -> Result<Case, String> {
     let mut notes = Vec::new();
     let shape = dnnl::MatmulShape { m: i, n: j, k };
     let (src, weights) = (dnnl::Values::Bf16(bits(&a)), dnnl::Values::Bf16(bits(&b)));
-    match dnnl::Matmul::new(shape, src, weights, None)? {
+    match dnnl::matmul(shape, src, weights, None)? {
         Ok(mm) => impls.push(imp("onednn-bf16", mm, |mm| mm.run(), |mm| out(mm.dst()))),
         Err(why) => notes.push(format!("onednn-bf16 skipped: {why}")),
     }
@@ -747,7 +752,8 @@ mod tests {
     use std::time::Duration;
 
     /// Every case at a small size (odd extents included): all peers agree
-    /// with mdh. Exercises the OpenBLAS, oneDNN and faer bindings, and
+    /// with mdh. Exercises the OpenBLAS, oneDNN (convolution, matmul,
+    /// softmax, layer normalization) and faer bindings, and
     /// OpenCL and CUDA (with cuBLAS) where there is a device.
     #[test]
     fn small_cases_agree() {
@@ -761,6 +767,12 @@ mod tests {
             ("mcc 5x8", |o| mcc_case(o, 5, 8)),
             ("ccsdt 3", |o| ccsdt_case(o, 3)),
             ("prl 101", |o| prl_case(o, 101)),
+            ("matmul-bias-relu 7x33x70", |o| {
+                stages::matmul_bias_relu_case(o, 7, 33, 70)
+            }),
+            ("softmax 7x33", |o| stages::softmax_case(o, 7, 33)),
+            ("layernorm 7x33", |o| stages::layernorm_case(o, 7, 33)),
+            ("attention 13x8", |o| stages::attention_case(o, 13, 8)),
         ];
         let plan = Plan {
             budget: Duration::ZERO,

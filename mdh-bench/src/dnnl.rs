@@ -7,8 +7,10 @@
 //! the timed region, into the layout oneDNN picks for the convolution
 //! (`dnnl_format_tag_any`), as inference code does with constant weights.
 //!
-//! And a matmul ([`Matmul`], row-major matrices, f32 or bf16 inputs, an
-//! optional bias and ReLU post-op): the `matmul` module.
+//! And, each in its module over a [`Prepared`] primitive: a matmul
+//! ([`matmul()`], row-major matrices, f32 or bf16 inputs, an optional bias
+//! and ReLU post-op), a softmax ([`softmax()`]) and a layer normalization
+//! ([`layer_norm()`]) along the rows of a matrix.
 
 use std::os::raw::{c_char, c_int, c_uint, c_void};
 use std::ptr::{null, null_mut};
@@ -168,8 +170,14 @@ extern "C" {
     fn dnnl_memory_destroy(memory: Memory) -> c_int;
 }
 
+mod layer_norm;
 mod matmul;
-pub use matmul::{Matmul, MatmulShape, Values};
+mod prepared;
+mod softmax;
+pub use layer_norm::layer_norm;
+pub use matmul::{matmul, MatmulShape};
+pub use prepared::{Prepared, Values};
+pub use softmax::softmax;
 
 fn check(status: c_int, what: &str) -> Result<(), String> {
     if status == SUCCESS {

@@ -46,6 +46,8 @@ include!("mandelbrot.rs");
 
 // Kernels of stages
 include!("softmax.rs");
+include!("layernorm.rs");
+include!("attention.rs");
 include!("matmul_bias_relu.rs");
 include!("dense_residual.rs");
 

@@ -1,4 +1,5 @@
-//! The kernels of stages (`softmax`, `matmul_bias_relu`) on a GPU backend
+//! The kernels of stages (`softmax`, `matmul_bias_relu`, `layernorm`,
+//! `attention`) on a GPU backend
 //! against the interpreter, over fixed sizes (1, primes, 0) and random
 //! inputs: the backend's code for the whole chain, or for each stage with
 //! the interpreter's order and intermediates (`mdh_core::interp::run_stages_with`).
@@ -7,23 +8,32 @@ use mdh::reference::{Buffer, Value};
 use mdh::Error;
 use mdh_core::spec::Stage;
 use mdh_core::{Checked, Program};
-use mdh_example_kernels::{matmul_bias_relu, softmax};
+use mdh_example_kernels::{attention, layernorm, matmul_bias_relu, softmax};
 use mdh_examples::check::{self, sum_rtol, Rng};
 
-/// How a test runs the two kernels: their inputs, the output, the sizes.
+/// A kernel run on a backend: its inputs, the output, the sizes.
+pub type Run<'a, S> = &'a dyn Fn(&[Vec<f32>], &mut [f32], S) -> Result<(), Error>;
+
+/// A kernel of one `f32` param run on a backend: its inputs, the output,
+/// the param, the sizes.
+pub type ParamRun<'a, S> = &'a dyn Fn(&[Vec<f32>], &mut [f32], f32, S) -> Result<(), Error>;
+
+/// How a test runs the kernels.
 pub struct Runs<'a> {
-    pub softmax: &'a dyn Fn(&[f32], &mut [f32], softmax::Sizes) -> Result<(), Error>,
-    pub dense: &'a dyn Fn(&[Vec<f32>], &mut [f32], matmul_bias_relu::Sizes) -> Result<(), Error>,
+    pub softmax: Run<'a, softmax::Sizes>,
+    pub dense: Run<'a, matmul_bias_relu::Sizes>,
+    pub layernorm: ParamRun<'a, layernorm::Sizes>,
+    pub attention: ParamRun<'a, attention::Sizes>,
 }
 
-/// Runs both kernels on fixed sizes, each result against the interpreter's.
+/// Runs every kernel on fixed sizes, each result against the interpreter's.
 pub fn cases(runs: Runs) {
     let mut g = Rng::new(39);
     for (i, j) in [(1, 1), (3, 7), (13, 97), (0, 5), (31, 2), (2, 300)] {
         let s = softmax::Sizes { I: i, J: j };
         let x = vec![g.f32s_in(i * j, -4.0, 4.0)];
         check::f32_case(softmax::SPEC, &s.values(), x, i * j, sum_rtol(j), |x, o| {
-            (runs.softmax)(&x[0], o, s)
+            (runs.softmax)(x, o, s)
         })
         .unwrap_or_else(|e| panic!("softmax {s:?}: {e}"));
     }
@@ -51,6 +61,57 @@ pub fn cases(runs: Runs) {
         )
         .unwrap_or_else(|e| panic!("matmul_bias_relu {s:?}: {e}"));
     }
+    let eps = 1e-5;
+    for (i, j) in [(1, 1), (3, 7), (13, 97), (0, 5), (2, 300)] {
+        let s = layernorm::Sizes { I: i, J: j };
+        let x = vec![
+            g.f32s_in(i * j, -4.0, 4.0),
+            g.f32s_in(j, -1.0, 1.0),
+            g.f32s_in(j, -1.0, 1.0),
+        ];
+        let params = [Value::F32(eps)];
+        check::f32_case_with(
+            layernorm::SPEC,
+            &s.values(),
+            x,
+            &params,
+            i * j,
+            sum_rtol(j),
+            |x, o| (runs.layernorm)(x, o, eps, s),
+        )
+        .unwrap_or_else(|e| panic!("layernorm {s:?}: {e}"));
+    }
+    for (i, j, d, e) in [
+        (1, 1, 1, 1),
+        (7, 13, 5, 3),
+        (13, 31, 16, 9),
+        (0, 3, 4, 2),
+        (5, 0, 3, 4),
+    ] {
+        let s = attention::Sizes {
+            I: i,
+            J: j,
+            D: d,
+            E: e,
+        };
+        let scale = 1.0 / (d as f32).sqrt();
+        let x = vec![
+            g.f32s_in(i * d, -1.0, 1.0),
+            g.f32s_in(j * d, -1.0, 1.0),
+            g.f32s(j * e),
+        ];
+        let params = [Value::F32(scale)];
+        check::f32_case_with(
+            attention::SPEC,
+            &s.values(),
+            x,
+            &params,
+            i * e,
+            sum_rtol(j.max(d)),
+            |x, o| (runs.attention)(x, o, scale, s),
+        )
+        .unwrap_or_else(|e| panic!("attention {s:?}: {e}"));
+    }
 }
 
 /// One stage on a backend: its position, the stage, its sizes, inputs,
@@ -59,12 +120,13 @@ pub type StageRun<'a> = dyn Fn(usize, &Stage<Checked>, &[usize], &[Buffer], &mut
     + 'a;
 
 /// A kernel of stages (`spec`) with each stage run by `stage`, on f32
-/// inputs and one f32 output.
+/// inputs, one f32 output and `params`.
 pub fn per_stage(
     spec: &str,
     sizes: &[usize],
     inputs: &[Vec<f32>],
     out: &mut [f32],
+    params: &[Value],
     stage: &StageRun,
 ) -> Result<(), Error> {
     let Program::Staged(k) = mdh::reference::program(spec)? else {
@@ -77,7 +139,7 @@ pub fn per_stage(
         sizes,
         &ins,
         &mut outs,
-        &[],
+        params,
         &mut |at, s, z, i, o, p| stage(at, s, z, i, o, p),
     )?;
     let got = (outs[0].as_f32()).ok_or_else(|| Error::Spec("an f32 output".into()))?;
