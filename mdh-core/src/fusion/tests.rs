@@ -97,17 +97,13 @@ fn fusion_of(source: &str) -> Fusion {
 #[test]
 fn softmax_fuses_along_its_rows() {
     let f = fusion_of(crate::fixtures::SOFTMAX);
-    let (x, y, m, s) = (
-        BufRef::Input(0),
-        BufRef::Output(0),
-        BufRef::Tmp(0),
-        BufRef::Tmp(1),
-    );
+    let (x, y) = (BufRef::Input(0), BufRef::Output(0));
+    let (m, e, s) = (BufRef::Tmp(0), BufRef::Tmp(1), BufRef::Tmp(2));
     let want = RowGroup {
-        stages: 0..3,
+        stages: 0..4,
         rows: 0,
-        buffers: [x, m, s, y].map(|b| (b, Rows::Sliced)).to_vec(),
-        local: vec![0, 1],
+        buffers: [x, m, e, s, y].map(|b| (b, Rows::Sliced)).to_vec(),
+        local: vec![0, 1, 2],
     };
     assert_eq!(
         f,
