@@ -109,10 +109,13 @@ pub fn expr(e: &Expr, n: usize) -> TokenStream {
         ExprKind::MethodCall(r, m, args, _) => {
             let r = expr(r, n);
             let args = args.iter().map(|a| expr(a, n));
-            if *m == Method::MulAdd {
-                // Fused where the instruction set has FMA (`ISA` is the
-                // task body's const parameter).
-                return quote!((#r).fma::<ISA>(#(#args),*));
+            // Fused where the instruction set has FMA (`ISA` is the task
+            // body's const parameter): the multiply-add itself, and those
+            // of the vector `exp`.
+            match m {
+                Method::MulAdd => return quote!((#r).fma::<ISA>(#(#args),*)),
+                Method::Exp => return quote!((#r).exp::<ISA>()),
+                _ => {}
             }
             let name = quote::format_ident!("{}", m.name());
             quote!((#r).#name(#(#args),*))
