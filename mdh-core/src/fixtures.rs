@@ -45,6 +45,37 @@ pub const DENSE: &str = "
         },
     }";
 
+/// A kernel of stages that fuse along their rows (`crate::fusion::rows`):
+/// softmax with one exponential per point, kept in the intermediate `e`
+/// (a map, then its row sum, then a map of both); the row maximum, the
+/// exponentials and the sums local to each tile.
+pub const SOFTMAX: &str = "
+    kernel softmax {
+        inp(x: f32[I, J]),
+        out(y: f32[I, J]),
+        tmp(m: f32[I], e: f32[I, J], s: f32[I]),
+        stage rowmax {
+            out_view(m: |i, j| (i)),
+            md_hom[I, J](|a| a, (CC, PW(max))),
+            inp_view(x: |i, j| (i, j)),
+        },
+        stage exps {
+            out_view(e: |i, j| (i, j)),
+            md_hom[I, J](|a, mx| (a - mx).exp(), (CC, CC)),
+            inp_view(x: |i, j| (i, j), m: |i, j| (i)),
+        },
+        stage rowsum {
+            out_view(s: |i, j| (i)),
+            md_hom[I, J](|v| v, (CC, PW(+))),
+            inp_view(e: |i, j| (i, j)),
+        },
+        stage normalize {
+            out_view(y: |i, j| (i, j)),
+            md_hom[I, J](|v, sum| v / sum, (CC, CC)),
+            inp_view(e: |i, j| (i, j), s: |i, j| (i)),
+        },
+    }";
+
 /// A 1-D Jacobi stencil: three neighbouring accesses of one buffer.
 pub const JACOBI1D: &str = "
     kernel jacobi1d {

@@ -7,10 +7,31 @@
 //! point into a buffer of the intermediate's type and shape. Its scalar
 //! function then runs where the producing stage stores its final value,
 //! and the intermediate never exists (CUTLASS's epilogues, burn's fused
-//! element-wise tails). See the guide's chapter 11 for what fuses and why.
+//! element-wise tails). Stages that share their rows fuse along them
+//! ([`rows`]). See the guide's chapter 11 for what fuses and why.
 
 use crate::analysis::Checked;
 use crate::spec::{BufRef, DimKind, IndexFn, SizeExpr, Staged};
+
+pub mod rows;
+
+pub use rows::{RowGroup, Rows};
+
+/// What fuses in a kernel of stages on the CPU: its epilogues, and its
+/// stages fused along their rows ([`rows`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Fusion {
+    pub epilogues: Vec<Epilogue>,
+    pub rows: Vec<RowGroup>,
+}
+
+impl Fusion {
+    pub fn of(k: &Staged<Checked>) -> Fusion {
+        let epilogues = epilogues(k);
+        let rows = rows::row_groups(k, &epilogues);
+        Fusion { epilogues, rows }
+    }
+}
 
 /// An epilogue stage and the stage whose store it runs in.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -723,6 +723,37 @@ pub enum Stmt<P: Phase = Typed> {
     Expr(Expr<P>),
 }
 
+impl<P: Phase> Expr<P> {
+    /// Whether some node of the tree (this one included) satisfies `p`:
+    /// the one walk over expressions that questions about a tree share.
+    pub fn any(&self, p: &dyn Fn(&Expr<P>) -> bool) -> bool {
+        if p(self) {
+            return true;
+        }
+        let in_block = |b: &Block<P>| {
+            b.stmts.iter().any(|s| match s {
+                Stmt::Let { init: Some(i), .. } => i.any(p),
+                Stmt::Let { .. } => false,
+                Stmt::Expr(x) => x.any(p),
+            }) || b.tail.as_deref().is_some_and(|t| t.any(p))
+        };
+        match &self.kind {
+            ExprKind::Lit(_, _) | ExprKind::Var(_) | ExprKind::Break => false,
+            ExprKind::Unary(_, a, _) | ExprKind::Cast(a, _, _) | ExprKind::Assign(_, _, a, _) => {
+                a.any(p)
+            }
+            ExprKind::Binary(_, a, b, _) => a.any(p) || b.any(p),
+            ExprKind::MethodCall(r, _, args, _) => r.any(p) || args.iter().any(|a| a.any(p)),
+            ExprKind::If(c, then, els) => {
+                c.any(p) || in_block(then) || els.as_deref().is_some_and(|x| x.any(p))
+            }
+            ExprKind::Block(b) => in_block(b),
+            ExprKind::Tuple(items) => items.iter().any(|x| x.any(p)),
+            ExprKind::For(_, lo, hi, body, _) => lo.any(p) || hi.any(p) || in_block(body),
+        }
+    }
+}
+
 impl Expr<Parsed> {
     pub fn new(kind: ExprKind<Parsed>, span: Span) -> Expr<Parsed> {
         Expr {

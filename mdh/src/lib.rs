@@ -165,6 +165,7 @@ pub mod guide;
 #[doc(hidden)]
 pub mod machine;
 mod parallel;
+mod row_tiles;
 mod scalar;
 #[doc(hidden)]
 pub mod search;
@@ -479,6 +480,7 @@ pub mod __rt {
     pub use crate::machine::{choose_plan, Machine, PlanEntry};
     #[cfg(feature = "mpi")]
     pub use crate::mpi;
+    pub use crate::row_tiles::{for_each_tile, row_tile};
     pub use crate::scalar::{FloatMinMax, IntDiv};
     pub use crate::simd::{mul_add, tile_origin, vector_step, V};
     pub use crate::stream::{

@@ -11,6 +11,8 @@
 use core::ops::{Add, Div, Mul, Neg, Not, Rem, Sub};
 use mdh_rt::value::{bf16, f16};
 
+mod exp;
+
 /// `N` lanes of `T`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(transparent)]
@@ -468,7 +470,18 @@ macro_rules! float_methods {
     ($($t:ty),*) => {$(
         impl<const N: usize> V<$t, N> {
             #[inline(always)] pub fn sqrt(self) -> Self { self.map(<$t>::sqrt) }
-            #[inline(always)] pub fn exp(self) -> Self { self.map(<$t>::exp) }
+            /// Lane-wise `exp` as vector code: a polynomial after a
+            /// reduction by ln 2 (module `simd/exp.rs`), not a library
+            /// call per lane. f32 results are within 1 ulp of the
+            /// correctly rounded ones, f64 results within 1 ulp of
+            /// `f64::exp`'s; subnormal results are computed to the same
+            /// bound (not flushed to 0); NaN, the infinities, overflow and
+            /// underflow are as `std`'s `exp` has them. `ISA`: the
+            /// instruction set of the body this is inlined into (the
+            /// multiply-adds are fused where it has FMA).
+            #[inline(always)] pub fn exp<const ISA: u8>(self) -> Self {
+                self.map(exp::exp_lane::<ISA, $t>)
+            }
             #[inline(always)] pub fn ln(self) -> Self { self.map(<$t>::ln) }
             #[inline(always)] pub fn sin(self) -> Self { self.map(<$t>::sin) }
             #[inline(always)] pub fn cos(self) -> Self { self.map(<$t>::cos) }

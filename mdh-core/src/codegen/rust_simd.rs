@@ -25,7 +25,7 @@ pub fn vectorizable(e: &Expr) -> bool {
         Type::Tuple(ts) => ts.iter().any(|t| t.is_half()),
         Type::Unit | Type::Never => false,
     };
-    pure(e) && !(any(e, &is_if) && any(e, &is_int_div)) && !any(e, &is_half)
+    pure(e) && !(e.any(&is_if) && e.any(&is_int_div)) && !e.any(&is_half)
 }
 
 /// No loops, `break`, assignments or mutable or deferred bindings; every
@@ -55,34 +55,6 @@ fn pure_block(b: &Block) -> bool {
         _ => false,
     });
     lets && b.tail.as_deref().is_some_and(pure)
-}
-
-/// Whether some node of `e` satisfies `p`.
-fn any(e: &Expr, p: &dyn Fn(&Expr) -> bool) -> bool {
-    if p(e) {
-        return true;
-    }
-    let in_block = |b: &Block| {
-        b.stmts.iter().any(|s| match s {
-            Stmt::Let { init: Some(i), .. } => any(i, p),
-            Stmt::Let { .. } => false,
-            Stmt::Expr(x) => any(x, p),
-        }) || b.tail.as_deref().is_some_and(|t| any(t, p))
-    };
-    match &e.kind {
-        ExprKind::Lit(_, _) | ExprKind::Var(_) | ExprKind::Break => false,
-        ExprKind::Unary(_, a, _) | ExprKind::Cast(a, _, _) | ExprKind::Assign(_, _, a, _) => {
-            any(a, p)
-        }
-        ExprKind::Binary(_, a, b, _) => any(a, p) || any(b, p),
-        ExprKind::MethodCall(r, _, args, _) => any(r, p) || args.iter().any(|a| any(a, p)),
-        ExprKind::If(c, then, els) => {
-            any(c, p) || in_block(then) || els.as_deref().is_some_and(|x| any(x, p))
-        }
-        ExprKind::Block(b) => in_block(b),
-        ExprKind::Tuple(items) => items.iter().any(|x| any(x, p)),
-        ExprKind::For(_, lo, hi, body, _) => any(lo, p) || any(hi, p) || in_block(body),
-    }
 }
 
 /// The vector type of `t` with `n` lanes.
@@ -137,10 +109,13 @@ pub fn expr(e: &Expr, n: usize) -> TokenStream {
         ExprKind::MethodCall(r, m, args, _) => {
             let r = expr(r, n);
             let args = args.iter().map(|a| expr(a, n));
-            if *m == Method::MulAdd {
-                // Fused where the instruction set has FMA (`ISA` is the
-                // task body's const parameter).
-                return quote!((#r).fma::<ISA>(#(#args),*));
+            // Fused where the instruction set has FMA (`ISA` is the task
+            // body's const parameter): the multiply-add itself, and those
+            // of the vector `exp`.
+            match m {
+                Method::MulAdd => return quote!((#r).fma::<ISA>(#(#args),*)),
+                Method::Exp => return quote!((#r).exp::<ISA>()),
+                _ => {}
             }
             let name = quote::format_ident!("{}", m.name());
             quote!((#r).#name(#(#args),*))

@@ -7,7 +7,7 @@
 //! instead, the epilogue in its stores; `cpu_unfused` runs every stage.
 
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{format_ident, quote};
 
 use crate::analysis::Checked;
 use crate::backend::Backend;
@@ -15,7 +15,7 @@ use crate::codegen::cpu::FusedEpilogue;
 use crate::codegen::gpu_api::{backend_module, device_ty, download, upload};
 use crate::codegen::host_args;
 use crate::codegen::rust_expr::ty;
-use crate::fusion::{self, Epilogue};
+use crate::fusion::{Epilogue, Fusion, RowGroup, Rows};
 use crate::spec::{BufRef, Stage, Staged};
 
 /// The module `NAME` of a kernel of stages; `stage_module` expands one
@@ -32,8 +32,8 @@ pub fn module(
     let sizes_struct = super::sizes_struct(&k.size_params);
     let spec = &k.source;
     let stage_modules = k.stages.iter().map(|s| stage_module(&s.kernel));
-    let epilogues = fusion::epilogues(k);
-    let fused_modules = epilogues.iter().map(|e| {
+    let fusion = Fusion::of(k);
+    let fused_modules = fusion.epilogues.iter().map(|e| {
         let module = stage_path(&k.stages[e.stage], &quote!(super::super));
         let epilogue = FusedEpilogue {
             kernel: &k.stages[e.stage].kernel,
@@ -42,7 +42,7 @@ pub fn module(
         };
         fused_module(&k.stages[e.producer].kernel, epilogue)
     });
-    let cpu = cpu_fn(k, &epilogues);
+    let cpu = cpu_fn(k, &fusion);
     let gpus = Backend::ALL.map(|b| gpu_module(k, b));
     let mpi = mpi_module(k);
     quote! {
@@ -83,9 +83,25 @@ fn stage_sizes(k: &Staged<Checked>, s: &Stage<Checked>, root: &TokenStream) -> T
 
 /// The sizes of stage `s` as the `Sizes` of the module at `path`.
 fn sizes_at(k: &Staged<Checked>, s: &Stage<Checked>, path: &TokenStream) -> TokenStream {
-    let names = s.sizes.iter().map(|&i| &k.size_params[i]);
-    let names2 = names.clone();
-    quote!(#path::Sizes { #(#names: sizes.#names2),* })
+    sizes_with(k, s, path, None)
+}
+
+/// [`sizes_at`], with `rows` (a size parameter of the kernel and its
+/// value) in place of that parameter's value.
+fn sizes_with(
+    k: &Staged<Checked>,
+    s: &Stage<Checked>,
+    path: &TokenStream,
+    rows: Option<(usize, &TokenStream)>,
+) -> TokenStream {
+    let fields = s.sizes.iter().map(|&i| {
+        let name = &k.size_params[i];
+        match rows {
+            Some((r, value)) if r == i => quote!(#name: #value),
+            _ => quote!(#name: sizes.#name),
+        }
+    });
+    quote!(#path::Sizes { #(#fields),* })
 }
 
 /// The module of stage `s`, where the kernel's module is `root`.
@@ -191,52 +207,38 @@ fn tmp_len(k: &Staged<Checked>, t: usize, root: &TokenStream) -> Option<TokenStr
 /// The body of a host entry point (`cpu`, `mpi::run`) where the kernel's
 /// module is `root`: intermediates allocated for the call, then each
 /// stage's `entry` (e.g. `cpu`, `mpi::run`) in order, `lead` before its
-/// buffers; a producer of `epilogues` (the CPU's) runs its `fused` module's
-/// `entry` instead, with its epilogue's output for the intermediate,
-/// which is never allocated, and its epilogue's stage does not run.
+/// buffers. Where `fusion` (the CPU's) has them, a producer of an epilogue
+/// runs its `fused` module's `entry` instead, with its epilogue's output
+/// for the intermediate, which is never allocated, and its epilogue's
+/// stage does not run; and a row group runs tile by tile (`row_group`).
 fn host_chain(
     k: &Staged<Checked>,
     root: &TokenStream,
     entry: &TokenStream,
     lead: &TokenStream,
-    epilogues: &[Epilogue],
+    fusion: &Fusion,
 ) -> TokenStream {
-    let param_names: Vec<_> = k.params.iter().map(|p| &p.name).collect();
-    let fused_tmp = |t: usize| epilogues.iter().any(|e| e.tmp == t);
-    let tmps = k.tmps.iter().enumerate().filter_map(|(t, d)| {
-        if fused_tmp(t) {
-            return None;
+    let not_whole = |t: usize| {
+        fusion.epilogues.iter().any(|e| e.tmp == t)
+            || fusion.rows.iter().any(|g| g.local.contains(&t))
+    };
+    let tmps = (0..k.tmps.len())
+        .filter(|&t| !not_whole(t))
+        .map(|t| alloc_tmp(k, t, root, None));
+    let calls = (0..k.stages.len()).map(|i| {
+        if let Some(g) = fusion.rows.iter().find(|g| g.stages.contains(&i)) {
+            return if g.stages.start == i {
+                row_group(k, g, root, entry)
+            } else {
+                quote!()
+            };
         }
-        let (name, t, len) = (&d.name, ty(d.ty), tmp_len(k, t, root)?);
-        Some(quote! {
-            let mut #name: ::std::vec::Vec<#t> =
-                ::std::vec![<#t as ::core::default::Default>::default(); #len];
-        })
-    });
-    let calls = k.stages.iter().enumerate().map(|(i, s)| {
-        if epilogues.iter().any(|e| e.stage == i) {
+        if fusion.epilogues.iter().any(|e| e.stage == i) {
             return quote!();
         }
-        let reads = s.reads.iter().map(|&b| arg(k, b, false));
-        let Some(e) = epilogues.iter().find(|e| e.producer == i) else {
-            let (path, sizes) = (stage_path(s, root), stage_sizes(k, s, root));
-            let writes = s.writes.iter().map(|&b| arg(k, b, true));
-            return quote!(#path::#entry(#lead #(#reads,)* #(#writes,)* #(#param_names,)* #sizes)?;);
-        };
-        let es = &k.stages[e.stage];
-        let out = es.writes[0];
-        let writes = s.writes.iter().map(|&b| {
-            let b = if b == BufRef::Tmp(e.tmp) { out } else { b };
-            arg(k, b, true)
-        });
-        let others = (es.reads.iter())
-            .filter(|&&b| b != BufRef::Tmp(e.tmp))
-            .map(|&b| arg(k, b, false));
-        let esizes = stage_sizes(k, es, root);
-        let m = &s.kernel.name;
-        let sizes = sizes_at(k, s, &quote!(#root::fused::#m));
-        quote! {
-            #root::fused::#m::#entry(#lead #(#reads,)* #(#writes,)* #(#param_names,)* #sizes, #(#others,)* #esizes)?;
+        match fusion.epilogues.iter().find(|e| e.producer == i) {
+            Some(e) => fused_call(k, e, root, entry, lead),
+            None => stage_call(k, i, root, entry, lead, None),
         }
     });
     quote! {
@@ -244,6 +246,212 @@ fn host_chain(
         #(#calls)*
         ::core::result::Result::Ok(())
     }
+}
+
+/// `let mut NAME: Vec<T> = ...;`: intermediate `t`, all of it, or (with
+/// `len`) that many elements.
+fn alloc_tmp(
+    k: &Staged<Checked>,
+    t: usize,
+    root: &TokenStream,
+    len: Option<TokenStream>,
+) -> TokenStream {
+    let d = &k.tmps[t];
+    let (name, ty) = (&d.name, ty(d.ty));
+    let Some(len) = len.or_else(|| tmp_len(k, t, root)) else {
+        return quote!();
+    };
+    quote! {
+        let mut #name: ::std::vec::Vec<#ty> =
+            ::std::vec![<#ty as ::core::default::Default>::default(); #len];
+    }
+}
+
+/// Stage `i`'s `entry` on the kernel's buffers; with `rows` (the rows'
+/// size parameter and its value) at that count of rows.
+fn stage_call(
+    k: &Staged<Checked>,
+    i: usize,
+    root: &TokenStream,
+    entry: &TokenStream,
+    lead: &TokenStream,
+    rows: Option<(usize, &TokenStream)>,
+) -> TokenStream {
+    let s = &k.stages[i];
+    let param_names = k.params.iter().map(|p| &p.name);
+    let path = stage_path(s, root);
+    let sizes = sizes_with(k, s, &path, rows);
+    let reads = s.reads.iter().map(|&b| arg(k, b, false));
+    let writes = s.writes.iter().map(|&b| arg(k, b, true));
+    quote!(#path::#entry(#lead #(#reads,)* #(#writes,)* #(#param_names,)* #sizes)?;)
+}
+
+/// The producer of epilogue `e` run with it (its `fused` module's `entry`).
+fn fused_call(
+    k: &Staged<Checked>,
+    e: &Epilogue,
+    root: &TokenStream,
+    entry: &TokenStream,
+    lead: &TokenStream,
+) -> TokenStream {
+    let (s, es) = (&k.stages[e.producer], &k.stages[e.stage]);
+    let param_names = k.params.iter().map(|p| &p.name);
+    let reads = s.reads.iter().map(|&b| arg(k, b, false));
+    let out = es.writes[0];
+    let writes = s.writes.iter().map(|&b| {
+        let b = if b == BufRef::Tmp(e.tmp) { out } else { b };
+        arg(k, b, true)
+    });
+    let others = (es.reads.iter())
+        .filter(|&&b| b != BufRef::Tmp(e.tmp))
+        .map(|&b| arg(k, b, false));
+    let esizes = stage_sizes(k, es, root);
+    let m = &s.kernel.name;
+    let sizes = sizes_at(k, s, &quote!(#root::fused::#m));
+    quote! {
+        #root::fused::#m::#entry(#lead #(#reads,)* #(#writes,)* #(#param_names,)* #sizes, #(#others,)* #esizes)?;
+    }
+}
+
+/// The stages of row group `g` run tile by tile of rows ([`fusion::rows`]):
+/// in parallel over the tiles, each tile's stages in order on its rows of
+/// the sliced buffers (and its own rows of the group's local
+/// intermediates), each through its own `entry` at the tile's count of
+/// rows. Where a sliced buffer's length is not its shape's, or a row is
+/// empty, the stages run one after the other on the whole buffers, as
+/// unfused, and report what is wrong as they would.
+fn row_group(
+    k: &Staged<Checked>,
+    g: &RowGroup,
+    root: &TokenStream,
+    entry: &TokenStream,
+) -> TokenStream {
+    let rows_name = &k.size_params[g.rows];
+    let tile = quote!((__hi - __lo));
+    let sliced: Vec<BufRef> = (g.buffers.iter())
+        .filter(|&&(_, r)| r == Rows::Sliced)
+        .map(|&(b, _)| b)
+        .collect();
+    let local = |b: BufRef| matches!(b, BufRef::Tmp(t) if g.local.contains(&t));
+    // The elements of each sliced buffer at the call's sizes, as the first
+    // stage that names it has them.
+    let count = |b: BufRef| format_ident!("__n_{}", k.decl(b).name);
+    let per_row = |b: BufRef| format_ident!("__row_{}", k.decl(b).name);
+    let counts = sliced.iter().map(|&b| {
+        let (n, len) = (count(b), elements(k, g, b, root));
+        quote!(let #n: usize = #len;)
+    });
+    let shaped = sliced.iter().filter(|&&b| !local(b)).map(|&b| {
+        let (n, name) = (count(b), &k.decl(b).name);
+        quote!(&& #name.len() == #n)
+    });
+    let nonempty = sliced.iter().map(|&b| {
+        let n = count(b);
+        quote!(&& #n > 0)
+    });
+    let unfused_tmps = g.local.iter().map(|&t| alloc_tmp(k, t, root, None));
+    let unfused_calls = g
+        .stages
+        .clone()
+        .map(|i| stage_call(k, i, root, entry, &quote!(), None));
+    let per_rows = sliced.iter().map(|&b| {
+        let (r, n) = (per_row(b), count(b));
+        quote!(let #r: usize = #n / __rows;)
+    });
+    let row_bytes = sliced.iter().map(|&b| {
+        let (r, t) = (per_row(b), ty(k.decl(b).ty));
+        quote!(+ #r * ::core::mem::size_of::<#t>())
+    });
+    // Sliced buffers the group writes (outputs, intermediates of the
+    // call): one `&mut` part per tile, handed to the tile's closure.
+    let parted: Vec<BufRef> = (sliced.iter().copied())
+        .filter(|&b| !local(b) && g.writes(k, b))
+        .collect();
+    let part_iters = parted.iter().map(|&b| {
+        let (name, r) = (&k.decl(b).name, per_row(b));
+        let it = format_ident!("__parts_{}", name);
+        quote!(let mut #it = #name.chunks_mut(__tile * #r);)
+    });
+    let part_next = parted.iter().map(|&b| {
+        let it = format_ident!("__parts_{}", k.decl(b).name);
+        quote!(#it.next().unwrap_or_default())
+    });
+    let part_names: Vec<_> = parted.iter().map(|&b| &k.decl(b).name).collect();
+    // What the group only reads, shared by every tile (outputs and
+    // intermediates as `&[T]`).
+    let shared = (g.buffers.iter())
+        .filter(|&&(b, _)| !matches!(b, BufRef::Input(_)) && !local(b) && !g.writes(k, b))
+        .map(|&(b, _)| {
+            let name = &k.decl(b).name;
+            quote!(let #name = &#name[..];)
+        });
+    let tile_reads = sliced
+        .iter()
+        .filter(|&&b| !local(b) && !parted.contains(&b))
+        .map(|&b| {
+            let (name, r) = (&k.decl(b).name, per_row(b));
+            quote!(let #name = &#name[__lo * #r..__hi * #r];)
+        });
+    let tile_tmps = g.local.iter().map(|&t| {
+        let r = per_row(BufRef::Tmp(t));
+        alloc_tmp(k, t, root, Some(quote!(#r * #tile)))
+    });
+    let tile_calls = g
+        .stages
+        .clone()
+        .map(|i| stage_call(k, i, root, entry, &quote!(), Some((g.rows, &tile))));
+    quote! {
+        {
+            let __rows: usize = sizes.#rows_name;
+            #(#counts)*
+            if !(__rows > 0 #(#nonempty)* #(#shaped)*) {
+                #(#unfused_tmps)*
+                #(#unfused_calls)*
+            } else {
+                #(#per_rows)*
+                let __tile: usize = ::mdh::__rt::row_tile(__rows, 0usize #(#row_bytes)*);
+                #(#part_iters)*
+                let __work: ::std::vec::Vec<_> = (0..__rows.div_ceil(__tile))
+                    .map(|__t| (__t * __tile, ((__t + 1) * __tile).min(__rows), #(#part_next,)*))
+                    .collect();
+                #(#shared)*
+                ::mdh::__rt::for_each_tile(__work, |(__lo, __hi, #(#part_names,)*)| {
+                    #(#tile_reads)*
+                    #(#tile_tmps)*
+                    #(#tile_calls)*
+                    ::core::result::Result::Ok(())
+                })?;
+            }
+        }
+    }
+}
+
+/// The elements of buffer `b` at the call's sizes, as the first stage of
+/// `g` that names it has them (an `Err` where it overflows).
+fn elements(k: &Staged<Checked>, g: &RowGroup, b: BufRef, root: &TokenStream) -> TokenStream {
+    let (s, list, j) = g
+        .stages
+        .clone()
+        .find_map(|i| {
+            let s = &k.stages[i];
+            let read = s
+                .reads
+                .iter()
+                .position(|&x| x == b)
+                .map(|j| (s, quote!(inputs), j));
+            read.or_else(|| {
+                s.writes
+                    .iter()
+                    .position(|&x| x == b)
+                    .map(|j| (s, quote!(outputs), j))
+            })
+        })
+        .expect("a row group's buffer is named by one of its stages");
+    let (path, sizes) = (stage_path(s, root), stage_sizes(k, s, root));
+    quote!({
+        let __desc = #path::desc();
+        __desc.elements(&__desc.#list[#j], &#sizes.values())?
+    })
 }
 
 /// `NAME::mpi::run`: each stage's `mpi::run` in order on every rank, the
@@ -255,7 +463,13 @@ fn mpi_module(k: &Staged<Checked>) -> TokenStream {
         &k.params,
         quote!(sizes: super::Sizes,),
     );
-    let body = host_chain(k, &quote!(super), &quote!(mpi::run), &quote!(__comm,), &[]);
+    let body = host_chain(
+        k,
+        &quote!(super),
+        &quote!(mpi::run),
+        &quote!(__comm,),
+        &Fusion::default(),
+    );
     let doc = format!(
         "Runs `{}` on every rank of `__comm`: its stages in order, each through its own \
          `mpi::run` (every rank passing the whole inputs and receiving the whole outputs), \
@@ -278,27 +492,40 @@ fn mpi_module(k: &Staged<Checked>) -> TokenStream {
 }
 
 /// `cpu`: the stages in order, each epilogue fused into its producer's
-/// stores; `cpu_unfused`: every stage on its own, through memory.
-fn cpu_fn(k: &Staged<Checked>, epilogues: &[Epilogue]) -> TokenStream {
+/// stores and each row group run tile by tile; `cpu_unfused`: every stage
+/// on its own, through memory.
+fn cpu_fn(k: &Staged<Checked>, fusion: &Fusion) -> TokenStream {
     let params = host_args::declarations(&k.inputs, &k.outputs, &k.params, quote!(sizes: Sizes,));
-    let body = host_chain(k, &quote!(self), &quote!(cpu), &quote!(), epilogues);
-    let unfused = host_chain(k, &quote!(self), &quote!(cpu), &quote!(), &[]);
-    let fused: Vec<String> = (epilogues.iter())
+    let body = host_chain(k, &quote!(self), &quote!(cpu), &quote!(), fusion);
+    let unfused = host_chain(
+        k,
+        &quote!(self),
+        &quote!(cpu),
+        &quote!(),
+        &Fusion::default(),
+    );
+    let names = |stages: &mut dyn Iterator<Item = usize>| -> Vec<String> {
+        stages.map(|s| format!("`{}`", k.stages[s].name)).collect()
+    };
+    let mut fused: Vec<String> = (fusion.epilogues.iter())
         .map(|e| {
             format!(
-                "`{}` in `{}`",
+                "epilogue `{}` in `{}`'s stores",
                 k.stages[e.stage].name, k.stages[e.producer].name
             )
         })
         .collect();
-    let fused_doc = if fused.is_empty() {
-        "No stage is an epilogue: every stage runs on its own.".to_string()
-    } else {
+    fused.extend(fusion.rows.iter().map(|g| {
         format!(
-            "Epilogues fused into their producer's stores (no intermediate, no pass of their \
-             own): {}.",
-            fused.join(", ")
+            "{} along the rows of `{}`, tile by tile",
+            names(&mut g.stages.clone()).join(", "),
+            k.size_params[g.rows]
         )
+    }));
+    let fused_doc = if fused.is_empty() {
+        "No stages fuse: every stage runs on its own.".to_string()
+    } else {
+        format!("Fused: {}.", fused.join("; "))
     };
     let stage_names: Vec<String> = k.stages.iter().map(|s| format!("`{}`", s.name)).collect();
     let doc = format!(
@@ -312,7 +539,7 @@ fn cpu_fn(k: &Staged<Checked>, epilogues: &[Epilogue]) -> TokenStream {
     );
     let unfused_doc = format!(
         "`cpu` with every stage of `{}` run on its own, in order, each intermediate \
-         through memory (what `cpu` runs where no stage is an epilogue).",
+         through memory (what `cpu` runs where no stages fuse).",
         k.name
     );
     quote! {

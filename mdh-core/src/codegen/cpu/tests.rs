@@ -257,6 +257,22 @@ fn an_entry_is_compiled_only_for_the_instruction_sets_it_suits() {
     assert!(!code.contains("__compute_0 :: < 1u8 >"), "{code}");
 }
 
+#[test]
+fn vector_lanes_take_the_polynomial_exp_of_their_instruction_set() {
+    // Its multiply-adds fused where `ISA` has FMA (`V::exp`).
+    let k = kernel(quote! {
+        kernel ex {
+            inp(x: f32[I, J]),
+            out(y: f32[I, J]),
+            out_view(y: |i, j| (i, j)),
+            md_hom[I, J](|a| a.exp(), (CC, CC)),
+            inp_view(x: |i, j| (i, j)),
+        }
+    });
+    let code = cpu_fn(&k, &[entry(&k, None)]).to_string();
+    assert!(code.contains(&quote!(.exp::<ISA>()).to_string()), "{code}");
+}
+
 fn matmul_16(t: TokenStream) -> crate::Checked {
     kernel(quote! {
         kernel matmul_16 {

@@ -36,3 +36,30 @@ fn a_fused_epilogue_has_no_intermediate_and_no_pass_of_its_own() {
         "no `__last` in the fused body"
     );
 }
+
+#[test]
+fn stages_that_share_their_rows_run_tile_by_tile() {
+    let tokens: proc_macro2::TokenStream = fixtures::SOFTMAX.parse().unwrap();
+    let expansion = expand(tokens).to_string();
+    let cpu = function(&expansion, "cpu");
+    // The four stages inside one parallel loop over tiles of rows, each
+    // at the tile's rows; the intermediates a tile's own.
+    let tiles = cpu.find("for_each_tile").expect("no tiles");
+    let inside = &cpu[tiles..];
+    for stage in ["rowmax", "exps", "rowsum", "normalize"] {
+        let call = format!("stages :: softmax_{stage} :: cpu");
+        assert!(inside.contains(&call), "{cpu}");
+    }
+    assert!(inside.contains("I : (__hi - __lo)"), "{cpu}");
+    for tmp in ["m", "e", "s"] {
+        assert!(inside.contains(&format!("let mut {tmp} ")), "{cpu}");
+    }
+    // Whole intermediates only where the tiles cannot run (a length that
+    // does not match, an empty row): the unfused fallback.
+    let fallback = cpu.find("if !").expect("no fallback");
+    assert!(!cpu[..fallback].contains("let mut m"), "{cpu}");
+    // The unfused chain: no tiles.
+    let unfused = function(&expansion, "cpu_unfused");
+    assert!(!unfused.contains("for_each_tile"), "{unfused}");
+    assert!(unfused.contains("let mut m"), "{unfused}");
+}
