@@ -1155,8 +1155,9 @@ fn run_time_tuning_keeps_a_checked_plan_on_the_device() {
 #[test]
 fn stages_run() {
     if nvrtc_and_compiler() {
-        let softmax_jobs: [JobFn; 3] = [
+        let softmax_jobs: [JobFn; 4] = [
             softmax::stages::softmax_rowmax::cuda::job,
+            softmax::stages::softmax_exps::cuda::job,
             softmax::stages::softmax_rowsum::cuda::job,
             softmax::stages::softmax_normalize::cuda::job,
         ];
@@ -1169,12 +1170,13 @@ fn stages_run() {
             layernorm::stages::layernorm_rowvar::cuda::job,
             layernorm::stages::layernorm_normalize::cuda::job,
         ];
-        let attention_jobs: [JobFn; 5] = [
+        let attention_jobs: [JobFn; 6] = [
             attention::stages::attention_scores::cuda::job,
             attention::stages::attention_rowmax::cuda::job,
+            attention::stages::attention_exps::cuda::job,
             attention::stages::attention_rowsum::cuda::job,
-            attention::stages::attention_normalize::cuda::job,
             attention::stages::attention_weighted::cuda::job,
+            attention::stages::attention_normalize::cuda::job,
         ];
         let (softmax_stage, dense_stage) = (stage_on_cpu(&softmax_jobs), stage_on_cpu(&dense_jobs));
         let (layernorm_stage, attention_stage) =

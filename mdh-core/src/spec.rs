@@ -646,6 +646,21 @@ impl Method {
         }
     }
 
+    /// Whether a lane of it is a sequence of many instructions (a
+    /// polynomial, or a call of the C library per lane), not one or two.
+    pub fn long(self) -> bool {
+        matches!(
+            self,
+            Method::Exp
+                | Method::Ln
+                | Method::Powi
+                | Method::Powf
+                | Method::Sin
+                | Method::Cos
+                | Method::Tanh
+        )
+    }
+
     /// Whether the method exists only on floats.
     pub fn float_only(self) -> bool {
         !matches!(self, Method::Abs | Method::Min | Method::Max)

@@ -9,7 +9,7 @@
 //! results through the output views. Everything about parallelism lives here,
 //! once.
 
-use crate::parallel::{each, each_index, map};
+use crate::parallel::{each, each_index, in_part, map};
 
 use mdh_rt::{DimKind, Error};
 
@@ -542,14 +542,15 @@ where
     let small = work(kept_total.saturating_mul(red_total), lanes) < SEQUENTIAL_POINTS;
     let planned = cor.iter().any(|&c| c > 0);
     let has_ps = kinds.contains(&DimKind::Ps);
-    if red_total > 0
-        && !has_ps
-        && (if planned {
+    // Inside a part of a parallel call (a tile of fused stages), the call
+    // runs on this thread alone (`parallel`): as one task.
+    let one_task = in_part()
+        || if planned {
             cor.iter().all(|&c| c <= 1)
         } else {
             small
-        })
-    {
+        };
+    if red_total > 0 && !has_ps && one_task {
         // One task holding the whole index space: its results are final.
         // (The common case of small kernels, taken before any allocation.)
         compute(&full, &mut Vec::new(), true);

@@ -17,6 +17,12 @@
 //! workers do between parallel regions). A parked helper leaves the pool's
 //! other work waiting at most one spin: it runs rayon jobs that arrive and
 //! then stops parking.
+//!
+//! A part that calls again (a tile of rows fused across stages runs each
+//! stage's kernel: `crate::row_tiles`) runs that call's parts itself, in
+//! order, as OpenMP runs a nested parallel region by default: the other
+//! threads hold tiles of their own, and a part handed to one of them would
+//! take its rows out of this core's cache.
 
 use std::any::Any;
 use std::cell::Cell;
@@ -69,7 +75,7 @@ impl Call {
             // SAFETY: `i < n`, so the call of `parts` that made `task` is
             // still waiting for this part (see there): the pointee is alive.
             let part = unsafe { &*self.task.0 };
-            if let Err(p) = catch_unwind(AssertUnwindSafe(|| part(i))) {
+            if let Err(p) = catch_unwind(AssertUnwindSafe(|| run_part(part, i))) {
                 let mut first = shared.panic.lock().unwrap_or_else(PoisonError::into_inner);
                 first.get_or_insert(p);
             }
@@ -90,6 +96,27 @@ thread_local! {
     /// Whether this thread is parked (a rayon job it runs while parked must
     /// not park again inside).
     static PARKING: Cell<bool> = const { Cell::new(false) };
+    /// Whether this thread is running a part (see the module documentation).
+    static IN_PART: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread runs inside a part of a parallel call: a
+/// call it makes runs on this thread alone.
+pub(crate) fn in_part() -> bool {
+    IN_PART.with(Cell::get)
+}
+
+/// Runs part `i` of `part` with [`IN_PART`] set (and restored, also when it
+/// unwinds, so that a caught panic leaves the flag as it found it).
+fn run_part(part: &(dyn Fn(usize) + Sync + '_), i: usize) {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            IN_PART.with(|p| p.set(self.0));
+        }
+    }
+    let _restore = Restore(IN_PART.with(|p| p.replace(true)));
+    part(i);
 }
 
 /// Posts `call` for parked helpers; returns its number.
@@ -193,7 +220,7 @@ pub(crate) fn map<T: Sync, R: Send + Sync>(items: &[T], f: impl Fn(&T) -> R + Sy
 
 /// Calls `part(i)` for every `i < n`, as [`each`] describes.
 fn parts(n: usize, part: &(dyn Fn(usize) + Sync + '_)) {
-    if n <= 1 {
+    if n <= 1 || in_part() {
         (0..n).for_each(part);
         return;
     }
