@@ -162,6 +162,7 @@ mod debug_build;
 pub mod gpu;
 #[cfg(any(doc, doctest))]
 pub mod guide;
+mod kept;
 #[doc(hidden)]
 pub mod machine;
 mod parallel;
@@ -477,6 +478,7 @@ pub mod __rt {
     pub use crate::cpu::{cpu_name, execute, isa, CorLayer, IndexBox, Isa, Region, SyncPtr};
     pub use crate::debug_build::note_debug_build;
     pub use crate::gpu;
+    pub use crate::kept::Kept;
     pub use crate::machine::{choose_plan, Machine, PlanEntry};
     #[cfg(feature = "mpi")]
     pub use crate::mpi;

@@ -248,6 +248,39 @@ mod tests {
         }
     }
 
+    /// Which intermediates their stage writes whole (their old values
+    /// never read: `Staged::written_whole`), on what this checker proves.
+    #[test]
+    fn intermediates_written_whole() {
+        let staged = |source: &str| match compile_program_str(source) {
+            Ok(Program::Staged(k)) => k,
+            other => panic!("expected a kernel of stages, got {other:?}"),
+        };
+        // softmax: m at (i), e at (i, j), s at (i): each element once.
+        let k = staged(crate::fixtures::SOFTMAX);
+        assert!((0..k.tmps.len()).all(|t| k.written_whole(t)));
+        assert!(
+            staged(CENTER).written_whole(0),
+            "a scalar, written by a reduction"
+        );
+        // Transposed is whole too; a shifted or a strided write is not
+        // (their ranges are checked at run time only; a write that is not
+        // injective the checker rejects).
+        let with = |write: &str, shape: &str| {
+            staged(&format!(
+                "kernel k {{ inp(x: f32[N, N]), out(y: f32[N]), tmp(t: f32[{shape}]), \
+                 stage a {{ out_view(t: |i, j| {write}), md_hom[N, N](|v| v, (CC, CC)), \
+                 inp_view(x: |i, j| (i, j)) }}, \
+                 stage b {{ out_view(y: |i| (i)), md_hom[N](|v| v, (CC)), \
+                 inp_view(t: |i| (2 * i, i)) }} }}"
+            ))
+            .written_whole(0)
+        };
+        assert!(with("(j, i)", "N, N"));
+        assert!(!with("(i + 1, j)", "N + 1, N"));
+        assert!(!with("(2 * i, j)", "2 * N, N"));
+    }
+
     #[test]
     fn stages_are_kernels_of_their_own() {
         let Ok(Program::Staged(k)) = compile_program_str(CENTER) else {

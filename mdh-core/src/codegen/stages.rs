@@ -248,8 +248,11 @@ fn host_chain(
     }
 }
 
-/// `let mut NAME: Vec<T> = ...;`: intermediate `t`, all of it, or (with
-/// `len`) that many elements.
+/// `let mut NAME = ...;`: intermediate `t`, all of it, in the buffer this
+/// entry point keeps for it between calls (`mdh::__rt::Kept`; refilled
+/// with zeros unless its stage writes all of it), or (with
+/// `len`, a tile's rows) that many elements in a new `Vec`: a tile's rows
+/// are few, and tiles run at the same time.
 fn alloc_tmp(
     k: &Staged<Checked>,
     t: usize,
@@ -258,12 +261,21 @@ fn alloc_tmp(
 ) -> TokenStream {
     let d = &k.tmps[t];
     let (name, ty) = (&d.name, ty(d.ty));
-    let Some(len) = len.or_else(|| tmp_len(k, t, root)) else {
+    if let Some(len) = len {
+        return quote! {
+            let mut #name: ::std::vec::Vec<#ty> =
+                ::std::vec![<#ty as ::core::default::Default>::default(); #len];
+        };
+    }
+    let Some(len) = tmp_len(k, t, root) else {
         return quote!();
     };
+    let zero = !k.written_whole(t);
     quote! {
-        let mut #name: ::std::vec::Vec<#ty> =
-            ::std::vec![<#ty as ::core::default::Default>::default(); #len];
+        let mut #name = {
+            static __KEPT: ::mdh::__rt::Kept<#ty> = ::mdh::__rt::Kept::new();
+            __KEPT.take(#len, #zero)
+        };
     }
 }
 
