@@ -646,21 +646,6 @@ impl Method {
         }
     }
 
-    /// Whether a lane of it is a sequence of many instructions (a
-    /// polynomial, or a call of the C library per lane), not one or two.
-    pub fn long(self) -> bool {
-        matches!(
-            self,
-            Method::Exp
-                | Method::Ln
-                | Method::Powi
-                | Method::Powf
-                | Method::Sin
-                | Method::Cos
-                | Method::Tanh
-        )
-    }
-
     /// Whether the method exists only on floats.
     pub fn float_only(self) -> bool {
         !matches!(self, Method::Abs | Method::Min | Method::Max)
@@ -845,43 +830,6 @@ impl<K> Staged<K> {
         self.stages
             .iter()
             .find_map(|s| Some((s, s.writes.iter().position(|&w| w == b)?)))
-    }
-
-    /// Whether the stage that computes intermediate `t` writes every element
-    /// of it: through one access whose components are each one md_hom
-    /// dimension alone, no dimension twice (the checker made each such
-    /// dimension's size the intermediate's extent there: `check::stages`).
-    /// Its old values are then never read.
-    pub fn written_whole(&self, t: usize) -> bool
-    where
-        K: std::ops::Deref<Target = Kernel>,
-    {
-        let Some((s, out)) = self.writer(BufRef::Tmp(t)) else {
-            return false;
-        };
-        let writes: Vec<&IndexFn> = (s.kernel.output_accesses().into_iter())
-            .filter(|&(b, _)| b == out)
-            .map(|(_, f)| f)
-            .collect();
-        let [f] = writes[..] else {
-            return false;
-        };
-        let mut seen: Vec<usize> = Vec::new();
-        f.components.len() == self.tmps[t].shape.len()
-            && f.components.iter().all(|c| {
-                let mut dims = c.dims.iter().enumerate().filter(|(_, &x)| x != 0);
-                match (dims.next(), dims.next()) {
-                    (Some((d, 1)), None)
-                        if c.constant == 0
-                            && c.sizes.iter().all(|&x| x == 0)
-                            && !seen.contains(&d) =>
-                    {
-                        seen.push(d);
-                        true
-                    }
-                    _ => false,
-                }
-            })
     }
 
     /// The same kernel with each stage's kernel mapped by `f`; a stage

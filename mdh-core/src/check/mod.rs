@@ -73,7 +73,7 @@ mod injectivity;
 mod messages;
 mod names;
 mod ops;
-mod stages;
+pub(crate) mod stages;
 mod typed;
 mod views;
 

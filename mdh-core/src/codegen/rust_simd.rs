@@ -69,6 +69,22 @@ pub fn splat(x: TokenStream, t: ScalarType, n: usize) -> TokenStream {
     quote!(<#v>::splat(#x))
 }
 
+/// Whether a lane of method `m` is a sequence of many instructions (a
+/// polynomial, `V::exp`, or a call of the C library per lane), not one or
+/// two.
+pub fn long_lane(m: Method) -> bool {
+    matches!(
+        m,
+        Method::Exp
+            | Method::Ln
+            | Method::Powi
+            | Method::Powf
+            | Method::Sin
+            | Method::Cos
+            | Method::Tanh
+    )
+}
+
 /// The lane-wise evaluation of a vectorizable expression with `n` lanes.
 pub fn expr(e: &Expr, n: usize) -> TokenStream {
     match &e.kind {

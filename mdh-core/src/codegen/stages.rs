@@ -270,7 +270,7 @@ fn alloc_tmp(
     let Some(len) = tmp_len(k, t, root) else {
         return quote!();
     };
-    let zero = !k.written_whole(t);
+    let zero = !crate::check::stages::written_whole(k, t);
     quote! {
         let mut #name = {
             static __KEPT: ::mdh::__rt::Kept<#ty> = ::mdh::__rt::Kept::new();

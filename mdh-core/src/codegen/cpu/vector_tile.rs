@@ -355,7 +355,7 @@ impl<'g, 'k> VectorTile<'g, 'k> {
     fn values(&self) -> TokenStream {
         let (g, s, n) = (self.g, self.simd.dim, self.n());
         let (i_s, b_s) = (&self.i_s, &self.b_s);
-        let long = |e: &Expr| matches!(e.kind, ExprKind::MethodCall(_, m, _, _) if m.long());
+        let long = |e: &Expr| matches!(e.kind, ExprKind::MethodCall(_, m, _, _) if rust_simd::long_lane(m));
         let hold = !self.edge && !g.w.body.any(&long);
         let vals: Vec<Ident> = (0..g.n_out()).map(|o| format_ident!("__v{}", o)).collect();
         let mut computed = TokenStream::new();
