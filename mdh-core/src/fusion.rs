@@ -15,7 +15,7 @@ use crate::spec::{BufRef, DimKind, IndexFn, SizeExpr, Staged};
 
 pub mod rows;
 
-pub use rows::{RowGroup, Rows};
+pub use rows::{GroupBuffer, Named, RowGroup, Rows};
 
 /// What fuses in a kernel of stages on the CPU: its epilogues, and its
 /// stages fused along their rows ([`rows`]).

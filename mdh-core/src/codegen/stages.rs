@@ -15,7 +15,7 @@ use crate::codegen::cpu::FusedEpilogue;
 use crate::codegen::gpu_api::{backend_module, device_ty, download, upload};
 use crate::codegen::host_args;
 use crate::codegen::rust_expr::ty;
-use crate::fusion::{Epilogue, Fusion, RowGroup, Rows};
+use crate::fusion::{Epilogue, Fusion, GroupBuffer, Named, RowGroup, Rows};
 use crate::spec::{BufRef, Stage, Staged};
 
 /// The module `NAME` of a kernel of stages; `stage_module` expands one
@@ -340,17 +340,17 @@ fn row_group(
 ) -> TokenStream {
     let rows_name = &k.size_params[g.rows];
     let tile = quote!((__hi - __lo));
-    let sliced: Vec<BufRef> = (g.buffers.iter())
-        .filter(|&&(_, r)| r == Rows::Sliced)
-        .map(|&(b, _)| b)
+    let sliced_named: Vec<&GroupBuffer> = (g.buffers.iter())
+        .filter(|x| x.rows == Rows::Sliced)
         .collect();
+    let sliced: Vec<BufRef> = sliced_named.iter().map(|x| x.buf).collect();
     let local = |b: BufRef| matches!(b, BufRef::Tmp(t) if g.local.contains(&t));
     // The elements of each sliced buffer at the call's sizes, as the first
     // stage that names it has them.
     let count = |b: BufRef| format_ident!("__n_{}", k.decl(b).name);
     let per_row = |b: BufRef| format_ident!("__row_{}", k.decl(b).name);
-    let counts = sliced.iter().map(|&b| {
-        let (n, len) = (count(b), elements(k, g, b, root));
+    let counts = sliced_named.iter().map(|x| {
+        let (n, len) = (count(x.buf), elements(k, x.named, root));
         quote!(let #n: usize = #len;)
     });
     let shaped = sliced.iter().filter(|&&b| !local(b)).map(|&b| {
@@ -392,8 +392,9 @@ fn row_group(
     // What the group only reads, shared by every tile (outputs and
     // intermediates as `&[T]`).
     let shared = (g.buffers.iter())
-        .filter(|&&(b, _)| !matches!(b, BufRef::Input(_)) && !local(b) && !g.writes(k, b))
-        .map(|&(b, _)| {
+        .map(|x| x.buf)
+        .filter(|&b| !matches!(b, BufRef::Input(_)) && !local(b) && !g.writes(k, b))
+        .map(|b| {
             let name = &k.decl(b).name;
             quote!(let #name = &#name[..];)
         });
@@ -438,27 +439,18 @@ fn row_group(
     }
 }
 
-/// The elements of buffer `b` at the call's sizes, as the first stage of
-/// `g` that names it has them (an `Err` where it overflows).
-fn elements(k: &Staged<Checked>, g: &RowGroup, b: BufRef, root: &TokenStream) -> TokenStream {
-    let (s, list, j) = g
-        .stages
-        .clone()
-        .find_map(|i| {
-            let s = &k.stages[i];
-            let read = s
-                .reads
-                .iter()
-                .position(|&x| x == b)
-                .map(|j| (s, quote!(inputs), j));
-            read.or_else(|| {
-                s.writes
-                    .iter()
-                    .position(|&x| x == b)
-                    .map(|j| (s, quote!(outputs), j))
-            })
-        })
-        .expect("a row group's buffer is named by one of its stages");
+/// The elements of the buffer `named` names at the call's sizes, as its
+/// stage has them (an `Err` where it overflows).
+fn elements(k: &Staged<Checked>, named: Named, root: &TokenStream) -> TokenStream {
+    let s = &k.stages[named.stage];
+    let (j, list) = (
+        named.at,
+        if named.output {
+            quote!(outputs)
+        } else {
+            quote!(inputs)
+        },
+    );
     let (path, sizes) = (stage_path(s, root), stage_sizes(k, s, root));
     quote!({
         let __desc = #path::desc();

@@ -32,6 +32,26 @@ pub enum Rows {
     Whole,
 }
 
+/// A buffer of a row group, how a tile sees it, and where the group first
+/// names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroupBuffer {
+    pub buf: BufRef,
+    pub rows: Rows,
+    /// The first of the group's stages that reads or writes it, and its
+    /// position among that stage's reads (`output: false`) or writes: the
+    /// stage whose sizes give its length.
+    pub named: Named,
+}
+
+/// A buffer's position among one stage's reads or writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Named {
+    pub stage: usize,
+    pub output: bool,
+    pub at: usize,
+}
+
 /// Consecutive stages fused along their rows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RowGroup {
@@ -42,7 +62,7 @@ pub struct RowGroup {
     pub rows: usize,
     /// Every buffer the stages read or write, once, in the order the
     /// stages first name them, with how a tile sees it.
-    pub buffers: Vec<(BufRef, Rows)>,
+    pub buffers: Vec<GroupBuffer>,
     /// The intermediates no stage outside the group reads or writes: each
     /// tile has its own rows of them, never the whole.
     pub local: Vec<usize>,
@@ -89,7 +109,7 @@ pub fn row_groups(k: &Staged<Checked>, epilogues: &[Epilogue]) -> Vec<RowGroup> 
                 let b = BufRef::Tmp(t);
                 let touches =
                     |s: &crate::spec::Stage<Checked>| s.reads.contains(&b) || s.writes.contains(&b);
-                g.buffers.iter().any(|&(x, _)| x == b)
+                g.buffers.iter().any(|x| x.buf == b)
                     && (k.stages.iter().enumerate())
                         .all(|(i, s)| g.stages.contains(&i) || !touches(s))
             })
@@ -102,23 +122,26 @@ pub fn row_groups(k: &Staged<Checked>, epilogues: &[Epilogue]) -> Vec<RowGroup> 
 /// buffer the group already has at its rows (otherwise fusing it saves no
 /// traffic), every buffer both see is seen alike, and no buffer the
 /// grown group writes is whole.
-fn join(k: &Staged<Checked>, g: &mut RowGroup, s: usize, bufs: &[(BufRef, Rows)]) -> bool {
-    let known = |b: BufRef| g.buffers.iter().find(|&&(x, _)| x == b).map(|&(_, r)| r);
+fn join(k: &Staged<Checked>, g: &mut RowGroup, s: usize, bufs: &[GroupBuffer]) -> bool {
+    let known = |b: BufRef| g.buffers.iter().find(|x| x.buf == b).map(|x| x.rows);
+    let sliced = |b: BufRef| bufs.iter().any(|x| x.buf == b && x.rows == Rows::Sliced);
     let shares = k.stages[s]
         .reads
         .iter()
-        .any(|&b| known(b) == Some(Rows::Sliced) && bufs.contains(&(b, Rows::Sliced)));
-    let alike = bufs.iter().all(|&(b, r)| known(b).is_none_or(|x| x == r));
+        .any(|&b| known(b) == Some(Rows::Sliced) && sliced(b));
+    let alike = bufs
+        .iter()
+        .all(|x| known(x.buf).is_none_or(|r| r == x.rows));
     let written_whole = (g.buffers.iter())
-        .any(|&(b, r)| r == Rows::Whole && k.stages[s].writes.contains(&b))
+        .any(|x| x.rows == Rows::Whole && k.stages[s].writes.contains(&x.buf))
         || bufs
             .iter()
-            .any(|&(b, r)| r == Rows::Whole && g.writes(k, b));
+            .any(|x| x.rows == Rows::Whole && g.writes(k, x.buf));
     if !(shares && alike) || written_whole {
         return false;
     }
-    let new: Vec<(BufRef, Rows)> = (bufs.iter().copied())
-        .filter(|&(b, _)| known(b).is_none())
+    let new: Vec<GroupBuffer> = (bufs.iter().copied())
+        .filter(|x| known(x.buf).is_none())
         .collect();
     g.stages.end = s + 1;
     g.buffers.extend(new);
@@ -128,7 +151,7 @@ fn join(k: &Staged<Checked>, g: &mut RowGroup, s: usize, bufs: &[(BufRef, Rows)]
 /// Stage `s` as a stage of a row group: its rows' size parameter and how
 /// it sees each buffer it reads or writes (see the module documentation),
 /// or `None`.
-fn stage_rows(k: &Staged<Checked>, s: usize) -> Option<(usize, Vec<(BufRef, Rows)>)> {
+fn stage_rows(k: &Staged<Checked>, s: usize) -> Option<(usize, Vec<GroupBuffer>)> {
     let stage = &k.stages[s];
     let kernel = &stage.kernel;
     if kernel.analysis().kinds.first() != Some(&DimKind::Cc) {
@@ -155,15 +178,20 @@ fn stage_rows(k: &Staged<Checked>, s: usize) -> Option<(usize, Vec<(BufRef, Rows
     if reads_rows || kernel.dims[1..].iter().any(|d| mentions(&d.size, name)) {
         return None;
     }
-    let mut bufs: Vec<(BufRef, Rows)> = Vec::new();
+    let mut bufs: Vec<GroupBuffer> = Vec::new();
+    let named = |output: bool, at: usize| Named {
+        stage: s,
+        output,
+        at,
+    };
     let accesses = (kernel.input_accesses().into_iter())
-        .map(|(b, f)| (stage.reads[b], &kernel.inputs[b], f))
+        .map(|(b, f)| (stage.reads[b], &kernel.inputs[b], f, named(false, b)))
         .chain(
             (kernel.output_accesses().into_iter())
-                .map(|(b, f)| (stage.writes[b], &kernel.outputs[b], f)),
+                .map(|(b, f)| (stage.writes[b], &kernel.outputs[b], f, named(true, b))),
         );
     let reduced = &kernel.analysis().reduced;
-    for (b, decl, f) in accesses {
+    for (b, decl, f, named) in accesses {
         let r = access_rows(decl, f, name, size)?;
         // A product's other operand (read whole along a reduced dimension):
         // every tile would read, and pack, all of it again.
@@ -171,13 +199,18 @@ fn stage_rows(k: &Staged<Checked>, s: usize) -> Option<(usize, Vec<(BufRef, Rows
         if r == Rows::Whole && along_reduced {
             return None;
         }
-        match bufs.iter().find(|&&(x, _)| x == b) {
-            Some(&(_, seen)) if seen != r => return None,
+        match bufs.iter().find(|x| x.buf == b) {
+            Some(x) if x.rows != r => return None,
             Some(_) => {}
-            None => bufs.push((b, r)),
+            None => bufs.push(GroupBuffer {
+                buf: b,
+                rows: r,
+                named,
+            }),
         }
     }
-    let writes_whole = (bufs.iter()).any(|&(b, r)| r == Rows::Whole && stage.writes.contains(&b));
+    let writes_whole =
+        (bufs.iter()).any(|x| x.rows == Rows::Whole && stage.writes.contains(&x.buf));
     (!writes_whole).then_some((rows, bufs))
 }
 

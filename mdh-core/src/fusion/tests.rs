@@ -1,4 +1,4 @@
-use super::{epilogues, Epilogue, Fusion, RowGroup, Rows};
+use super::{epilogues, Epilogue, Fusion, GroupBuffer, Named, RowGroup, Rows};
 use crate::spec::BufRef;
 use crate::{compile_program_str, Program};
 
@@ -99,10 +99,29 @@ fn softmax_fuses_along_its_rows() {
     let f = fusion_of(crate::fixtures::SOFTMAX);
     let (x, y) = (BufRef::Input(0), BufRef::Output(0));
     let (m, e, s) = (BufRef::Tmp(0), BufRef::Tmp(1), BufRef::Tmp(2));
+    // Each buffer named first by the stage that reads (x) or computes it.
+    let named = |stage: usize, output: bool| Named {
+        stage,
+        output,
+        at: 0,
+    };
+    let buffers = [
+        (x, 0, false),
+        (m, 0, true),
+        (e, 1, true),
+        (s, 2, true),
+        (y, 3, true),
+    ]
+    .map(|(buf, stage, output)| GroupBuffer {
+        buf,
+        rows: Rows::Sliced,
+        named: named(stage, output),
+    })
+    .to_vec();
     let want = RowGroup {
         stages: 0..4,
         rows: 0,
-        buffers: [x, m, e, s, y].map(|b| (b, Rows::Sliced)).to_vec(),
+        buffers,
         local: vec![0, 1, 2],
     };
     assert_eq!(
@@ -125,8 +144,8 @@ fn buffers_without_rows_are_read_whole() {
     let [g] = &f.rows[..] else { panic!("{f:?}") };
     assert_eq!(g.stages, 0..2);
     let whole: Vec<BufRef> = (g.buffers.iter())
-        .filter(|&&(_, r)| r == Rows::Whole)
-        .map(|&(b, _)| b)
+        .filter(|x| x.rows == Rows::Whole)
+        .map(|x| x.buf)
         .collect();
     assert_eq!(whole, [BufRef::Input(1), BufRef::Input(2)]);
     assert_eq!(g.local, [0]);
