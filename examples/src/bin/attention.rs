@@ -1,4 +1,4 @@
-//! One attention head, `softmax(Q·Kᵀ / √D) · V`, a kernel of five stages:
+//! One attention head, `softmax(Q·Kᵀ / √D) · V`, a kernel of six stages:
 //! sequence 1024, head dimension 64 (`--quick`: sequence 256).
 use mdh_examples::check::{self, Args, Buffer, Res, Rng, Value};
 include!("../../kernels/src/attention.rs");
