@@ -358,11 +358,11 @@ impl CpuPlan {
                     // The panel as wide as AVX-512's register tile (four
                     // vectors of the plan's SIMD layer, 256 bytes a row:
                     // four lines), in whole register tiles; the rows' L1
-                    // tile is 64 register tiles. With AVX2's tile of 64 bytes a panel
-                    // read in place (few rows) touched one line per page
-                    // along the reduction, a TLB miss per load: matmul
-                    // 16×4096×4096 on the 2-core AMD EPYC (Zen 3) ran 30 ms
-                    // against OpenBLAS's 6.6.
+                    // tile is 64 register tiles. A panel of AVX2's tile
+                    // (64 bytes) read in place (few rows) touched one line
+                    // per page along the reduction, a TLB miss per load:
+                    // matmul 16×4096×4096 on the 2-core AMD EPYC (Zen 3)
+                    // ran 30 ms against OpenBLAS's 6.6 (now 21-25).
                     l1[s] = whole(4 * lanes, reg[s]);
                     l1[o] = 64 * reg[o];
                     l2[o] = l1[o];

@@ -11,6 +11,7 @@
 //! ([`rows`]). See the guide's chapter 11 for what fuses and why.
 
 use crate::analysis::Checked;
+use crate::check::stages::lone_dim;
 use crate::spec::{BufRef, DimKind, IndexFn, SizeExpr, Staged};
 
 pub mod rows;
@@ -120,15 +121,7 @@ fn epilogue(k: &Staged<Checked>, s: usize) -> Option<Epilogue> {
         return None;
     };
     let dims = (pfn.components.iter())
-        .map(|c| {
-            let mut ones = c.dims.iter().enumerate().filter(|(_, &x)| x != 0);
-            match (ones.next(), ones.next()) {
-                (Some((d, 1)), None) if c.constant == 0 && c.sizes.iter().all(|&x| x == 0) => {
-                    pa.kept.contains(&d).then_some(d)
-                }
-                _ => None,
-            }
-        })
+        .map(|c| lone_dim(c).filter(|d| pa.kept.contains(d)))
         .collect::<Option<Vec<usize>>>()?;
     if dims.len() != ea.kinds.len() || (1..dims.len()).any(|m| dims[..m].contains(&dims[m])) {
         return None;

@@ -3,7 +3,7 @@
 //! An intermediate of a whole call (the scores of an attention head, 4 MiB
 //! at a sequence of 1024) is larger than what the allocator recycles: a new
 //! `Vec` of it is fresh pages from the OS on every call, each one faulted in
-//! and cleared by the kernel, and returned at the end (a quarter of the
+//! and cleared by the kernel, and returned at the end (some 40 % of the
 //! attention example's time on the 2-core AMD EPYC, Zen 3). Each
 //! intermediate's buffer so stays with its kernel's entry point between
 //! calls, in pages already mapped, refilled with zeros (the interpreter's

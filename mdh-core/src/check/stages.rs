@@ -9,7 +9,7 @@ use super::check;
 use crate::analysis::Checked;
 use crate::diagnostics::Diagnostics;
 use crate::spec::parsed::Kernel;
-use crate::spec::{BufRef, BufferDecl, IndexFn, SizeExpr, Stage, Staged, View};
+use crate::spec::{Affine, BufRef, BufferDecl, IndexFn, SizeExpr, Stage, Staged, View};
 use syn::Ident;
 
 /// The buffer of the kernel of stages each view of `views` names, with the
@@ -189,13 +189,9 @@ fn check_access(
 ) {
     let kern = &s.kernel;
     for (c, (a, shape)) in f.components.iter().zip(&decl.shape).enumerate() {
-        let mut dims = a.dims.iter().enumerate().filter(|(_, &x)| x != 0);
-        let (Some((d, 1)), None) = (dims.next().map(|(d, &x)| (d, x)), dims.next()) else {
+        let Some(d) = lone_dim(a) else {
             continue;
         };
-        if a.constant != 0 || a.sizes.iter().any(|&x| x != 0) {
-            continue;
-        }
         let Some(dim) = kern.dims.get(d) else {
             continue;
         };
@@ -236,20 +232,21 @@ pub fn written_whole(k: &Staged<Checked>, t: usize) -> bool {
     let [f] = writes[..] else {
         return false;
     };
-    let mut seen: Vec<usize> = Vec::new();
-    f.components.len() == k.tmps[t].shape.len()
-        && f.components.iter().all(|c| {
-            let mut dims = c.dims.iter().enumerate().filter(|(_, &x)| x != 0);
-            match (dims.next(), dims.next()) {
-                (Some((d, 1)), None)
-                    if c.constant == 0 && c.sizes.iter().all(|&x| x == 0) && !seen.contains(&d) =>
-                {
-                    seen.push(d);
-                    true
-                }
-                _ => false,
-            }
-        })
+    let dims: Option<Vec<usize>> = f.components.iter().map(lone_dim).collect();
+    dims.is_some_and(|dims| {
+        dims.len() == k.tmps[t].shape.len()
+            && (1..dims.len()).all(|m| !dims[..m].contains(&dims[m]))
+    })
+}
+
+/// The md_hom dimension an index component is, alone (`i`, not `i + 1`,
+/// `2 * i` or `i + j`).
+pub fn lone_dim(c: &Affine) -> Option<usize> {
+    let mut dims = c.dims.iter().enumerate().filter(|(_, &x)| x != 0);
+    match (dims.next(), dims.next()) {
+        (Some((d, 1)), None) if c.constant == 0 && c.sizes.iter().all(|&x| x == 0) => Some(d),
+        _ => None,
+    }
 }
 
 fn size_text(e: &SizeExpr) -> String {
@@ -281,7 +278,7 @@ mod tests {
     }
 
     /// Which intermediates their stage writes whole (their old values
-    /// never read: `Staged::written_whole`), on what this checker proves.
+    /// never read: `written_whole`), on what this checker proves.
     #[test]
     fn intermediates_written_whole() {
         let staged = |source: &str| match compile_program_str(source) {
