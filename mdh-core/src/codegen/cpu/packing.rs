@@ -142,10 +142,9 @@ impl<'k> Gen<'k> {
             }
             // Read in place where the register tiles of this L1 tile read
             // the packed tile fewer than 8 times (the kept dimensions the
-            // access does not use, in register tiles): the copy costs about
-            // one read. On the 2-core AMD EPYC (Zen 5), the default matmul
-            // plan (6 × 64 tiles) at 16 × 1000 × 2048: 0.165 ms in place
-            // against 0.240 packed; at 2048³ packing is 10 % faster.
+            // access does not use, in register tiles) and the input stays
+            // in the last level cache (`mdh::cpu::read_in_place` has the
+            // rule and its measurements).
             let reuse = self.kept.iter().filter(|x| !layout.contains(x)).map(|&x| {
                 let ((lo, hi), r) = (l1_tile(x), plan.reg[x]);
                 quote!(* (#hi - #lo).div_ceil(#r))
@@ -161,7 +160,7 @@ impl<'k> Gen<'k> {
             });
             refill.extend(quote! {
                 let mut #st: [isize; #outer] = [0; #outer];
-                let (#pk, #o): (&[#t], isize) = if 1usize #(#reuse)* < 8 {
+                let (#pk, #o): (&[#t], isize) = if ::mdh::cpu::read_in_place(1usize #(#reuse)*, ::core::mem::size_of_val(#src)) {
                     #(#coefs)*
                     (#src, #ia_b #(#origin)*)
                 } else {
