@@ -28,11 +28,6 @@ type Combo = Vec<(usize, usize)>;
 /// the points that exist.
 const SPLIT_ROWS: usize = 4;
 
-/// Independent accumulator chains that keep the FMA units busy: the
-/// 4-cycle FMA latency × 2 FMA ports of the x86 cores the project runs on
-/// (Zen 3 to 5, Skylake-X to Sapphire Rapids).
-const CHAINS: usize = 8;
-
 impl<'k> Gen<'k> {
     /// A register tile on SIMD lanes. `edge`: the tile is cut by the end of
     /// its L1 tile (`__n{d}` below the register tile in some kept
@@ -155,16 +150,16 @@ impl<'g, 'k> VectorTile<'g, 'k> {
     /// the whole tile computed its other vectors for nothing: ccsdt at
     /// extents 16 with a 6-row, 4-vector tile ran 4.2× slower on the
     /// 2-core AMD EPYC than one vector wide). Where only other kept
-    /// dimensions are cut: the full width over [`Self::group_rows`]
-    /// coordinates of the innermost of them and one of each other (a
-    /// matmul with one row computed the tile's six rows). Both hold fewer
-    /// accumulators than the full tile, so the edge code is smaller than
-    /// one full tile.
+    /// dimensions are cut: the full width over two coordinates of the
+    /// innermost of them (enough accumulators to keep both FMA pipes busy)
+    /// and one of each other (a matmul with one row computed the tile's
+    /// six rows). Both hold fewer accumulators than the full tile, so the
+    /// edge code is smaller than one full tile.
     ///
     /// A tile one vector wide splits only its rows: cut along the SIMD
     /// dimension it runs as it is (AVX2's 6-row, one-vector matmul tile
     /// with one row: 0.24 ms at 1×1000×2048 as a variable-trip tile, whose
-    /// vectors LLVM assembled lane by lane, 0.07 in pairs of rows).
+    /// vectors LLVM assembled lane by lane, 0.07 in row pairs).
     fn split_edge(&self) -> TokenStream {
         let (n_s, width) = (&self.n_s, self.simd.chunks * self.n());
         // The other kept dimensions the tile spans, innermost last.
@@ -178,7 +173,7 @@ impl<'g, 'k> VectorTile<'g, 'k> {
         } else {
             self.whole()
         };
-        let rows = self.row_groups(&outer);
+        let rows = self.row_pairs(&outer);
         quote! {
             if #n_s < #width { #narrow } else { #rows }
         }
@@ -238,34 +233,21 @@ impl<'g, 'k> VectorTile<'g, 'k> {
         }
     }
 
-    /// The coordinates of the innermost cut dimension `o` that an edge
-    /// tile computes at once (see [`VectorTile::split_edge`]): enough rows
-    /// of the tile's width for [`CHAINS`] accumulators, at least two, at
-    /// most the tile's. Rows past the edge are clamped, computed and not
-    /// stored: a group costs no more time than its rows that exist, whose
-    /// fewer chains would wait on the FMA latency. AVX2's 6 × 2-vector
-    /// matmul tile with 4 rows left (matmul 16 × 4096 × 4096): groups of 4
-    /// rows, where pairs held 4 accumulators and ran at half the rate.
-    fn group_rows(&self, o: usize) -> usize {
-        CHAINS.div_ceil(self.simd.chunks).clamp(2, self.plan.reg[o])
-    }
-
-    /// The full width over [`Self::group_rows`] coordinates at a time of
-    /// the innermost of the cut dimensions `outer`, one of each other (see
+    /// The full width over two coordinates at a time of the innermost of
+    /// the cut dimensions `outer`, one of each other (see
     /// [`VectorTile::split_edge`]).
-    fn row_groups(&self, outer: &[usize]) -> TokenStream {
+    fn row_pairs(&self, outer: &[usize]) -> TokenStream {
         let Some((&o, others)) = outer.split_last() else {
             return quote!();
         };
-        let g = self.group_rows(o);
-        let group: Vec<Combo> = (0..g)
+        let pair: Vec<Combo> = (0..2)
             .map(|v| {
                 let mut c = self.combos[0].clone();
                 c.iter_mut().filter(|x| x.0 == o).for_each(|x| x.1 = v);
                 c
             })
             .collect();
-        let tile = self.smaller(self.simd, group, false, self.edge);
+        let tile = self.smaller(self.simd, pair, false, self.edge);
         let names = |d: usize| {
             (
                 format_ident!("__b{}", d),
@@ -274,17 +256,17 @@ impl<'g, 'k> VectorTile<'g, 'k> {
             )
         };
         let (b, nd, b0) = names(o);
-        let groups = quote! {
+        let pairs = quote! {
             let (#b0, __m): (usize, usize) = (#b, #nd);
             let mut __c: usize = 0;
             while __c < __m {
                 let #b: usize = #b0 + __c;
-                let #nd: usize = ::core::cmp::min(#g, __m - __c);
+                let #nd: usize = ::core::cmp::min(2, __m - __c);
                 #tile
-                __c += #g;
+                __c += 2;
             }
         };
-        others.iter().rev().fold(groups, |inner, &d| {
+        others.iter().rev().fold(pairs, |inner, &d| {
             let (b, nd, b0) = names(d);
             quote! {
                 let #b0: usize = #b;
