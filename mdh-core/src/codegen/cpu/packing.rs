@@ -143,7 +143,7 @@ impl<'k> Gen<'k> {
             // Read in place where the register tiles of this L1 tile read
             // the packed tile fewer than 8 times (the kept dimensions the
             // access does not use, in register tiles) and the input stays
-            // in the last level cache (`mdh::cpu::read_in_place` has the
+            // in the last level cache (`mdh::machine::read_in_place` has the
             // rule and its measurements).
             let reuse = self.kept.iter().filter(|x| !layout.contains(x)).map(|&x| {
                 let ((lo, hi), r) = (l1_tile(x), plan.reg[x]);
@@ -160,7 +160,7 @@ impl<'k> Gen<'k> {
             });
             refill.extend(quote! {
                 let mut #st: [isize; #outer] = [0; #outer];
-                let (#pk, #o): (&[#t], isize) = if ::mdh::cpu::read_in_place(1usize #(#reuse)*, ::core::mem::size_of_val(#src)) {
+                let (#pk, #o): (&[#t], isize) = if ::mdh::machine::read_in_place(1usize #(#reuse)*, ::core::mem::size_of_val(#src)) {
                     #(#coefs)*
                     (#src, #ia_b #(#origin)*)
                 } else {
