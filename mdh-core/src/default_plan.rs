@@ -388,11 +388,18 @@ impl CpuPlan {
                 stream = cols.is_some() && a.outputs.iter().all(|o| o.static_coefs[s] == Some(1));
             }
             Class::ContiguousReduction { simd: s } => {
-                // Four vectors of partial results hide the combine's
-                // latency; up to four rows of the kept dimension outward
-                // share the other inputs' loads (matvec's vector).
-                reg[s] = vectors(4) * lanes;
-                if let Some(o) = (0..d).rev().find(|&x| kinds[x] == DimKind::Cc) {
+                // Four rows of the kept dimension outward share the other
+                // inputs' loads (matvec's vector); as many vectors of
+                // partial results as the accumulators then hold, up to
+                // four, hide the combine's latency (AVX-512: 4 rows × 4
+                // vectors). Rows come first: AVX2's six accumulator
+                // vectors went to one row of four vectors (matvec 4096² on
+                // the 2-core AMD EPYC (Zen 3): 2.55–2.72 ms; 4 rows × one
+                // vector 1.69–1.84, OpenBLAS about 1.9–2.1).
+                let outer = (0..d).rev().find(|&x| kinds[x] == DimKind::Cc);
+                let rows = if outer.is_some() { 4 } else { 1 };
+                reg[s] = vectors((acc / outputs / rows).clamp(1, 4)) * lanes;
+                if let Some(o) = outer {
                     reg[o] = (acc * lanes / outputs / reg[s]).clamp(1, 4);
                 }
                 // Rows stream as runs of an eighth of the L2 (64 KiB on the
