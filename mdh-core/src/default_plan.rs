@@ -362,7 +362,8 @@ impl CpuPlan {
                     // (64 bytes) read in place (few rows) touched one line
                     // per page along the reduction, a TLB miss per load:
                     // matmul 16×4096×4096 on the 2-core AMD EPYC (Zen 3)
-                    // ran 30 ms against OpenBLAS's 6.6 (now 21-25).
+                    // ran 30 ms against OpenBLAS's 6.6 (21-25 after this;
+                    // 8.5-12 once B, 64 MiB, is packed: `read_in_place`).
                     l1[s] = whole(4 * lanes, reg[s]);
                     l1[o] = 64 * reg[o];
                     l2[o] = l1[o];
