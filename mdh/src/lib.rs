@@ -486,7 +486,8 @@ pub mod __rt {
     pub use crate::scalar::{FloatMinMax, IntDiv};
     pub use crate::simd::{mul_add, tile_origin, vector_step, V};
     pub use crate::stream::{
-        pays as stream_pays, starts_lines, Results as StreamedResults, StreamWriter,
+        pays as stream_pays, starts_lines, within_call as stream_within_call,
+        Results as StreamedResults, StreamWriter,
     };
     pub use crate::widen::{widen_bf16, widen_f16};
     pub use mdh_rt::desc::{AccessDesc, AffineDesc, ArgSizes, Bound, BufDesc, KernelDesc, SizeOp};

@@ -409,10 +409,30 @@ fn row_group(
         let r = per_row(BufRef::Tmp(t));
         alloc_tmp(k, t, root, Some(quote!(#r * #tile)))
     });
-    let tile_calls = g
-        .stages
-        .clone()
-        .map(|i| stage_call(k, i, root, entry, &quote!(), Some((g.rows, &tile))));
+    // A stage that writes only outputs of the kernel streams its rows
+    // where the whole call's outputs would (`mdh::stream::within_call`).
+    let finals = (parted.iter()).filter(|b| matches!(b, BufRef::Output(_)));
+    let final_bytes = finals.map(|&b| {
+        let name = &k.decl(b).name;
+        quote!(+ ::core::mem::size_of_val(&*#name))
+    });
+    let writes_finals =
+        |i: usize| (k.stages[i].writes.iter()).all(|b| matches!(b, BufRef::Output(_)));
+    let final_bytes = (g.stages.clone().any(writes_finals))
+        .then(|| quote!(let __final_bytes: usize = 0usize #(#final_bytes)*;));
+    let tile_calls = g.stages.clone().map(|i| {
+        let call = stage_call(k, i, root, entry, &quote!(), Some((g.rows, &tile)));
+        if writes_finals(i) {
+            quote! {
+                ::mdh::__rt::stream_within_call(__final_bytes, || {
+                    #call
+                    ::core::result::Result::<(), ::mdh::Error>::Ok(())
+                })?;
+            }
+        } else {
+            call
+        }
+    });
     quote! {
         {
             let __rows: usize = sizes.#rows_name;
@@ -423,6 +443,7 @@ fn row_group(
             } else {
                 #(#per_rows)*
                 let __tile: usize = ::mdh::__rt::row_tile(__rows, 0usize #(#row_bytes)*);
+                #final_bytes
                 #(#part_iters)*
                 let __work: ::std::vec::Vec<_> = (0..__rows.div_ceil(__tile))
                     .map(|__t| (__t * __tile, ((__t + 1) * __tile).min(__rows), #(#part_next,)*))
