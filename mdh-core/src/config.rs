@@ -281,7 +281,19 @@ impl CpuEntry {
             sizes: self.sizes.as_deref(),
             line: self.line,
             accumulator_bytes: self.plan.accumulator_bytes(k),
+            narrowed_for: self.narrowed_for_avx2(k).map(|_| Isa::Avx2),
         }
+    }
+
+    /// The entry's plan narrowed to AVX2's registers, which the AVX2 body
+    /// runs, where the plan outgrows them and the entry is for any machine
+    /// of the AVX-512 kind (no machine description, not the default plan,
+    /// which the macro fits to each instruction set itself).
+    pub fn narrowed_for_avx2(&self, k: &Checked) -> Option<CpuPlan> {
+        if self.machine.is_some() || self.line == DEFAULT_LINE {
+            return None;
+        }
+        self.plan.narrowed(k, Isa::Avx2)
     }
 }
 

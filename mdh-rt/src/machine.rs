@@ -90,6 +90,11 @@ pub struct PlanEntry<'a> {
     pub line: u32,
     /// Bytes of its register tile's accumulators, every output together.
     pub accumulator_bytes: usize,
+    /// The instruction set whose body runs the entry's plan with its
+    /// register tile narrowed to that set's registers (one the tile
+    /// outgrows), if generated code compiled one: AVX2 for an entry without
+    /// a machine description tuned on AVX-512.
+    pub narrowed_for: Option<Isa>,
 }
 
 /// A machine kernels run on, as the dispatch sees it (`mdh::machine::host`
@@ -181,7 +186,8 @@ impl PlanEntry<'_> {
     /// where AVX2's default runs 8.7 (the 2-core AMD EPYC, `MDH_ISA=avx2`).
     /// A tile past even AVX-512's registers was chosen as such (measured,
     /// or written by hand): the widest set runs it as given. The default
-    /// plan suits every instruction set: the macro fits it to each.
+    /// plan suits every instruction set: the macro fits it to each; an
+    /// entry narrowed for `isa` ([`PlanEntry::narrowed_for`]) suits it too.
     /// Generated code compiles an entry's body only for the instruction
     /// sets it suits; the dispatch ranks an unsuited entry after the
     /// default plan, so it never runs beside one.
@@ -192,6 +198,7 @@ impl PlanEntry<'_> {
                 self.is_default()
                     || isa == Isa::ALL[0]
                     || self.accumulator_bytes <= isa.accumulator_bytes()
+                    || self.narrowed_for == Some(isa)
             }
         }
     }

@@ -587,6 +587,7 @@ pub(crate) mod tests {
                     sizes: None,
                     line: 1,
                     accumulator_bytes: bytes,
+                    narrowed_for: None,
                 };
                 assert!(entry.suits(Isa::Avx2));
             }

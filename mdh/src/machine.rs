@@ -194,8 +194,14 @@ pub fn explain(
         let tuned_on = e
             .machine
             .map_or(String::new(), |m| format!(", tuned on {}", m.describe()));
+        let narrowed =
+            if e.narrowed_for == Some(isa) && e.accumulator_bytes > isa.accumulator_bytes() {
+                format!(", its register tile narrowed to {}'s registers", isa.name())
+            } else {
+                String::new()
+            };
         format!(
-            "cpu entry {} (config line {}; device {:?}{tuned_on})",
+            "cpu entry {} (config line {}; device {:?}{tuned_on}{narrowed})",
             index + 1,
             e.line,
             e.device
@@ -328,6 +334,7 @@ mod tests {
             sizes,
             line: 1,
             accumulator_bytes: 64,
+            narrowed_for: None,
         }
     }
 
@@ -453,6 +460,14 @@ mod tests {
             ..wide
         };
         assert_eq!(fitting.fit(&zen3()), Some(Fit::Any));
+        // Narrowed to AVX2's registers in the AVX2 body, it ranks with the
+        // entries for any machine there.
+        let narrowed = PlanEntry {
+            narrowed_for: Some(Isa::Avx2),
+            ..wide
+        };
+        assert!(narrowed.suits(Isa::Avx2) && !narrowed.suits(Isa::Baseline));
+        assert_eq!(narrowed.fit(&zen3()), Some(Fit::Any));
         // The default plan suits every instruction set (the macro fits it).
         let default = PlanEntry {
             line: 0,

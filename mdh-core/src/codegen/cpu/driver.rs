@@ -88,10 +88,26 @@ fn cpu_fn_of(g: Gen<'_>, entries: &[CpuEntry]) -> TokenStream {
             None,
         )
     });
+    // The AVX2 bodies of entries narrowed to AVX2's registers
+    // (`CpuEntry::narrowed_for_avx2`), numbered after the default's.
+    let mut next = entries.len() + 2;
+    let narrowed: Vec<Option<(usize, CpuPlan)>> = entries
+        .iter()
+        .map(|e| {
+            let plan = e.narrowed_for_avx2(k)?;
+            next += 1;
+            Some((next - 1, plan))
+        })
+        .collect();
+    let narrowed_fns = narrowed
+        .iter()
+        .flatten()
+        .map(|(n, plan)| g.compute_fn(plan, *n, None));
+    let narrowed: Vec<Option<usize>> = narrowed.iter().map(|x| x.as_ref().map(|x| x.0)).collect();
     // The context: inputs, sizes, flattened input accesses, params.
     let (field_names, field_tys): (Vec<_>, Vec<_>) = g.ctx_fields().into_iter().unzip();
     let listed: Vec<PlanEntry<'_>> = entries.iter().map(|e| e.plan_entry(k)).collect();
-    let dispatch = g.isa_dispatch(&listed, &exact, default);
+    let dispatch = g.isa_dispatch(&listed, &exact, default, &narrowed);
     let entry = g.entry_fn(entries, &exact);
     let entries_static = entries_static(&listed);
     quote! {
@@ -106,6 +122,8 @@ fn cpu_fn_of(g: Gen<'_>, entries: &[CpuEntry]) -> TokenStream {
         #baseline
 
         #avx2_default
+
+        #(#narrowed_fns)*
 
         #dispatch
 
@@ -147,23 +165,28 @@ fn baseline_calls(exact: &[Option<Bound>]) -> TokenStream {
 /// numbered after the baseline one), and an entry that does not suit `isa`
 /// ([`PlanEntry::suits`]: the dispatch ranks it after the default plan, so
 /// it never runs there) runs the default's body: its own is not compiled
-/// for `isa` (matmul's `*` entries, tuned on AVX-512, have no AVX2 bodies).
-fn bodies(entries: &[PlanEntry<'_>], default: Option<usize>, isa: Isa) -> Vec<usize> {
-    let Some(d) = default else {
-        return (0..entries.len()).collect();
-    };
-    let default_body = if isa == Isa::Avx2 {
-        entries.len() + 1
-    } else {
-        d
+/// for `isa`; an entry narrowed to AVX2's registers (`narrowed[i]`, the
+/// number of its narrowed body) runs that body in the AVX2 one.
+fn bodies(
+    entries: &[PlanEntry<'_>],
+    default: Option<usize>,
+    isa: Isa,
+    narrowed: &[Option<usize>],
+) -> Vec<usize> {
+    // The default's body on `isa`: AVX2's is its own, numbered after the
+    // baseline one.
+    let default_body = |d: usize| {
+        if isa == Isa::Avx2 {
+            entries.len() + 1
+        } else {
+            d
+        }
     };
     (0..entries.len())
-        .map(|i| {
-            if i == d || !entries[i].suits(isa) {
-                default_body
-            } else {
-                i
-            }
+        .map(|i| match (narrowed[i], default) {
+            (Some(n), _) if isa == Isa::Avx2 => n,
+            (_, Some(d)) if i == d || !entries[i].suits(isa) => default_body(d),
+            _ => i,
         })
         .collect()
 }
@@ -225,6 +248,7 @@ impl<'k> Gen<'k> {
         entries: &[PlanEntry<'_>],
         exact: &[Option<Bound>],
         default: Option<usize>,
+        narrowed: &[Option<usize>],
     ) -> TokenStream {
         let (d, a_ty) = (self.d, &self.a_ty);
         let params = quote! {
@@ -232,7 +256,7 @@ impl<'k> Gen<'k> {
         };
         let mut wrappers = TokenStream::new();
         let mut per_isa = |isa: Isa, code: u8, features: &str| {
-            let body = bodies(entries, default, isa);
+            let body = bodies(entries, default, isa, narrowed);
             let name = |f: &Ident| format_ident!("{}_{}", f, isa.name());
             for f in called(&body, exact) {
                 let w = name(&f);
@@ -543,8 +567,12 @@ fn entries_static(entries: &[PlanEntry<'_>]) -> TokenStream {
         let (dev, line, bytes) = (e.device, e.line, e.accumulator_bytes);
         let machine = option(e.machine.as_ref().map(machine_tokens));
         let sizes = option(e.sizes.map(|s| quote!(&[#(#s),*])));
+        let narrowed = option(e.narrowed_for.map(isa_tokens));
         quote! {
-            ::mdh::__rt::PlanEntry { device: #dev, machine: #machine, sizes: #sizes, line: #line, accumulator_bytes: #bytes }
+            ::mdh::__rt::PlanEntry {
+                device: #dev, machine: #machine, sizes: #sizes, line: #line, accumulator_bytes: #bytes,
+                narrowed_for: #narrowed
+            }
         }
     });
     quote! {
@@ -572,12 +600,17 @@ fn option(value: Option<TokenStream>) -> TokenStream {
 
 /// A machine description as a constant of generated code.
 fn machine_tokens(m: &Machine) -> TokenStream {
-    let isa = format_ident!("{}", format!("{:?}", m.isa));
+    let isa = isa_tokens(m.isa);
     let cores = m.cores;
     let [l1d, l2, l3] = m.caches().map(|c| option(c.map(|b| quote!(#b))));
     quote! {
-        ::mdh::__rt::Machine { isa: ::mdh::__rt::Isa::#isa, cores: #cores, l1d: #l1d, l2: #l2, l3: #l3 }
+        ::mdh::__rt::Machine { isa: #isa, cores: #cores, l1d: #l1d, l2: #l2, l3: #l3 }
     }
+}
+
+fn isa_tokens(isa: Isa) -> TokenStream {
+    let isa = format_ident!("{}", format!("{:?}", isa));
+    quote!(::mdh::__rt::Isa::#isa)
 }
 
 /// The names of the pointers to the output buffers.

@@ -191,14 +191,16 @@ fn entries_are_listed_as_static_data_for_the_runtime_ranking() {
                 }),
                 sizes: ::core::option::Option::Some(&[5usize, 3usize, 4usize]),
                 line: 7u32,
-                accumulator_bytes: #bytes
+                accumulator_bytes: #bytes,
+                narrowed_for: ::core::option::Option::None
             },
             ::mdh::__rt::PlanEntry {
                 device: "*",
                 machine: ::core::option::Option::None,
                 sizes: ::core::option::Option::None,
                 line: 1u32,
-                accumulator_bytes: #bytes
+                accumulator_bytes: #bytes,
+                narrowed_for: ::core::option::Option::Some(::mdh::__rt::Isa::Avx2)
             }
         ];
     };
@@ -229,7 +231,7 @@ fn an_entry_is_compiled_only_for_the_instruction_sets_it_suits() {
         line: 0,
         ..entry(&k, None)
     };
-    let code = cpu_fn(&k, &[wide, avx2, default]).to_string();
+    let code = cpu_fn(&k, &[wide.clone(), avx2, default]).to_string();
     let has = |t: TokenStream| code.contains(&t.to_string());
     // AVX-512: the `*` entry's own bodies; the AVX2 machine's entry runs
     // the default's (it never runs there). Each body is a function of its
@@ -240,19 +242,25 @@ fn an_entry_is_compiled_only_for_the_instruction_sets_it_suits() {
         1usize => unsafe { __compute_2_avx512(__c, __r, __o, __direct) },
         2usize => unsafe { __compute_2_avx512(__c, __r, __o, __direct) },
     }));
-    // AVX2: the `*` entry and the default run AVX2's default (body 4,
-    // after the baseline's 3); the AVX2 machine's entry its own.
+    // AVX2: the default runs AVX2's default (body 4, after the baseline's
+    // 3), the `*` entry its plan narrowed to AVX2's registers (body 5: 6 ×
+    // 16 floats), the AVX2 machine's entry its own.
     assert!(has(quote! {
-        0usize => unsafe { __compute_4_avx2(__c, __r, __o, __direct) },
+        0usize => unsafe { __compute_5_avx2(__c, __r, __o, __direct) },
         1usize => unsafe { __compute_1_avx2(__c, __r, __o, __direct) },
         2usize => unsafe { __compute_4_avx2(__c, __r, __o, __direct) },
-        _ => unsafe { __compute_4_avx2(__c, __r, __o, __direct) },
+        _ => unsafe { __compute_5_avx2(__c, __r, __o, __direct) },
     }));
-    assert!(has(quote! {
-        #[target_feature(enable = "avx2,fma,f16c")]
-        #[inline(never)]
-        unsafe fn __compute_4_avx2
-    }));
+    for body in [quote!(__compute_4_avx2), quote!(__compute_5_avx2)] {
+        assert!(has(quote! {
+            #[target_feature(enable = "avx2,fma,f16c")]
+            #[inline(never)]
+            unsafe fn #body
+        }));
+    }
+    let narrowed = wide.narrowed_for_avx2(&k).expect("narrowed for AVX2");
+    assert_eq!(narrowed.reg, vec![6, 16, 1]);
+    assert!(code.contains("fn __compute_5 < const ISA : u8 >"), "{code}");
     assert!(!code.contains("__compute_0_exact :: < 1u8 >"), "{code}");
     assert!(!code.contains("__compute_0 :: < 1u8 >"), "{code}");
 }
