@@ -319,7 +319,7 @@ impl CpuPlan {
             // stay whole.
             let unit = |r: usize| if r >= lanes { lanes } else { 1 };
             let x = (0..p.reg.len())
-                .filter(|&x| p.reg[x] % (2 * unit(p.reg[x])) == 0)
+                .filter(|&x| p.reg[x].is_multiple_of(2 * unit(p.reg[x])))
                 .max_by_key(|&x| p.reg[x])?;
             p.reg[x] /= 2;
         }
