@@ -7,7 +7,7 @@ use std::cell::Cell;
 use std::path::Path;
 use std::time::Instant;
 
-use mdh::machine::{explain, host, ignore_device_entries, rank, Host, PlanEntry};
+use mdh::machine::{explain, host, ignore_device_entries, rank, Host, Isa, PlanEntry};
 use mdh_core::config::{cpu_entry_yaml, with_default};
 use mdh_core::desc::KernelDesc;
 use mdh_core::plan::{elem_bytes, CpuPlan};
@@ -24,7 +24,8 @@ use crate::{bound, reference, scratch, source};
 
 /// The CPU plan that the config in `out_dir` dispatches to at `sizes` on
 /// `host` (`None`: the default plan runs, as when no entry is for this
-/// machine or any), and why, as `MDH_EXPLAIN=1` would say it.
+/// machine or any), as it runs there (an entry narrowed to AVX2's
+/// registers, narrowed), and why, as `MDH_EXPLAIN=1` would say it.
 pub(crate) fn configured_cpu_plan(
     k: &Checked,
     out_dir: &Path,
@@ -49,7 +50,10 @@ pub(crate) fn configured_cpu_plan(
     let plan = choice
         .map(|c| &entries.cpu[c.index])
         .filter(|e| e.line != 0)
-        .map(|e| e.plan.clone());
+        .map(|e| match e.narrowed_for_avx2(k) {
+            Some(narrowed) if host.machine.isa == Isa::Avx2 => narrowed,
+            _ => e.plan.clone(),
+        });
     Ok((plan, why))
 }
 
@@ -345,9 +349,27 @@ mod tests {
             "{why}"
         );
         // A `*` entry at these very sizes whose tile fits AVX-512's
-        // registers, not these: passed over, as the macro's dispatch does.
+        // registers, not these: it runs narrowed to them, as the macro's
+        // dispatch runs it.
         list.truncate(2);
-        list.push(entry("*", None, Some(&[64, 64]), &CpuPlan::default_for(&k)));
+        let wide = CpuPlan::default_for(&k);
+        list.push(entry("*", None, Some(&[64, 64]), &wide));
+        dir.config(&k, &list);
+        let narrowed = wide.narrowed(&k, Isa::Avx2).expect("narrowed for AVX2");
+        assert_eq!(plan(false), Ok(Some(narrowed)));
+        let (_, why) = configured_cpu_plan(&k, &dir.0, &[64, 64], &host, false).unwrap();
+        assert!(why.contains("narrowed to avx2's registers"), "{why}");
+        // One that cannot be narrowed (no extent halves into whole vectors
+        // or rows) is passed over.
+        let odd = CpuPlan {
+            reg: vec![7, 16],
+            l1: vec![7, 16384],
+            l2: vec![70, 16384],
+            ..wide
+        };
+        assert_eq!(odd.narrowed(&k, Isa::Avx2), None);
+        list.truncate(2);
+        list.push(entry("*", None, Some(&[64, 64]), &odd));
         dir.config(&k, &list);
         assert_eq!(plan(false), Ok(Some(tuned.clone())));
         let (_, why) = configured_cpu_plan(&k, &dir.0, &[64, 64], &host, false).unwrap();

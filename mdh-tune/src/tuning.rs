@@ -788,12 +788,24 @@ pub(crate) mod tests {
             !skips(true, &[16, 16], "Named"),
             "the same name on another machine"
         );
-        // A `*` entry of a tile AVX2 does not hold does not run here.
+        // A `*` entry of a tile AVX2 does not hold runs here narrowed to its
+        // registers; one that cannot be narrowed does not run here.
         let wide = CpuPlan::default_for(&k);
         assert!(wide.accumulator_bytes(&k) > mdh::machine::Isa::Avx2.accumulator_bytes());
         dir.config(
             &k,
             &[cpu_entry_yaml(&k, "*", None, Some(&[128, 64]), &wide, &[])],
+        );
+        assert!(skips(true, &[128, 64], "Other CPU"));
+        let odd = CpuPlan {
+            reg: vec![7, 16],
+            l1: vec![7, 16384],
+            l2: vec![70, 16384],
+            ..wide
+        };
+        dir.config(
+            &k,
+            &[cpu_entry_yaml(&k, "*", None, Some(&[128, 64]), &odd, &[])],
         );
         assert!(!skips(true, &[128, 64], "Other CPU"));
     }
