@@ -11,7 +11,7 @@
 //! ([`rows`]). See the guide's chapter 11 for what fuses and why.
 
 use crate::analysis::Checked;
-use crate::check::stages::lone_dim;
+use crate::check::stages::distinct_lone_dims;
 use crate::spec::{BufRef, DimKind, IndexFn, SizeExpr, Staged};
 
 pub mod rows;
@@ -120,10 +120,8 @@ fn epilogue(k: &Staged<Checked>, s: usize) -> Option<Epilogue> {
     let [(output, pfn)] = writes[..] else {
         return None;
     };
-    let dims = (pfn.components.iter())
-        .map(|c| lone_dim(c).filter(|d| pa.kept.contains(d)))
-        .collect::<Option<Vec<usize>>>()?;
-    if dims.len() != ea.kinds.len() || (1..dims.len()).any(|m| dims[..m].contains(&dims[m])) {
+    let dims = distinct_lone_dims(pfn)?;
+    if dims.len() != ea.kinds.len() || !dims.iter().all(|d| pa.kept.contains(d)) {
         return None;
     }
     // The output has the intermediate's type and shape, so the producer's

@@ -232,11 +232,18 @@ pub fn written_whole(k: &Staged<Checked>, t: usize) -> bool {
     let [f] = writes[..] else {
         return false;
     };
-    let dims: Option<Vec<usize>> = f.components.iter().map(lone_dim).collect();
-    dims.is_some_and(|dims| {
-        dims.len() == k.tmps[t].shape.len()
-            && (1..dims.len()).all(|m| !dims[..m].contains(&dims[m]))
-    })
+    distinct_lone_dims(f).is_some_and(|dims| dims.len() == k.tmps[t].shape.len())
+}
+
+/// The md_hom dimensions of an index function whose every component is one
+/// dimension alone ([`lone_dim`]), none twice (`(i, j)`, `(j, i)`; not
+/// `(i, i)`): then each point of the buffer is one point of those
+/// dimensions.
+pub fn distinct_lone_dims(f: &IndexFn) -> Option<Vec<usize>> {
+    let dims: Vec<usize> = f.components.iter().map(lone_dim).collect::<Option<_>>()?;
+    (1..dims.len())
+        .all(|m| !dims[..m].contains(&dims[m]))
+        .then_some(dims)
 }
 
 /// The md_hom dimension an index component is, alone (`i`, not `i + 1`,
