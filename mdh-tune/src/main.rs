@@ -195,7 +195,10 @@ fn run(args: Args) -> Result<(), String> {
         Backend::Opencl => "opencl",
         Backend::Cuda => "cuda",
     };
-    let mut target = Target::new(k, &sizes, backend, out_dir);
+    let mut target = Target {
+        source: Some(found.file.clone()),
+        ..Target::new(k, &sizes, backend, out_dir)
+    };
     // Logs and plots of GPU runs go where the CPU's scratch crate is; GPU
     // tuning builds nothing, so it does not need cargo to find the place.
     let work = || -> Result<PathBuf, String> {

@@ -529,7 +529,29 @@ pub(crate) fn write_entry(target: &Target, path: &Path, entry: &str) -> Result<(
     let text = merge_entry(target.k, path, old.as_deref(), key, entry).map_err(|e| e.0)?;
     std::fs::create_dir_all(&target.out_dir)
         .map_err(|e| format!("cannot create {}: {e}", target.out_dir.display()))?;
-    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    match (&old, &target.source) {
+        (None, Some(source)) => touch(source),
+        _ => Ok(()),
+    }
+}
+
+/// Marks `file` as modified now. The macro makes cargo rebuild a kernel
+/// when its config file changes (`include_bytes!` of the file), but it can
+/// track no file that did not exist when the kernel was built: a config
+/// file created afterwards would go unseen until the kernel's source
+/// changed, so the tuner that creates one touches the source.
+fn touch(file: &Path) -> Result<(), String> {
+    std::fs::File::options()
+        .append(true)
+        .open(file)
+        .and_then(|f| f.set_modified(std::time::SystemTime::now()))
+        .map_err(|e| {
+            format!(
+                "cannot mark {} as modified ({e}): touch it, or cargo will not build the new config into the kernel",
+                file.display()
+            )
+        })
 }
 
 /// What one tuning run is for.
@@ -542,6 +564,9 @@ pub struct Target<'a> {
     /// The CPU's description (the CPU backend only).
     pub machine: Option<Machine>,
     pub out_dir: PathBuf,
+    /// The source file of the kernel's `mdh!` invocation, touched when its
+    /// config file is created ([`write_entry`]).
+    pub source: Option<PathBuf>,
     /// `I=1024,K=4096`, for messages.
     pub at: String,
     /// `-I1024-K4096`, for file names.
@@ -567,6 +592,7 @@ impl<'a> Target<'a> {
             device: String::new(),
             machine: None,
             out_dir,
+            source: None,
             at: named()
                 .map(|(p, v)| format!("{p}={v}"))
                 .collect::<Vec<_>>()
@@ -808,6 +834,49 @@ pub(crate) mod tests {
             &[cpu_entry_yaml(&k, "*", None, Some(&[128, 64]), &odd, &[])],
         );
         assert!(!skips(true, &[128, 64], "Other CPU"));
+    }
+
+    #[test]
+    fn creating_a_config_file_touches_the_kernels_source() {
+        let k = mdh_core::fixtures::matvec();
+        let dir = TempDir::new("touch");
+        let source = dir.0.join("lib.rs");
+        std::fs::write(&source, "// the kernel\n").unwrap();
+        let long_ago = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1 << 30);
+        let modified = || std::fs::metadata(&source).unwrap().modified().unwrap();
+        let age = |t: std::time::SystemTime| {
+            std::fs::File::options()
+                .append(true)
+                .open(&source)
+                .unwrap()
+                .set_modified(t)
+                .unwrap()
+        };
+        age(long_ago);
+        let target = Target {
+            source: Some(source.clone()),
+            ..Target::new(&k, &[64, 64], "cpu", dir.0.clone())
+        };
+        let plan = CpuPlan::default_for(&k);
+        let entry = |sizes: &[usize]| cpu_entry_yaml(&k, "*", None, Some(sizes), &plan, &[]);
+        let path = dir.0.join(format!("{}.yaml", k.name));
+        // Created: the source is newer (cargo rebuilds the kernel with it).
+        write_entry(&target, &path, &entry(&[64, 64])).unwrap();
+        assert!(modified() > long_ago);
+        assert_eq!(std::fs::read_to_string(&source).unwrap(), "// the kernel\n");
+        // Merged into an existing file (which the kernel's build tracks):
+        // the source is left alone.
+        age(long_ago);
+        write_entry(&target, &path, &entry(&[128, 64])).unwrap();
+        assert_eq!(modified(), long_ago);
+        // A source that cannot be touched is an error that says what to do.
+        let gone = Target {
+            source: Some(dir.0.join("missing.rs")),
+            ..Target::new(&k, &[64, 64], "cpu", dir.0.clone())
+        };
+        std::fs::remove_file(&path).unwrap();
+        let e = write_entry(&gone, &path, &entry(&[64, 64])).unwrap_err();
+        assert!(e.contains("touch it"), "{e}");
     }
 
     #[test]
