@@ -8,13 +8,18 @@ use std::path::{Path, PathBuf};
 use proc_macro2::{TokenStream, TokenTree};
 use syn::visit::Visit;
 
-use mdh_core::Checked;
+use mdh_core::{Checked, Program};
 
-/// One `mdh!` invocation: the file it is in, its tokens and the kernel.
+/// One kernel of an `mdh!` invocation: the file it is in, its tokens and
+/// the kernel. A kernel of stages is found as its stages, each a kernel of
+/// one md_hom named `KERNEL_STAGE` (the name its config file takes), its
+/// tokens those the macro builds for it.
 pub struct Found {
     pub file: PathBuf,
     pub tokens: TokenStream,
     pub kernel: Checked,
+    /// The kernel of stages and the stage this is, if it is one.
+    pub stage_of: Option<(String, String)>,
 }
 
 struct Invocations(Vec<TokenStream>);
@@ -55,12 +60,27 @@ pub fn kernels(crate_dir: &Path) -> Result<Vec<Found>, String> {
         let mut v = Invocations(Vec::new());
         v.visit_file(&ast);
         for tokens in v.0 {
-            if let Ok(kernel) = mdh_core::compile(tokens.clone()) {
-                found.push(Found {
+            match mdh_core::compile_program(tokens.clone()) {
+                Ok(Program::Single(kernel)) => found.push(Found {
                     file: file.clone(),
                     tokens,
                     kernel,
-                });
+                    stage_of: None,
+                }),
+                Ok(Program::Staged(staged)) => {
+                    for s in staged.stages {
+                        let Ok(tokens) = s.kernel.source.parse::<TokenStream>() else {
+                            continue;
+                        };
+                        found.push(Found {
+                            file: file.clone(),
+                            tokens,
+                            kernel: s.kernel,
+                            stage_of: Some((staged.name.to_string(), s.name.to_string())),
+                        });
+                    }
+                }
+                Err(_) => {}
             }
         }
     }
@@ -72,7 +92,14 @@ pub fn find(crate_dir: &Path, name: Option<&str>) -> Result<Found, String> {
     let mut all = kernels(crate_dir)?;
     let list = all
         .iter()
-        .map(|f| format!("  {} ({})", f.kernel.name, f.file.display()))
+        .map(|f| match &f.stage_of {
+            Some((kernel, stage)) => format!(
+                "  {} (stage `{stage}` of `{kernel}`, {})",
+                f.kernel.name,
+                f.file.display()
+            ),
+            None => format!("  {} ({})", f.kernel.name, f.file.display()),
+        })
         .collect::<Vec<_>>()
         .join("\n");
     if all.is_empty() {
@@ -87,8 +114,17 @@ pub fn find(crate_dir: &Path, name: Option<&str>) -> Result<Found, String> {
             list
         ));
     };
+    let stages: Vec<String> = (all.iter())
+        .filter(|f| f.stage_of.as_ref().is_some_and(|(k, _)| k == name))
+        .map(|f| format!("--kernel {}", f.kernel.name))
+        .collect();
     match all.iter().position(|f| f.kernel.name == name) {
         Some(i) => Ok(all.swap_remove(i)),
+        None if !stages.is_empty() => Err(format!(
+            "`{name}` is a kernel of stages, whose plans are its stages' (each its own config \
+             file): tune them one at a time, {}",
+            stages.join(", ")
+        )),
         None => Err(format!(
             "no kernel `{name}` in {}; use one of:\n{}",
             crate_dir.display(),
@@ -138,6 +174,40 @@ mod tests {
         assert!(e.contains("no kernel `nope`"), "{e}");
         let r = mdh_core::compile(renamed(&f.tokens, "c7")).unwrap();
         assert_eq!(r.name, "c7");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn kernels_of_stages_are_found_as_their_stages() {
+        let dir = std::env::temp_dir().join(format!("mdh-tune-stages-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(
+            dir.join("src/lib.rs"),
+            "mdh::mdh! {\n pub kernel center {\n inp(x: f32[N]),\n out(y: f32[N]),\n tmp(s: f32[]),\n params(k: f32),\n \
+             stage sum {\n out_view(s: |i| ()),\n md_hom[N](|a| a, (PW(+))),\n inp_view(x: |i| (i)),\n },\n \
+             stage sub {\n out_view(y: |i| (i)),\n md_hom[N](|a, t| a - t * k, (CC)),\n inp_view(x: |i| (i), s: |i| ()),\n },\n }\n}\n",
+        )
+        .unwrap();
+        let all = kernels(&dir).unwrap();
+        let names: Vec<String> = all.iter().map(|f| f.kernel.name.to_string()).collect();
+        assert_eq!(names, ["center_sum", "center_sub"]);
+        // A stage is a kernel of one md_hom, as the macro builds it: its
+        // reads are inputs, its writes outputs, the params shared.
+        let f = find(&dir, Some("center_sub")).unwrap();
+        assert_eq!(f.stage_of, Some(("center".into(), "sub".into())));
+        assert_eq!(f.kernel.inputs.len(), 2);
+        assert_eq!(f.kernel.params.len(), 1);
+        let r = mdh_core::compile(renamed(&f.tokens, "c7")).unwrap();
+        assert_eq!((r.name.to_string(), r.outputs.len()), ("c7".into(), 1));
+        // The kernel of stages itself: which stages to tune.
+        let e = find(&dir, Some("center")).err().unwrap();
+        assert!(
+            e.contains("kernel of stages")
+                && e.contains("--kernel center_sum, --kernel center_sub"),
+            "{e}"
+        );
+        let e = find(&dir, None).err().unwrap();
+        assert!(e.contains("center_sub (stage `sub` of `center`"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
