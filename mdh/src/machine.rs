@@ -124,7 +124,11 @@ pub fn rank(
             }
             let fit = e.fit(host)?;
             let (rank, far, tie) = fit.rank();
-            let near = size_distance(e.sizes, sizes);
+            let near = match e.one_row {
+                Some(rows) if sizes.get(rows) == Some(&1) => 0.0,
+                Some(_) => return None,
+                None => size_distance(e.sizes, sizes),
+            };
             Some(((rank, far, near, tie), Choice { index, fit }))
         })
         .min_by(|(a, _), (b, _)| {
@@ -190,6 +194,11 @@ pub fn explain(
     let e = &entries[index];
     let which = if e.is_default() {
         "the analytical default plan".to_string()
+    } else if let Some(rows) = e.one_row {
+        format!(
+            "the analytical plan of a product of one row ({} = 1)",
+            size_names.get(rows).unwrap_or(&"?")
+        )
     } else {
         let tuned_on = e
             .machine
@@ -225,9 +234,10 @@ pub fn explain(
             e.accumulator_bytes
         ),
     };
-    let at = match e.sizes {
-        Some(t) => format!("sizes nearest {}", x(t)),
-        None => "for any sizes".to_string(),
+    let at = match (e.sizes, e.one_row) {
+        (Some(t), _) => format!("sizes nearest {}", x(t)),
+        (None, Some(_)) => "for any sizes of one row".to_string(),
+        (None, None) => "for any sizes".to_string(),
     };
     // Entries that would have run on a machine with more registers.
     let spilling: Vec<String> = entries
@@ -335,6 +345,7 @@ mod tests {
             line: 1,
             accumulator_bytes: 64,
             narrowed_for: None,
+            one_row: None,
         }
     }
 
@@ -380,6 +391,51 @@ mod tests {
         assert_eq!(chosen(&[default, any, small], &[900, 2000], false), Some(1));
         // The first of equal entries.
         assert_eq!(chosen(&[any, any], AT, false), Some(0));
+    }
+
+    #[test]
+    fn the_plan_of_one_row_runs_where_the_rows_are_one() {
+        let default = PlanEntry {
+            line: 0,
+            ..entry("*", None, None)
+        };
+        let one_row = PlanEntry {
+            one_row: Some(0),
+            ..entry("*", None, None)
+        };
+        let any = entry("*", None, Some(&[1, 1024]));
+        let far = entry("*", None, Some(AT));
+        let tuned = entry("Other name", Some(machine(Isa::Avx2, 2, 1024)), Some(AT));
+        // Only where the rows' size is 1; the default elsewhere.
+        assert_eq!(chosen(&[one_row, default], &[1, 1000], false), Some(0));
+        assert_eq!(chosen(&[one_row, default], &[2, 1000], false), Some(1));
+        // As an entry tuned at the call's sizes: before `*` entries of other
+        // sizes, after those of the very sizes (file order) and after any
+        // entry tuned on this machine's class.
+        assert_eq!(chosen(&[far, one_row, default], &[1, 1000], false), Some(1));
+        assert_eq!(chosen(&[far, one_row, default], &[4, 1000], false), Some(0));
+        assert_eq!(chosen(&[any, one_row, default], &[1, 1024], false), Some(0));
+        assert_eq!(
+            chosen(&[tuned, one_row, default], &[1, 1000], false),
+            Some(0)
+        );
+        let host = zen3();
+        let list = [one_row, default];
+        let s = explain(
+            "matmul",
+            &["I", "J"],
+            &list,
+            &[1, 1000],
+            &host,
+            false,
+            rank(&list, &[1, 1000], &host, false),
+        );
+        assert!(
+            s.starts_with(
+                "matmul at I=1, J=1000: the analytical plan of a product of one row (I = 1)"
+            ) && s.ends_with("for any sizes of one row"),
+            "{s}"
+        );
     }
 
     #[test]

@@ -206,9 +206,16 @@ macro_rules! sizes {
 /// Collects all failures, then panics listing them.
 fn run_family(f: &Family, cases: usize, case: impl Fn(&[usize], &mut Rng) -> Result<(), String>) {
     let entries = f.entries();
-    // The kernel's entries, the default plan last (line 0).
+    // The kernel's entries, then the analytical plans: of one row (a
+    // matrix product's) and the default (line 0).
     let tuned = f.listed;
-    assert_eq!(tuned.len(), entries.len() + 1, "{}: entries", f.name);
+    let one_row = tuned.iter().position(|e| e.one_row.is_some());
+    assert_eq!(
+        tuned.len(),
+        entries.len() + 1 + usize::from(one_row.is_some()),
+        "{}: entries",
+        f.name
+    );
     // Entries whose register tile outgrows this instruction set's
     // registers (an AVX2 run) rank after the default and never run.
     let isa = mdh::machine::host().machine.isa;
@@ -236,11 +243,14 @@ fn run_family(f: &Family, cases: usize, case: impl Fn(&[usize], &mut Rng) -> Res
                 "{} with sizes {{{}}}, plan #{plan} {}\n    {e}",
                 f.name,
                 sizes.join(", "),
-                entries
-                    .get(plan)
-                    .map_or("(the default plan)".to_string(), |(s, text)| {
-                        format!("(pinned to {s:?}) {text}")
-                    }),
+                entries.get(plan).map_or(
+                    if Some(plan) == one_row {
+                        "(the plan of one row)".to_string()
+                    } else {
+                        "(the default plan)".to_string()
+                    },
+                    |(s, text)| { format!("(pinned to {s:?}) {text}") }
+                ),
             ));
         }
     };
@@ -266,6 +276,15 @@ fn run_family(f: &Family, cases: usize, case: impl Fn(&[usize], &mut Rng) -> Res
         run(&v, &mut g, &mut failures);
     }
     println!("{}: plan hits {hits:?}", f.name);
+    // Calls of one row take the plan of one row (the random sizes draw 1
+    // often enough).
+    if let Some(i) = one_row {
+        assert!(
+            hits[i] > 0,
+            "{}: no call took the plan of one row: {hits:?}",
+            f.name
+        );
+    }
     // Random sizes reach more than the pinned entries alone.
     let reached = (0..entries.len())
         .filter(|&i| suited(i) && hits[i] > 1)

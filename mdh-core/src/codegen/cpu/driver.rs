@@ -568,16 +568,18 @@ fn entries_static(entries: &[PlanEntry<'_>]) -> TokenStream {
         let machine = option(e.machine.as_ref().map(machine_tokens));
         let sizes = option(e.sizes.map(|s| quote!(&[#(#s),*])));
         let narrowed = option(e.narrowed_for.map(isa_tokens));
+        let one_row = option(e.one_row.map(|p| quote!(#p)));
         quote! {
             ::mdh::__rt::PlanEntry {
                 device: #dev, machine: #machine, sizes: #sizes, line: #line, accumulator_bytes: #bytes,
-                narrowed_for: #narrowed
+                narrowed_for: #narrowed, one_row: #one_row
             }
         }
     });
     quote! {
         /// The CPU config entries, in config file order, the analytical
-        /// default plan last: what `cpu` ranks at run time.
+        /// plans last (of one row, where the kernel has one, then the
+        /// default): what `cpu` ranks at run time.
         #[doc(hidden)]
         pub static __CPU_ENTRIES: &[::mdh::__rt::PlanEntry<'static>] = &[#(#plan_entries),*];
     }
