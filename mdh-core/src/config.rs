@@ -72,7 +72,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use mdh_rt::machine::{
-    parse_size, Isa, Machine, PlanEntry, CACHE_FIELDS, DEFAULT_LINE, ONE_ROW_LINE,
+    parse_size, Isa, Machine, PlanEntry, RowsWithin, CACHE_FIELDS, DEFAULT_LINE, FEW_ROWS_LINE,
 };
 use serde::Deserialize;
 use serde_saphyr::{Location, Spanned};
@@ -272,9 +272,9 @@ pub struct CpuEntry {
     /// Its line in the file (0: the default plan the macro adds), for
     /// `MDH_EXPLAIN`'s messages.
     pub line: u32,
-    /// The plan of a product of one row the macro adds: the size parameter
-    /// that must be 1 ([`PlanEntry::one_row`]).
-    pub one_row: Option<usize>,
+    /// A plan of products of few rows the macro adds: the rows it serves
+    /// ([`PlanEntry::rows`]).
+    pub rows: Option<RowsWithin>,
 }
 
 impl CpuEntry {
@@ -287,7 +287,7 @@ impl CpuEntry {
             line: self.line,
             accumulator_bytes: self.plan.accumulator_bytes(k),
             narrowed_for: self.narrowed_for_avx2(k).map(|_| Isa::Avx2),
-            one_row: self.one_row,
+            rows: self.rows,
         }
     }
 
@@ -447,7 +447,7 @@ pub fn entries(k: &Checked, path: &Path, text: &str) -> Result<Entries, ConfigEr
                     machine: e.machine.as_ref().map(|m| machine(path, m)).transpose()?,
                     sizes,
                     line,
-                    one_row: None,
+                    rows: None,
                 });
             }
             name => {
@@ -670,21 +670,21 @@ pub fn plans(
 /// `entries` with the default CPU plan last, for any machine and any
 /// sizes (line 0), unless an entry already is for those (the dispatch
 /// would take it first), and before it, for a matrix product, the plan of
-/// one row ([`CpuPlan::one_row_for`]): the CPU plans the macro compiles.
+/// few rows ([`CpuPlan::few_rows_for`]): the CPU plans the macro compiles.
 pub fn with_default(k: &Checked, mut entries: Entries) -> Entries {
     if !entries
         .cpu
         .iter()
         .any(|e| e.sizes.is_none() && e.plan_entry(k).for_any_machine())
     {
-        if let Some((plan, rows)) = CpuPlan::one_row_for(k) {
+        for (plan, rows) in CpuPlan::few_rows_for(k) {
             entries.cpu.push(CpuEntry {
                 plan,
                 device: "*".into(),
                 machine: None,
                 sizes: None,
-                line: ONE_ROW_LINE,
-                one_row: Some(rows),
+                line: FEW_ROWS_LINE,
+                rows: Some(rows),
             });
         }
         entries.cpu.push(CpuEntry {
@@ -693,7 +693,7 @@ pub fn with_default(k: &Checked, mut entries: Entries) -> Entries {
             machine: None,
             sizes: None,
             line: DEFAULT_LINE,
-            one_row: None,
+            rows: None,
         });
     }
     entries

@@ -43,7 +43,7 @@
 //! or the host is decided at run time: the COR parts (the host's cores) and
 //! whether results stream (the host's L2 sizes).
 
-use mdh_rt::machine::{Isa, Machine};
+use mdh_rt::machine::{Isa, Machine, RowsWithin};
 
 use crate::analysis::Checked;
 use crate::plan::{
@@ -276,43 +276,55 @@ impl CpuPlan {
         CpuPlan::default_for_machine(k, &m)
     }
 
-    /// The plan of a matrix product of one row (a vector times a matrix:
-    /// `C[0, j] = Σ_k A[0, k] · B[k, j]`, an LLM's decoding step), which the
-    /// macro adds before the default plan for calls where the rows' extent,
-    /// a size parameter, is 1; with that parameter's index. The default's
-    /// register tile of 6 rows keeps one row's accumulators there (two
-    /// AVX2 vectors: the multiply-adds wait on their latency) and packs B,
-    /// which one row reads once. Here: one row × 8 vectors of accumulators
-    /// (AVX-512; the AVX2 body narrows it to 4, i.e. 8 ymm), B read in
-    /// place along runs of 512 rows, and 4 parts of the columns (grown to
-    /// the threads on larger machines). On the 2-core AMD EPYC (Zen 3,
-    /// AVX2), matmul 1 × 1000 × 2048: 0.14–0.16 ms against the default's
-    /// 0.22–0.26 (interleaved in one process).
-    pub fn one_row_for(k: &Checked) -> Option<(CpuPlan, usize)> {
+    /// The plans of matrix products of few rows, which the macro adds
+    /// before the default plan for calls where the rows' extent, a size
+    /// parameter, is below the default's 6 rows of register tile: of one
+    /// row (a vector times a matrix, an LLM's decoding step) and of 2 to 5
+    /// rows. The default's register tile then holds one to five rows of
+    /// accumulators (AVX2: two vectors a row, so the multiply-adds of one
+    /// row wait on their latency) and packs B, which few rows read few
+    /// times. Here: one row × 8 vectors of accumulators, or 4 rows × 4
+    /// vectors (AVX-512; the AVX2 body narrows both to 8 ymm: 1 × 4 and
+    /// 4 × 1 vectors), B read in place along runs of 512 of its rows, and 4
+    /// parts of the columns (grown to the threads on larger machines). On
+    /// the 2-core AMD EPYC (Zen 3, AVX2), matmul I × 1000 × 2048, default
+    /// against these plans interleaved in one process: I = 1 0.22–0.26 ms
+    /// against 0.14–0.16; 2: 0.21–0.24 against 0.17–0.18; 3: 0.30 against
+    /// 0.26; 4: 0.33 against 0.21; 5: 0.42 against 0.38.
+    pub fn few_rows_for(k: &Checked) -> Vec<(CpuPlan, RowsWithin)> {
         let Class::Contraction {
             simd: s,
             rows: o,
             cols: None,
         } = Class::of(k)
         else {
-            return None;
+            return Vec::new();
         };
         let SizeExpr::Param(rows) = &k.dims[o].size else {
-            return None;
+            return Vec::new();
         };
-        let param = k.size_params.iter().position(|p| p == rows)?;
-        let a = k.analysis();
-        let mut p = CpuPlan::default_for(k);
-        let vectors = (accumulator_vectors(Isa::Avx512) / a.outputs.len().max(1)).clamp(1, 8);
-        p.reg[o] = 1;
-        p.reg[s] = vectors * simd_lanes(k);
-        (p.l1[o], p.l2[o]) = (1, 1);
-        p.l1[s] = p.reg[s];
-        p.l2[s] = (1024 / p.reg[s]).max(1) * p.reg[s];
-        p.cor = vec![0; p.reg.len()];
-        p.cor[s] = 4;
-        p.pack = vec![Vec::new(); p.pack.len()];
-        p.validate(k).is_ok().then_some((p, param))
+        let Some(param) = k.size_params.iter().position(|p| p == rows) else {
+            return Vec::new();
+        };
+        let outputs = k.analysis().outputs.len().max(1);
+        let plan = |rows: usize, vectors: usize| {
+            let mut p = CpuPlan::default_for(k);
+            let vectors = (accumulator_vectors(Isa::Avx512) / rows / outputs).clamp(1, vectors);
+            p.reg[o] = rows;
+            p.reg[s] = vectors * simd_lanes(k);
+            (p.l1[o], p.l2[o]) = (rows, rows);
+            p.l1[s] = p.reg[s];
+            p.l2[s] = (1024 / p.reg[s]).max(1) * p.reg[s];
+            p.cor = vec![0; p.reg.len()];
+            p.cor[s] = 4;
+            p.pack = vec![Vec::new(); p.pack.len()];
+            p
+        };
+        let within = |min, max| RowsWithin { param, min, max };
+        [(plan(1, 8), within(1, 1)), (plan(4, 4), within(2, 5))]
+            .into_iter()
+            .filter(|(p, _)| p.validate(k).is_ok())
+            .collect()
     }
 
     /// The analytical default plan of `k` on machine `m` (see the module
@@ -688,30 +700,42 @@ mod tests {
     }
 
     #[test]
-    fn products_of_one_row_read_b_in_place_into_eight_vectors() {
+    fn products_of_few_rows_read_b_in_place() {
         let k = fixtures::matmul();
-        let (p, rows) = CpuPlan::one_row_for(&k).expect("a matrix product");
+        let plans = CpuPlan::few_rows_for(&k);
+        let rows: Vec<(usize, usize, usize)> =
+            plans.iter().map(|(_, r)| (r.param, r.min, r.max)).collect();
         // `I`, the first size parameter, is the rows' extent.
-        assert_eq!(k.size_params[rows], "I");
-        assert_eq!(p.reg, vec![1, 128, 1]);
-        assert_eq!((p.l1[0], p.l1[1], p.l2[1], p.l1[2]), (1, 128, 1024, 512));
-        assert_eq!(p.pack, vec![Vec::<usize>::new(); 2]);
-        assert_eq!(p.cor, vec![0, 4, 0]);
-        // 8 zmm of accumulators; on AVX2 narrowed to 8 ymm.
-        assert_eq!(p.accumulator_bytes(&k), 512);
-        let avx2 = p.narrowed(&k, Isa::Avx2).expect("narrowed to AVX2");
-        assert_eq!(avx2.reg, vec![1, 64, 1]);
+        assert_eq!(k.size_params[0], "I");
+        assert_eq!(rows, [(0, 1, 1), (0, 2, 5)]);
+        let (one, four) = (&plans[0].0, &plans[1].0);
+        assert_eq!(
+            (one.reg.clone(), four.reg.clone()),
+            (vec![1, 128, 1], vec![4, 64, 1])
+        );
+        assert_eq!(
+            (one.l1[0], one.l1[1], one.l2[1], one.l1[2]),
+            (1, 128, 1024, 512)
+        );
+        assert_eq!((four.l1[0], four.l2[0], four.l2[1]), (4, 4, 1024));
+        for (p, _) in &plans {
+            assert_eq!(p.pack, vec![Vec::<usize>::new(); 2]);
+            assert_eq!(p.cor, vec![0, 4, 0]);
+            // 8 and 16 zmm of accumulators; on AVX2 narrowed to 8 ymm.
+            let avx2 = p.narrowed(&k, Isa::Avx2).expect("narrowed to AVX2");
+            assert_eq!(avx2.accumulator_bytes(&k), 256);
+        }
         // Other classes, tensor contractions, and rows whose extent is not
         // a size parameter have none.
         for other in ["matvec", "ccsdt", "jacobi3d", "prl"] {
-            assert!(CpuPlan::one_row_for(&family(other)).is_none(), "{other}");
+            assert!(CpuPlan::few_rows_for(&family(other)).is_empty(), "{other}");
         }
-        let product_of_sums = crate::fixtures::compiled(
+        let rows_of_a_sum = crate::fixtures::compiled(
             "kernel mm2 { inp(A: f32[N + 1, K], B: f32[K, J]), out(C: f32[N + 1, J]), \
              out_view(C: |i, j, k| (i, j)), md_hom[N + 1, J, K](|a, b| a * b, (CC, CC, PW(+))), \
              inp_view(A: |i, j, k| (i, k), B: |i, j, k| (k, j)) }",
         );
-        assert!(CpuPlan::one_row_for(&product_of_sums).is_none());
+        assert!(CpuPlan::few_rows_for(&rows_of_a_sum).is_empty());
     }
 
     #[test]

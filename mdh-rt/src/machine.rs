@@ -74,9 +74,27 @@ impl Isa {
 /// kernel's CPU entries (a file's own entries start at line 1).
 pub const DEFAULT_LINE: u32 = 0;
 
-/// The config line of the plan of a product of one row that the macro adds
-/// before the default plan ([`PlanEntry::one_row`]); in no file.
-pub const ONE_ROW_LINE: u32 = u32::MAX;
+/// The config line of the plans of products of few rows that the macro
+/// adds before the default plan ([`PlanEntry::rows`]); in no file.
+pub const FEW_ROWS_LINE: u32 = u32::MAX;
+
+/// The calls a plan of few rows serves: those where size parameter `param`
+/// (the rows' extent) is within `min..=max`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowsWithin {
+    pub param: usize,
+    pub min: usize,
+    pub max: usize,
+}
+
+impl RowsWithin {
+    /// Whether a call of these sizes has such rows.
+    pub fn holds(&self, sizes: &[usize]) -> bool {
+        sizes
+            .get(self.param)
+            .is_some_and(|n| (self.min..=self.max).contains(n))
+    }
+}
 
 /// One CPU config entry of a kernel, as generated code lists them (config
 /// file order, the analytical default plan last) for the run-time dispatch
@@ -99,11 +117,11 @@ pub struct PlanEntry<'a> {
     /// outgrows), if generated code compiled one: AVX2 for an entry without
     /// a machine description tuned on AVX-512.
     pub narrowed_for: Option<Isa>,
-    /// For the analytical plan of a matrix product of one row (which the
-    /// macro adds before the default plan): the size parameter that is the
-    /// rows' extent. The entry runs only where it is 1, and ranks there as
-    /// an entry tuned at the call's sizes (`mdh::machine::rank`).
-    pub one_row: Option<usize>,
+    /// For an analytical plan of matrix products of few rows (which the
+    /// macro adds before the default plan): the rows it serves. The entry
+    /// runs only there, and ranks there as an entry tuned at the call's
+    /// sizes (`mdh::machine::rank`).
+    pub rows: Option<RowsWithin>,
 }
 
 /// A machine kernels run on, as the dispatch sees it (`mdh::machine::host`

@@ -588,7 +588,7 @@ pub(crate) mod tests {
                     line: 1,
                     accumulator_bytes: bytes,
                     narrowed_for: None,
-                    one_row: None,
+                    rows: None,
                 };
                 assert!(entry.suits(Isa::Avx2));
             }

@@ -479,7 +479,7 @@ pub mod __rt {
     pub use crate::debug_build::note_debug_build;
     pub use crate::gpu;
     pub use crate::kept::Kept;
-    pub use crate::machine::{choose_plan, Machine, PlanEntry};
+    pub use crate::machine::{choose_plan, Machine, PlanEntry, RowsWithin};
     #[cfg(feature = "mpi")]
     pub use crate::mpi;
     pub use crate::row_tiles::{for_each_tile, row_tile};

@@ -22,7 +22,9 @@
 use std::path::Path;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-pub use mdh_rt::machine::{format_size, parse_size, Fit, Host, Isa, Machine, PlanEntry};
+pub use mdh_rt::machine::{
+    format_size, parse_size, Fit, Host, Isa, Machine, PlanEntry, RowsWithin,
+};
 
 use crate::cpu::{cpu_name, isa};
 
@@ -124,8 +126,8 @@ pub fn rank(
             }
             let fit = e.fit(host)?;
             let (rank, far, tie) = fit.rank();
-            let near = match e.one_row {
-                Some(rows) if sizes.get(rows) == Some(&1) => 0.0,
+            let near = match e.rows {
+                Some(rows) if rows.holds(sizes) => 0.0,
                 Some(_) => return None,
                 None => size_distance(e.sizes, sizes),
             };
@@ -194,11 +196,14 @@ pub fn explain(
     let e = &entries[index];
     let which = if e.is_default() {
         "the analytical default plan".to_string()
-    } else if let Some(rows) = e.one_row {
-        format!(
-            "the analytical plan of a product of one row ({} = 1)",
-            size_names.get(rows).unwrap_or(&"?")
-        )
+    } else if let Some(r) = e.rows {
+        let name = size_names.get(r.param).unwrap_or(&"?");
+        let within = if r.min == r.max {
+            format!("{name} = {}", r.min)
+        } else {
+            format!("{name} from {} to {}", r.min, r.max)
+        };
+        format!("the analytical plan of a product of few rows ({within})")
     } else {
         let tuned_on = e
             .machine
@@ -234,9 +239,9 @@ pub fn explain(
             e.accumulator_bytes
         ),
     };
-    let at = match (e.sizes, e.one_row) {
+    let at = match (e.sizes, e.rows) {
         (Some(t), _) => format!("sizes nearest {}", x(t)),
-        (None, Some(_)) => "for any sizes of one row".to_string(),
+        (None, Some(_)) => "for any sizes of these rows".to_string(),
         (None, None) => "for any sizes".to_string(),
     };
     // Entries that would have run on a machine with more registers.
@@ -345,7 +350,7 @@ mod tests {
             line: 1,
             accumulator_bytes: 64,
             narrowed_for: None,
-            one_row: None,
+            rows: None,
         }
     }
 
@@ -394,48 +399,56 @@ mod tests {
     }
 
     #[test]
-    fn the_plan_of_one_row_runs_where_the_rows_are_one() {
+    fn plans_of_few_rows_run_where_the_rows_are_few() {
         let default = PlanEntry {
             line: 0,
             ..entry("*", None, None)
         };
-        let one_row = PlanEntry {
-            one_row: Some(0),
+        let few = |min, max| PlanEntry {
+            rows: Some(RowsWithin { param: 0, min, max }),
             ..entry("*", None, None)
         };
+        let (one, four) = (few(1, 1), few(2, 5));
         let any = entry("*", None, Some(&[1, 1024]));
         let far = entry("*", None, Some(AT));
         let tuned = entry("Other name", Some(machine(Isa::Avx2, 2, 1024)), Some(AT));
-        // Only where the rows' size is 1; the default elsewhere.
-        assert_eq!(chosen(&[one_row, default], &[1, 1000], false), Some(0));
-        assert_eq!(chosen(&[one_row, default], &[2, 1000], false), Some(1));
+        // Only for their rows; the default elsewhere.
+        let list = [one, four, default];
+        for (rows, plan) in [(1, 0), (2, 1), (5, 1), (6, 2), (1000, 2)] {
+            assert_eq!(
+                chosen(&list, &[rows, 1000], false),
+                Some(plan),
+                "{rows} rows"
+            );
+        }
         // As an entry tuned at the call's sizes: before `*` entries of other
         // sizes, after those of the very sizes (file order) and after any
         // entry tuned on this machine's class.
-        assert_eq!(chosen(&[far, one_row, default], &[1, 1000], false), Some(1));
-        assert_eq!(chosen(&[far, one_row, default], &[4, 1000], false), Some(0));
-        assert_eq!(chosen(&[any, one_row, default], &[1, 1024], false), Some(0));
-        assert_eq!(
-            chosen(&[tuned, one_row, default], &[1, 1000], false),
-            Some(0)
-        );
+        assert_eq!(chosen(&[far, one, default], &[1, 1000], false), Some(1));
+        assert_eq!(chosen(&[far, one, default], &[6, 1000], false), Some(0));
+        assert_eq!(chosen(&[any, one, default], &[1, 1024], false), Some(0));
+        assert_eq!(chosen(&[tuned, one, default], &[1, 1000], false), Some(0));
         let host = zen3();
-        let list = [one_row, default];
-        let s = explain(
-            "matmul",
-            &["I", "J"],
-            &list,
-            &[1, 1000],
-            &host,
-            false,
-            rank(&list, &[1, 1000], &host, false),
-        );
+        let say = |sizes: &[usize]| {
+            explain(
+                "matmul",
+                &["I", "J"],
+                &list,
+                sizes,
+                &host,
+                false,
+                rank(&list, sizes, &host, false),
+            )
+        };
+        let s = say(&[1, 1000]);
         assert!(
             s.starts_with(
-                "matmul at I=1, J=1000: the analytical plan of a product of one row (I = 1)"
-            ) && s.ends_with("for any sizes of one row"),
+                "matmul at I=1, J=1000: the analytical plan of a product of few rows (I = 1)"
+            ) && s.ends_with("for any sizes of these rows"),
             "{s}"
         );
+        let s = say(&[3, 1000]);
+        assert!(s.contains("of few rows (I from 2 to 5)"), "{s}");
     }
 
     #[test]

@@ -568,17 +568,20 @@ fn entries_static(entries: &[PlanEntry<'_>]) -> TokenStream {
         let machine = option(e.machine.as_ref().map(machine_tokens));
         let sizes = option(e.sizes.map(|s| quote!(&[#(#s),*])));
         let narrowed = option(e.narrowed_for.map(isa_tokens));
-        let one_row = option(e.one_row.map(|p| quote!(#p)));
+        let rows = option(e.rows.map(|r| {
+            let (param, min, max) = (r.param, r.min, r.max);
+            quote!(::mdh::__rt::RowsWithin { param: #param, min: #min, max: #max })
+        }));
         quote! {
             ::mdh::__rt::PlanEntry {
                 device: #dev, machine: #machine, sizes: #sizes, line: #line, accumulator_bytes: #bytes,
-                narrowed_for: #narrowed, one_row: #one_row
+                narrowed_for: #narrowed, rows: #rows
             }
         }
     });
     quote! {
         /// The CPU config entries, in config file order, the analytical
-        /// plans last (of one row, where the kernel has one, then the
+        /// plans last (of few rows, where the kernel has them, then the
         /// default): what `cpu` ranks at run time.
         #[doc(hidden)]
         pub static __CPU_ENTRIES: &[::mdh::__rt::PlanEntry<'static>] = &[#(#plan_entries),*];

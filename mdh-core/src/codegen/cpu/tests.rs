@@ -16,7 +16,7 @@ fn entry(k: &crate::Checked, sizes: Option<Vec<usize>>) -> CpuEntry {
         machine: None,
         sizes,
         line: 1,
-        one_row: None,
+        rows: None,
     }
 }
 
@@ -193,7 +193,7 @@ fn entries_are_listed_as_static_data_for_the_runtime_ranking() {
                 sizes: ::core::option::Option::Some(&[5usize, 3usize, 4usize]),
                 line: 7u32,
                 accumulator_bytes: #bytes,
-                narrowed_for: ::core::option::Option::None, one_row: ::core::option::Option::None
+                narrowed_for: ::core::option::Option::None, rows: ::core::option::Option::None
             },
             ::mdh::__rt::PlanEntry {
                 device: "*",
@@ -201,7 +201,7 @@ fn entries_are_listed_as_static_data_for_the_runtime_ranking() {
                 sizes: ::core::option::Option::None,
                 line: 1u32,
                 accumulator_bytes: #bytes,
-                narrowed_for: ::core::option::Option::Some(::mdh::__rt::Isa::Avx2), one_row: ::core::option::Option::None
+                narrowed_for: ::core::option::Option::Some(::mdh::__rt::Isa::Avx2), rows: ::core::option::Option::None
             }
         ];
     };
