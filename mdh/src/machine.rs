@@ -208,12 +208,12 @@ pub fn explain(
         let tuned_on = e
             .machine
             .map_or(String::new(), |m| format!(", tuned on {}", m.describe()));
-        let narrowed =
-            if e.narrowed_for == Some(isa) && e.accumulator_bytes > isa.accumulator_bytes() {
-                format!(", its register tile narrowed to {}'s registers", isa.name())
-            } else {
-                String::new()
-            };
+        // Generated code narrows only entries that outgrow the registers.
+        let narrowed = if e.narrowed_for == Some(isa) {
+            format!(", its register tile narrowed to {}'s registers", isa.name())
+        } else {
+            String::new()
+        };
         format!(
             "cpu entry {} (config line {}; device {:?}{tuned_on}{narrowed})",
             index + 1,
