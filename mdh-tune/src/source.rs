@@ -157,15 +157,20 @@ pub fn renamed(tokens: &TokenStream, new: &str) -> TokenStream {
 mod tests {
     use super::*;
 
+    /// A crate folder (removed by the caller) whose `src/lib.rs` is `lib`.
+    fn crate_with(name: &str, lib: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("mdh-tune-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("src/lib.rs"), lib).unwrap();
+        dir
+    }
+
     #[test]
     fn finds_kernels_and_lists_them() {
-        let dir = std::env::temp_dir().join(format!("mdh-tune-source-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("src")).unwrap();
-        std::fs::write(
-            dir.join("src/lib.rs"),
+        let dir = crate_with(
+            "source",
             "mdh::mdh! {\n pub kernel scale {\n inp(x: f32[N]),\n out(y: f32[N]),\n out_view(y: |i| (i)),\n md_hom[N](|a| a * 2.0, (CC)),\n inp_view(x: |i| (i)),\n }\n}\nfn f() { let x = vec![1]; }\n",
-        )
-        .unwrap();
+        );
         let f = find(&dir, Some("scale")).unwrap();
         assert_eq!(f.kernel.name, "scale");
         let e = find(&dir, None).err().unwrap();
@@ -179,15 +184,12 @@ mod tests {
 
     #[test]
     fn kernels_of_stages_are_found_as_their_stages() {
-        let dir = std::env::temp_dir().join(format!("mdh-tune-stages-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("src")).unwrap();
-        std::fs::write(
-            dir.join("src/lib.rs"),
+        let dir = crate_with(
+            "stages",
             "mdh::mdh! {\n pub kernel center {\n inp(x: f32[N]),\n out(y: f32[N]),\n tmp(s: f32[]),\n params(k: f32),\n \
              stage sum {\n out_view(s: |i| ()),\n md_hom[N](|a| a, (PW(+))),\n inp_view(x: |i| (i)),\n },\n \
              stage sub {\n out_view(y: |i| (i)),\n md_hom[N](|a, t| a - t * k, (CC)),\n inp_view(x: |i| (i), s: |i| ()),\n },\n }\n}\n",
-        )
-        .unwrap();
+        );
         let all = kernels(&dir).unwrap();
         let names: Vec<String> = all.iter().map(|f| f.kernel.name.to_string()).collect();
         assert_eq!(names, ["center_sum", "center_sub"]);
