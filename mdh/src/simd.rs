@@ -562,6 +562,44 @@ pub const BASELINE: u8 = 0;
 pub const AVX2: u8 = 1;
 pub const AVX512: u8 = 2;
 
+impl<const N: usize> V<f32, N> {
+    /// `self` plus, in lane `l`, the products of a pair of bf16 values
+    /// `x` (the low half: the first point, the high half: the second) with
+    /// the pair `y[at + 2l]`, `y[at + 2l + 1]`: two points of a reduction
+    /// at once, for the task bodies of a bf16 product's pairs
+    /// (`mdh::__rt::bf16_pairs`). `NATIVE`: one AVX-512 BF16 `vdpbf16ps`
+    /// (`N` = 16); else the same in f32, the second product first, as
+    /// Intel's manual defines the instruction (the products are exact; the
+    /// instruction treats subnormal inputs as zero, the emulation does not).
+    ///
+    /// # Safety
+    /// `at + 2N <= y.len()`; `NATIVE` only inlined into a
+    /// `#[target_feature]` function that enables `avx512f` and `avx512bf16`.
+    #[inline(always)]
+    pub unsafe fn dot_pairs<const NATIVE: bool>(self, x: u32, y: &[bf16], at: usize) -> Self {
+        #[cfg(target_arch = "x86_64")]
+        if NATIVE && N == 16 {
+            use core::arch::x86_64::*;
+            // SAFETY: the caller guarantees the features and the 2N = 32
+            // elements from `at`; `V<f32, 16>` and `__m512` are 64 bytes,
+            // 32 bf16 lanes are one `__m512bh`.
+            unsafe {
+                let acc: __m512 = core::mem::transmute_copy(&self.0);
+                let xs: __m512bh = core::mem::transmute(_mm512_set1_epi32(x as i32));
+                let ys: __m512bh = core::mem::transmute(_mm512_loadu_si512(
+                    y.as_ptr().add(at) as *const _,
+                ));
+                let r = _mm512_dpbf16_ps(acc, xs, ys);
+                return V(core::mem::transmute_copy(&r));
+            }
+        }
+        let (x0, x1) = (f32::from_bits(x << 16), f32::from_bits(x & 0xffff_0000));
+        // SAFETY: the caller guarantees the 2N elements from `at`.
+        let y = |i: usize| unsafe { crate::widen::widen_bf16(*y.get_unchecked(at + i)) };
+        V(core::array::from_fn(|l| (self.0[l] + x1 * y(2 * l + 1)) + x0 * y(2 * l)))
+    }
+}
+
 macro_rules! fused_multiply_add {
     ($t:ty, $w512:expr, $f512:ident, $r512:ident, $w256:expr, $f256:ident, $r256:ident) => {
         impl<const N: usize> V<$t, N> {

@@ -25,6 +25,63 @@ pub fn widen_f16<const ISA: u8>(x: f16) -> f32 {
     x.to_f32()
 }
 
+/// How the task bodies of a bf16 product run its pairs of reduction
+/// points (`codegen::cpu`'s pair bodies, [`crate::simd::V::dot_pairs`]):
+/// one AVX-512 BF16 `vdpbf16ps` per pair of products and vector where the
+/// CPU has it, the same arithmetic emulated in f32 (for tests on CPUs
+/// without it), or not at all (inputs widened to f32 while packed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bf16Pairs {
+    Off,
+    Emulated,
+    Native,
+}
+
+/// The pairs of this process ([`Bf16Pairs`]): native where the task bodies
+/// are AVX-512 ones ([`crate::cpu::isa`]) and the CPU has AVX-512 BF16,
+/// else off; the environment variable `MDH_BF16_PAIRS` says `off` (the
+/// widened bodies everywhere, e.g. to compare) or `emulate` (the pair
+/// bodies without `vdpbf16ps`, on AVX-512 and AVX2: how tests run them on
+/// CPUs without it).
+pub fn bf16_pairs() -> Bf16Pairs {
+    static PAIRS: std::sync::OnceLock<Bf16Pairs> = std::sync::OnceLock::new();
+    *PAIRS.get_or_init(|| {
+        let var = std::env::var("MDH_BF16_PAIRS").ok();
+        match pairs_choice(crate::cpu::isa(), has_avx512_bf16(), var.as_deref()) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("mdh: {e}; ignored");
+                pairs_choice(crate::cpu::isa(), has_avx512_bf16(), None).unwrap_or(Bf16Pairs::Off)
+            }
+        }
+    })
+}
+
+fn has_avx512_bf16() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx512bf16");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// [`bf16_pairs`] for the task bodies of `isa`, a CPU with AVX-512 BF16 or
+/// not (`native`) and the value of `MDH_BF16_PAIRS` (`var`).
+fn pairs_choice(isa: crate::cpu::Isa, native: bool, var: Option<&str>) -> Result<Bf16Pairs, String> {
+    use crate::cpu::Isa;
+    let var = var.map(str::to_ascii_lowercase);
+    Ok(match var.as_deref() {
+        None | Some("") | Some("native") if isa == Isa::Avx512 && native => Bf16Pairs::Native,
+        None | Some("") | Some("native") | Some("off") => Bf16Pairs::Off,
+        Some("emulate") if isa != Isa::Baseline => Bf16Pairs::Emulated,
+        Some("emulate") => Bf16Pairs::Off,
+        Some(other) => {
+            return Err(format!(
+                "MDH_BF16_PAIRS={other:?} is not one of native, emulate, off"
+            ))
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,5 +109,24 @@ mod tests {
                 assert!(same(x, h.to_f32()), "f16 {bits:#x} with F16C: {x}");
             }
         }
+    }
+
+    /// Native pairs only in AVX-512 bodies of a CPU with AVX-512 BF16;
+    /// emulated ones on request in AVX-512 and AVX2 bodies.
+    #[test]
+    fn pairs_follow_the_cpu_and_the_request() {
+        use crate::cpu::Isa;
+        use Bf16Pairs::*;
+        let c = |isa, native, var| pairs_choice(isa, native, var).unwrap();
+        assert_eq!(c(Isa::Avx512, true, None), Native);
+        assert_eq!(c(Isa::Avx512, true, Some("native")), Native);
+        assert_eq!(c(Isa::Avx512, false, None), Off);
+        assert_eq!(c(Isa::Avx2, true, None), Off);
+        assert_eq!(c(Isa::Avx512, true, Some("OFF")), Off);
+        assert_eq!(c(Isa::Avx512, true, Some("emulate")), Emulated);
+        assert_eq!(c(Isa::Avx2, false, Some("emulate")), Emulated);
+        assert_eq!(c(Isa::Baseline, false, Some("emulate")), Off);
+        let e = pairs_choice(Isa::Avx512, true, Some("yes")).unwrap_err();
+        assert!(e.contains("native, emulate, off"), "{e}");
     }
 }

@@ -81,13 +81,10 @@ fn cpu_fn_of(g: Gen<'_>, entries: &[CpuEntry]) -> TokenStream {
         None,
     );
     let default = entries.iter().position(|e| e.line == DEFAULT_LINE);
-    let avx2_default = default.map(|_| {
-        g.compute_fn(
-            &CpuPlan::default_for_isa(k, Isa::Avx2),
-            entries.len() + 1,
-            None,
-        )
-    });
+    let avx2_default_plan = default.map(|_| CpuPlan::default_for_isa(k, Isa::Avx2));
+    let avx2_default = avx2_default_plan
+        .as_ref()
+        .map(|plan| g.compute_fn(plan, entries.len() + 1, None));
     // The AVX2 bodies of entries narrowed to AVX2's registers
     // (`CpuEntry::narrowed_for_avx2`), numbered after the default's.
     let mut next = entries.len() + 2;
@@ -103,11 +100,20 @@ fn cpu_fn_of(g: Gen<'_>, entries: &[CpuEntry]) -> TokenStream {
         .iter()
         .flatten()
         .map(|(n, plan)| g.compute_fn(plan, *n, None));
+    // The pair bodies of a bf16 product (`Gen::pair_fn`) of the bodies
+    // AVX-512 and AVX2 run, numbered as those.
+    let avx_plans = entries.iter().map(|e| &e.plan).enumerate();
+    let avx_plans = avx_plans
+        .chain(avx2_default_plan.iter().map(|p| (entries.len() + 1, p)))
+        .chain(narrowed.iter().flatten().map(|(n, p)| (*n, p)));
+    let (paired, pair_fns): (Vec<usize>, Vec<TokenStream>) = avx_plans
+        .filter_map(|(n, plan)| Some((n, g.pair_fn(plan, n)?)))
+        .unzip();
     let narrowed: Vec<Option<usize>> = narrowed.iter().map(|x| x.as_ref().map(|x| x.0)).collect();
     // The context: inputs, sizes, flattened input accesses, params.
     let (field_names, field_tys): (Vec<_>, Vec<_>) = g.ctx_fields().into_iter().unzip();
     let listed: Vec<PlanEntry<'_>> = entries.iter().map(|e| e.plan_entry(k)).collect();
-    let dispatch = g.isa_dispatch(&listed, &exact, default, &narrowed);
+    let dispatch = g.isa_dispatch(&listed, &exact, default, &narrowed, &paired);
     let entry = g.entry_fn(entries, &exact);
     let entries_static = entries_static(&listed);
     quote! {
@@ -124,6 +130,8 @@ fn cpu_fn_of(g: Gen<'_>, entries: &[CpuEntry]) -> TokenStream {
         #avx2_default
 
         #(#narrowed_fns)*
+
+        #(#pair_fns)*
 
         #dispatch
 
@@ -249,6 +257,7 @@ impl<'k> Gen<'k> {
         exact: &[Option<Bound>],
         default: Option<usize>,
         narrowed: &[Option<usize>],
+        paired: &[usize],
     ) -> TokenStream {
         let (d, a_ty) = (self.d, &self.a_ty);
         let params = quote! {
@@ -272,8 +281,67 @@ impl<'k> Gen<'k> {
                 quote!(unsafe { #w(__c, __r, __o, __direct) })
             })
         };
-        let avx512 = per_isa(Isa::Avx512, 2, "avx512f,avx512vl,avx2,fma,f16c");
+        const AVX512: &str = "avx512f,avx512vl,avx2,fma,f16c";
+        let avx512 = per_isa(Isa::Avx512, 2, AVX512);
         let avx2 = per_isa(Isa::Avx2, 1, "avx2,fma,f16c");
+        // A bf16 product's pair bodies (`Gen::pair_fn`) where the process
+        // runs them (`mdh::__rt::bf16_pairs`): natively with AVX-512 BF16,
+        // emulated in the AVX-512 and AVX2 bodies; an entry without one
+        // runs its own body.
+        let mut pair_isa = |isa: Isa, code: u8, native: bool, features: &str| {
+            let body = bodies(entries, default, isa, narrowed);
+            let how = if native { "native" } else { "emulated" };
+            let name = |n: usize| format_ident!("__compute_{}_pairs_{}_{}", n, how, isa.name());
+            let mut done: Vec<usize> = Vec::new();
+            for &n in body.iter().filter(|n| paired.contains(n)) {
+                if done.contains(&n) {
+                    continue;
+                }
+                done.push(n);
+                let (w, f) = (name(n), format_ident!("__compute_{}_pairs", n));
+                wrappers.extend(quote! {
+                    #[target_feature(enable = #features)]
+                    #[inline(never)]
+                    unsafe fn #w(#params) { #f::<#code, #native>(__c, __r, __o, __direct) }
+                });
+            }
+            // SAFETY: the CPU has these features (detected at run time).
+            plan_arms(&body, &vec![None; exact.len()], |f| {
+                let w = match paired.iter().find(|&&n| *f == format_ident!("__compute_{}", n)) {
+                    Some(&n) => name(n),
+                    None => format_ident!("{}_{}", f, isa.name()),
+                };
+                quote!(unsafe { #w(__c, __r, __o, __direct) })
+            })
+        };
+        let isa_match = if paired.is_empty() {
+            quote! {
+                match ::mdh::__rt::isa() {
+                    ::mdh::__rt::Isa::Avx512 => return #avx512,
+                    ::mdh::__rt::Isa::Avx2 => return #avx2,
+                    ::mdh::__rt::Isa::Baseline => {}
+                }
+            }
+        } else {
+            let native = pair_isa(Isa::Avx512, 2, true, &format!("{AVX512},avx512bf16"));
+            let emulated512 = pair_isa(Isa::Avx512, 2, false, AVX512);
+            let emulated2 = pair_isa(Isa::Avx2, 1, false, "avx2,fma,f16c");
+            quote! {
+                use ::mdh::__rt::Bf16Pairs;
+                match ::mdh::__rt::isa() {
+                    ::mdh::__rt::Isa::Avx512 => return match ::mdh::__rt::bf16_pairs() {
+                        Bf16Pairs::Native => #native,
+                        Bf16Pairs::Emulated => #emulated512,
+                        Bf16Pairs::Off => #avx512,
+                    },
+                    ::mdh::__rt::Isa::Avx2 => return match ::mdh::__rt::bf16_pairs() {
+                        Bf16Pairs::Emulated => #emulated2,
+                        _ => #avx2,
+                    },
+                    ::mdh::__rt::Isa::Baseline => {}
+                }
+            }
+        };
         let baseline = baseline_calls(exact);
         quote! {
             /// One task: the body of plan `__plan`, compiled for the best
@@ -282,11 +350,7 @@ impl<'k> Gen<'k> {
                 #[cfg(target_arch = "x86_64")]
                 {
                     #wrappers
-                    match ::mdh::__rt::isa() {
-                        ::mdh::__rt::Isa::Avx512 => return #avx512,
-                        ::mdh::__rt::Isa::Avx2 => return #avx2,
-                        ::mdh::__rt::Isa::Baseline => {}
-                    }
+                    #isa_match
                 }
                 #baseline
             }

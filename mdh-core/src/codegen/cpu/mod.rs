@@ -26,6 +26,7 @@ mod epilogue;
 pub use epilogue::FusedEpilogue;
 mod names;
 mod packing;
+mod pairs;
 mod point;
 mod register;
 mod simd;
@@ -85,6 +86,8 @@ struct Gen<'k> {
     w: widen::Widened,
     /// The epilogue fused into the stores (a kernel of stages' producer).
     epilogue: Option<FusedEpilogue<'k>>,
+    /// Inside a pair body of a bf16 product: its pairs.
+    pairs: Option<pairs::Pairs>,
 }
 
 impl<'k> Gen<'k> {
@@ -104,6 +107,7 @@ impl<'k> Gen<'k> {
             pack: vec![Vec::new(); a.inputs.len()],
             w: widen::Widened::new(k),
             epilogue: None,
+            pairs: None,
         }
     }
 

@@ -19,7 +19,12 @@ impl<'k> Gen<'k> {
     /// [`Gen::in_place_ok`]), the tile's origin `__pko{j}` is added: 0 in
     /// a packed tile, the access's offset at the tile's first point in
     /// place.
+    /// A tile packed as pairs ([`Gen::pair_offset`]) has no stride per
+    /// dimension (its reads are the pairs' own).
     pub(super) fn packed_offset(&self, j: usize) -> (TokenStream, Vec<TokenStream>) {
+        if let Some(p) = self.pairs.filter(|p| p.y == j) {
+            return (self.pair_offset(p), vec![quote!(0isize); self.d]);
+        }
         let layout = &self.pack[j];
         let strides = format_ident!("__pks{}", j);
         let mut stride: Vec<TokenStream> = vec![quote!(0isize); self.d];
@@ -47,10 +52,12 @@ impl<'k> Gen<'k> {
     /// same code: its layout's last dimension has stride 1 in the input
     /// too (whole vectors load from both), so a tile read too few times to
     /// repay its copy is not packed (see [`Gen::packing`]). Not a widened
-    /// 16-bit input: its tile holds f32, the input 16-bit values.
+    /// 16-bit input: its tile holds f32, the input 16-bit values; nor a
+    /// tile of pairs.
     pub(super) fn in_place_ok(&self, j: usize) -> bool {
         let a = &self.k.analysis().inputs[j];
         self.w.from[j].is_none()
+            && !self.paired(j)
             && self.pack[j]
                 .last()
                 .is_some_and(|&last| a.static_coefs[last] == Some(1))
@@ -96,11 +103,16 @@ impl<'k> Gen<'k> {
                     quote!(#st[#q] = #st[#q + 1] * __e[#q + 1] as isize;)
                 }
             });
-            let len = if outer == 0 {
+            let mut strides = quote!(#(#strides)*);
+            let mut len = if outer == 0 {
                 quote!(__e[0])
             } else {
                 quote!(#st[0] as usize * __e[0])
             };
+            let mut pad = TokenStream::new();
+            if let Some(p) = self.pairs.filter(|p| p.y == j) {
+                (strides, len, pad) = self.pair_layout(p);
+            }
             let (dst_off, _) = self.packed_offset(j);
             let src_off = offset(
                 a,
@@ -125,11 +137,12 @@ impl<'k> Gen<'k> {
             let pack = quote! {
                 let __tile: [usize; #m2] = [#(#lo, #hi),*];
                 let __e: [usize; #m] = [#(#hi - #lo),*];
-                #(#strides)*
+                #strides
                 if __tile != #tile.last {
                     #tile.last = __tile;
                     let __dst: &mut [#t] = #tile.buf.resize(#len);
                     #copy
+                    #pad
                 }
             };
             if !self.in_place_ok(j) {

@@ -22,6 +22,12 @@ impl<'k> Gen<'k> {
         self.for_plan(plan).plan_body(plan, index, exact)
     }
 
+    /// `__compute_{index}_pairs`, the pair body of `plan` (see
+    /// [`Gen::pairs_for`]), where it has one.
+    pub(super) fn pair_fn(&self, plan: &CpuPlan, index: usize) -> Option<TokenStream> {
+        Some(self.with_pairs(plan)?.plan_body(plan, index, None))
+    }
+
     pub(super) fn plan_body(
         &self,
         plan: &CpuPlan,
@@ -29,9 +35,16 @@ impl<'k> Gen<'k> {
         exact: Option<&Bound>,
     ) -> TokenStream {
         let (d, a_ty) = (self.d, &self.a_ty);
-        let name = match exact {
-            Some(_) => format_ident!("__compute_{}_exact", index),
-            None => format_ident!("__compute_{}", index),
+        let (name, generics) = match (exact, self.pairs) {
+            (_, Some(_)) => (
+                format_ident!("__compute_{}_pairs", index),
+                quote!(<const ISA: u8, const NATIVE: bool>),
+            ),
+            (Some(_), None) => (
+                format_ident!("__compute_{}_exact", index),
+                quote!(<const ISA: u8>),
+            ),
+            (None, None) => (format_ident!("__compute_{}", index), quote!(<const ISA: u8>)),
         };
         let exact_binds = exact.map(|b| self.exact_binds(plan, b));
         let first = self.reduced.iter().map(|&k| {
@@ -164,7 +177,7 @@ impl<'k> Gen<'k> {
         };
         quote! {
             #[inline(always)]
-            fn #name<const ISA: u8>(__c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool) {
+            fn #name #generics(__c: &__Ctx<'_>, __r: &::mdh::__rt::Region<#d>, __o: &mut ::std::vec::Vec<#a_ty>, __direct: bool) {
                 #binds
                 #exact_binds
                 let _ = __direct;

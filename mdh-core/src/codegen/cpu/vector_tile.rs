@@ -6,6 +6,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
 use super::names::{dim_var, l1_tile, stream_writer};
+use super::pairs::Pairs;
 use super::simd::{vcombine, Simd};
 use super::store::Lanes;
 use super::tiles::l1_loops;
@@ -108,7 +109,11 @@ impl<'g, 'k> VectorTile<'g, 'k> {
 
     /// The tile as it is: accumulators, reduction loops, stores.
     fn whole(&self) -> TokenStream {
-        let (init, loops, store) = (self.init(), self.loops(self.step()), self.store());
+        let loops = match self.g.pairs {
+            Some(p) => self.pair_loops(p),
+            None => self.loops(self.step()),
+        };
+        let (init, store) = (self.init(), self.store());
         let origins = self.coordinate_origins();
         quote! { #init #origins #loops #store }
     }
@@ -489,7 +494,7 @@ impl<'g, 'k> VectorTile<'g, 'k> {
     /// One step of the innermost loop: every vector of the tile.
     fn step(&self) -> TokenStream {
         let (g, s, n) = (self.g, self.simd.dim, self.n());
-        let (i_s, b_s) = (&self.i_s, &self.b_s);
+        let i_s = &self.i_s;
         let mut step = TokenStream::new();
         let pin = self.simd.reduced && self.combos.len() > 1;
         for (c, combo) in self.combos.iter().enumerate() {
@@ -499,11 +504,8 @@ impl<'g, 'k> VectorTile<'g, 'k> {
                 let upd = g.vector_accumulate(s, n, self.part, pin, &acc);
                 let lane0 = if self.simd.reduced {
                     quote!(__j + #v * #n)
-                } else if self.part {
-                    let sv = format_ident!("__sv{}", v);
-                    quote!(#b_s + #sv)
                 } else {
-                    quote!(#b_s + #v * #n)
+                    self.lane0(v)
                 };
                 let cnt = if self.part {
                     let cv = format_ident!("__cntv{}", v);
@@ -515,6 +517,77 @@ impl<'g, 'k> VectorTile<'g, 'k> {
             }
         }
         step
+    }
+
+    /// The reduction loops of a pair body ([`Gen::pairs`]): the points of
+    /// the innermost one two at a time, an odd last one alone.
+    fn pair_loops(&self, p: Pairs) -> TokenStream {
+        let (i, (lo, hi)) = (dim_var(p.kr), l1_tile(p.kr));
+        let (step, last) = (self.pair_step(p, false), self.pair_step(p, true));
+        let inner = quote! {
+            let mut __k: usize = #lo;
+            while __k + 2 <= #hi {
+                let #i: usize = __k;
+                #step
+                __k += 2;
+            }
+            if __k < #hi {
+                let #i: usize = __k;
+                #last
+            }
+        };
+        let reduced = &self.g.reduced;
+        l1_loops(inner, &reduced[..reduced.len() - 1])
+    }
+
+    /// One step of a pair body: every vector of the tile gains the
+    /// products of the points `i_kr` and `i_kr + 1` (`last`: of `i_kr`
+    /// alone, its partner's `x` zero). `x`'s pair is read once per
+    /// coordinate combination; `y`'s pairs of a vector's 16 lanes are 32
+    /// consecutive elements of its packed tile, whose length has a vector
+    /// to spare past the last point (see `Gen::pair_layout`).
+    fn pair_step(&self, p: Pairs, last: bool) -> TokenStream {
+        let (accesses, k) = (self.g.accesses(), dim_var(p.kr));
+        let (xs, xo) = (&accesses[p.x].slice, &accesses[p.x].off);
+        let (ys, yo) = (&accesses[p.y].slice, &accesses[p.y].off);
+        // SAFETY: `bind` checked that the access stays inside its buffer
+        // over the index space; `i_kr + 1` is a point of it in a pair.
+        let second = if last {
+            quote!(0u32)
+        } else {
+            quote!({ let #k: usize = #k + 1; unsafe { #xs.get_unchecked(#xo) }.to_bits() as u32 })
+        };
+        let mut step = TokenStream::new();
+        for (c, combo) in self.combos.iter().enumerate() {
+            let b = self.origin_binds(combo);
+            let vectors = (0..self.simd.chunks).map(|v| {
+                let a = self.acc(0, c, v);
+                let lane0 = self.lane0(v);
+                let i_s = &self.i_s;
+                // SAFETY: the 32 elements from the vector's first pair are
+                // inside the packed tile (see above); the pair bodies are
+                // compiled with AVX-512 BF16 where `NATIVE`.
+                quote!({ let #i_s: usize = #lane0; #a = unsafe { #a.dot_pairs::<NATIVE>(__xb, #ys, #yo) }; })
+            });
+            step.extend(quote!({
+                #b
+                let __xb: u32 = unsafe { #xs.get_unchecked(#xo) }.to_bits() as u32 | (#second << 16);
+                #(#vectors)*
+            }));
+        }
+        step
+    }
+
+    /// The index of lane 0 of vector `v` of a step along a kept SIMD
+    /// dimension: at an edge, a vector past it repeats the last point.
+    fn lane0(&self, v: usize) -> TokenStream {
+        let (b_s, n) = (&self.b_s, self.n());
+        if self.part {
+            let sv = format_ident!("__sv{}", v);
+            quote!(#b_s + #sv)
+        } else {
+            quote!(#b_s + #v * #n)
+        }
     }
 
     /// The reduction loops around `step`.
