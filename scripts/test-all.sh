@@ -172,6 +172,15 @@ for isa in avx2 baseline; do
   read -r dir exe < <(test_bin random_kernels)
   (cd "$dir" && MDH_ISA=$isa "$exe" --exact cpu)
 done
+# The pair bodies of bf16 products (AVX-512 BF16's `vdpbf16ps` where the
+# CPU has it; the default run above ran them natively there), emulated in
+# the AVX-512 (where the CPU has it) and AVX2 bodies, so that every CPU runs them.
+for isa in avx512 avx2; do
+  for t in plans properties; do
+    read -r dir exe < <(test_bin $t)
+    (cd "$dir" && MDH_ISA=$isa MDH_BF16_PAIRS=emulate "$exe" bf16)
+  done
+done
 # The CUDA runtime (NVRTC, CPU execution of CUDA C, no-GPU errors; on a GPU
 # machine also the device runs).
 cargo test -p mdh-gpu --features sim --no-fail-fast

@@ -489,7 +489,7 @@ pub mod __rt {
         pays as stream_pays, starts_lines, within_call as stream_within_call,
         Results as StreamedResults, StreamWriter,
     };
-    pub use crate::widen::{bf16_pairs, widen_bf16, widen_f16, Bf16Pairs};
+    pub use crate::widen::{bf16_pairs, pack_pairs, widen_bf16, widen_f16, Bf16Pairs};
     pub use mdh_rt::desc::{AccessDesc, AffineDesc, ArgSizes, Bound, BufDesc, KernelDesc, SizeOp};
     pub use mdh_rt::gpu_plan::{GpuPlan, Mma};
     pub use mdh_rt::value::Value;

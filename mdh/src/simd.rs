@@ -749,6 +749,31 @@ impl<const N: usize> Not for V<bool, N> {
 mod tests {
     use super::*;
 
+    /// Pairs of bf16 products: the emulation, and `vdpbf16ps` where the
+    /// CPU has it, against the exact sums (integers: every value exact).
+    #[test]
+    fn dot_pairs_add_both_products_of_each_lane() {
+        let b = |x: f32| bf16::from_f32(x);
+        let y: Vec<bf16> = (0..40).map(|i| b(i as f32 - 7.0)).collect();
+        let (x0, x1) = (b(3.0), b(-2.0));
+        let x = x0.to_bits() as u32 | (x1.to_bits() as u32) << 16;
+        let acc = V::<f32, 16>::from_fn(|l| l as f32);
+        let want = V::<f32, 16>::from_fn(|l| {
+            l as f32 + 3.0 * y[3 + 2 * l].to_f32() - 2.0 * y[4 + 2 * l].to_f32()
+        });
+        // SAFETY: 3 + 32 <= 40.
+        assert_eq!(unsafe { acc.dot_pairs::<false>(x, &y, 3) }, want);
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512bf16") {
+            #[target_feature(enable = "avx512f,avx512bf16")]
+            unsafe fn native(acc: V<f32, 16>, x: u32, y: &[bf16]) -> V<f32, 16> {
+                unsafe { acc.dot_pairs::<true>(x, y, 3) }
+            }
+            // SAFETY: the features were detected; 3 + 32 <= 40.
+            assert_eq!(unsafe { native(acc, x, &y) }, want);
+        }
+    }
+
     #[test]
     fn lane_wise_semantics_match_scalars() {
         let a = V::<i32, 4>([1, -2, i32::MAX, 7]);

@@ -25,6 +25,45 @@ pub fn widen_f16<const ISA: u8>(x: f16) -> f32 {
     x.to_f32()
 }
 
+/// One row of pairs of a bf16 product's packed tile
+/// (`codegen::cpu`'s pair bodies): `n` pairs from `dst[at]` on, pair `l`
+/// of `src[a + l·stride]` and `src[b + l·stride]` (0 where `b` is `None`:
+/// an odd last point pairs with zero).
+///
+/// # Safety
+/// `at + 2n <= dst.len()`; every `a + l·stride` and `b + l·stride` for
+/// `l < n` is inside `src`.
+#[inline(always)]
+pub unsafe fn pack_pairs(
+    dst: &mut [bf16],
+    at: usize,
+    src: &[bf16],
+    a: usize,
+    b: Option<usize>,
+    stride: isize,
+    n: usize,
+) {
+    // SAFETY: the caller's bounds; pairs are written as the 32-bit word of
+    // two bf16 (the first in the low half, as `vdpbf16ps` reads them).
+    unsafe {
+        let d = dst.as_mut_ptr().add(at) as *mut u32;
+        let s = src.as_ptr() as *const u16;
+        let put = |l: usize, lo: u16, hi: u16| {
+            d.add(l).write_unaligned(lo as u32 | (hi as u32) << 16);
+        };
+        match (b, stride) {
+            // Contiguous rows: one loop LLVM vectorizes.
+            (Some(b), 1) => (0..n).for_each(|l| put(l, *s.add(a + l), *s.add(b + l))),
+            (None, 1) => (0..n).for_each(|l| put(l, *s.add(a + l), 0)),
+            _ => (0..n).for_each(|l| {
+                let o = l as isize * stride;
+                let hi = b.map_or(0, |b| *s.offset(b as isize + o));
+                put(l, *s.offset(a as isize + o), hi)
+            }),
+        }
+    }
+}
+
 /// How the task bodies of a bf16 product run its pairs of reduction
 /// points (`codegen::cpu`'s pair bodies, [`crate::simd::V::dot_pairs`]):
 /// one AVX-512 BF16 `vdpbf16ps` per pair of products and vector where the
@@ -128,5 +167,21 @@ mod tests {
         assert_eq!(c(Isa::Baseline, false, Some("emulate")), Off);
         let e = pairs_choice(Isa::Avx512, true, Some("yes")).unwrap_err();
         assert!(e.contains("native, emulate, off"), "{e}");
+    }
+
+    /// Rows of pairs, contiguous and strided, an odd last row with zeros.
+    #[test]
+    fn pack_pairs_interleaves_two_rows() {
+        let src: Vec<bf16> = (0..24).map(|i| bf16::from_f32(i as f32)).collect();
+        let got = |b: Option<usize>, stride: isize| {
+            let mut dst = vec![bf16::from_f32(-1.0); 8];
+            // SAFETY: 1 + 2·3 <= 8; the reads stay below 24.
+            unsafe { pack_pairs(&mut dst, 1, &src, 2, b, stride, 3) };
+            dst.iter().map(|x| x.to_f32()).collect::<Vec<f32>>()
+        };
+        assert_eq!(got(Some(10), 1), [-1., 2., 10., 3., 11., 4., 12., -1.]);
+        assert_eq!(got(None, 1), [-1., 2., 0., 3., 0., 4., 0., -1.]);
+        assert_eq!(got(Some(10), 5), [-1., 2., 10., 7., 15., 12., 20., -1.]);
+        assert_eq!(got(None, 5), [-1., 2., 0., 7., 0., 12., 0., -1.]);
     }
 }

@@ -109,10 +109,6 @@ impl<'k> Gen<'k> {
             } else {
                 quote!(#st[0] as usize * __e[0])
             };
-            let mut pad = TokenStream::new();
-            if let Some(p) = self.pairs.filter(|p| p.y == j) {
-                (strides, len, pad) = self.pair_layout(p);
-            }
             let (dst_off, _) = self.packed_offset(j);
             let src_off = offset(
                 a,
@@ -126,12 +122,15 @@ impl<'k> Gen<'k> {
             // A widened 16-bit input is converted here, once per element
             // of the tile, not in the register tiles.
             let x = widen(self.w.from[j], quote!(*#src.get_unchecked(#src_off)));
-            let copy = l1_loops(
+            let mut copy = l1_loops(
                 quote! {
                     unsafe { *__dst.get_unchecked_mut(#dst_off) = #x };
                 },
                 layout,
             );
+            if let Some(p) = self.pairs.filter(|p| p.y == j) {
+                (strides, len, copy) = self.pair_layout(p, &src, &src_off);
+            }
             // The strides follow from the tile's extents: set for every
             // tile, also one this thread packed in an earlier part.
             let pack = quote! {
@@ -142,7 +141,6 @@ impl<'k> Gen<'k> {
                     #tile.last = __tile;
                     let __dst: &mut [#t] = #tile.buf.resize(#len);
                     #copy
-                    #pad
                 }
             };
             if !self.in_place_ok(j) {

@@ -12,7 +12,7 @@
 //! as one 32-bit pair. An odd last point pairs with zero: the packed tile's
 //! second value is 0, and so is `x`'s.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
 use super::names::{dim_var, l1_tile};
@@ -104,9 +104,16 @@ impl<'k> Gen<'k> {
 
     /// The strides `__pks{y}` of the pair-packed tile (extents `__e`, its
     /// rows padded to 64 bytes), its length (one vector more: a register
-    /// tile's vectors load whole, also those of the last points), and the
-    /// zeros of an odd last point's pair partners after the copy.
-    pub(super) fn pair_layout(&self, p: Pairs) -> (TokenStream, TokenStream, TokenStream) {
+    /// tile's vectors load whole, also those of the last points), and its
+    /// copy from the input `src` (offset `src_off` at the current point):
+    /// two rows of `kr` at a time into one row of pairs
+    /// (`mdh::__rt::pack_pairs`, an odd last one with zeros).
+    pub(super) fn pair_layout(
+        &self,
+        p: Pairs,
+        src: &Ident,
+        src_off: &TokenStream,
+    ) -> (TokenStream, TokenStream, TokenStream) {
         let layout = &self.pack[p.y];
         let (m, st) = (layout.len(), format_ident!("__pks{}", p.y));
         let row = m - 2;
@@ -125,21 +132,29 @@ impl<'k> Gen<'k> {
             quote!(__e[0])
         };
         let len = quote!(#st[0] as usize * #rows0 + 32);
-        let (k, (_, hi_k)) = (dim_var(p.kr), l1_tile(p.kr));
-        let off = self.pair_offset(p);
-        let others: Vec<usize> = layout.iter().copied().filter(|&x| x != p.kr).collect();
-        // SAFETY: the position of point `hi` of `kr` (odd extent) is the
-        // second place of the last pair row, inside the tile.
-        let zero = super::tiles::l1_loops(
-            quote!(unsafe { *__dst.get_unchecked_mut(#off) = ::mdh::__rt::bf16::ZERO };),
-            &others,
-        );
-        let pad = quote! {
-            if __e[#row] % 2 == 1 {
-                let #k: usize = #hi_k;
-                #zero
+        let (k, (lo_k, hi_k)) = (dim_var(p.kr), l1_tile(p.kr));
+        let s = layout[m - 1];
+        let (i_s, (lo_s, _)) = (dim_var(s), l1_tile(s));
+        let (at, stride) = (self.pair_offset(p), self.in_place_stride(p.y, s));
+        // SAFETY: `bind` checked that the access stays inside its input
+        // over the index space, which holds the tile's points; the pairs
+        // of a row of the tile are inside the tile laid out above.
+        let rows = quote! {
+            let mut __k: usize = #lo_k;
+            while __k < #hi_k {
+                let (#k, #i_s): (usize, usize) = (__k, #lo_s);
+                let (__at, __a): (usize, usize) = (#at, #src_off);
+                let __b: ::core::option::Option<usize> = if __k + 1 < #hi_k {
+                    let #k: usize = __k + 1;
+                    ::core::option::Option::Some(#src_off)
+                } else {
+                    ::core::option::Option::None
+                };
+                unsafe { ::mdh::__rt::pack_pairs(__dst, __at, #src, __a, __b, #stride, __e[#m - 1]) };
+                __k += 2;
             }
         };
-        (quote!(#(#strides)*), len, pad)
+        let copy = super::tiles::l1_loops(rows, &layout[..row]);
+        (quote!(#(#strides)*), len, copy)
     }
 }

@@ -313,10 +313,10 @@ fn sixteen_bit_contractions_widen_while_packing_and_run_the_f32_tiles() {
         // (two slots per body: the AVX2/AVX-512 one and the baseline's.)
         assert_eq!(code.matches(&slot).count() % 2, 0, "{code}");
         assert!(code.contains(&slot), "{code}");
-        assert!(
-            !code.contains("PackSlot < :: mdh :: __rt :: bf16"),
-            "{code}"
-        );
+        // bf16 tiles only in the pair bodies (both inputs as they are).
+        let pair_bodies = code.matches("_pairs < const ISA").count();
+        let bf16_slots = code.matches("PackSlot < :: mdh :: __rt :: bf16").count();
+        assert_eq!(bf16_slots, 2 * pair_bodies, "{code}");
         assert!(!code.contains("PackSlot < :: mdh :: __rt :: f16"), "{code}");
         assert!(code.contains(widen), "{code}");
         assert!(code.contains(&quote!(.fma::<ISA>).to_string()), "{code}");
@@ -340,4 +340,38 @@ fn sixteen_bit_contractions_widen_while_packing_and_run_the_f32_tiles() {
     assert!(!super::lanes_apply(&k));
     let code = cpu_fn(&k, &[entry(&k, None)]).to_string();
     assert!(!code.contains("widen_bf16"), "{code}");
+}
+
+/// A bf16 product whose plan takes lanes along `j` and packs B with `k`, `j`
+/// innermost gets pair bodies (two points of `k` per `vdpbf16ps`), chosen
+/// at run time; f16, f32 and plans without that shape get none.
+#[test]
+fn bf16_products_get_pair_bodies_chosen_at_run_time() {
+    use super::pairs::Pairs;
+    use super::Gen;
+    let k = matmul_16(quote!(bf16));
+    let plan = CpuPlan::default_for(&k);
+    let pairs = Gen::new(&k).pairs_for(&plan);
+    assert_eq!(pairs, Some(Pairs { x: 0, y: 1, kr: 2 }));
+    let code = cpu_fn(&k, &[entry(&k, None)]).to_string();
+    for part in [
+        "fn __compute_0_pairs < const ISA : u8 , const NATIVE : bool >",
+        "dot_pairs :: < NATIVE >",
+        ":: mdh :: __rt :: pack_pairs",
+        "avx512bf16",
+        ":: mdh :: __rt :: bf16_pairs ()",
+    ] {
+        assert!(code.contains(part), "{part}: {code}");
+    }
+    // B read in place, or lanes of partial results along `k`: no pairs.
+    let mut in_place = plan.clone();
+    in_place.pack[1] = Vec::new();
+    assert_eq!(Gen::new(&k).pairs_for(&in_place), None);
+    let mut along_k = plan.clone();
+    along_k.reg = vec![1, 1, 16];
+    assert_eq!(Gen::new(&k).pairs_for(&along_k), None);
+    for other in [matmul_16(quote!(f16)), crate::fixtures::matmul()] {
+        let code = cpu_fn(&other, &[entry(&other, None)]).to_string();
+        assert!(!code.contains("pairs"), "{code}");
+    }
 }
