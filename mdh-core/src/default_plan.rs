@@ -480,10 +480,20 @@ impl CpuPlan {
                 // 4.9 ms against the former 36 rows × 64 points of 6 × 2
                 // vectors' 6.8 ms (C/OpenMP 5.8), and with an output not
                 // 64-byte aligned 13 against 37 ms (C 18).
+                // A stencil (a buffer read through several accesses) takes
+                // one row per tile: each row of a tile reads its own rows
+                // of the neighbours, and the prefetchers follow only so
+                // many streams at once. On the 2-core AMD EPYC (Zen 4),
+                // jacobi3d 256³ in one process: 4 rows (14 input rows in
+                // flight) 7.0 ms, 2 rows 4.9–7.5, one row 4.9–5.1 (86 % of
+                // the streaming copy roof; the C/OpenMP loop, one row at a
+                // time, 5.0–5.4); on Zen 5, 4 rows ran at 4.9 ms (C 5.8).
                 let v = vectors(4);
                 reg[s] = v * lanes;
                 if let Some(o) = outer_kept(s) {
-                    reg[o] = (acc / v / outputs).clamp(1, 4);
+                    let stencil = (1..a.inputs.len())
+                        .any(|j| a.inputs[..j].iter().any(|i| i.buffer == a.inputs[j].buffer));
+                    reg[o] = if stencil { 1 } else { (acc / v / outputs).clamp(1, 4) };
                 }
                 // Dimensions outside the run and its rows (jacobi3d's
                 // planes) take one point per tile, L1 and L2 alike: the
@@ -754,13 +764,24 @@ mod tests {
     fn stencils_fit_three_layers_in_l1_and_stream() {
         let k = family("jacobi3d");
         let p = CpuPlan::default_for(&k);
-        // 4 rows × 4 vectors; runs of four tiles: three layers of 6 × 258
-        // f32 take 18.6 of the 32 KiB L1. One plane per tile: the tiles
-        // walk a plane's rows in memory order.
-        assert_eq!(p.reg, vec![1, 4, 64]);
-        assert_eq!(p.l1, vec![1, 4, 256]);
-        assert_eq!(p.l2, vec![1, 16, 1024]);
+        // One row × 4 vectors (a stencil); runs of four tiles: three
+        // layers of 3 × 258 f32 take 9.3 of the 32 KiB L1. One plane per
+        // tile: the tiles walk a plane's rows in memory order.
+        assert_eq!(p.reg, vec![1, 1, 64]);
+        assert_eq!(p.l1, vec![1, 1, 256]);
+        assert_eq!(p.l2, vec![1, 4, 1024]);
         assert!(p.stream);
+        // A map that is no stencil takes 4 rows.
+        let add = crate::compile(quote::quote! {
+            kernel add {
+                inp(x: f32[N, M], y: f32[N, M]),
+                out(z: f32[N, M]),
+                out_view(z: |i, j| (i, j)),
+                md_hom[N, M](|a, b| a + b, (CC, CC)),
+                inp_view(x: |i, j| (i, j), y: |i, j| (i, j)),
+            }
+        });
+        assert_eq!(CpuPlan::default_for(&add.unwrap()).reg, vec![4, 64]);
         // AVX2: the register file holds one row of 4 × 16 lanes.
         let p = CpuPlan::default_for_machine(&k, &machine(Isa::Avx2, 32, 512));
         assert_eq!(
@@ -768,7 +789,7 @@ mod tests {
             (vec![1, 1, 64], vec![1, 1, 256], vec![1, 4, 1024])
         );
         // A small L1 shortens the runs until three layers fit.
-        let p = CpuPlan::default_for_machine(&k, &machine(Isa::Avx512, 16, 512));
+        let p = CpuPlan::default_for_machine(&k, &machine(Isa::Avx512, 8, 512));
         assert_eq!(p.l1[2], 192);
         assert_eq!(p.validate(&k), Ok(()));
         // Maps stream too; matvec's results (a PW dimension) do not.
