@@ -493,7 +493,11 @@ impl CpuPlan {
                 if let Some(o) = outer_kept(s) {
                     let stencil = (1..a.inputs.len())
                         .any(|j| a.inputs[..j].iter().any(|i| i.buffer == a.inputs[j].buffer));
-                    reg[o] = if stencil { 1 } else { (acc / v / outputs).clamp(1, 4) };
+                    reg[o] = if stencil {
+                        1
+                    } else {
+                        (acc / v / outputs).clamp(1, 4)
+                    };
                 }
                 // Dimensions outside the run and its rows (jacobi3d's
                 // planes) take one point per tile, L1 and L2 alike: the

@@ -586,17 +586,20 @@ impl<const N: usize> V<f32, N> {
             unsafe {
                 let acc: __m512 = core::mem::transmute_copy(&self.0);
                 let xs: __m512bh = core::mem::transmute(_mm512_set1_epi32(x as i32));
-                let ys: __m512bh = core::mem::transmute(_mm512_loadu_si512(
-                    y.as_ptr().add(at) as *const _,
-                ));
+                let ys: __m512bh =
+                    core::mem::transmute(_mm512_loadu_si512(y.as_ptr().add(at) as *const _));
                 let r = _mm512_dpbf16_ps(acc, xs, ys);
                 return V(core::mem::transmute_copy(&r));
             }
         }
         let (x0, x1) = (f32::from_bits(x << 16), f32::from_bits(x & 0xffff_0000));
-        // SAFETY: the caller guarantees the 2N elements from `at`.
-        let y = |i: usize| unsafe { crate::widen::widen_bf16(*y.get_unchecked(at + i)) };
-        V(core::array::from_fn(|l| (self.0[l] + x1 * y(2 * l + 1)) + x0 * y(2 * l)))
+        // SAFETY: the caller guarantees the 2N elements from `at`; a bf16
+        // widens exactly to the f32 of its bits shifted up.
+        let y =
+            |i: usize| f32::from_bits((unsafe { y.get_unchecked(at + i) }.to_bits() as u32) << 16);
+        V(core::array::from_fn(|l| {
+            (self.0[l] + x1 * y(2 * l + 1)) + x0 * y(2 * l)
+        }))
     }
 }
 
@@ -767,6 +770,7 @@ mod tests {
         if std::arch::is_x86_feature_detected!("avx512bf16") {
             #[target_feature(enable = "avx512f,avx512bf16")]
             unsafe fn native(acc: V<f32, 16>, x: u32, y: &[bf16]) -> V<f32, 16> {
+                // SAFETY: the features are enabled; the caller's `y` holds 35.
                 unsafe { acc.dot_pairs::<true>(x, y, 3) }
             }
             // SAFETY: the features were detected; 3 + 32 <= 40.

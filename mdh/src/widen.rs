@@ -105,7 +105,11 @@ fn has_avx512_bf16() -> bool {
 
 /// [`bf16_pairs`] for the task bodies of `isa`, a CPU with AVX-512 BF16 or
 /// not (`native`) and the value of `MDH_BF16_PAIRS` (`var`).
-fn pairs_choice(isa: crate::cpu::Isa, native: bool, var: Option<&str>) -> Result<Bf16Pairs, String> {
+fn pairs_choice(
+    isa: crate::cpu::Isa,
+    native: bool,
+    var: Option<&str>,
+) -> Result<Bf16Pairs, String> {
     use crate::cpu::Isa;
     let var = var.map(str::to_ascii_lowercase);
     Ok(match var.as_deref() {

@@ -307,7 +307,10 @@ impl<'k> Gen<'k> {
             }
             // SAFETY: the CPU has these features (detected at run time).
             plan_arms(&body, &vec![None; exact.len()], |f| {
-                let w = match paired.iter().find(|&&n| *f == format_ident!("__compute_{}", n)) {
+                let w = match paired
+                    .iter()
+                    .find(|&&n| *f == format_ident!("__compute_{}", n))
+                {
                     Some(&n) => name(n),
                     None => format_ident!("{}_{}", f, isa.name()),
                 };

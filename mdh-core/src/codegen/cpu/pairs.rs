@@ -61,7 +61,9 @@ impl<'k> Gen<'k> {
             (true, false) => (jb, ja),
             _ => return None,
         };
-        plan.pack[y].ends_with(&[kr, s]).then_some(Pairs { x, y, kr })
+        plan.pack[y]
+            .ends_with(&[kr, s])
+            .then_some(Pairs { x, y, kr })
     }
 
     /// The generator inside `plan`'s pair bodies, where it has them: both

@@ -44,7 +44,10 @@ impl<'k> Gen<'k> {
                 format_ident!("__compute_{}_exact", index),
                 quote!(<const ISA: u8>),
             ),
-            (None, None) => (format_ident!("__compute_{}", index), quote!(<const ISA: u8>)),
+            (None, None) => (
+                format_ident!("__compute_{}", index),
+                quote!(<const ISA: u8>),
+            ),
         };
         let exact_binds = exact.map(|b| self.exact_binds(plan, b));
         let first = self.reduced.iter().map(|&k| {
