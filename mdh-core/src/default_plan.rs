@@ -49,7 +49,7 @@ use crate::analysis::Checked;
 use crate::plan::{
     contiguous_dim, contraction_dim, reduction_lanes, simd_lanes, CpuPlan, VECTOR_BYTES,
 };
-use crate::spec::{DimKind, SizeExpr};
+use crate::spec::{DimKind, ScalarType, SizeExpr};
 
 /// The machine the compile-time default is derived for (see the module
 /// documentation): AVX-512's register file, 32 KiB L1d, 512 KiB L2 per
@@ -129,6 +129,15 @@ fn input_bytes(k: &Checked) -> usize {
     buffers.sort_unstable();
     buffers.dedup();
     buffers.iter().map(|b| b.1).sum()
+}
+
+/// The narrowest element type of the inputs that SIMD dimension `s`
+/// indexes.
+fn lane_input(k: &Checked, s: usize) -> Option<ScalarType> {
+    let inputs = k.analysis().inputs.iter().filter(|i| i.uses.contains(&s));
+    inputs
+        .map(|i| i.ty)
+        .min_by_key(|&t| crate::plan::elem_bytes(t))
 }
 
 /// The default's packed layouts: an input access that depends on the kept
@@ -415,7 +424,13 @@ impl CpuPlan {
                     // matmul 16×4096×4096 on the 2-core AMD EPYC (Zen 3)
                     // ran 30 ms against OpenBLAS's 6.6 (21-25 after this;
                     // 8.5-12 once B, 64 MiB, is packed: `read_in_place`).
-                    l1[s] = whole(4 * lanes, reg[s]);
+                    // Of narrower inputs, as many lanes as make those 256
+                    // bytes of the input's rows: bf16 16 × 4096 × 4096 on
+                    // the 2-core AMD EPYC (Zen 4), B packed as pairs from
+                    // memory, 3.3–3.6 ms with a panel of 64, 2.7–2.8 with
+                    // 128 (1024³ alike: 4.9 ms).
+                    let lane_bytes = lane_input(k, s).map_or(4, crate::plan::elem_bytes);
+                    l1[s] = whole((4 * lanes).max(256 / lane_bytes), reg[s]);
                     l1[o] = 64 * reg[o];
                     l2[o] = l1[o];
                 }
@@ -423,8 +438,12 @@ impl CpuPlan {
                 // input the SIMD dimension indexes takes a quarter of the
                 // L2, beside the rows' tile of the other input (512 on the
                 // reference machine: 265–285 GFLOP/s at 1024³ on the 2-core
-                // AVX-512 Xeon, OpenBLAS 286).
-                let elem = VECTOR_BYTES / lanes;
+                // AVX-512 Xeon, OpenBLAS 286). On AVX-512, elements of
+                // bf16 inputs count as they are packed in pairs (a CPU
+                // without AVX-512 BF16 packs them widened: then half the
+                // L2); elsewhere as widened.
+                let pairs = m.isa == Isa::Avx512 && lane_input(k, s) == Some(ScalarType::Bf16);
+                let elem = if pairs { 2 } else { VECTOR_BYTES / lanes };
                 let kc = pow2_within(l2_bytes / 4 / (l1[s] * elem), 64, 1024);
                 l2[s] = 1024;
                 for x in (0..d).filter(|&x| kinds[x] == DimKind::Pw) {
@@ -711,6 +730,14 @@ mod tests {
         // SSE's 16 registers: one vector (four xmm) of two rows.
         let p = CpuPlan::default_for_machine(&k, &machine(Isa::Baseline, 32, 512));
         assert_eq!(p.reg, vec![2, 16, 1]);
+        // bf16 inputs: a panel of 128 lanes (256 bytes of B's rows), as
+        // deep as f32's (its pairs take as many bytes).
+        let p = CpuPlan::default_for(&family("matmul_bf16"));
+        assert_eq!((p.reg[1], p.l1[1], p.l1[2]), (64, 128, 512));
+        // AVX2 packs them widened: half as deep.
+        let m = machine(Isa::Avx2, 32, 512);
+        let p = CpuPlan::default_for_machine(&family("matmul_bf16"), &m);
+        assert_eq!((p.l1[1], p.l1[2]), (128, 256));
     }
 
     #[test]
