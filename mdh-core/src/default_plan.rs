@@ -375,6 +375,8 @@ impl CpuPlan {
                 rows: o,
                 cols,
             } => {
+                // The narrowest input along the lanes (bf16: pairs).
+                let lane = lane_input(k, s);
                 match cols {
                     // A tensor contraction (ccsdt): one vector × 4 rows × 4
                     // columns (AVX-512; AVX2: 2 × 2), 16 accumulators over
@@ -429,7 +431,7 @@ impl CpuPlan {
                     // the 2-core AMD EPYC (Zen 4), B packed as pairs from
                     // memory, 3.3–3.6 ms with a panel of 64, 2.7–2.8 with
                     // 128 (1024³ alike: 4.9 ms).
-                    let lane_bytes = lane_input(k, s).map_or(4, crate::plan::elem_bytes);
+                    let lane_bytes = lane.map_or(4, crate::plan::elem_bytes);
                     l1[s] = whole((4 * lanes).max(256 / lane_bytes), reg[s]);
                     l1[o] = 64 * reg[o];
                     l2[o] = l1[o];
@@ -442,7 +444,7 @@ impl CpuPlan {
                 // bf16 inputs count as they are packed in pairs (a CPU
                 // without AVX-512 BF16 packs them widened: then half the
                 // L2); elsewhere as widened.
-                let pairs = m.isa == Isa::Avx512 && lane_input(k, s) == Some(ScalarType::Bf16);
+                let pairs = m.isa == Isa::Avx512 && lane == Some(ScalarType::Bf16);
                 let elem = if pairs { 2 } else { VECTOR_BYTES / lanes };
                 let kc = pow2_within(l2_bytes / 4 / (l1[s] * elem), 64, 1024);
                 l2[s] = 1024;

@@ -22,7 +22,7 @@ impl<'k> Gen<'k> {
     /// A tile packed as pairs ([`Gen::pair_offset`]) has no stride per
     /// dimension (its reads are the pairs' own).
     pub(super) fn packed_offset(&self, j: usize) -> (TokenStream, Vec<TokenStream>) {
-        if let Some(p) = self.pairs.filter(|p| p.y == j) {
+        if let Some(p) = self.pairs_of(j) {
             return (self.pair_offset(p), vec![quote!(0isize); self.d]);
         }
         let layout = &self.pack[j];
@@ -57,7 +57,7 @@ impl<'k> Gen<'k> {
     pub(super) fn in_place_ok(&self, j: usize) -> bool {
         let a = &self.k.analysis().inputs[j];
         self.w.from[j].is_none()
-            && !self.paired(j)
+            && self.pairs_of(j).is_none()
             && self.pack[j]
                 .last()
                 .is_some_and(|&last| a.static_coefs[last] == Some(1))
@@ -95,42 +95,45 @@ impl<'k> Gen<'k> {
             });
             park.extend(quote!(#tile.park(&#slot);));
             let (lo, hi): (Vec<Ident>, Vec<Ident>) = layout.iter().map(|&x| l1_tile(x)).unzip();
-            let strides = (0..outer).rev().map(|q| {
-                if q + 1 == outer {
-                    let pad = quote!((64 / ::core::mem::size_of::<#t>()));
-                    quote!(#st[#q] = __e[#q + 1].next_multiple_of(#pad) as isize;)
-                } else {
-                    quote!(#st[#q] = #st[#q + 1] * __e[#q + 1] as isize;)
-                }
-            });
-            let mut strides = quote!(#(#strides)*);
-            let mut len = if outer == 0 {
-                quote!(__e[0])
-            } else {
-                quote!(#st[0] as usize * __e[0])
-            };
-            let (dst_off, _) = self.packed_offset(j);
             let src_off = offset(
                 a,
                 &format_ident!("__ia{}_b", j),
                 &format_ident!("__ia{}_c", j),
             );
             let src = format_ident!("__in{}", a.buffer);
-            // SAFETY: the position is inside the buffer of `__len` elements
-            // laid out above, and `bind` checked that the access stays inside
-            // its input over the whole index space, which holds the tile.
-            // A widened 16-bit input is converted here, once per element
-            // of the tile, not in the register tiles.
-            let x = widen(self.w.from[j], quote!(*#src.get_unchecked(#src_off)));
-            let mut copy = l1_loops(
-                quote! {
-                    unsafe { *__dst.get_unchecked_mut(#dst_off) = #x };
-                },
-                layout,
-            );
-            if let Some(p) = self.pairs.filter(|p| p.y == j) {
-                (strides, len, copy) = self.pair_layout(p, &src, &src_off);
-            }
+            let (strides, len, copy) = match self.pairs_of(j) {
+                Some(p) => self.pair_layout(p, &src, &src_off),
+                None => {
+                    let strides = (0..outer).rev().map(|q| {
+                        if q + 1 == outer {
+                            let pad = quote!((64 / ::core::mem::size_of::<#t>()));
+                            quote!(#st[#q] = __e[#q + 1].next_multiple_of(#pad) as isize;)
+                        } else {
+                            quote!(#st[#q] = #st[#q + 1] * __e[#q + 1] as isize;)
+                        }
+                    });
+                    let len = if outer == 0 {
+                        quote!(__e[0])
+                    } else {
+                        quote!(#st[0] as usize * __e[0])
+                    };
+                    let (dst_off, _) = self.packed_offset(j);
+                    // SAFETY: the position is inside the buffer of `__len`
+                    // elements laid out above, and `bind` checked that the
+                    // access stays inside its input over the whole index
+                    // space, which holds the tile. A widened 16-bit input
+                    // is converted here, once per element of the tile, not
+                    // in the register tiles.
+                    let x = widen(self.w.from[j], quote!(*#src.get_unchecked(#src_off)));
+                    let copy = l1_loops(
+                        quote! {
+                            unsafe { *__dst.get_unchecked_mut(#dst_off) = #x };
+                        },
+                        layout,
+                    );
+                    (quote!(#(#strides)*), len, copy)
+                }
+            };
             // The strides follow from the tile's extents: set for every
             // tile, also one this thread packed in an earlier part.
             let pack = quote! {

@@ -77,9 +77,9 @@ impl<'k> Gen<'k> {
         Some(g)
     }
 
-    /// Whether input access `j` is packed as pairs.
-    pub(super) fn paired(&self, j: usize) -> bool {
-        self.pairs.is_some_and(|p| p.y == j)
+    /// The pairs input access `j` is packed for, if it is packed as pairs.
+    pub(super) fn pairs_of(&self, j: usize) -> Option<Pairs> {
+        self.pairs.filter(|p| p.y == j)
     }
 
     /// The offset of the current point in the pair-packed tile of access
