@@ -34,6 +34,9 @@ pub const CASES: &[(&str, Builder)] = &[
     ("matmul-bf16-16x4096x4096", |_| {
         matmul_bf16_case(16, 4096, 4096)
     }),
+    ("matmul-bf16-4x4096x4096", |_| {
+        matmul_bf16_case(4, 4096, 4096)
+    }),
     ("matvec-4096", |o| matvec_case(o, 4096)),
     ("matvec-8192", |o| matvec_case(o, 8192)),
     ("dot-2^24", |o| dot_case(o, 1 << 24)),

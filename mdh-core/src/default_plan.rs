@@ -300,6 +300,18 @@ impl CpuPlan {
     /// against these plans interleaved in one process: I = 1 0.22–0.26 ms
     /// against 0.14–0.16; 2: 0.21–0.24 against 0.17–0.18; 3: 0.30 against
     /// 0.26; 4: 0.33 against 0.21; 5: 0.42 against 0.38.
+    ///
+    /// The 2..5-rows plan's L1 tile holds all 5 rows (two register tiles),
+    /// so that a fifth row reads B's tile from the caches, not again from
+    /// memory: bf16 5 × 4096 × 4096 on the 2-core AMD EPYC (Zen 4), 4.85 ms
+    /// with 4 rows an L1 tile, 2.82 with 8. Before it, a product of bf16
+    /// inputs gets the same tiles with B packed as pairs, for hosts whose
+    /// bodies run them (`vdpbf16ps`, see `codegen::cpu::pairs`; elsewhere
+    /// B would be packed widened to f32, slower than in place: AVX2 3.3 ms
+    /// against 2.2 at 4 rows), in panels of 256 columns (512 bytes of B's
+    /// rows; 64: 2.9 ms, 128: 1.9): I = 2..5 × 4096 × 4096 1.66, 1.78,
+    /// 1.79, 1.88 ms against 2.07, 2.55, 2.62, 2.82 in place. One row keeps
+    /// B in place (1.37 ms against 1.90 packed as pairs: memory-bound).
     pub fn few_rows_for(k: &Checked) -> Vec<(CpuPlan, RowsWithin)> {
         let Class::Contraction {
             simd: s,
@@ -316,12 +328,12 @@ impl CpuPlan {
             return Vec::new();
         };
         let outputs = k.analysis().outputs.len().max(1);
-        let plan = |rows: usize, vectors: usize| {
+        let plan = |rows: usize, vectors: usize, serves: usize| {
             let mut p = CpuPlan::default_for(k);
             let vectors = (accumulator_vectors(Isa::Avx512) / rows / outputs).clamp(1, vectors);
             p.reg[o] = rows;
             p.reg[s] = vectors * simd_lanes(k);
-            (p.l1[o], p.l2[o]) = (rows, rows);
+            (p.l1[o], p.l2[o]) = (serves.next_multiple_of(rows), serves.next_multiple_of(rows));
             p.l1[s] = p.reg[s];
             p.l2[s] = (1024 / p.reg[s]).max(1) * p.reg[s];
             p.cor = vec![0; p.reg.len()];
@@ -329,8 +341,27 @@ impl CpuPlan {
             p.pack = vec![Vec::new(); p.pack.len()];
             p
         };
-        let within = |min, max| RowsWithin { param, min, max };
-        [(plan(1, 8), within(1, 1)), (plan(4, 4), within(2, 5))]
+        let within = |min, max, pairs| RowsWithin {
+            param,
+            min,
+            max,
+            pairs,
+        };
+        let mut plans = vec![(plan(1, 8, 1), within(1, 1, false))];
+        if lane_input(k, s) == Some(ScalarType::Bf16) {
+            // B (the input along the lanes) packed as the default packs it.
+            let mut p = plan(4, 4, 5);
+            let packed = CpuPlan::default_for(k).pack;
+            for (j, a) in k.analysis().inputs.iter().enumerate() {
+                if a.uses.contains(&s) {
+                    p.pack[j] = packed[j].clone();
+                }
+            }
+            p.l1[s] = (256 / p.reg[s]).max(1) * p.reg[s];
+            plans.push((p, within(2, 5, true)));
+        }
+        plans.push((plan(4, 4, 5), within(2, 5, false)));
+        plans
             .into_iter()
             .filter(|(p, _)| p.validate(k).is_ok())
             .collect()
@@ -751,6 +782,7 @@ mod tests {
         // `I`, the first size parameter, is the rows' extent.
         assert_eq!(k.size_params[0], "I");
         assert_eq!(rows, [(0, 1, 1), (0, 2, 5)]);
+        assert!(plans.iter().all(|(_, r)| !r.pairs));
         let (one, four) = (&plans[0].0, &plans[1].0);
         assert_eq!(
             (one.reg.clone(), four.reg.clone()),
@@ -760,7 +792,8 @@ mod tests {
             (one.l1[0], one.l1[1], one.l2[1], one.l1[2]),
             (1, 128, 1024, 512)
         );
-        assert_eq!((four.l1[0], four.l2[0], four.l2[1]), (4, 4, 1024));
+        // All five rows in one L1 tile: B's tile read from memory once.
+        assert_eq!((four.l1[0], four.l2[0], four.l2[1]), (8, 8, 1024));
         for (p, _) in &plans {
             assert_eq!(p.pack, vec![Vec::<usize>::new(); 2]);
             assert_eq!(p.cor, vec![0, 4, 0]);

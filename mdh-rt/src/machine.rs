@@ -79,20 +79,25 @@ pub const DEFAULT_LINE: u32 = 0;
 pub const FEW_ROWS_LINE: u32 = u32::MAX;
 
 /// The calls a plan of few rows serves: those where size parameter `param`
-/// (the rows' extent) is within `min..=max`.
+/// (the rows' extent) is within `min..=max`, and where `pairs`, only on
+/// hosts whose task bodies run bf16 products in pairs ([`Host::bf16_pairs`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RowsWithin {
     pub param: usize,
     pub min: usize,
     pub max: usize,
+    /// The plan packs a bf16 input as pairs: elsewhere its bodies would
+    /// pack it widened to f32, slower than reading it in place.
+    pub pairs: bool,
 }
 
 impl RowsWithin {
-    /// Whether a call of these sizes has such rows.
-    pub fn holds(&self, sizes: &[usize]) -> bool {
-        sizes
-            .get(self.param)
-            .is_some_and(|n| (self.min..=self.max).contains(n))
+    /// Whether a call of these sizes on `host` has such rows.
+    pub fn holds(&self, sizes: &[usize], host: &Host) -> bool {
+        (!self.pairs || host.bf16_pairs)
+            && sizes
+                .get(self.param)
+                .is_some_and(|n| (self.min..=self.max).contains(n))
     }
 }
 
@@ -131,6 +136,9 @@ pub struct Host {
     /// The CPU's model name (`/proc/cpuinfo`), "" where unknown.
     pub model: String,
     pub machine: Machine,
+    /// Whether the task bodies of bf16 products run in pairs here (natively
+    /// with AVX-512 BF16, or emulated: `mdh::__rt::bf16_pairs`).
+    pub bf16_pairs: bool,
 }
 
 /// How an entry fits the host: the rank of `mdh::machine::rank`, best

@@ -291,6 +291,7 @@ mod tests {
         let host = Host {
             model: "This CPU".into(),
             machine: here,
+            bf16_pairs: false,
         };
         let plan = |ignore: bool| {
             configured_cpu_plan(&k, &dir.0, &[64, 64], &host, ignore).map(|(p, _)| p)

@@ -664,9 +664,11 @@ pub fn skip_tuned(opts: &Options, target: &Target) -> Result<bool, String> {
             let machine = target
                 .machine
                 .ok_or("a CPU target without its machine description (a bug of mdh-tune)")?;
+            // Whether an entry fits: plans of few rows are never tuned.
             let host = Host {
                 model: target.device.clone(),
                 machine,
+                bf16_pairs: false,
             };
             entries.cpu.iter().any(|e| {
                 e.sizes.as_deref() == Some(target.sizes)

@@ -49,6 +49,7 @@ pub fn host() -> &'static Host {
                 l2,
                 l3,
             },
+            bf16_pairs: crate::widen::bf16_pairs() != crate::widen::Bf16Pairs::Off,
         }
     })
 }
@@ -127,7 +128,7 @@ pub fn rank(
             let fit = e.fit(host)?;
             let (rank, far, tie) = fit.rank();
             let near = match e.rows {
-                Some(rows) if rows.holds(sizes) => 0.0,
+                Some(rows) if rows.holds(sizes, host) => 0.0,
                 Some(_) => return None,
                 None => size_distance(e.sizes, sizes),
             };
@@ -203,7 +204,12 @@ pub fn explain(
         } else {
             format!("{name} from {} to {}", r.min, r.max)
         };
-        format!("the analytical plan of a product of few rows ({within})")
+        let pairs = if r.pairs {
+            ", B packed as bf16 pairs"
+        } else {
+            ""
+        };
+        format!("the analytical plan of a product of few rows ({within}{pairs})")
     } else {
         let tuned_on = e
             .machine
@@ -335,6 +341,7 @@ mod tests {
         Host {
             model: "AMD EPYC".into(),
             machine: machine(Isa::Avx2, 2, 512),
+            bf16_pairs: false,
         }
     }
 
@@ -405,7 +412,12 @@ mod tests {
             ..entry("*", None, None)
         };
         let few = |min, max| PlanEntry {
-            rows: Some(RowsWithin { param: 0, min, max }),
+            rows: Some(RowsWithin {
+                param: 0,
+                min,
+                max,
+                pairs: false,
+            }),
             ..entry("*", None, None)
         };
         let (one, four) = (few(1, 1), few(2, 5));
@@ -449,6 +461,27 @@ mod tests {
         );
         let s = say(&[3, 1000]);
         assert!(s.contains("of few rows (I from 2 to 5)"), "{s}");
+        // A plan of bf16 pairs only where the bodies run them; before the
+        // plan of the same rows that reads B in place.
+        let pairs = PlanEntry {
+            rows: Some(RowsWithin {
+                pairs: true,
+                ..four.rows.unwrap()
+            }),
+            ..four
+        };
+        let list = [one, pairs, four, default];
+        let paired = Host {
+            bf16_pairs: true,
+            ..zen3()
+        };
+        for (host, plan) in [(zen3(), 2), (paired.clone(), 1)] {
+            let c = rank(&list, &[3, 1000], &host, false);
+            assert_eq!(c.map(|c| c.index), Some(plan));
+            let s = explain("matmul", &["I", "J"], &list, &[3, 1000], &host, false, c);
+            assert_eq!(s.contains("B packed as bf16 pairs"), plan == 1, "{s}");
+        }
+        assert_eq!(rank(&list, &[1, 1000], &paired, false).unwrap().index, 0);
     }
 
     #[test]

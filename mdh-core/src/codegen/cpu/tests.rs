@@ -363,6 +363,20 @@ fn bf16_products_get_pair_bodies_chosen_at_run_time() {
     ] {
         assert!(code.contains(part), "{part}: {code}");
     }
+    // The plans of few rows: B packed as pairs for 2..5 rows where the
+    // bodies run them (a pair body), read in place otherwise (none).
+    let few: Vec<_> = CpuPlan::few_rows_for(&k)
+        .into_iter()
+        .map(|(p, r)| (Gen::new(&k).pairs_for(&p).is_some(), r.pairs, r.min, r.max))
+        .collect();
+    assert_eq!(
+        few,
+        [
+            (false, false, 1, 1),
+            (true, true, 2, 5),
+            (false, false, 2, 5)
+        ]
+    );
     // B read in place, or lanes of partial results along `k`: no pairs.
     let mut in_place = plan.clone();
     in_place.pack[1] = Vec::new();
