@@ -132,8 +132,8 @@ fn main() -> std::process::ExitCode {
 
 /// The kernels of stages (`softmax`, `matmul_bias_relu`, `layernorm`,
 /// `attention`) through their
-/// `mpi::run` (each stage's in order) against the interpreter, on every
-/// rank; every rank makes every call.
+/// `mpi::run` (each stage's in order, an epilogue in its producer's)
+/// against the interpreter, on every rank; every rank makes every call.
 fn stages(world: &SimpleCommunicator) -> Vec<String> {
     let mut g = Rng::new(39);
     let mut errors = Vec::new();
@@ -150,7 +150,10 @@ fn stages(world: &SimpleCommunicator) -> Vec<String> {
         );
         errors.extend(r.err().map(|e| format!("softmax {s:?}: {e}")));
     }
-    for (i, j, k) in [(1, 1, 1), (7, 13, 5), (31, 2, 97)] {
+    // Its epilogue runs after the collectives: of a gather (the kept
+    // dimensions split) and, where they cannot feed the ranks (1 × 1, 1 ×
+    // 2), of an all-reduce of the split reduction `K` before it.
+    for (i, j, k) in [(1, 1, 1), (7, 13, 5), (31, 2, 97), (1, 1, 97), (1, 2, 97)] {
         let s = matmul_bias_relu::Sizes { I: i, J: j, K: k };
         let x = vec![
             g.f32s_in(i * k, -1.0, 1.0),
@@ -186,7 +189,7 @@ fn stages(world: &SimpleCommunicator) -> Vec<String> {
         );
         errors.extend(r.err().map(|e| format!("layernorm {s:?}: {e}")));
     }
-    for (i, j, d, e) in [(1, 1, 1, 1), (7, 13, 5, 3), (13, 31, 16, 9)] {
+    for (i, j, d, e) in [(1, 1, 1, 1), (7, 13, 5, 3), (13, 31, 16, 9), (1, 29, 4, 1)] {
         let s = attention::Sizes {
             I: i,
             J: j,

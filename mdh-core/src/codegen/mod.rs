@@ -84,8 +84,9 @@ pub fn module(k: &Checked, entries: &Entries, config: Option<&Path>) -> TokenStr
 }
 
 /// The module of a stage with its epilogue fused into its stores (see
-/// [`crate::fusion`]): its `Sizes`, `desc()` and a `cpu` that also takes
-/// the epilogue's other inputs and sizes (`cpu::fused_cpu_fn`).
+/// [`crate::fusion`]): its `Sizes`, `desc()`, a `cpu` that also takes
+/// the epilogue's other inputs and sizes (`cpu::fused_cpu_fn`) and the same
+/// on MPI (`mpi::fused_mpi_module`).
 pub fn fused_module(
     k: &Checked,
     entries: &Entries,
@@ -94,6 +95,7 @@ pub fn fused_module(
     let name = &k.name;
     let sizes_struct = sizes_struct(&k.size_params);
     let desc = desc_tokens(&KernelDesc::from_kernel(k));
+    let mpi = mpi::fused_mpi_module(k, epilogue.clone());
     let cpu = cpu::fused_cpu_fn(k, &entries.cpu, epilogue);
     quote! {
         #[allow(non_snake_case, non_camel_case_types, unused, clippy::all)]
@@ -107,6 +109,8 @@ pub fn fused_module(
             }
 
             #cpu
+
+            #mpi
         }
     }
 }

@@ -8,7 +8,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use crate::analysis::Checked;
-use crate::codegen::cpu::{cpu_in_fn, plan_choice};
+use crate::codegen::cpu::{cpu_in_fn, mpi_parts, plan_choice, FusedEpilogue};
 use crate::codegen::host_args;
 use crate::codegen::rust_expr::{self, ty};
 use crate::config::CpuEntry;
@@ -73,9 +73,13 @@ pub fn mpi_module(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
         defs.extend(def);
         ops[a.buffer].push(op);
     }
-    let outs = out_names.iter().zip(&ops).map(
-        |(name, ops)| quote!(&mut ::mdh::__rt::mpi::Output::new(#name, ::std::vec![#(#ops),*])),
-    );
+    let out_vars: Vec<_> = (0..out_names.len())
+        .map(|b| format_ident!("__parts{}", b))
+        .collect();
+    let outs = out_names.iter().zip(&ops).zip(&out_vars).map(|((name, ops), var)| {
+        quote!(let mut #var = ::mdh::__rt::mpi::Output::new(#name, ::std::vec![#(#ops),*]);)
+    });
+    let out_tys = k.outputs.iter().map(|b| ty(b.ty));
     let (args, forward) = (
         host_args::params(k, quote!(sizes: Sizes,)),
         host_args::forward(k),
@@ -150,6 +154,22 @@ pub fn mpi_module(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
                     __placement: Placement,
                     #args
                 ) -> ::core::result::Result<(), ::mdh::Error> {
+                    __run_then(__comm, __plan, __inputs, __placement, #forward sizes, ::core::option::Option::None)
+                }
+
+                /// [`run_with`], `__then` applied to this rank's box of the
+                /// outputs once their parts are combined, before they are
+                /// placed (where a fused epilogue maps the final values).
+                #[doc(hidden)]
+                #[allow(clippy::too_many_arguments)]
+                pub fn __run_then<C: Communicator>(
+                    __comm: &C,
+                    __plan: ::core::option::Option<&Plan>,
+                    __inputs: Inputs,
+                    __placement: Placement,
+                    #args
+                    __then: ::core::option::Option<&mut dyn FnMut(&::mdh::__rt::Region<#d>, &::mdh::__rt::Bound, #(&mut [#out_tys]),*)>,
+                ) -> ::core::result::Result<(), ::mdh::Error> {
                     let __job = ::mdh::__rt::mpi::Job::new(
                         __comm,
                         desc(),
@@ -172,10 +192,64 @@ pub fn mpi_module(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
                         ::core::option::Option::None => ::core::result::Result::Ok(()),
                     };
                     __job.agree(__done)?;
-                    __job.recompose(&mut [#(#outs),*])
+                    #(#outs)*
+                    __job.combine(&mut [#(&mut #out_vars),*]);
+                    if let (::core::option::Option::Some(__then), ::core::option::Option::Some(__r)) = (__then, __job.region::<#d>()) {
+                        __then(&__r, __job.bound(), #(#out_vars.data_mut()),*);
+                    }
+                    __job.place(&mut [#(&mut #out_vars),*])
                 }
 
                 #run_dyn
+            }
+        }
+    }
+}
+
+/// The gated module `mpi` of a stage with its epilogue fused (a kernel of
+/// stages' `fused::STAGE`): `run`, with the fused `cpu`'s signature, runs
+/// the stage's own `mpi::__run_then` into the epilogue's output, and the
+/// epilogue maps each rank's part of it in place once the collectives have
+/// combined the parts (after the all-reduce of a split PW dimension, before
+/// the gather): no intermediate, no second collective.
+pub fn fused_mpi_module(k: &Checked, epilogue: FusedEpilogue<'_>) -> TokenStream {
+    // Paths from `mpi`, one module below the fused one.
+    let (m, p) = (&epilogue.module, &epilogue.producer);
+    let (m, p) = (quote!(super::#m), quote!(super::#p));
+    let epilogue = FusedEpilogue {
+        module: m,
+        producer: p.clone(),
+        ..epilogue
+    };
+    let [eparams, ebind, pass] = mpi_parts(k, epilogue);
+    let args = host_args::params(k, quote!(sizes: Sizes, #eparams));
+    let forward = host_args::forward(k);
+    let sizes = &k.size_params;
+    let doc = format!(
+        "The stage `{}` with its epilogue on the ranks of an MPI communicator: `cpu`'s \
+         arguments, every rank passing the whole inputs and receiving the whole outputs.",
+        k.name
+    );
+    quote! {
+        ::mdh::__if_mpi! {
+            pub mod mpi {
+                use super::*;
+                use ::mdh::mpi::{Communicator, Inputs, Placement};
+
+                #[doc = #doc]
+                #[allow(clippy::too_many_arguments)]
+                pub fn run<C: Communicator>(__comm: &C, #args) -> ::core::result::Result<(), ::mdh::Error> {
+                    #ebind
+                    #p::mpi::__run_then(
+                        __comm,
+                        ::core::option::Option::None,
+                        Inputs::Replicated,
+                        Placement::All,
+                        #forward
+                        #p::Sizes { #(#sizes: sizes.#sizes),* },
+                        ::core::option::Option::Some(&mut #pass),
+                    )
+                }
             }
         }
     }

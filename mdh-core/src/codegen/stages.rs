@@ -34,17 +34,17 @@ pub fn module(
     let stage_modules = k.stages.iter().map(|s| stage_module(&s.kernel));
     let fusion = Fusion::of(k);
     let fused_modules = fusion.epilogues.iter().map(|e| {
-        let module = stage_path(&k.stages[e.stage], &quote!(super::super));
         let epilogue = FusedEpilogue {
             kernel: &k.stages[e.stage].kernel,
             fact: e,
-            module,
+            module: stage_path(&k.stages[e.stage], &quote!(super::super)),
+            producer: stage_path(&k.stages[e.producer], &quote!(super::super)),
         };
         fused_module(&k.stages[e.producer].kernel, epilogue)
     });
     let cpu = cpu_fn(k, &fusion);
     let gpus = Backend::ALL.map(|b| gpu_module(k, b));
-    let mpi = mpi_module(k);
+    let mpi = mpi_module(k, &fusion);
     quote! {
         #(#attrs)*
         #[allow(non_snake_case, non_camel_case_types, unused, clippy::all)]
@@ -480,25 +480,33 @@ fn elements(k: &Staged<Checked>, named: Named, root: &TokenStream) -> TokenStrea
 }
 
 /// `NAME::mpi::run`: each stage's `mpi::run` in order on every rank, the
-/// intermediates whole on every rank.
-fn mpi_module(k: &Staged<Checked>) -> TokenStream {
+/// intermediates whole on every rank; a producer of an epilogue runs its
+/// `fused` module's `mpi::run`, the epilogue applied after the collectives
+/// that combine its parts.
+fn mpi_module(k: &Staged<Checked>, fusion: &Fusion) -> TokenStream {
     let params = host_args::declarations(
         &k.inputs,
         &k.outputs,
         &k.params,
         quote!(sizes: super::Sizes,),
     );
+    let epilogues = Fusion {
+        epilogues: fusion.epilogues.clone(),
+        rows: Vec::new(),
+    };
     let body = host_chain(
         k,
         &quote!(super),
         &quote!(mpi::run),
         &quote!(__comm,),
-        &Fusion::default(),
+        &epilogues,
     );
     let doc = format!(
         "Runs `{}` on every rank of `__comm`: its stages in order, each through its own \
          `mpi::run` (every rank passing the whole inputs and receiving the whole outputs), \
-         the intermediates whole on every rank. Call it on every rank with the same sizes.",
+         the intermediates whole on every rank; an epilogue maps its producer's results \
+         on each rank's part once the collectives have combined them. Call it on every \
+         rank with the same sizes.",
         k.name
     );
     quote! {

@@ -78,31 +78,54 @@ impl<'a, C: Communicator> Job<'a, C> {
         agree(self.comm, &self.kernel, done, &[])
     }
 
-    /// Re-composes the ranks' parts of `outs` (one per output buffer, in
-    /// declaration order): PW dimensions by all-reduce, PS dimensions by an
-    /// exclusive scan and a fix-up, then the placement's gather.
-    pub fn recompose(&self, outs: &mut [&mut dyn OutBuf]) -> Result<(), Error> {
+    /// The kept dimensions of the call's md_hom.
+    fn kept(&self) -> Vec<usize> {
+        let kinds = self.plan.kinds();
+        (0..kinds.len()).filter(|&d| kinds[d].is_kept()).collect()
+    }
+
+    /// The points of output buffer `b`'s access `a` over the kept
+    /// dimensions `kept` of `region`.
+    fn points<'s>(
+        &'s self,
+        kept: &'s [usize],
+        region: &[(usize, usize)],
+        b: usize,
+        a: usize,
+    ) -> Points<'s> {
+        Points {
+            lin: &self.bound.out_linear[b][a],
+            region: region.to_vec(),
+            dims: kept,
+        }
+    }
+
+    /// The accesses of output buffer `b`.
+    fn accesses(&self, b: usize) -> std::ops::Range<usize> {
+        0..self.bound.out_linear[b].len()
+    }
+
+    /// Combines the ranks' parts of `outs` (one per output buffer, in
+    /// declaration order): PW dimensions by all-reduce, PS
+    /// dimensions by an exclusive scan and a fix-up. After it, the points
+    /// of this rank's box hold their final values (a fused epilogue runs
+    /// on them there, before [`Job::place`]).
+    pub fn combine(&self, outs: &mut [&mut dyn OutBuf]) {
         let world = self.comm.duplicate();
         let plan = &self.plan;
         let kinds = plan.kinds();
         let dims = kinds.len();
-        let kept: Vec<usize> = (0..dims).filter(|&d| kinds[d].is_kept()).collect();
+        let kept = self.kept();
         let region = plan.region();
         let rank = world.rank() as usize;
-        let points = |region: &[(usize, usize)], b: usize, a: usize| Points {
-            lin: &self.bound.out_linear[b][a],
-            region: region.to_vec(),
-            dims: &kept,
-        };
-        let accesses = |b: usize| 0..self.bound.out_linear[b].len();
 
         // PW: the ranks that share a kept part combine their partial results.
         if (0..dims).any(|d| !kinds[d].is_kept() && plan.nod[d] > 1) {
             let group = split(&world, plan.group(rank, &kept));
             if let (Some(group), Some(region)) = (group, &region) {
                 for (b, out) in outs.iter_mut().enumerate() {
-                    for a in accesses(b) {
-                        out.all_reduce(&group, a, &points(region, b, a));
+                    for a in self.accesses(b) {
+                        out.all_reduce(&group, a, &self.points(&kept, region, b, a));
                     }
                 }
             }
@@ -119,7 +142,7 @@ impl<'a, C: Communicator> Job<'a, C> {
             let line = split(&world, plan.group(rank, &others));
             if let (Some(line), Some(region)) = (line, &region) {
                 for (b, out) in outs.iter_mut().enumerate() {
-                    for a in accesses(b) {
+                    for a in self.accesses(b) {
                         let mut totals = region.clone();
                         totals[d] = (region[d].1 - 1, region[d].1);
                         let inner: usize = kept
@@ -127,27 +150,33 @@ impl<'a, C: Communicator> Job<'a, C> {
                             .filter(|&&x| x > d)
                             .map(|&x| region[x].1 - region[x].0)
                             .product();
-                        let all = points(region, b, a);
-                        let last = points(&totals, b, a);
+                        let all = self.points(&kept, region, b, a);
+                        let last = self.points(&kept, &totals, b, a);
                         out.scan(&line, a, &all, &last, inner, region[d].1 - region[d].0);
                     }
                 }
             }
         }
+    }
 
+    /// Places the combined results where the call's placement says: on
+    /// every rank, on rank 0, or left where they are (distributed).
+    pub fn place(&self, outs: &mut [&mut dyn OutBuf]) -> Result<(), Error> {
         let root = match self.placement {
             Placement::Distributed => return Ok(()),
             Placement::All => None,
             Placement::Root => Some(0),
         };
+        let world = self.comm.duplicate();
+        let (plan, kept, rank) = (&self.plan, self.kept(), world.rank() as usize);
         let regions: Vec<Option<Vec<(usize, usize)>>> = (0..plan.ranks)
             .map(|q| plan.region_of(q).filter(|_| plan.sends_results(q)))
             .collect();
         for (b, out) in outs.iter_mut().enumerate() {
             let per_rank = |r: &Option<Vec<(usize, usize)>>| -> Vec<Points> {
                 r.iter()
-                    .flat_map(|r| accesses(b).map(move |a| (r, a)))
-                    .map(|(r, a)| points(r, b, a))
+                    .flat_map(|r| self.accesses(b).map(move |a| (r, a)))
+                    .map(|(r, a)| self.points(&kept, r, b, a))
                     .collect()
             };
             let send = per_rank(&regions[rank]);

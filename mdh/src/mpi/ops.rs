@@ -182,6 +182,11 @@ impl<'a, T> Output<'a, T> {
         Output { data, ops }
     }
 
+    /// The buffer (a fused epilogue maps its combined values in place).
+    pub fn data_mut(&mut self) -> &mut [T] {
+        self.data
+    }
+
     fn pack(&self, pts: &Points, out: &mut Vec<T>)
     where
         T: Copy,

@@ -21,6 +21,8 @@ pub struct FusedEpilogue<'k> {
     pub fact: &'k Epilogue,
     /// The path of the epilogue stage's module, from the fused module.
     pub module: TokenStream,
+    /// The path of the producing stage's own module, from the fused module.
+    pub producer: TokenStream,
 }
 
 impl FusedEpilogue<'_> {
@@ -53,21 +55,29 @@ impl FusedEpilogue<'_> {
     }
 }
 
+/// What the `mpi::run` of a fused stage takes from the CPU generator: the
+/// epilogue's parameters after the stage's sizes, their binding, and the
+/// pass over a rank's part of the results (`Gen::epilogue_pass`).
+pub fn mpi_parts(k: &Checked, epilogue: FusedEpilogue<'_>) -> [TokenStream; 3] {
+    let mut g = Gen::new(k);
+    g.epilogue = Some(epilogue);
+    [g.epilogue_params(), g.epilogue_bind(), g.epilogue_pass()]
+}
+
 impl<'k> Gen<'k> {
     /// The context's fields of the epilogue (none without one).
     pub(super) fn epilogue_fields(&self) -> Vec<(TokenStream, TokenStream)> {
         let Some(e) = &self.epilogue else {
             return Vec::new();
         };
-        let (de, ns) = (e.fact.dims.len(), e.kernel.size_params.len());
+        let ns = e.kernel.size_params.len();
         let mut f = Vec::new();
         for (b, name) in e.other_inputs() {
             let t = ty(e.kernel.inputs[b].ty);
             f.push((quote!(#name), quote!(&'a [#t])));
         }
-        for (_, base, coef) in e.other_accesses() {
-            f.push((quote!(#base), quote!(isize)));
-            f.push((quote!(#coef), quote!([isize; #de])));
+        for (name, t, _) in self.epilogue_accesses() {
+            f.push((quote!(#name), t));
         }
         f.push((quote!(__esz), quote!([usize; #ns])));
         f
@@ -118,16 +128,74 @@ impl<'k> Gen<'k> {
         let Some(e) = &self.epilogue else {
             return quote!();
         };
-        let slots = super::driver::linear_slots(&e.kernel.input_accesses());
         let ins = e.other_inputs().map(|(_, name)| quote!(#name,));
-        let accesses = e.other_accesses().map(|(j, base, coef)| {
-            let (b, a) = slots[j];
-            quote! {
-                #base: __ebound.in_linear[#b][#a].base,
-                #coef: ::core::array::from_fn(|__d| __ebound.in_linear[#b][#a].coefs[__d]),
+        let accesses = (self.epilogue_accesses().into_iter()).map(|(n, _, v)| quote!(#n: #v,));
+        quote!(#(#ins)* #(#accesses)* __esz,)
+    }
+
+    /// The epilogue's other accesses (base, coefficients): their names,
+    /// types and values from `__ebound`.
+    fn epilogue_accesses(&self) -> Vec<(Ident, TokenStream, TokenStream)> {
+        let Some(e) = &self.epilogue else {
+            return Vec::new();
+        };
+        let de = e.fact.dims.len();
+        let slots = super::driver::linear_slots(&e.kernel.input_accesses());
+        e.other_accesses()
+            .flat_map(|(j, base, coef)| {
+                let (b, a) = slots[j];
+                [
+                    (base, quote!(isize), quote!(__ebound.in_linear[#b][#a].base)),
+                    (
+                        coef,
+                        quote!([isize; #de]),
+                        quote!(::core::array::from_fn(|__d| __ebound.in_linear[#b][#a].coefs[__d])),
+                    ),
+                ]
+            })
+            .collect()
+    }
+
+    /// The epilogue under MPI: a closure for the producer's
+    /// `mpi::__run_then` that maps the combined final values of a rank's
+    /// box (`__r`, every kept point of it) of the output the epilogue
+    /// writes, in place. In scope: `epilogue_bind`'s names and the
+    /// epilogue's other inputs (`__ein{b}`).
+    fn epilogue_pass(&self) -> TokenStream {
+        let Some(e) = &self.epilogue else {
+            return quote!();
+        };
+        let o = e.fact.output;
+        let slots = super::driver::linear_slots(&self.k.output_accesses());
+        let (b, a) = slots[o];
+        let outs = (0..self.k.outputs.len()).map(|c| format_ident!("__out{}", c));
+        let out = format_ident!("__out{}", b);
+        let point = (0..self.d).map(|d| {
+            if self.kept.contains(&d) {
+                let i = dim_var(d);
+                quote!(#i)
+            } else {
+                quote!(__r[#d].0)
             }
         });
-        quote!(#(#ins)* #(#accesses)* __esz,)
+        let value = self.finish(o, quote!(#out[__at]));
+        let body = quote! {
+            let __at: usize = __ol.at(&[#(#point),*]);
+            #out[__at] = #value;
+        };
+        let loops = self.kept.iter().rev().fold(body, |inner, &d| {
+            let i = dim_var(d);
+            quote!(for #i in __r[#d].0..__r[#d].1 { #inner })
+        });
+        let accesses =
+            (self.epilogue_accesses().into_iter()).map(|(n, t, v)| quote!(let #n: #t = #v;));
+        quote! {
+            |__r: &::mdh::__rt::Region<_>, __bound: &::mdh::__rt::Bound, #(#outs: &mut [_]),*| {
+                #(#accesses)*
+                let __ol = &__bound.out_linear[#b][#a];
+                #loops
+            }
+        }
     }
 
     /// Whether output access `o` has the fused epilogue.

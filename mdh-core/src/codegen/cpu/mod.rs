@@ -23,7 +23,7 @@ use names::dim_var;
 
 mod driver;
 mod epilogue;
-pub use epilogue::FusedEpilogue;
+pub use epilogue::{mpi_parts, FusedEpilogue};
 mod names;
 mod packing;
 mod pairs;

@@ -35,6 +35,19 @@ fn a_fused_epilogue_has_no_intermediate_and_no_pass_of_its_own() {
         expansion.contains("let __last : bool"),
         "no `__last` in the fused body"
     );
+    // Under MPI too (the kernel's `mpi::run` comes last): the product's
+    // fused `mpi::run`, which maps each rank's combined part of `y`.
+    let mpi = &expansion[expansion.rfind("pub fn run < C : Communicator >").unwrap()..];
+    assert!(
+        mpi.contains("fused :: dense_product :: mpi :: run"),
+        "{mpi}"
+    );
+    assert!(!mpi.contains("let mut t"), "{mpi}");
+    assert!(!mpi.contains("dense_epilogue :: mpi :: run"), "{mpi}");
+    assert!(
+        expansion.contains("dense_product :: mpi :: __run_then"),
+        "the fused module's `mpi::run` does not run the stage's own"
+    );
 }
 
 #[test]
