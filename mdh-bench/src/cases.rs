@@ -232,7 +232,10 @@ fn matmul_case(o: &Opts, i: usize, j: usize, k: usize) -> Result<Case, String> {
     Ok(Case {
         what: format!("C[{i}x{j}] = A[{i}x{k}] B[{k}x{j}]"),
         flops: Some(2.0 * (i * j * k) as f64),
-        bytes: None,
+        bf16_products: false,
+        // Compulsory traffic: both inputs read, the result written once
+        // (what bounds the skinny shapes).
+        bytes: Some(4.0 * (i * k + k * j + i * j) as f64),
         rtol: RTOL,
         impls: with_gpu(impls, gpu)?,
         notes,
@@ -325,7 +328,8 @@ fn matmul_bf16_case(i: usize, j: usize, k: usize) -> Result<Case, String> {
             dnnl::version()
         ),
         flops: Some(2.0 * (i * j * k) as f64),
-        bytes: None,
+        bf16_products: true,
+        bytes: Some((2 * (i * k + k * j) + 4 * i * j) as f64),
         rtol: RTOL,
         impls,
         notes,
@@ -376,6 +380,7 @@ fn matvec_case(o: &Opts, n: usize) -> Result<Case, String> {
     Ok(Case {
         what: format!("w[{n}] = M[{n}x{n}] v[{n}]"),
         flops: Some(2.0 * (n * n) as f64),
+        bf16_products: false,
         bytes: Some(4.0 * (n * n + 2 * n) as f64),
         rtol: RTOL,
         impls: with_gpu(impls, gpu)?,
@@ -422,6 +427,7 @@ fn dot_case(o: &Opts, n: usize) -> Result<Case, String> {
     Ok(Case {
         what: format!("r = x[{n}] . y[{n}]"),
         flops: Some(2.0 * n as f64),
+        bf16_products: false,
         bytes: Some(8.0 * n as f64),
         rtol: RTOL,
         impls: with_gpu(impls, gpu)?,
@@ -493,6 +499,7 @@ fn jacobi3d_case(o: &Opts, n: usize) -> Result<Case, String> {
     Ok(Case {
         what: format!("7-point stencil, {n}^3 points"),
         flops: Some(8.0 * pts),
+        bf16_products: false,
         bytes: Some(8.0 * pts),
         rtol: RTOL,
         impls: with_gpu(impls, gpu)?,
@@ -560,6 +567,7 @@ fn mcc_case(o: &Opts, p: usize, k: usize) -> Result<Case, String> {
     Ok(Case {
         what: format!("NHWC {n}x{h}x{h}x{c} * KRSC {k}x{r}x{r}x{c}, stride 2 -> {n}x{p}x{p}x{k}; oneDNN {}, {layout}", dnnl::version()),
         flops: Some(2.0 * (n * p * p * k * r * r * c) as f64),
+        bf16_products: false,
         bytes: None,
         rtol: RTOL,
         impls: with_gpu(impls, gpu)?,
@@ -649,6 +657,7 @@ fn ccsdt_case(o: &Opts, e: usize) -> Result<Case, String> {
     Ok(Case {
         what: format!("C[a,b,c,d,e,f] = sum_g A[g,d,a,b] B[e,f,g,c], all extents {e}"),
         flops: Some(2.0 * (len_c * ng) as f64),
+        bf16_products: false,
         bytes: None,
         rtol: RTOL,
         impls: with_gpu(impls, gpu)?,
@@ -741,6 +750,7 @@ fn prl_case(o: &Opts, n: usize) -> Result<Case, String> {
     Ok(Case {
         what: format!("best match of {n} records among {n}"),
         flops: None,
+        bf16_products: false,
         bytes: None,
         rtol: 0.0,
         impls: with_gpu(impls, gpu)?,

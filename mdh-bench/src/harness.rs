@@ -77,6 +77,9 @@ pub struct Case {
     pub what: String,
     /// Floating-point operations of one run (for GFLOP/s).
     pub flops: Option<f64>,
+    /// Whether the flops are products of bf16 inputs summed in f32: held
+    /// against the bf16 pair peak where the CPU has one (`vdpbf16ps`).
+    pub bf16_products: bool,
     /// Bytes one run must move at least (for GB/s).
     pub bytes: Option<f64>,
     /// Relative tolerance of the comparison with mdh (0 = exact).
@@ -273,6 +276,7 @@ mod tests {
         let mut case = Case {
             what: String::new(),
             flops: None,
+            bf16_products: false,
             bytes: None,
             rtol: 1e-3,
             impls: vec![

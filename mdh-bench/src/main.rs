@@ -267,9 +267,14 @@ fn main() -> ExitCode {
                 speedup,
                 versus: t.versus,
                 mismatch: t.mismatch.clone(),
-                pct_of_roof: roofs
-                    .as_ref()
-                    .and_then(|r| r.limits.pct_of_roof(case.flops, case.bytes, s)),
+                pct_of_roof: roofs.as_ref().and_then(|r| {
+                    let limits = if case.bf16_products {
+                        r.limits.of_bf16_products()
+                    } else {
+                        r.limits
+                    };
+                    limits.pct_of_roof(case.flops, case.bytes, s)
+                }),
             });
         }
         eprintln!("    done in {:.1} s", t.elapsed().as_secs_f64());
@@ -361,7 +366,7 @@ fn table(rows: &[Row], roofs: &[roof::Roof], machine: &str) -> String {
     if !roofs.is_empty() {
         let _ = writeln!(
             s,
-            "Roofs, measured in this run; % of roof = a row's rate over its case's roofline, min(FMA peak, flops/bytes × the fastest stream rate)\n"
+            "Roofs, measured in this run; % of roof = a row's rate over its case's roofline, min(FMA peak, flops/bytes × the fastest stream rate); bf16 products: the bf16 pair peak for the FMA peak, where measured\n"
         );
         let _ = writeln!(s, "| roof | rate | threads | ISA | how |");
         let _ = writeln!(s, "|---|---:|---:|---|---|");

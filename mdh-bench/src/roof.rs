@@ -6,6 +6,10 @@
 //!   else the baseline: SSE2 multiply and add on x86-64, the compiler's
 //!   vectors elsewhere), chosen at run time; enough independent
 //!   accumulators per thread to cover the FMA latency times the FMA ports.
+//! - **bf16 pair peak**, where the CPU has AVX-512 BF16: the same with
+//!   `vdpbf16ps` (two bf16 products added to each f32 lane): the roof of
+//!   the cases of bf16 products (elsewhere the FMA peak is theirs: their
+//!   inputs are widened to f32).
 //! - **Streaming bandwidth**: a read-only sum, a copy and a triad
 //!   (`c = a + s·b`) over buffers of four times the last-level caches that
 //!   the threads span (at least 64 MiB each), split among all threads.
@@ -25,6 +29,9 @@ use std::time::{Duration, Instant};
 pub struct Limits {
     /// Single-precision floating-point operations per second (FMA peak).
     pub flops: f64,
+    /// The same for products of bf16 inputs summed in f32 (the bf16 pair
+    /// peak where the CPU has one, else the FMA peak).
+    pub bf16_flops: f64,
     /// Bytes per second from and to memory (streaming bandwidth).
     pub bytes: f64,
 }
@@ -36,6 +43,14 @@ pub fn roofline(intensity: f64, limits: Limits) -> f64 {
 }
 
 impl Limits {
+    /// The limits of a case of bf16 products: the bf16 peak for its flops.
+    pub fn of_bf16_products(self) -> Limits {
+        Limits {
+            flops: self.bf16_flops,
+            ..self
+        }
+    }
+
     /// The shortest time one run of a case that does `flops` and must move
     /// `bytes` can take: `flops` over the roofline at `flops / bytes`; a
     /// case that states only one of them is held against that limit alone
@@ -303,6 +318,37 @@ fma_chains!(
 #[cfg(target_arch = "x86_64")]
 fma_chains!(fma_avx2, "avx2,fma", _mm256_set1_ps, _mm256_fmadd_ps, 12, 8);
 
+/// Registers-only `vdpbf16ps` chains (AVX-512 BF16), as `fma_chains`:
+/// each instruction adds two bf16 products to each of 16 f32 lanes (4
+/// flops a lane); returns the flops done.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bf16")]
+fn dpbf16_avx512(iters: u64) -> f64 {
+    use std::arch::x86_64::*;
+    const CHAINS: u64 = 16;
+    // Pairs of 2^-20: each step adds 2^-39 to a lane, which stays a
+    // normal number near 1 for ever.
+    // SAFETY: `__m512i` and `__m512bh` are both 64 bytes of lanes.
+    let pairs: __m512bh = unsafe { std::mem::transmute(_mm512_set1_epi32(black_box(0x3580_3580))) };
+    let mut acc = [_mm512_set1_ps(black_box(1.0)); CHAINS as usize];
+    for _ in 0..iters {
+        for x in &mut acc {
+            *x = _mm512_dpbf16_ps(*x, pairs, pairs);
+        }
+    }
+    black_box(acc);
+    (iters * CHAINS * 16 * 4) as f64
+}
+
+/// Whether this CPU runs `vdpbf16ps` (with the AVX-512 bodies).
+fn has_bf16_pairs(isa: Isa) -> bool {
+    match isa.0 {
+        #[cfg(target_arch = "x86_64")]
+        Kind::Avx512 => std::arch::is_x86_feature_detected!("avx512bf16"),
+        _ => false,
+    }
+}
+
 /// The same without FMA instructions (x86-64 baseline: SSE2 multiply and
 /// add, 2 flops per lane) or with the target's own (`mul_add` where the
 /// target has FMA, e.g. aarch64).
@@ -449,6 +495,25 @@ pub fn measure(sizes: Sizes, threads: usize) -> Result<Roofs, String> {
         format!("{how} per thread, registers only"),
         &mut |iters| on_threads(0..threads, |_| fma(isa, black_box(iters))),
     )?;
+    let bf16_peak = if has_bf16_pairs(isa) {
+        roof(
+            "bf16 pair peak",
+            "GFLOP/s",
+            "16 chains of 16-lane vdpbf16ps (two products a lane) per thread, registers only"
+                .to_string(),
+            &mut |iters| {
+                on_threads(0..threads, |_| {
+                    #[cfg(target_arch = "x86_64")]
+                    // SAFETY: `has_bf16_pairs` found avx512f and avx512bf16.
+                    return unsafe { dpbf16_avx512(black_box(iters)) };
+                    #[cfg(not(target_arch = "x86_64"))]
+                    unreachable!("no bf16 pairs off x86-64")
+                })
+            },
+        )?
+    } else {
+        peak
+    };
 
     // Streaming: each buffer split among the threads, each thread's part
     // a whole number of ALIGN.
@@ -504,6 +569,7 @@ pub fn measure(sizes: Sizes, threads: usize) -> Result<Roofs, String> {
         rows,
         limits: Limits {
             flops: peak,
+            bf16_flops: bf16_peak,
             bytes: stream_sum.max(stream_copy).max(stream_triad),
         },
     })
@@ -516,6 +582,7 @@ mod tests {
     /// 100 GFLOP/s, 10 GB/s: the ridge at 10 flops per byte.
     const LIMITS: Limits = Limits {
         flops: 100e9,
+        bf16_flops: 200e9,
         bytes: 10e9,
     };
 
@@ -537,6 +604,10 @@ mod tests {
         assert_eq!(LIMITS.pct_of_roof(Some(1e11), Some(1e9), 4.0), Some(25.0));
         // Flops alone: the FMA peak; bytes alone: the bandwidth.
         assert_eq!(LIMITS.pct_of_roof(Some(50e9), None, 1.0), Some(50.0));
+        // bf16 products: the bf16 peak for the FMA's.
+        let bf16 = LIMITS.of_bf16_products();
+        assert_eq!(bf16.pct_of_roof(Some(50e9), None, 1.0), Some(25.0));
+        assert_eq!(bf16.pct_of_roof(Some(0.25e9), Some(1e9), 0.2), Some(50.0));
         assert_eq!(LIMITS.pct_of_roof(None, Some(5e9), 1.0), Some(50.0));
         // Neither, zeros, or no time: no roof.
         assert_eq!(LIMITS.pct_of_roof(None, None, 1.0), None);
@@ -580,22 +651,19 @@ mod tests {
         };
         let roofs = measure(sizes, 2).unwrap();
         let names: Vec<_> = roofs.rows.iter().map(|r| r.name).collect();
-        assert_eq!(
-            names,
-            [
-                "FMA peak (f32)",
-                "stream sum",
-                "stream copy",
-                "stream triad",
-                "L2 sum"
-            ]
-        );
+        // The bf16 pair peak where the CPU has it.
+        let pairs = has_bf16_pairs(Isa::detect());
+        let mut want = vec!["FMA peak (f32)"];
+        want.extend(pairs.then_some("bf16 pair peak"));
+        want.extend(["stream sum", "stream copy", "stream triad", "L2 sum"]);
+        assert_eq!(names, want);
         for r in &roofs.rows {
             assert!(r.rate.is_finite() && r.rate > 0.0, "{}: {}", r.name, r.rate);
             assert_eq!(r.threads, 2);
         }
         let l = roofs.limits;
         assert!(l.flops.is_finite() && l.flops > 0.0);
+        assert!(pairs || l.bf16_flops == l.flops);
         assert!(l.bytes.is_finite() && l.bytes > 0.0);
     }
 

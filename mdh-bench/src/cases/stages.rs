@@ -90,6 +90,7 @@ pub(super) fn matmul_bias_relu_case(
     Ok(Case {
         what: format!("y[{i}x{j}] = max(A[{i}x{k}] B[{k}x{j}] + bias[{j}], 0)"),
         flops: Some(2.0 * (i * j * k) as f64),
+        bf16_products: false,
         bytes: None,
         rtol: RTOL,
         impls,
@@ -161,6 +162,7 @@ pub(super) fn softmax_case(_: &Opts, rows: usize, cols: usize) -> Result<Case, S
             dnnl::version()
         ),
         flops: None,
+        bf16_products: false,
         bytes: Some(row_traffic(rows, cols)),
         rtol: RTOL,
         impls,
@@ -231,6 +233,7 @@ pub(super) fn layernorm_case(_: &Opts, rows: usize, cols: usize) -> Result<Case,
             dnnl::version()
         ),
         flops: None,
+        bf16_products: false,
         bytes: Some(row_traffic(rows, cols)),
         rtol: RTOL,
         impls,
@@ -299,6 +302,7 @@ pub(super) fn attention_case(_: &Opts, seq: usize, d: usize) -> Result<Case, Str
         ),
         // The two products; the exponentials are not counted.
         flops: Some(4.0 * (seq * seq * d) as f64),
+        bf16_products: false,
         bytes: Some(bytes),
         rtol: RTOL,
         impls,
