@@ -485,11 +485,12 @@ pub mod __rt {
     pub use crate::row_tiles::{for_each_tile, row_tile};
     pub use crate::scalar::{FloatMinMax, IntDiv};
     pub use crate::simd::{mul_add, tile_origin, vector_step, V};
+    pub use crate::simd::{widen_bf16, widen_f16};
     pub use crate::stream::{
         pays as stream_pays, starts_lines, within_call as stream_within_call,
         Results as StreamedResults, StreamWriter,
     };
-    pub use crate::widen::{bf16_pairs, pack_pairs, widen_bf16, widen_f16, Bf16Pairs};
+    pub use crate::widen::{bf16_pairs, pack_pairs, Bf16Pairs};
     pub use mdh_rt::desc::{AccessDesc, AffineDesc, ArgSizes, Bound, BufDesc, KernelDesc, SizeOp};
     pub use mdh_rt::gpu_plan::{GpuPlan, Mma};
     pub use mdh_rt::value::Value;

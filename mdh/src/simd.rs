@@ -12,6 +12,8 @@ use core::ops::{Add, Div, Mul, Neg, Not, Rem, Sub};
 use mdh_rt::value::{bf16, f16};
 
 mod exp;
+mod half;
+pub use half::{widen_bf16, widen_f16};
 
 /// `N` lanes of `T`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -593,10 +595,8 @@ impl<const N: usize> V<f32, N> {
             }
         }
         let (x0, x1) = (f32::from_bits(x << 16), f32::from_bits(x & 0xffff_0000));
-        // SAFETY: the caller guarantees the 2N elements from `at`; a bf16
-        // widens exactly to the f32 of its bits shifted up.
-        let y =
-            |i: usize| f32::from_bits((unsafe { y.get_unchecked(at + i) }.to_bits() as u32) << 16);
+        // SAFETY: the caller guarantees the 2N elements from `at`.
+        let y = |i: usize| widen_bf16(*unsafe { y.get_unchecked(at + i) });
         V(core::array::from_fn(|l| {
             (self.0[l] + x1 * y(2 * l + 1)) + x0 * y(2 * l)
         }))
