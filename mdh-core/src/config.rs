@@ -288,6 +288,7 @@ impl CpuEntry {
             accumulator_bytes: self.plan.accumulator_bytes(k),
             narrowed_for: self.narrowed_for_avx2(k).map(|_| Isa::Avx2),
             rows: self.rows,
+            pairs: crate::codegen::cpu::runs_pairs(k, &self.plan),
         }
     }
 

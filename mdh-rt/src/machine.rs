@@ -127,6 +127,9 @@ pub struct PlanEntry<'a> {
     /// runs only there, and ranks there as an entry tuned at the call's
     /// sizes (`mdh::machine::rank`).
     pub rows: Option<RowsWithin>,
+    /// Whether its plan runs a bf16 product's reduction points in pairs
+    /// (`vdpbf16ps`) where the host's bodies do ([`Host::bf16_pairs`]).
+    pub pairs: bool,
 }
 
 /// A machine kernels run on, as the dispatch sees it (`mdh::machine::host`

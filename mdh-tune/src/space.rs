@@ -589,6 +589,7 @@ pub(crate) mod tests {
                     accumulator_bytes: bytes,
                     narrowed_for: None,
                     rows: None,
+                    pairs: false,
                 };
                 assert!(entry.suits(Isa::Avx2));
             }

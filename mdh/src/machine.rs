@@ -265,7 +265,15 @@ pub fn explain(
             spilling.join(", ")
         )
     };
-    format!("{kernel} at {}: {which}; {why}; {at}{passed}", x(sizes))
+    let pairs = if e.pairs && host.bf16_pairs {
+        "; bf16 products two reduction points per vdpbf16ps"
+    } else {
+        ""
+    };
+    format!(
+        "{kernel} at {}: {which}{pairs}; {why}; {at}{passed}",
+        x(sizes)
+    )
 }
 
 /// Whether the environment variable `var` is set to on (`1`, `true`,
@@ -358,6 +366,7 @@ mod tests {
             accumulator_bytes: 64,
             narrowed_for: None,
             rows: None,
+            pairs: false,
         }
     }
 
@@ -482,6 +491,18 @@ mod tests {
             assert_eq!(s.contains("B packed as bf16 pairs"), plan == 1, "{s}");
         }
         assert_eq!(rank(&list, &[1, 1000], &paired, false).unwrap().index, 0);
+        // An entry whose plan has pair bodies: said where the host runs them.
+        let default_pairs = PlanEntry {
+            pairs: true,
+            ..default
+        };
+        let list = [default_pairs];
+        for host in [zen3(), paired] {
+            let c = rank(&list, &[64, 1000], &host, false);
+            let s = explain("matmul", &["I", "J"], &list, &[64, 1000], &host, false, c);
+            let said = s.contains("bf16 products two reduction points per vdpbf16ps");
+            assert_eq!(said, host.bf16_pairs, "{s}");
+        }
     }
 
     #[test]

@@ -639,10 +639,11 @@ fn entries_static(entries: &[PlanEntry<'_>]) -> TokenStream {
             let (param, min, max, pairs) = (r.param, r.min, r.max, r.pairs);
             quote!(::mdh::__rt::RowsWithin { param: #param, min: #min, max: #max, pairs: #pairs })
         }));
+        let pairs = e.pairs;
         quote! {
             ::mdh::__rt::PlanEntry {
                 device: #dev, machine: #machine, sizes: #sizes, line: #line, accumulator_bytes: #bytes,
-                narrowed_for: #narrowed, rows: #rows
+                narrowed_for: #narrowed, rows: #rows, pairs: #pairs
             }
         }
     });

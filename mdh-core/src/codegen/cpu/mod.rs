@@ -40,6 +40,13 @@ mod widen;
 pub(crate) use driver::plan_choice;
 pub use driver::{cpu_fn, cpu_in_fn, fused_cpu_fn};
 
+/// Whether `plan`'s task bodies of `k` have pair bodies (a bf16 product
+/// two reduction points per `vdpbf16ps`, see `pairs.rs`), which hosts with
+/// AVX-512 BF16 run.
+pub fn runs_pairs(k: &Checked, plan: &CpuPlan) -> bool {
+    Gen::new(k).pairs_for(plan).is_some()
+}
+
 /// `(base + Σ coef[d] · i_d) as usize` for the dimensions the access uses.
 fn offset(a: &Access, base: &Ident, coef: &Ident) -> TokenStream {
     offset_at(a, base, coef, dim_var)

@@ -193,7 +193,7 @@ fn entries_are_listed_as_static_data_for_the_runtime_ranking() {
                 sizes: ::core::option::Option::Some(&[5usize, 3usize, 4usize]),
                 line: 7u32,
                 accumulator_bytes: #bytes,
-                narrowed_for: ::core::option::Option::None, rows: ::core::option::Option::None
+                narrowed_for: ::core::option::Option::None, rows: ::core::option::Option::None, pairs: false
             },
             ::mdh::__rt::PlanEntry {
                 device: "*",
@@ -201,7 +201,7 @@ fn entries_are_listed_as_static_data_for_the_runtime_ranking() {
                 sizes: ::core::option::Option::None,
                 line: 1u32,
                 accumulator_bytes: #bytes,
-                narrowed_for: ::core::option::Option::Some(::mdh::__rt::Isa::Avx2), rows: ::core::option::Option::None
+                narrowed_for: ::core::option::Option::Some(::mdh::__rt::Isa::Avx2), rows: ::core::option::Option::None, pairs: false
             }
         ];
     };
@@ -384,8 +384,13 @@ fn bf16_products_get_pair_bodies_chosen_at_run_time() {
     let mut along_k = plan.clone();
     along_k.reg = vec![1, 1, 16];
     assert_eq!(Gen::new(&k).pairs_for(&along_k), None);
+    // The listed entry says so (`MDH_EXPLAIN` names the pairs).
+    assert!(code.contains("pairs : true"), "{code}");
     for other in [matmul_16(quote!(f16)), crate::fixtures::matmul()] {
         let code = cpu_fn(&other, &[entry(&other, None)]).to_string();
-        assert!(!code.contains("pairs"), "{code}");
+        assert!(
+            !code.contains("pair_") && !code.contains("pairs : true"),
+            "{code}"
+        );
     }
 }
