@@ -170,6 +170,17 @@ fn with_gpu(
 
 // ---------------------------------------------------------------------------
 
+/// A matrix product's compulsory traffic (`bytes`: both inputs read, the
+/// result written once, what bounds the skinny shapes), stated where it
+/// exceeds the last-level cache: a working set the cache holds is read
+/// from it again in each repetition, faster than the streaming roof (1 ×
+/// 1000 × 2048, 8 MB, ran at 323 % of it on the 32 MiB L3 of the Zen 4
+/// EPYC); there the case is held against the peak alone.
+fn from_memory(bytes: usize) -> Option<f64> {
+    let l3 = mdh::machine::host().machine.l3.unwrap_or(0);
+    (bytes as u64 > l3).then_some(bytes as f64)
+}
+
 fn matmul_case(o: &Opts, i: usize, j: usize, k: usize) -> Result<Case, String> {
     let mut rng = Rng(0x1234 + i as u64);
     let a = Rc::new(rng.f32s(i * k));
@@ -233,9 +244,7 @@ fn matmul_case(o: &Opts, i: usize, j: usize, k: usize) -> Result<Case, String> {
         what: format!("C[{i}x{j}] = A[{i}x{k}] B[{k}x{j}]"),
         flops: Some(2.0 * (i * j * k) as f64),
         bf16_products: false,
-        // Compulsory traffic: both inputs read, the result written once
-        // (what bounds the skinny shapes).
-        bytes: Some(4.0 * (i * k + k * j + i * j) as f64),
+        bytes: from_memory(4 * (i * k + k * j + i * j)),
         rtol: RTOL,
         impls: with_gpu(impls, gpu)?,
         notes,
@@ -329,7 +338,7 @@ fn matmul_bf16_case(i: usize, j: usize, k: usize) -> Result<Case, String> {
         ),
         flops: Some(2.0 * (i * j * k) as f64),
         bf16_products: true,
-        bytes: Some((2 * (i * k + k * j) + 4 * i * j) as f64),
+        bytes: from_memory(2 * (i * k + k * j) + 4 * i * j),
         rtol: RTOL,
         impls,
         notes,
