@@ -33,6 +33,7 @@
 //! any data moves: a rank with wrong lengths makes the call an `Err` on
 //! every rank, never a hang.
 
+mod epilogue;
 mod job;
 mod ops;
 mod plan;
@@ -124,6 +125,7 @@ pub use plan::Plan;
 // What generated `NAME::mpi` modules use.
 #[doc(hidden)]
 pub use {
+    epilogue::map_part,
     job::Job,
     mdh_rt::nod::configured_nod,
     ops::{Builtin, Combine, Op, OutBuf, Output},

@@ -159,41 +159,39 @@ impl<'k> Gen<'k> {
     /// The epilogue under MPI: a closure for the producer's
     /// `mpi::__run_then` that maps the combined final values of a rank's
     /// box (`__r`, every kept point of it) of the output the epilogue
-    /// writes, in place. In scope: `epilogue_bind`'s names and the
-    /// epilogue's other inputs (`__ein{b}`).
+    /// writes, in place, in parallel (`mdh::__rt::mpi::map_part`). In
+    /// scope: `epilogue_bind`'s names and the epilogue's other inputs
+    /// (`__ein{b}`).
     fn epilogue_pass(&self) -> TokenStream {
         let Some(e) = &self.epilogue else {
             return quote!();
         };
         let o = e.fact.output;
-        let slots = super::driver::linear_slots(&self.k.output_accesses());
-        let (b, a) = slots[o];
+        let (b, a) = super::driver::linear_slots(&self.k.output_accesses())[o];
         let outs = (0..self.k.outputs.len()).map(|c| format_ident!("__out{}", c));
         let out = format_ident!("__out{}", b);
-        let point = (0..self.d).map(|d| {
-            if self.kept.contains(&d) {
-                let i = dim_var(d);
-                quote!(#i)
-            } else {
-                quote!(__r[#d].0)
-            }
+        let (d, kept) = (self.d, &self.kept);
+        let binds = kept.iter().map(|&x| {
+            let i = dim_var(x);
+            quote!(let #i: usize = __p[#x];)
         });
-        let value = self.finish(o, quote!(#out[__at]));
-        let body = quote! {
-            let __at: usize = __ol.at(&[#(#point),*]);
-            #out[__at] = #value;
-        };
-        let loops = self.kept.iter().rev().fold(body, |inner, &d| {
-            let i = dim_var(d);
-            quote!(for #i in __r[#d].0..__r[#d].1 { #inner })
-        });
+        let value = self.finish(o, quote!(__v));
+        let t = ty(self.out_tys[o]);
         let accesses =
             (self.epilogue_accesses().into_iter()).map(|(n, t, v)| quote!(let #n: #t = #v;));
         quote! {
-            |__r: &::mdh::__rt::Region<_>, __bound: &::mdh::__rt::Bound, #(#outs: &mut [_]),*| {
+            |__r: &::mdh::__rt::Region<#d>, __bound: &::mdh::__rt::Bound, #(#outs: &mut [_]),*| {
                 #(#accesses)*
-                let __ol = &__bound.out_linear[#b][#a];
-                #loops
+                ::mdh::__rt::mpi::map_part(
+                    __r,
+                    &[#(#kept),*],
+                    &__bound.out_linear[#b][#a],
+                    #out,
+                    |__p: &[usize; #d], __v: #t| -> #t {
+                        #(#binds)*
+                        #value
+                    },
+                );
             }
         }
     }
