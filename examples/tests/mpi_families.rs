@@ -170,6 +170,17 @@ fn stages(world: &SimpleCommunicator) -> Vec<String> {
         );
         errors.extend(r.err().map(|e| format!("matmul_bias_relu {s:?}: {e}")));
     }
+    // The epilogue's own argument wrong on the last rank alone (its bias
+    // one element short): an `Err` on every rank, none left waiting in a
+    // collective.
+    let (i, j, k) = (7, 13, 5);
+    let s = matmul_bias_relu::Sizes { I: i, J: j, K: k };
+    let last = world.rank() + 1 == world.size();
+    let bias = vec![0.5f32; if last { j - 1 } else { j }];
+    let (a, b, mut c) = (vec![1.0f32; i * k], vec![1.0f32; k * j], vec![0.0f32; i * j]);
+    if matmul_bias_relu::mpi::run(world, &a, &b, &bias, &mut c, s).is_ok() {
+        errors.push("matmul_bias_relu with a short bias on the last rank: Ok".into());
+    }
     let eps = 1e-5;
     for (i, j) in [(1, 1), (13, 97), (31, 2)] {
         let s = layernorm::Sizes { I: i, J: j };

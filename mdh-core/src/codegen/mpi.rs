@@ -154,12 +154,14 @@ pub fn mpi_module(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
                     __placement: Placement,
                     #args
                 ) -> ::core::result::Result<(), ::mdh::Error> {
-                    __run_then(__comm, __plan, __inputs, __placement, #forward sizes, ::core::option::Option::None)
+                    __run_then(__comm, __plan, __inputs, __placement, #forward sizes, ::core::result::Result::Ok(()), ::core::option::Option::None)
                 }
 
                 /// [`run_with`], `__then` applied to this rank's box of the
                 /// outputs once their parts are combined, before they are
-                /// placed (where a fused epilogue maps the final values).
+                /// placed (where a fused epilogue maps the final values);
+                /// `__check` (the epilogue's own arguments) fails the call
+                /// on every rank, as this rank's part would.
                 #[doc(hidden)]
                 #[allow(clippy::too_many_arguments)]
                 pub fn __run_then<C: Communicator>(
@@ -168,6 +170,7 @@ pub fn mpi_module(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
                     __inputs: Inputs,
                     __placement: Placement,
                     #args
+                    __check: ::core::result::Result<(), ::mdh::Error>,
                     __then: ::core::option::Option<&mut dyn FnMut(&::mdh::__rt::Region<#d>, &::mdh::__rt::Bound, #(&mut [#out_tys]),*)>,
                 ) -> ::core::result::Result<(), ::mdh::Error> {
                     let __job = ::mdh::__rt::mpi::Job::new(
@@ -182,7 +185,7 @@ pub fn mpi_module(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
                             out_lens: &[#(#out_names.len()),*],
                         },
                     )?;
-                    let __done = match __job.region::<#d>() {
+                    let __done = __check.and_then(|()| match __job.region::<#d>() {
                         // SAFETY: the job checked these slices' lengths
                         // against its bound, whose accesses over this
                         // rank's box stay inside them.
@@ -190,7 +193,7 @@ pub fn mpi_module(k: &Checked, entries: &[CpuEntry]) -> TokenStream {
                             __cpu_in(__job.bound(), __r, #forward sizes)
                         },
                         ::core::option::Option::None => ::core::result::Result::Ok(()),
-                    };
+                    });
                     __job.agree(__done)?;
                     #(#outs)*
                     __job.combine(&mut [#(&mut #out_vars),*]);
@@ -239,7 +242,17 @@ pub fn fused_mpi_module(k: &Checked, epilogue: FusedEpilogue<'_>) -> TokenStream
                 #[doc = #doc]
                 #[allow(clippy::too_many_arguments)]
                 pub fn run<C: Communicator>(__comm: &C, #args) -> ::core::result::Result<(), ::mdh::Error> {
-                    #ebind
+                    // The epilogue's arguments, checked here and failed on
+                    // every rank with the call (a rank returning alone
+                    // would leave the others in a collective).
+                    let __ebinding = (|| -> ::core::result::Result<_, ::mdh::Error> {
+                        #ebind
+                        ::core::result::Result::Ok((__esz, __ebound))
+                    })();
+                    let (__check, __ebinding) = match __ebinding {
+                        ::core::result::Result::Ok(__b) => (::core::result::Result::Ok(()), ::core::option::Option::Some(__b)),
+                        ::core::result::Result::Err(__e) => (::core::result::Result::Err(__e), ::core::option::Option::None),
+                    };
                     #p::mpi::__run_then(
                         __comm,
                         ::core::option::Option::None,
@@ -247,6 +260,7 @@ pub fn fused_mpi_module(k: &Checked, epilogue: FusedEpilogue<'_>) -> TokenStream
                         Placement::All,
                         #forward
                         #p::Sizes { #(#sizes: sizes.#sizes),* },
+                        __check,
                         ::core::option::Option::Some(&mut #pass),
                     )
                 }

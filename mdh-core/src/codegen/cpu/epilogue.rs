@@ -160,8 +160,9 @@ impl<'k> Gen<'k> {
     /// `mpi::__run_then` that maps the combined final values of a rank's
     /// box (`__r`, every kept point of it) of the output the epilogue
     /// writes, in place, in parallel (`mdh::__rt::mpi::map_part`). In
-    /// scope: `epilogue_bind`'s names and the epilogue's other inputs
-    /// (`__ein{b}`).
+    /// scope: `__ebinding`, `epilogue_bind`'s names if they bound (the
+    /// call fails on every rank before the pass where they did not), and
+    /// the epilogue's other inputs (`__ein{b}`).
     fn epilogue_pass(&self) -> TokenStream {
         let Some(e) = &self.epilogue else {
             return quote!();
@@ -181,6 +182,9 @@ impl<'k> Gen<'k> {
             (self.epilogue_accesses().into_iter()).map(|(n, t, v)| quote!(let #n: #t = #v;));
         quote! {
             |__r: &::mdh::__rt::Region<#d>, __bound: &::mdh::__rt::Bound, #(#outs: &mut [_]),*| {
+                let ::core::option::Option::Some((__esz, __ebound)) = __ebinding.as_ref() else {
+                    return;
+                };
                 #(#accesses)*
                 ::mdh::__rt::mpi::map_part(
                     __r,
