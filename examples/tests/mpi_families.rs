@@ -177,7 +177,11 @@ fn stages(world: &SimpleCommunicator) -> Vec<String> {
     let s = matmul_bias_relu::Sizes { I: i, J: j, K: k };
     let last = world.rank() + 1 == world.size();
     let bias = vec![0.5f32; if last { j - 1 } else { j }];
-    let (a, b, mut c) = (vec![1.0f32; i * k], vec![1.0f32; k * j], vec![0.0f32; i * j]);
+    let (a, b, mut c) = (
+        vec![1.0f32; i * k],
+        vec![1.0f32; k * j],
+        vec![0.0f32; i * j],
+    );
     if matmul_bias_relu::mpi::run(world, &a, &b, &bias, &mut c, s).is_ok() {
         errors.push("matmul_bias_relu with a short bias on the last rank: Ok".into());
     }

@@ -341,15 +341,12 @@ impl CpuPlan {
             p.pack = vec![Vec::new(); p.pack.len()];
             p
         };
-        let within = |min, max, pairs| RowsWithin {
-            param,
-            min,
-            max,
-            pairs,
-        };
-        let mut plans = vec![(plan(1, 8, 1), within(1, 1, false))];
+        let within = |min, max| RowsWithin { param, min, max };
+        let mut plans = vec![(plan(1, 8, 1), within(1, 1))];
         if lane_input(k, s) == Some(ScalarType::Bf16) {
-            // B (the input along the lanes) packed as the default packs it.
+            // B (the input along the lanes) packed as the default packs it:
+            // a plan that runs pairs (`PlanEntry::pairs`), which ranks only
+            // where they run.
             let mut p = plan(4, 4, 5);
             let packed = CpuPlan::default_for(k).pack;
             for (j, a) in k.analysis().inputs.iter().enumerate() {
@@ -358,9 +355,9 @@ impl CpuPlan {
                 }
             }
             p.l1[s] = (256 / p.reg[s]).max(1) * p.reg[s];
-            plans.push((p, within(2, 5, true)));
+            plans.push((p, within(2, 5)));
         }
-        plans.push((plan(4, 4, 5), within(2, 5, false)));
+        plans.push((plan(4, 4, 5), within(2, 5)));
         plans
             .into_iter()
             .filter(|(p, _)| p.validate(k).is_ok())
@@ -782,7 +779,9 @@ mod tests {
         // `I`, the first size parameter, is the rows' extent.
         assert_eq!(k.size_params[0], "I");
         assert_eq!(rows, [(0, 1, 1), (0, 2, 5)]);
-        assert!(plans.iter().all(|(_, r)| !r.pairs));
+        assert!(plans
+            .iter()
+            .all(|(p, _)| !crate::codegen::cpu::runs_pairs(&k, p)));
         let (one, four) = (&plans[0].0, &plans[1].0);
         assert_eq!(
             (one.reg.clone(), four.reg.clone()),

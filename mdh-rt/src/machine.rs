@@ -79,25 +79,21 @@ pub const DEFAULT_LINE: u32 = 0;
 pub const FEW_ROWS_LINE: u32 = u32::MAX;
 
 /// The calls a plan of few rows serves: those where size parameter `param`
-/// (the rows' extent) is within `min..=max`, and where `pairs`, only on
-/// hosts whose task bodies run bf16 products in pairs ([`Host::bf16_pairs`]).
+/// (the rows' extent) is within `min..=max` (and, for a plan that runs
+/// pairs, only on hosts that run them: [`PlanEntry::pairs`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RowsWithin {
     pub param: usize,
     pub min: usize,
     pub max: usize,
-    /// The plan packs a bf16 input as pairs: elsewhere its bodies would
-    /// pack it widened to f32, slower than reading it in place.
-    pub pairs: bool,
 }
 
 impl RowsWithin {
-    /// Whether a call of these sizes on `host` has such rows.
-    pub fn holds(&self, sizes: &[usize], host: &Host) -> bool {
-        (!self.pairs || host.bf16_pairs)
-            && sizes
-                .get(self.param)
-                .is_some_and(|n| (self.min..=self.max).contains(n))
+    /// Whether a call of these sizes has such rows.
+    pub fn holds(&self, sizes: &[usize]) -> bool {
+        sizes
+            .get(self.param)
+            .is_some_and(|n| (self.min..=self.max).contains(n))
     }
 }
 
@@ -128,7 +124,10 @@ pub struct PlanEntry<'a> {
     /// sizes (`mdh::machine::rank`).
     pub rows: Option<RowsWithin>,
     /// Whether its plan runs a bf16 product's reduction points in pairs
-    /// (`vdpbf16ps`) where the host's bodies do ([`Host::bf16_pairs`]).
+    /// (`vdpbf16ps`) where the host's bodies do ([`Host::bf16_pairs`]). A
+    /// plan of few rows that does serves its rows only on such hosts: it
+    /// packs B as pairs, which elsewhere its bodies would pack widened to
+    /// f32, slower than the plan of the same rows that reads B in place.
     pub pairs: bool,
 }
 

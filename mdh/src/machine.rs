@@ -128,7 +128,7 @@ pub fn rank(
             let fit = e.fit(host)?;
             let (rank, far, tie) = fit.rank();
             let near = match e.rows {
-                Some(rows) if rows.holds(sizes, host) => 0.0,
+                Some(rows) if rows.holds(sizes) && (!e.pairs || host.bf16_pairs) => 0.0,
                 Some(_) => return None,
                 None => size_distance(e.sizes, sizes),
             };
@@ -204,7 +204,7 @@ pub fn explain(
         } else {
             format!("{name} from {} to {}", r.min, r.max)
         };
-        let pairs = if r.pairs {
+        let pairs = if e.pairs {
             ", B packed as bf16 pairs"
         } else {
             ""
@@ -421,12 +421,7 @@ mod tests {
             ..entry("*", None, None)
         };
         let few = |min, max| PlanEntry {
-            rows: Some(RowsWithin {
-                param: 0,
-                min,
-                max,
-                pairs: false,
-            }),
+            rows: Some(RowsWithin { param: 0, min, max }),
             ..entry("*", None, None)
         };
         let (one, four) = (few(1, 1), few(2, 5));
@@ -473,10 +468,7 @@ mod tests {
         // A plan of bf16 pairs only where the bodies run them; before the
         // plan of the same rows that reads B in place.
         let pairs = PlanEntry {
-            rows: Some(RowsWithin {
-                pairs: true,
-                ..four.rows.unwrap()
-            }),
+            pairs: true,
             ..four
         };
         let list = [one, pairs, four, default];

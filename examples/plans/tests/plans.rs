@@ -283,11 +283,8 @@ fn run_family(f: &Family, cases: usize, case: impl Fn(&[usize], &mut Rng) -> Res
     // baseline: the default runs there): of each range of rows the first
     // that runs here (a plan of bf16 pairs only where the bodies run them).
     let host = mdh::machine::host();
-    let runs = |i: usize| {
-        tuned[i]
-            .rows
-            .is_some_and(|r| suited(i) && (!r.pairs || host.bf16_pairs))
-    };
+    let runs =
+        |i: usize| tuned[i].rows.is_some() && suited(i) && (!tuned[i].pairs || host.bf16_pairs);
     let range = |i: usize| tuned[i].rows.map(|r| (r.min, r.max));
     let first = |i: usize| runs(i) && !(0..i).any(|j| runs(j) && range(j) == range(i));
     for &i in few_rows.iter().filter(|&&i| first(i)) {

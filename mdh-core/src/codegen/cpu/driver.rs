@@ -636,8 +636,8 @@ fn entries_static(entries: &[PlanEntry<'_>]) -> TokenStream {
         let sizes = option(e.sizes.map(|s| quote!(&[#(#s),*])));
         let narrowed = option(e.narrowed_for.map(isa_tokens));
         let rows = option(e.rows.map(|r| {
-            let (param, min, max, pairs) = (r.param, r.min, r.max, r.pairs);
-            quote!(::mdh::__rt::RowsWithin { param: #param, min: #min, max: #max, pairs: #pairs })
+            let (param, min, max) = (r.param, r.min, r.max);
+            quote!(::mdh::__rt::RowsWithin { param: #param, min: #min, max: #max })
         }));
         let pairs = e.pairs;
         quote! {
