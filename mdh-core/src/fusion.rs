@@ -150,6 +150,14 @@ fn epilogue(k: &Staged<Checked>, s: usize) -> Option<Epilogue> {
     })
 }
 
+/// Whether the GPU kernels of `producer` (a producer of an epilogue) run
+/// the epilogue in their stores: where it has no PS dimension. Its scans
+/// run after its stores, on what they stored (a fused epilogue's result
+/// there would be scanned), so its epilogue runs as a stage of its own.
+pub fn fuses_on_gpu(producer: &Checked) -> bool {
+    !producer.analysis().kinds.contains(&DimKind::Ps)
+}
+
 /// Whether `f` is `|i0, …, iR-1| (i0, …, iR-1)` over `rank` dimensions.
 fn identity(f: &IndexFn, rank: usize) -> bool {
     f.components.len() == rank

@@ -78,6 +78,18 @@ pub fn output_access(b: usize, a: usize) -> String {
     format!("OUT{b}_{a}")
 }
 
+/// The prefix of the linear offset of access `a` of input `b` of a fused
+/// epilogue (over the epilogue's own dimensions, see
+/// [`epilogue_defines`](crate::gpu_plan::epilogue_defines)).
+pub fn epilogue_access(b: usize, a: usize) -> String {
+    format!("EIN{b}_{a}")
+}
+
+/// The value of size parameter `name` of a fused epilogue.
+pub fn epilogue_size(name: &str) -> String {
+    format!("MDH_ESIZE_{name}")
+}
+
 /// The constant part of the linear offset of access `access` (a prefix).
 pub fn base(access: &str) -> String {
     format!("{access}_BASE")

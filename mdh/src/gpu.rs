@@ -20,12 +20,14 @@ pub mod calls;
 mod choice;
 pub mod defaults;
 mod devices;
+mod epilogue;
 pub mod model;
 pub mod space;
 pub mod tune;
 pub use calls::{call, launch, Call, CallKernel};
 pub use choice::{CallDesc, DeviceMatch, GpuEntry};
 pub use devices::tuned_plan;
+pub use epilogue::Epilogue;
 pub use mdh_gpu::device::{
     BufArg, DeviceCompute, DeviceLimits, GpuDevice, KernelArgs, Launch, MainResources, RawArg,
     RawDevice, WithRaw,

@@ -438,6 +438,15 @@ impl Lowering {
         let _ = writeln!(self.out, "{:w$}{s}", "", w = self.indent * 4);
     }
 
+    /// `{ … }` around what `f` emits; the names it binds end with it.
+    pub fn block(&mut self, f: impl FnOnce(&mut Lowering)) {
+        let mark = self.scope.len();
+        self.open("{");
+        f(self);
+        self.close("}");
+        self.scope.truncate(mark);
+    }
+
     fn open(&mut self, s: &str) {
         self.line(s);
         self.indent += 1;

@@ -15,7 +15,8 @@ use quote::{format_ident, quote};
 
 use crate::analysis::Checked;
 use crate::backend::Backend;
-use crate::codegen::gpu::template;
+use crate::codegen::cpu::FusedEpilogue;
+use crate::codegen::gpu::{fused_template, template};
 use crate::codegen::host_args;
 use crate::codegen::rust_expr::ty;
 use crate::config::GpuEntryCfg;
@@ -110,7 +111,65 @@ impl KernelTables {
 /// `pub mod opencl { … }` or `pub mod cuda { … }`, kept or dropped by the
 /// facade's feature of that name.
 pub fn gpu_module(k: &Checked, backend: Backend, entries: &[GpuEntryCfg]) -> TokenStream {
-    let src = template(k, backend.dialect());
+    let info = info_static(k, &template(k, backend.dialect()), entries);
+    let host = host_fns(k);
+    let run_dyn = host_args::run_dyn(
+        k,
+        host_args::DynEntry::run_with(),
+        quote!(),
+        quote!(__dev: &Device, __plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,),
+        quote!(__dev, __plan,),
+    );
+    let device = device_fns(k, backend, None);
+    backend_module(
+        backend,
+        backend.doc(),
+        quote! {
+                    #info
+
+                    /// The complete source compiled for `sizes` (on a device
+                    /// without particular limits).
+                    pub fn source(sizes: &super::Sizes) -> ::std::string::String {
+                        ::mdh::__rt::gpu::source(super::desc(), &INFO, &__entries(), &sizes.values())
+                    }
+
+                    #host
+
+                    #run_dyn
+
+                    #device
+        },
+    )
+}
+
+/// The backend module of a producing stage with its epilogue fused into
+/// its stores ([`crate::codegen::gpu::fused_template`]): `launch` on device
+/// buffers, which takes the epilogue's other inputs and sizes after the
+/// stage's own sizes and writes the epilogue's output where the stage's
+/// own would be; what the kernel of stages' `run` launches.
+pub fn fused_gpu_module(
+    k: &Checked,
+    backend: Backend,
+    entries: &[GpuEntryCfg],
+    epilogue: &FusedEpilogue<'_>,
+) -> TokenStream {
+    let src = fused_template(k, epilogue.kernel, epilogue.fact, backend.dialect());
+    let info = info_static(k, &src, entries);
+    let device = device_fns(k, backend, Some(epilogue));
+    backend_module(
+        backend,
+        "The stage with its epilogue fused on this backend's devices.",
+        quote! {
+            #info
+
+            #device
+        },
+    )
+}
+
+/// `TEMPLATE`, `INFO` and `__entries` of a backend module whose kernel `k`
+/// has the source template `src`.
+fn info_static(k: &Checked, src: &str, entries: &[GpuEntryCfg]) -> TokenStream {
     let KernelTables {
         in_bytes,
         acc_bytes,
@@ -126,52 +185,28 @@ pub fn gpu_module(k: &Checked, backend: Backend, entries: &[GpuEntryCfg]) -> Tok
     let (in_types, out_types, param_types) =
         (types(in_types), types(out_types), types(param_types));
     let entries = entries_tokens(entries);
-    let host = host_fns(k);
-    let run_dyn = host_args::run_dyn(
-        k,
-        host_args::DynEntry::run_with(),
-        quote!(),
-        quote!(__dev: &Device, __plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,),
-        quote!(__dev, __plan,),
-    );
-    let device = device_fns(k, backend);
-    backend_module(
-        backend,
-        backend.doc(),
-        quote! {
-                    /// The kernel source template; [`source`] completes it for
-                    /// one call.
-                    pub const TEMPLATE: &str = #src;
+    quote! {
+        /// The kernel source template; the definitions of a call
+        /// complete it.
+        pub const TEMPLATE: &str = #src;
 
-                    // A static: its address names the kernel in the cache of
-                    // prepared calls (`mdh::__rt::gpu::call`).
-                    static INFO: ::mdh::__rt::gpu::KernelInfo = ::mdh::__rt::gpu::KernelInfo {
-                        template: TEMPLATE,
-                        in_bytes: &[#(#in_bytes),*],
-                        acc_bytes: &[#(#acc_bytes),*],
-                        identity: &[#(#identity),*],
-                        in_types: #in_types,
-                        out_types: #out_types,
-                        param_types: #param_types,
-                    };
+        // A static: its address names the kernel in the cache of
+        // prepared calls (`mdh::__rt::gpu::call`) and run-time tuning's.
+        #[doc(hidden)]
+        pub static INFO: ::mdh::__rt::gpu::KernelInfo = ::mdh::__rt::gpu::KernelInfo {
+            template: TEMPLATE,
+            in_bytes: &[#(#in_bytes),*],
+            acc_bytes: &[#(#acc_bytes),*],
+            identity: &[#(#identity),*],
+            in_types: #in_types,
+            out_types: #out_types,
+            param_types: #param_types,
+        };
 
-                    fn __entries() -> ::std::vec::Vec<::mdh::__rt::gpu::GpuEntry> {
-                        #entries
-                    }
-
-                    /// The complete source compiled for `sizes` (on a device
-                    /// without particular limits).
-                    pub fn source(sizes: &super::Sizes) -> ::std::string::String {
-                        ::mdh::__rt::gpu::source(super::desc(), &INFO, &__entries(), &sizes.values())
-                    }
-
-                    #host
-
-                    #run_dyn
-
-                    #device
-        },
-    )
+        fn __entries() -> ::std::vec::Vec<::mdh::__rt::gpu::GpuEntry> {
+            #entries
+        }
+    }
 }
 
 /// `pub mod NAME { use ::mdh::NAME::Device; body }` documented by `doc`,
@@ -290,9 +325,11 @@ fn host_fns(k: &Checked) -> TokenStream {
     }
 }
 
-/// `launch`, `job` and `__launch`: the kernel on device buffers of the
-/// backend's kind.
-fn device_fns(k: &Checked, backend: Backend) -> TokenStream {
+/// `launch`, `call`, `job` and `__launch`: the kernel on device buffers
+/// of the backend's kind; with `epilogue` (a fused module's), `launch`
+/// also takes the epilogue's other inputs and sizes, `launch_with` a plan,
+/// `call` and `job` the epilogue's part of the call (`epilogue`).
+fn device_fns(k: &Checked, backend: Backend, epilogue: Option<&FusedEpilogue<'_>>) -> TokenStream {
     let in_names: Vec<&Ident> = k.inputs.iter().map(|b| &b.name).collect();
     let out_names: Vec<&Ident> = k.outputs.iter().map(|b| &b.name).collect();
     let param_names: Vec<&Ident> = k.params.iter().map(|p| &p.name).collect();
@@ -304,26 +341,104 @@ fn device_fns(k: &Checked, backend: Backend) -> TokenStream {
     let in_bufs: Vec<TokenStream> = k.inputs.iter().map(|b| buffer(b.ty)).collect();
     let out_bufs: Vec<TokenStream> = k.outputs.iter().map(|b| buffer(b.ty)).collect();
     let launch_doc = backend.launch_doc();
+    let elements = |b: &Ident| quote!(::mdh::__rt::gpu::BufArg::elements(&*#b, __dev)?);
+    let in_lens = in_names.iter().map(|b| elements(b));
+    let out_lens: Vec<TokenStream> = out_names.iter().map(|b| elements(b)).collect();
+    let e = epilogue.map(|e| EpilogueArgs::new(k, backend, e));
+    let (e_bufs, e_params, e_names) = match &e {
+        Some(e) => {
+            let (names, bufs) = (&e.names, e.tys.iter().map(|&t| buffer(t)));
+            let m = &e.module;
+            let bufs = quote!(#(#names: &#bufs,)*);
+            (
+                bufs.clone(),
+                quote!(#bufs __esizes: #m::Sizes,),
+                quote!(#(#names,)*),
+            )
+        }
+        None => (quote!(), quote!(), quote!()),
+    };
+    let e_binding = e.as_ref().map(|e| e.binding(&elements));
+    let e_fns = e.as_ref().map(|e| e.fns());
+    let (e_call_param, e_call_arg, e_job_param) = match e {
+        Some(_) => (
+            quote!(epilogue: &::mdh::__rt::gpu::Epilogue<'_>,),
+            quote!(::core::option::Option::Some(epilogue)),
+            quote!(epilogue: &::mdh::__rt::gpu::Epilogue<'_>,),
+        ),
+        None => (
+            quote!(),
+            quote!(::core::option::Option::None),
+            quote!(),
+        ),
+    };
+    let job_body = quote!(::mdh::__rt::gpu::job(super::desc(), bound, &INFO, &__entries(), plan, device, limits));
+    let job_body = match epilogue {
+        Some(_) => quote!(epilogue.job(#job_body?)),
+        None => job_body,
+    };
+    let launch_params = quote! {
+        #(#in_names: &#in_bufs,)*
+        #(#out_names: &mut #out_bufs,)*
+        #(#param_names: #param_tys,)*
+        __sizes: super::Sizes,
+        #e_params
+    };
+    let launch_args = quote!(#(#in_names,)* #(#out_names,)* #(#param_names,)* __sizes, #e_names __esizes);
+    // Without an epilogue, `launch` prepares the call itself; with one, it
+    // is `launch_with` the configured plans (tests force plans).
+    let launch_body = match epilogue {
+        Some(_) => quote!(launch_with(__dev, ::core::option::Option::None, #launch_args)),
+        None => quote! {
+            let __call = call(
+                __dev,
+                ::core::option::Option::None,
+                &__sizes.values(),
+                &[#(#in_lens),*],
+                &[#(#out_lens),*],
+            )?;
+            __launch(__dev, &__call, #(#in_names,)* #(#out_names,)* #(#param_names,)*)
+        },
+    };
+    let launch_with = epilogue.map(|_| {
+        let in_lens = in_names.iter().map(|b| elements(b));
+        quote! {
+            /// [`launch`] with a given plan instead of the configured
+            /// ones (for tests); an invalid plan, or one the device
+            /// cannot run, is an `Err`.
+            #[doc(hidden)]
+            pub fn launch_with(
+                __dev: &Device,
+                __plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,
+                #launch_params
+            ) -> ::core::result::Result<(), ::mdh::Error> {
+                #e_binding
+                let __call = call(
+                    __dev,
+                    __plan,
+                    &__sizes.values(),
+                    &[#(#in_lens),*],
+                    &[#(#out_lens),*],
+                    &__epilogue,
+                )?;
+                __launch(__dev, &__call, #(#in_names,)* #(#out_names,)* #(#param_names,)* #e_names)
+            }
+        }
+    });
     quote! {
         /// Runs the kernel on device buffers (bool buffers hold bytes
         /// 0 / 1).
         #[doc = #launch_doc]
         pub fn launch(
             __dev: &Device,
-            #(#in_names: &#in_bufs,)*
-            #(#out_names: &mut #out_bufs,)*
-            #(#param_names: #param_tys,)*
-            __sizes: super::Sizes,
+            #launch_params
         ) -> ::core::result::Result<(), ::mdh::Error> {
-            let __call = call(
-                __dev,
-                ::core::option::Option::None,
-                &__sizes.values(),
-                &[#(::mdh::__rt::gpu::BufArg::elements(#in_names, __dev)?),*],
-                &[#(::mdh::__rt::gpu::BufArg::elements(&*#out_names, __dev)?),*],
-            )?;
-            __launch(__dev, &__call, #(#in_names,)* #(#out_names,)* #(#param_names,)*)
+            #launch_body
         }
+
+        #launch_with
+
+        #e_fns
 
         /// The prepared call of these sizes (`sizes`: their values) and
         /// plan (`None`: the configured ones) on `device`, for buffers of
@@ -338,9 +453,10 @@ fn device_fns(k: &Checked, backend: Backend) -> TokenStream {
             sizes: &[usize],
             in_lens: &[usize],
             out_lens: &[usize],
+            #e_call_param
         ) -> ::core::result::Result<::std::sync::Arc<::mdh::__rt::gpu::Call<D>>, ::mdh::Error> {
             let __args = ::mdh::__rt::ArgSizes { sizes, in_lens, out_lens };
-            ::mdh::__rt::gpu::call(device, &INFO, super::desc(), __entries, plan, __args, ::mdh::__rt::gpu::tuned_plan)
+            ::mdh::__rt::gpu::call(device, &INFO, super::desc(), __entries, plan, __args, ::mdh::__rt::gpu::tuned_plan, #e_call_arg)
         }
 
         /// The source and launches of one call on a device named
@@ -350,11 +466,12 @@ fn device_fns(k: &Checked, backend: Backend) -> TokenStream {
         #[doc(hidden)]
         pub fn job(
             bound: &::mdh::__rt::Bound,
+            #e_job_param
             plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,
             device: &str,
             limits: ::mdh::__rt::gpu::DeviceLimits,
         ) -> ::core::result::Result<::core::option::Option<::mdh::__rt::gpu::Job>, ::mdh::Error> {
-            ::mdh::__rt::gpu::job(super::desc(), bound, &INFO, &__entries(), plan, device, limits)
+            #job_body
         }
 
         fn __launch(
@@ -363,6 +480,7 @@ fn device_fns(k: &Checked, backend: Backend) -> TokenStream {
             #(#in_names: &#in_bufs,)*
             #(#out_names: &mut #out_bufs,)*
             #(#param_names: #param_tys,)*
+            #e_bufs
         ) -> ::core::result::Result<(), ::mdh::Error> {
             ::mdh::__rt::gpu::launch(
                 __dev,
@@ -370,7 +488,90 @@ fn device_fns(k: &Checked, backend: Backend) -> TokenStream {
                 &[#(#in_names),*],
                 &mut [#(#out_names),*],
                 &[#(::mdh::__rt::Value::from(#param_names)),*],
+                &[#e_names],
             )
+        }
+    }
+}
+
+/// What a fused module's backend functions know of its epilogue.
+struct EpilogueArgs {
+    /// The parameters of the epilogue's other inputs (`__ein{b}`) and
+    /// their element types.
+    names: Vec<Ident>,
+    tys: Vec<ScalarType>,
+    /// The epilogue stage's module, from the backend module.
+    module: TokenStream,
+    /// The producing stage's own backend module, from the backend module.
+    producer: TokenStream,
+    /// The epilogue's input that is the intermediate, and the producer's
+    /// output buffer that stands for it (their shape is one).
+    tmp: usize,
+    output: Ident,
+    /// Per epilogue input: its parameter (`None` for the intermediate).
+    inputs: Vec<Option<Ident>>,
+}
+
+impl EpilogueArgs {
+    fn new(k: &Checked, backend: Backend, e: &FusedEpilogue<'_>) -> Self {
+        let ek = e.kernel;
+        let tmp = ek.input_accesses()[e.fact.input].0;
+        let inputs: Vec<Option<Ident>> = (0..ek.inputs.len())
+            .map(|b| (b != tmp).then(|| format_ident!("__ein{}", b)))
+            .collect();
+        let (m, p, b) = (&e.module, &e.producer, format_ident!("{}", backend.name()));
+        EpilogueArgs {
+            names: inputs.iter().flatten().cloned().collect(),
+            tys: (0..ek.inputs.len())
+                .filter(|&b| b != tmp)
+                .map(|b| ek.inputs[b].ty)
+                .collect(),
+            module: quote!(super::#m),
+            producer: quote!(super::#p::#b),
+            tmp,
+            output: k.outputs[k.analysis().outputs[e.fact.output].buffer]
+                .name
+                .clone(),
+            inputs,
+        }
+    }
+
+    /// `__epilogue`: the epilogue's part of a call, from its inputs
+    /// (`__ein{b}`), the producer's output and `__esizes`.
+    fn binding(&self, elements: &dyn Fn(&Ident) -> TokenStream) -> TokenStream {
+        let out = elements(&self.output);
+        let lens = self.inputs.iter().map(|n| match n {
+            Some(n) => elements(n),
+            None => out.clone(),
+        });
+        quote! {
+            let __esz = __esizes.values();
+            let __ein_lens = [#(#lens),*];
+            let __eout_lens = [#out];
+            let __epilogue = epilogue(::mdh::__rt::ArgSizes {
+                sizes: &__esz,
+                in_lens: &__ein_lens,
+                out_lens: &__eout_lens,
+            });
+        }
+    }
+
+    /// `epilogue`: the epilogue's part of a call of these sizes and
+    /// lengths.
+    fn fns(&self) -> TokenStream {
+        let (m, p, tmp) = (&self.module, &self.producer, self.tmp);
+        quote! {
+            /// The epilogue's part of a call whose epilogue has the sizes
+            /// and buffer lengths `args` (for `call` and `job`).
+            #[doc(hidden)]
+            pub fn epilogue(args: ::mdh::__rt::ArgSizes<'_>) -> ::mdh::__rt::gpu::Epilogue<'_> {
+                ::mdh::__rt::gpu::Epilogue {
+                    desc: #m::desc(),
+                    producer: &#p::INFO,
+                    tmp: #tmp,
+                    args,
+                }
+            }
         }
     }
 }

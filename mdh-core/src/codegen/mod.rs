@@ -85,8 +85,10 @@ pub fn module(k: &Checked, entries: &Entries, config: Option<&Path>) -> TokenStr
 
 /// The module of a stage with its epilogue fused into its stores (see
 /// [`crate::fusion`]): its `Sizes`, `desc()`, a `cpu` that also takes
-/// the epilogue's other inputs and sizes (`cpu::fused_cpu_fn`) and the same
-/// on MPI (`mpi::fused_mpi_module`).
+/// the epilogue's other inputs and sizes (`cpu::fused_cpu_fn`), the same
+/// on MPI (`mpi::fused_mpi_module`) and, where the GPU fuses it
+/// ([`crate::fusion::fuses_on_gpu`]), `opencl::launch` and `cuda::launch`
+/// on device buffers (`gpu_api::fused_gpu_module`).
 pub fn fused_module(
     k: &Checked,
     entries: &Entries,
@@ -96,6 +98,12 @@ pub fn fused_module(
     let sizes_struct = sizes_struct(&k.size_params);
     let desc = desc_tokens(&KernelDesc::from_kernel(k));
     let mpi = mpi::fused_mpi_module(k, epilogue.clone());
+    let gpu: Vec<TokenStream> = if crate::fusion::fuses_on_gpu(k) {
+        let gpu = |b| gpu_api::fused_gpu_module(k, b, entries.gpu(b), &epilogue);
+        crate::backend::Backend::ALL.map(gpu).into()
+    } else {
+        Vec::new()
+    };
     let cpu = cpu::fused_cpu_fn(k, &entries.cpu, epilogue);
     quote! {
         #[allow(non_snake_case, non_camel_case_types, unused, clippy::all)]
@@ -109,6 +117,8 @@ pub fn fused_module(
             }
 
             #cpu
+
+            #(#gpu)*
 
             #mpi
         }

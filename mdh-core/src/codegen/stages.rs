@@ -43,7 +43,7 @@ pub fn module(
         fused_module(&k.stages[e.producer].kernel, epilogue)
     });
     let cpu = cpu_fn(k, &fusion);
-    let gpus = Backend::ALL.map(|b| gpu_module(k, b));
+    let gpus = Backend::ALL.map(|b| gpu_module(k, b, &fusion));
     let mpi = mpi_module(k, &fusion);
     quote! {
         #(#attrs)*
@@ -112,8 +112,11 @@ fn stage_path(s: &Stage<Checked>, root: &TokenStream) -> TokenStream {
 
 /// `NAME::opencl::run` / `NAME::cuda::run`: the inputs and outputs copied
 /// to the device, the stages' `launch` in order on them and on device
-/// intermediates, the outputs copied back.
-fn gpu_module(k: &Staged<Checked>, backend: Backend) -> TokenStream {
+/// intermediates, the outputs copied back. A producer of an epilogue that
+/// the GPU fuses ([`crate::fusion::fuses_on_gpu`]) runs its `fused`
+/// module's `launch` instead, into the epilogue's output: its intermediate
+/// is never allocated and its epilogue's stage does not run.
+fn gpu_module(k: &Staged<Checked>, backend: Backend, fusion: &Fusion) -> TokenStream {
     let root = quote!(super);
     let module = quote::format_ident!("{}", backend.name());
     let params = host_args::declarations(
@@ -130,7 +133,11 @@ fn gpu_module(k: &Staged<Checked>, backend: Backend) -> TokenStream {
     let tmp_lens: Vec<TokenStream> = (0..k.tmps.len())
         .filter_map(|t| tmp_len(k, t, &root))
         .collect();
-    let tmps = k.tmps.iter().enumerate().map(|(t, decl)| {
+    let epilogues: Vec<&Epilogue> = (fusion.epilogues.iter())
+        .filter(|e| crate::fusion::fuses_on_gpu(&k.stages[e.producer].kernel))
+        .collect();
+    let tmps = k.tmps.iter().enumerate().filter(|(t, _)| !epilogues.iter().any(|e| e.tmp == *t));
+    let tmps = tmps.map(|(t, decl)| {
         let (d, dt) = (dev(BufRef::Tmp(t)), device_ty(decl.ty));
         quote! {
             let mut #d = __dev.buffer_from(
@@ -143,20 +150,37 @@ fn gpu_module(k: &Staged<Checked>, backend: Backend) -> TokenStream {
     });
     let forward =
         (k.inputs.iter().chain(&k.outputs).map(|b| &b.name)).chain(param_names.iter().copied());
-    let launches = k.stages.iter().map(|s| {
-        let path = stage_path(s, &root);
-        let sizes = stage_sizes(k, s, &root);
+    let launches = k.stages.iter().enumerate().map(|(i, s)| {
+        if epilogues.iter().any(|e| e.stage == i) {
+            return quote!();
+        }
         let reads = s.reads.iter().map(|&b| dev(b));
-        let writes = s.writes.iter().map(|&b| dev(b));
-        quote!(#path::#module::launch(__dev, #(&#reads,)* #(&mut #writes,)* #(#param_names,)* #sizes)?;)
+        let Some(e) = epilogues.iter().find(|e| e.producer == i) else {
+            let path = stage_path(s, &root);
+            let sizes = stage_sizes(k, s, &root);
+            let writes = s.writes.iter().map(|&b| dev(b));
+            return quote!(#path::#module::launch(__dev, #(&#reads,)* #(&mut #writes,)* #(#param_names,)* #sizes)?;);
+        };
+        let es = &k.stages[e.stage];
+        let out = es.writes[0];
+        let writes = (s.writes.iter()).map(|&b| dev(if b == BufRef::Tmp(e.tmp) { out } else { b }));
+        let others = (es.reads.iter())
+            .filter(|&&b| b != BufRef::Tmp(e.tmp))
+            .map(|&b| dev(b));
+        let esizes = stage_sizes(k, es, &root);
+        let m = &s.kernel.name;
+        let sizes = sizes_at(k, s, &quote!(#root::fused::#m));
+        quote! {
+            #root::fused::#m::#module::launch(__dev, #(&#reads,)* #(&mut #writes,)* #(#param_names,)* #sizes, #(&#others,)* #esizes)?;
+        }
     });
     let downloads =
         (0..k.outputs.len()).map(|i| download(k.decl(BufRef::Output(i)), &dev(BufRef::Output(i))));
     let doc = format!(
         "Runs `{}` on `device` over host slices: copies the inputs and outputs in, launches \
-         its stages in order (each stage's `launch`) on them and on intermediates allocated \
-         on the device for the call, copies the outputs back. A call with an empty buffer runs \
-         `cpu` instead.",
+         its stages in order (each stage's `launch`, a stage with an epilogue fused into its \
+         stores with it) on them and on intermediates allocated on the device for the call, \
+         copies the outputs back. A call with an empty buffer runs `cpu` instead.",
         k.name
     );
     backend_module(

@@ -122,6 +122,31 @@ pub fn defines(k: &KernelDesc, bound: &Bound, r: &Resolved) -> String {
     s
 }
 
+/// The definitions of a fused epilogue (mdh-core's `fusion`) for one call,
+/// where `bound` binds the epilogue stage's own `k`: its size parameters
+/// and the linear offsets of the accesses of its inputs but `tmp` (the
+/// intermediate, whose values the producing kernel hands it), over the
+/// epilogue's dimensions. In 64 bits, whatever the call's [`IndexType`]:
+/// the epilogue computes them once per result, after the hot loop, and
+/// `bound` (not the producer's) bounds them.
+pub fn epilogue_defines(k: &KernelDesc, bound: &Bound, tmp: usize) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    for (name, v) in k.size_params.iter().zip(&bound.sizes) {
+        let _ = writeln!(s, "#define {} {v}UL", names::epilogue_size(name));
+    }
+    for (b, accs) in bound.in_linear.iter().enumerate() {
+        for (a, l) in accs.iter().enumerate().filter(|_| b != tmp) {
+            let access = names::epilogue_access(b, a);
+            let _ = writeln!(s, "#define {} {}L", names::base(&access), l.base);
+            for (m, c) in l.coefs.iter().enumerate() {
+                let _ = writeln!(s, "#define {} {c}L", names::coef(&access, m));
+            }
+        }
+    }
+    s
+}
+
 /// The C type of the kernels' indices and offsets for one call
 /// ([`names::IDX`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

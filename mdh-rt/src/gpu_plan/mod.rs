@@ -35,7 +35,7 @@ mod resolve;
 mod validate;
 
 pub use crate::error::PlanError;
-pub use defines::{defines, index_type, IndexType};
+pub use defines::{defines, epilogue_defines, index_type, IndexType};
 pub use local::{
     can_cache_locally, copy_vector, fragment_dim, fragment_vector, local_align, local_elems,
 };

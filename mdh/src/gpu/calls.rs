@@ -30,7 +30,7 @@ use mdh_rt::Error;
 use mdh_gpu::device::{BufArg, GpuDevice, KernelArgs, RawDevice};
 use mdh_rt::value::Value;
 
-use super::{job, GpuEntry, Job, KernelInfo, Launch};
+use super::{job, Epilogue, GpuEntry, Job, KernelInfo, Launch};
 
 /// A call's kernel, as the generated wrappers describe it, and its sizes:
 /// what run-time tuning works on.
@@ -47,6 +47,8 @@ pub struct Call<D: GpuDevice> {
     kernel: usize,
     sizes: Vec<usize>,
     plan: Option<GpuPlan>,
+    /// A fused epilogue's sizes and lengths ([`Epilogue::key`]).
+    epilogue: Option<Vec<usize>>,
     in_lens: Vec<usize>,
     out_lens: Vec<usize>,
     ready: Option<Ready<D>>,
@@ -142,11 +144,17 @@ impl<D: GpuDevice> Drop for Partials<'_, D> {
 }
 
 /// The hash a call is found by.
-fn key_hash(kernel: usize, sizes: &[usize], plan: Option<&GpuPlan>) -> u64 {
+fn key_hash(
+    kernel: usize,
+    sizes: &[usize],
+    plan: Option<&GpuPlan>,
+    epilogue: Option<&[usize]>,
+) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     kernel.hash(&mut h);
     sizes.hash(&mut h);
     plan.hash(&mut h);
+    epilogue.hash(&mut h);
     h.finish()
 }
 
@@ -157,7 +165,11 @@ fn key_hash(kernel: usize, sizes: &[usize], plan: Option<&GpuPlan>) -> u64 {
 /// or the plan is invalid or does not fit the device; errors are not kept.
 /// `tuned` is [`super::devices::tuned_plan`] (passed by the generated
 /// wrappers: this module does not know run-time tuning, which forgets
-/// prepared calls).
+/// prepared calls). With `epilogue` the kernel is a producing stage with
+/// its epilogue fused (`info`'s template is the fused one): its arguments
+/// are part of the call, and the plan tuning keeps for the producer alone
+/// is the fused kernel's (the epilogue adds nothing to the hot loop).
+#[allow(clippy::too_many_arguments)]
 pub fn call<D: GpuDevice>(
     dev: &D,
     info: &'static KernelInfo,
@@ -166,6 +178,7 @@ pub fn call<D: GpuDevice>(
     plan: Option<&GpuPlan>,
     args: ArgSizes<'_>,
     tuned: fn(&D, &CallKernel<'_>) -> Option<GpuPlan>,
+    epilogue: Option<&Epilogue<'_>>,
 ) -> Result<Arc<Call<D>>, Error> {
     let ArgSizes {
         sizes,
@@ -175,22 +188,27 @@ pub fn call<D: GpuDevice>(
     // The kernel is named by the address of its `KernelInfo` (a static of
     // the generated module).
     let kernel = info as *const KernelInfo as usize;
-    let hash = key_hash(kernel, sizes, plan);
-    let is = |c: &Call<D>| c.kernel == kernel && c.sizes == sizes && c.plan.as_ref() == plan;
+    let ekey = epilogue.map(Epilogue::key);
+    let hash = key_hash(kernel, sizes, plan, ekey.as_deref());
+    let is = |c: &Call<D>| {
+        c.kernel == kernel && c.sizes == sizes && c.plan.as_ref() == plan && c.epilogue == ekey
+    };
     if let Some(c) = dev.memo().find(hash, is) {
         if c.in_lens == in_lens && c.out_lens == out_lens {
             return Ok(c);
         }
     }
-    // Checks the lengths (saying which buffer is wrong) and the accesses.
+    // Checks the lengths (saying which buffer is wrong) and the accesses,
+    // the epilogue's too.
     let bound = desc.bind(sizes, in_lens, out_lens)?;
+    let epilogue_defines = epilogue.map(Epilogue::defines).transpose()?;
     let entries = entries();
     let tuned = match plan {
         Some(_) => None,
         None => tuned(
             dev,
             &CallKernel {
-                info,
+                info: epilogue.map_or(info, |e| e.producer),
                 desc,
                 entries: &entries,
                 bound: &bound,
@@ -233,6 +251,7 @@ pub fn call<D: GpuDevice>(
         }
         None => made(plan)?,
     };
+    let job = job.map(|j| super::epilogue::with_defines(j, epilogue_defines.as_deref()));
     let ready = match job {
         None => None,
         Some(job) => Some(Ready {
@@ -247,6 +266,7 @@ pub fn call<D: GpuDevice>(
         kernel,
         sizes: sizes.to_vec(),
         plan: plan.cloned(),
+        epilogue: ekey.clone(),
         in_lens: in_lens.to_vec(),
         out_lens: out_lens.to_vec(),
         ready,
@@ -258,14 +278,16 @@ pub fn call<D: GpuDevice>(
 /// device buffers `inputs` and `outputs` and the params; the buffers of
 /// partial results are the call's (see the module documentation). Each
 /// launch takes what its kernel declares, in the order of
-/// [`Launch::arg_order`]. What the generated `launch` and `run` run, the
-/// same for every runtime.
+/// [`Launch::arg_order`], then a fused epilogue's other inputs
+/// (`epilogue`: every kernel of a fused template declares them last).
+/// What the generated `launch` and `run` run, the same for every runtime.
 pub fn launch<D: RawDevice>(
     dev: &D,
     call: &Call<D>,
     inputs: &[&dyn BufArg<D>],
     outputs: &mut [&mut dyn BufArg<D>],
     params: &[Value],
+    epilogue: &[&dyn BufArg<D>],
 ) -> Result<(), Error> {
     let Some(ready) = call.ready() else {
         return Ok(());
@@ -289,6 +311,9 @@ pub fn launch<D: RawDevice>(
         for &v in params {
             k = k.scalar(v);
         }
+        for b in epilogue {
+            k = b.pass(k);
+        }
         k.issue(l)?;
     }
     Ok(())
@@ -300,8 +325,8 @@ pub fn launch<D: RawDevice>(
 pub(super) fn forget<D: GpuDevice>(dev: &D, info: &'static KernelInfo, sizes: &[usize]) {
     let kernel = info as *const KernelInfo as usize;
     dev.memo()
-        .remove(key_hash(kernel, sizes, None), |c: &Call<D>| {
-            c.kernel == kernel && c.sizes == sizes && c.plan.is_none()
+        .remove(key_hash(kernel, sizes, None, None), |c: &Call<D>| {
+            c.kernel == kernel && c.sizes == sizes && c.plan.is_none() && c.epilogue.is_none()
         });
 }
 

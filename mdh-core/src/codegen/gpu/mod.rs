@@ -41,6 +41,7 @@
 use std::cell::RefCell;
 use std::fmt::Write;
 
+mod epilogue;
 mod local;
 mod mma;
 mod reduce;
@@ -49,6 +50,7 @@ mod stages;
 mod words;
 
 use crate::analysis::Checked;
+use crate::fusion::Epilogue;
 use crate::codegen::c_expr::{
     float_cast_helpers, from_storage, half_helpers, identity, int_div_helpers, to_storage, Dialect,
     Lowering,
@@ -80,6 +82,9 @@ struct Emit<'k> {
     int_divs: RefCell<Vec<ScalarType>>,
     /// The float to integer casts whose helpers they call (CUDA).
     float_casts: RefCell<Vec<(ScalarType, ScalarType)>>,
+    /// A fused epilogue (its stage's kernel and the fact), applied where
+    /// the kernels store final results ([`epilogue`]).
+    epilogue: Option<(&'k Checked, &'k Epilogue)>,
 }
 
 /// Opens the loop over the LM tiles `[t{x}, e{x})` of this work-group's
@@ -124,20 +129,36 @@ fn item_index(x: usize) -> String {
     )
 }
 
+/// Binds the kernel params `params` (`arg_{name}`, as every kernel takes
+/// them) for scalar functions and operators.
+fn bind_params(l: &mut Lowering, params: &[crate::spec::ParamDecl]) {
+    for prm in params {
+        let v = if prm.ty == ScalarType::Bool {
+            format!("(arg_{} != 0)", prm.name)
+        } else {
+            from_storage(prm.ty, &format!("arg_{}", prm.name))
+        };
+        l.bind(&prm.name.to_string(), &v);
+    }
+}
+
+/// Per access (in the kernel's order of accesses): its buffer and its
+/// position among that buffer's accesses.
+fn per_buffer(accs: Vec<(usize, &crate::spec::IndexFn)>) -> Vec<(usize, usize)> {
+    let mut seen = std::collections::HashMap::new();
+    accs.into_iter()
+        .map(|(b, _)| {
+            let a = seen.entry(b).or_insert(0usize);
+            *a += 1;
+            (b, *a - 1)
+        })
+        .collect()
+}
+
 impl<'k> Emit<'k> {
     fn new(k: &'k Checked, d: Dialect) -> Self {
         let dims = k.dims.len();
         let kinds = k.analysis().kinds.clone();
-        let per_buffer = |accs: Vec<(usize, &crate::spec::IndexFn)>| -> Vec<(usize, usize)> {
-            let mut seen = std::collections::HashMap::new();
-            accs.into_iter()
-                .map(|(b, _)| {
-                    let a = seen.entry(b).or_insert(0usize);
-                    *a += 1;
-                    (b, *a - 1)
-                })
-                .collect()
-        };
         let ins = per_buffer(k.input_accesses());
         let outs = per_buffer(k.output_accesses())
             .into_iter()
@@ -157,6 +178,7 @@ impl<'k> Emit<'k> {
             ops: (0..n_out).map(|o| k.op(o)).collect(),
             int_divs: RefCell::new(Vec::new()),
             float_casts: RefCell::new(Vec::new()),
+            epilogue: None,
         }
     }
 
@@ -178,7 +200,8 @@ impl<'k> Emit<'k> {
     }
 
     /// The kernel parameters shared by all kernels: inputs, outputs,
-    /// partial results per output access, params.
+    /// partial results per output access, params, then a fused epilogue's
+    /// other inputs.
     fn params(&self, with_inputs: bool, with_partials: bool) -> String {
         let mut p = Vec::new();
         let g = self.w.global;
@@ -203,6 +226,7 @@ impl<'k> Emit<'k> {
                 prm.name
             ));
         }
+        p.extend(self.epilogue_params());
         p.join(", ")
     }
 
@@ -212,15 +236,9 @@ impl<'k> Emit<'k> {
         for s in &self.k.size_params {
             l.bind(&s.to_string(), &names::size(&s.to_string()));
         }
-        for prm in &self.k.params {
-            let v = if prm.ty == ScalarType::Bool {
-                format!("(arg_{} != 0)", prm.name)
-            } else {
-                from_storage(prm.ty, &format!("arg_{}", prm.name))
-            };
-            l.bind(&prm.name.to_string(), &v);
-        }
+        bind_params(l, &self.k.params);
     }
+
 
     /// Decodes `id` into per-dimension coordinates `{prefix}{x}` with radix
     /// `radix(x)` (last dimension fastest), for `dims`.
@@ -690,10 +708,8 @@ impl<'k> Emit<'k> {
     /// Writes `acc{o}[q]` of every output access at kept point `i`.
     fn write_results(&self, l: &mut Lowering) {
         l.line(&format!("#if {PW_GROUPS} == 1"));
-        for (o, &(b, a, t)) in self.outs.iter().enumerate() {
-            let off = self.linear(&names::output_access(b, a), &self.kept);
-            let v = to_storage(t, &format!("acc{o}[q]"));
-            l.line(&format!("out{b}[{off}] = {v};"));
+        for o in 0..self.outs.len() {
+            self.store_result(l, o, &format!("acc{o}[q]"));
         }
         l.line("#else");
         let mut gpw = String::from("0");
@@ -714,11 +730,15 @@ impl<'k> Emit<'k> {
     }
 
     fn prelude(&self, src: &mut String) {
+        let kernels = std::iter::once(self.k).chain(self.epilogue.map(|(ek, _)| ek));
+        let kernels: Vec<&Checked> = kernels.collect();
         let uses = |t: ScalarType| {
-            self.k.inputs.iter().any(|b| b.ty == t)
-                || self.k.outputs.iter().any(|b| b.ty == t)
-                || self.k.params.iter().any(|p| p.ty == t)
-                || self.k.source.contains(t.name())
+            kernels.iter().any(|k| {
+                k.inputs.iter().any(|b| b.ty == t)
+                    || k.outputs.iter().any(|b| b.ty == t)
+                    || k.params.iter().any(|p| p.ty == t)
+                    || k.source.contains(t.name())
+            })
         };
         match self.d {
             Dialect::OpenCl => {
@@ -795,7 +815,21 @@ impl<'k> Emit<'k> {
 /// The source template of kernel `k` in dialect `d` (see the module docs);
 /// [`crate::gpu_plan::defines`] completes it for one call.
 pub fn template(k: &Checked, d: Dialect) -> String {
-    let e = Emit::new(k, d);
+    template_of(Emit::new(k, d))
+}
+
+/// The template of a producing stage `k` with its epilogue `e` (of kernel
+/// `ek`) fused into its stores ([`epilogue`]); the epilogue's definitions
+/// for a call (`mdh_rt::gpu_plan::epilogue_defines`) complete it beside
+/// the producer's.
+pub fn fused_template(k: &Checked, ek: &Checked, e: &Epilogue, d: Dialect) -> String {
+    template_of(Emit {
+        epilogue: Some((ek, e)),
+        ..Emit::new(k, d)
+    })
+}
+
+fn template_of(e: Emit) -> String {
     let mut kernels = String::new();
     e.main_kernel(&mut kernels);
     e.combine_kernel(&mut kernels);

@@ -126,7 +126,7 @@ impl Emit<'_> {
         ));
         l.line(&format!("if (idx < {KEPT_POINTS}) {{"));
         self.decode(&mut l, "idx", "i", names::extent, &self.kept);
-        for (o, &(b, a, t)) in self.outs.iter().enumerate() {
+        for (o, &(_, _, t)) in self.outs.iter().enumerate() {
             let v = l.temp("v", t, &from_storage(t, &format!("part{o}[idx]")));
             l.line(&format!("for ({IDX} g = 1; g < {PW_GROUPS}; g++) {{"));
             let part = from_storage(t, &format!("part{o}[g * {KEPT_POINTS} + idx]"));
@@ -136,8 +136,7 @@ impl Emit<'_> {
             };
             l.line(&format!("{v} = {c};"));
             l.line("}");
-            let off = self.linear(&names::output_access(b, a), &self.kept);
-            l.line(&format!("out{b}[{off}] = {};", to_storage(t, &v)));
+            self.store_result(&mut l, o, &v);
         }
         l.line("}");
         self.finish(src, l);

@@ -35,6 +35,19 @@ fn a_fused_epilogue_has_no_intermediate_and_no_pass_of_its_own() {
         expansion.contains("let __last : bool"),
         "no `__last` in the fused body"
     );
+    // On the GPUs (the kernel's backend modules come after the stages'
+    // and the fused ones): the product's fused `launch` into `y`, no
+    // device `t`, no epilogue stage.
+    for b in ["opencl", "cuda"] {
+        let gpu = &expansion[expansion.rfind(&format!("pub mod {b}")).unwrap()..];
+        let gpu = &gpu[..gpu[1..].find("pub mod ").map_or(gpu.len(), |e| e + 1)];
+        assert!(
+            gpu.contains(&format!("fused :: dense_product :: {b} :: launch")),
+            "{gpu}"
+        );
+        assert!(!gpu.contains("__d_t"), "{gpu}");
+        assert!(!gpu.contains(&format!("dense_epilogue :: {b} :: launch")), "{gpu}");
+    }
     // Under MPI too (the kernel's `mpi::run` comes last): the product's
     // fused `mpi::run`, which maps each rank's combined part of `y`.
     let mpi = &expansion[expansion.rfind("pub fn run < C : Communicator >").unwrap()..];
