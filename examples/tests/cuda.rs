@@ -1224,6 +1224,141 @@ fn stages_run() {
     }
 }
 
+/// The fused products (`gpu::stages::fused_cases`): the fused module's
+/// job executed on the CPU with the epilogue's inputs after the params;
+/// on a device, its `launch_with`.
+#[test]
+fn fused_products_run() {
+    use dense_residual::fused::dense_residual_product as residual;
+    use dense_residual::stages::dense_residual_residual as residual_epilogue;
+    use matmul_bias_relu::fused::matmul_bias_relu_product as dense;
+    use matmul_bias_relu::stages::matmul_bias_relu_epilogue as dense_epilogue;
+    use mdh::__rt::ArgSizes;
+    if nvrtc_and_compiler() {
+        // The producing stage's kernel and the product's buffers and sizes.
+        let product = |spec: &str| -> Checked {
+            let Ok(mdh_core::Program::Staged(k)) = mdh::reference::program(spec) else {
+                panic!("a kernel of stages");
+            };
+            k.stages[0].kernel.clone()
+        };
+        let (dense_k, residual_k) = (
+            product(matmul_bias_relu::SPEC),
+            product(dense_residual::SPEC),
+        );
+        let on_cpu = |kernel: &Checked,
+                      sizes: &[usize],
+                      x: &[Vec<f32>],
+                      y: &mut [f32],
+                      params: &[Value],
+                      job: &dyn Fn(&Bound) -> Result<Option<mdh::gpu::Job>, mdh::Error>|
+         -> Result<(), mdh::Error> {
+            let desc = KernelDesc::from_kernel(kernel);
+            let bound = desc.bind(sizes, &[x[0].len(), x[1].len()], &[y.len()])?;
+            let Some(job) = job(&bound)? else {
+                return Ok(());
+            };
+            let ins = [Buffer::from(x[0].clone()), Buffer::from(x[1].clone())];
+            let mut outs = [Buffer::from(y.to_vec())];
+            let epilogue = [Buffer::from(x[2].clone())];
+            gpu::cuda_cpu::run_job_on_cpu(kernel, &job, (&ins, &mut outs, params), &epilogue)?;
+            y.copy_from_slice(outs[0].as_f32().unwrap());
+            Ok(())
+        };
+        let sim = "the CPU execution of CUDA";
+        gpu::stages::fused_cases(gpu::stages::FusedRuns {
+            dense: &|plan, x, y, _, [i, j, k]| {
+                let (s, es) = (
+                    dense::Sizes { I: i, J: j, K: k },
+                    dense_epilogue::Sizes { I: i, J: j },
+                );
+                let (esz, lens, out) = (es.values(), [y.len(), x[2].len()], [y.len()]);
+                let args = ArgSizes {
+                    sizes: &esz,
+                    in_lens: &lens,
+                    out_lens: &out,
+                };
+                on_cpu(&dense_k, &s.values(), x, y, &[], &|bound| {
+                    dense::cuda::job(
+                        bound,
+                        &dense::cuda::epilogue(args),
+                        Some(plan),
+                        sim,
+                        limits(),
+                    )
+                })
+            },
+            residual: &|plan, x, y, alpha, [i, j, k]| {
+                let s = residual::Sizes { I: i, J: j, K: k };
+                let es = residual_epilogue::Sizes { I: i, J: j };
+                let (esz, lens, out) = (es.values(), [y.len(), x[2].len()], [y.len()]);
+                let args = ArgSizes {
+                    sizes: &esz,
+                    in_lens: &lens,
+                    out_lens: &out,
+                };
+                on_cpu(
+                    &residual_k,
+                    &s.values(),
+                    x,
+                    y,
+                    &[Value::F32(alpha)],
+                    &|bound| {
+                        residual::cuda::job(
+                            bound,
+                            &residual::cuda::epilogue(args),
+                            Some(plan),
+                            sim,
+                            limits(),
+                        )
+                    },
+                )
+            },
+        });
+    }
+    if let Some(dev) = device() {
+        gpu::stages::fused_cases(gpu::stages::FusedRuns {
+            dense: &|plan, x, y, _, [i, j, k]| {
+                let up = |v: &Vec<f32>| dev.buffer_from(v);
+                let mut dy = dev.buffer_from(y)?;
+                let (s, es) = (
+                    dense::Sizes { I: i, J: j, K: k },
+                    dense_epilogue::Sizes { I: i, J: j },
+                );
+                dense::cuda::launch_with(
+                    dev,
+                    Some(plan),
+                    &up(&x[0])?,
+                    &up(&x[1])?,
+                    &mut dy,
+                    s,
+                    &up(&x[2])?,
+                    es,
+                )?;
+                dev.read(&dy, y)
+            },
+            residual: &|plan, x, y, alpha, [i, j, k]| {
+                let up = |v: &Vec<f32>| dev.buffer_from(v);
+                let mut dy = dev.buffer_from(y)?;
+                let s = residual::Sizes { I: i, J: j, K: k };
+                let es = residual_epilogue::Sizes { I: i, J: j };
+                residual::cuda::launch_with(
+                    dev,
+                    Some(plan),
+                    &up(&x[0])?,
+                    &up(&x[1])?,
+                    &mut dy,
+                    alpha,
+                    s,
+                    &up(&x[2])?,
+                    es,
+                )?;
+                dev.read(&dy, y)
+            },
+        });
+    }
+}
+
 /// Stage `at` of a kernel of stages: the CUDA C of `jobs[at]` (its default
 /// plan) executed on the CPU.
 fn stage_on_cpu(jobs: &[JobFn]) -> Box<gpu::stages::StageRun<'_>> {

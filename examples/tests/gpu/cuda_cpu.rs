@@ -95,8 +95,22 @@ pub fn run_on_cpu(
     else {
         return Ok(());
     };
+    run_job_on_cpu(&kernel, &job, (inputs, outputs, params), &[])
+}
+
+/// The launches of `job` (of `kernel`) executed on the CPU with the
+/// arguments of `NAME::cuda::launch`: the inputs, outputs and params, and
+/// a fused epilogue's other inputs (`epilogue`, after the params, as every
+/// kernel of a fused template takes them).
+pub fn run_job_on_cpu(
+    kernel: &mdh_core::Checked,
+    job: &mdh::gpu::Job,
+    (inputs, outputs, params): (&[Buffer], &mut [Buffer], &[Value]),
+    epilogue: &[Buffer],
+) -> Result<(), Error> {
     let c = |t| Dialect::Cuda.storage_ty(t);
-    // Arguments: inputs, outputs, partial results per output access, params.
+    // Arguments: inputs, outputs, partial results per output access,
+    // params, the epilogue's inputs.
     let mut data: Vec<(Vec<u8>, &'static str)> = Vec::new();
     data.extend(inputs.iter().map(|b| (to_bytes(b), c(b.ty()))));
     data.extend(outputs.iter().map(|b| (to_bytes(b), c(b.ty()))));
@@ -105,21 +119,27 @@ pub fn run_on_cpu(
         data.push((to_bytes(&Buffer::zeros(t, job.partial_len)), c(t)));
     }
     let n_bufs = data.len();
+    let mut tail: Vec<(Vec<u8>, &'static str)> =
+        epilogue.iter().map(|b| (to_bytes(b), c(b.ty()))).collect();
     let (n_in, n_out) = (inputs.len(), outputs.len());
     let mut args: Vec<SimArg> = super::sim_buffers(&mut data)
         .chain(params.iter().map(|v| SimArg::Scalar {
             bytes: param_bytes(v),
             ty: c(v.ty()),
         }))
+        .chain(super::sim_buffers(&mut tail))
         .collect();
     let launches = job.launches();
     let sim: Vec<SimLaunch> = launches
         .iter()
         .map(|l| {
             let (grid, block) = l.grid_block()?;
+            let mut order = l.arg_order(n_in, n_out, n_bufs - n_in - n_out, params.len());
+            let first = n_bufs + params.len();
+            order.extend(first..first + epilogue.len());
             Ok(SimLaunch {
                 kernel: &l.kernel,
-                args: l.arg_order(n_in, n_out, n_bufs - n_in - n_out, params.len()),
+                args: order,
                 grid,
                 block,
                 shared: l.shared_bytes,

@@ -2,13 +2,16 @@
 //! `attention`) on a GPU backend
 //! against the interpreter, over fixed sizes (1, primes, 0) and random
 //! inputs: the backend's code for the whole chain, or for each stage with
-//! the interpreter's order and intermediates (`mdh_core::interp::run_stages_with`).
+//! the interpreter's order and intermediates (`mdh_core::interp::run_stages_with`),
+//! and the fused products (a stage with its epilogue in its stores) under
+//! plans that store in either pass.
 
 use mdh::reference::{Buffer, Value};
 use mdh::Error;
+use mdh_core::gpu_plan::GpuPlan;
 use mdh_core::spec::Stage;
 use mdh_core::{Checked, Program};
-use mdh_example_kernels::{attention, layernorm, matmul_bias_relu, softmax};
+use mdh_example_kernels::{attention, dense_residual, layernorm, matmul_bias_relu, softmax};
 use mdh_examples::check::{self, sum_rtol, Rng};
 
 /// A kernel run on a backend: its inputs, the output, the sizes.
@@ -145,4 +148,79 @@ pub fn per_stage(
     let got = (outs[0].as_f32()).ok_or_else(|| Error::Spec("an f32 output".into()))?;
     out.copy_from_slice(got);
     Ok(())
+}
+
+/// A producing stage with its epilogue fused (`fused::*::{opencl,
+/// cuda}`), run with a plan: the inputs (the product's A and B, then the
+/// epilogue's other input), the output, the param (`alpha` where the
+/// epilogue has one), the sizes I, J, K.
+pub type FusedRun<'a> =
+    &'a dyn Fn(&GpuPlan, &[Vec<f32>], &mut [f32], f32, [usize; 3]) -> Result<(), Error>;
+
+/// How a test runs the fused products of `matmul_bias_relu` (bias and
+/// ReLU) and `dense_residual` (a scale and a residual of the product's
+/// shape).
+pub struct FusedRuns<'a> {
+    pub dense: FusedRun<'a>,
+    pub residual: FusedRun<'a>,
+}
+
+/// Plans of the fused products: the reduction split across 3 work-groups
+/// (the epilogue in the second pass, `mdh_combine`) with a tree across
+/// work-items, the register-tiled plan (in `mdh_main`'s stores; tiles cut
+/// at these sizes), and one work-item per point without local tiles.
+pub fn fused_plans() -> Vec<GpuPlan> {
+    vec![
+        GpuPlan {
+            groups: vec![0, 0, 3],
+            items: vec![4, 4, 4],
+            tile: vec![4, 4, 8],
+            local: vec![true, true],
+            ..GpuPlan::base(3, 2)
+        },
+        super::matmul_register_tiled(),
+        GpuPlan {
+            groups: vec![0, 0, 1],
+            items: vec![8, 8, 1],
+            tile: vec![8, 8, 4],
+            local: vec![false, false],
+            ..GpuPlan::base(3, 2)
+        },
+    ]
+}
+
+/// Runs the fused products with every plan of [`fused_plans`] over fixed
+/// sizes (1, primes, a reduction longer than the split), each result
+/// against the interpreter's of the whole kernel of stages.
+pub fn fused_cases(runs: FusedRuns) {
+    let mut g = Rng::new(139);
+    for plan in fused_plans() {
+        for (i, j, k) in [(1, 1, 1), (7, 13, 5), (31, 2, 97), (64, 65, 17)] {
+            let (a, b) = (g.f32s_in(i * k, -1.0, 1.0), g.f32s_in(k * j, -1.0, 1.0));
+            let s = matmul_bias_relu::Sizes { I: i, J: j, K: k };
+            let x = vec![a.clone(), b.clone(), g.f32s_in(j, -1.0, 1.0)];
+            check::f32_case(
+                matmul_bias_relu::SPEC,
+                &s.values(),
+                x,
+                i * j,
+                sum_rtol(k),
+                |x, o| (runs.dense)(&plan, x, o, 0.0, [i, j, k]),
+            )
+            .unwrap_or_else(|e| panic!("fused matmul_bias_relu {s:?}, {plan:?}: {e}"));
+            let s = dense_residual::Sizes { I: i, J: j, K: k };
+            let alpha = g.f32s_in(1, -2.0, 2.0)[0];
+            let x = vec![a, b, g.f32s_in(i * j, -1.0, 1.0)];
+            check::f32_case_with(
+                dense_residual::SPEC,
+                &s.values(),
+                x,
+                &[Value::F32(alpha)],
+                i * j,
+                sum_rtol(k),
+                |x, o| (runs.residual)(&plan, x, o, alpha, [i, j, k]),
+            )
+            .unwrap_or_else(|e| panic!("fused dense_residual {s:?}, {plan:?}: {e}"));
+        }
+    }
 }

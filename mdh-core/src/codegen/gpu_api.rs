@@ -366,13 +366,17 @@ fn device_fns(k: &Checked, backend: Backend, epilogue: Option<&FusedEpilogue<'_>
             quote!(::core::option::Option::Some(epilogue)),
             quote!(epilogue: &::mdh::__rt::gpu::Epilogue<'_>,),
         ),
-        None => (
-            quote!(),
-            quote!(::core::option::Option::None),
-            quote!(),
-        ),
+        None => (quote!(), quote!(::core::option::Option::None), quote!()),
     };
-    let job_body = quote!(::mdh::__rt::gpu::job(super::desc(), bound, &INFO, &__entries(), plan, device, limits));
+    let job_body = quote!(::mdh::__rt::gpu::job(
+        super::desc(),
+        bound,
+        &INFO,
+        &__entries(),
+        plan,
+        device,
+        limits
+    ));
     let job_body = match epilogue {
         Some(_) => quote!(epilogue.job(#job_body?)),
         None => job_body,
@@ -384,7 +388,8 @@ fn device_fns(k: &Checked, backend: Backend, epilogue: Option<&FusedEpilogue<'_>
         __sizes: super::Sizes,
         #e_params
     };
-    let launch_args = quote!(#(#in_names,)* #(#out_names,)* #(#param_names,)* __sizes, #e_names __esizes);
+    let launch_args =
+        quote!(#(#in_names,)* #(#out_names,)* #(#param_names,)* __sizes, #e_names __esizes);
     // Without an epilogue, `launch` prepares the call itself; with one, it
     // is `launch_with` the configured plans (tests force plans).
     let launch_body = match epilogue {

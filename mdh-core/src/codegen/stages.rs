@@ -136,7 +136,11 @@ fn gpu_module(k: &Staged<Checked>, backend: Backend, fusion: &Fusion) -> TokenSt
     let epilogues: Vec<&Epilogue> = (fusion.epilogues.iter())
         .filter(|e| crate::fusion::fuses_on_gpu(&k.stages[e.producer].kernel))
         .collect();
-    let tmps = k.tmps.iter().enumerate().filter(|(t, _)| !epilogues.iter().any(|e| e.tmp == *t));
+    let tmps = k
+        .tmps
+        .iter()
+        .enumerate()
+        .filter(|(t, _)| !epilogues.iter().any(|e| e.tmp == *t));
     let tmps = tmps.map(|(t, decl)| {
         let (d, dt) = (dev(BufRef::Tmp(t)), device_ty(decl.ty));
         quote! {

@@ -130,7 +130,9 @@ mod tests {
             assert_eq!(fused.matches(read).count(), 2, "{fused}");
             assert_eq!(fused.matches("(arg_alpha * ").count(), 2, "{fused}");
             assert!(!plain.contains("ein1"));
-            let heads = fused.lines().filter(|l| l.contains(" mdh_main(") || l.contains(" mdh_combine("));
+            let heads = fused
+                .lines()
+                .filter(|l| l.contains(" mdh_main(") || l.contains(" mdh_combine("));
             assert_eq!(heads.clone().count(), 2, "{fused}");
             for head in heads {
                 assert!(head.trim_end().ends_with(" ein1)"), "{head}");

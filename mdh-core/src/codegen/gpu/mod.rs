@@ -50,11 +50,11 @@ mod stages;
 mod words;
 
 use crate::analysis::Checked;
-use crate::fusion::Epilogue;
 use crate::codegen::c_expr::{
     float_cast_helpers, from_storage, half_helpers, identity, int_div_helpers, to_storage, Dialect,
     Lowering,
 };
+use crate::fusion::Epilogue;
 use crate::spec::{DimKind, ReduceOp, ScalarType, Type};
 use mdh_rt::names::{
     self, BLOCKED, DYN_SHARED, IDX, KEPT_POINTS, LANES, MMA, PW_GROUPS, PW_ITEMS, STAGES, WG_ITEMS,
@@ -238,7 +238,6 @@ impl<'k> Emit<'k> {
         }
         bind_params(l, &self.k.params);
     }
-
 
     /// Decodes `id` into per-dimension coordinates `{prefix}{x}` with radix
     /// `radix(x)` (last dimension fastest), for `dims`.

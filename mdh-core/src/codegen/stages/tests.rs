@@ -46,7 +46,10 @@ fn a_fused_epilogue_has_no_intermediate_and_no_pass_of_its_own() {
             "{gpu}"
         );
         assert!(!gpu.contains("__d_t"), "{gpu}");
-        assert!(!gpu.contains(&format!("dense_epilogue :: {b} :: launch")), "{gpu}");
+        assert!(
+            !gpu.contains(&format!("dense_epilogue :: {b} :: launch")),
+            "{gpu}"
+        );
     }
     // Under MPI too (the kernel's `mpi::run` comes last): the product's
     // fused `mpi::run`, which maps each rank's combined part of `y`.
