@@ -700,6 +700,69 @@ fn matmul_pipeline_stages_in_sass() {
     }
 }
 
+/// The fused matmul + bias + ReLU in the SASS (sm_80 and sm_90): under
+/// FP32 register-tiled plans (scalar, vectors in two stages) and TF32
+/// tensor cores, the hot loop of the fused `mdh_main` has the instruction
+/// mix of the product's own, opcode for opcode; the epilogue (the ReLU's
+/// `FMNMX`, the bias's load) comes after it, nothing spills and NVRTC
+/// does not warn.
+#[test]
+fn fused_epilogue_leaves_the_hot_loop_alone_in_sass() {
+    use matmul_bias_relu::fused::matmul_bias_relu_product as dense;
+    use matmul_bias_relu::stages::matmul_bias_relu_product as product;
+    if !sass_tools() {
+        return;
+    }
+    let n = 1024;
+    let s = dense::Sizes { I: n, J: n, K: n };
+    let Ok(mdh_core::Program::Staged(k)) = mdh::reference::program(matmul_bias_relu::SPEC) else {
+        panic!("a kernel of stages");
+    };
+    let desc = KernelDesc::from_kernel(&k.stages[0].kernel);
+    let bound = desc.bind(&s.values(), &[n * n, n * n], &[n * n]).unwrap();
+    let esizes = matmul_bias_relu::stages::matmul_bias_relu_epilogue::Sizes { I: n, J: n }.values();
+    let (lens, out) = ([n * n, n], [n * n]);
+    let epilogue = dense::cuda::epilogue(mdh::__rt::ArgSizes {
+        sizes: &esizes,
+        in_lens: &lens,
+        out_lens: &out,
+    });
+    let plans = [
+        gpu::matmul_register_tiled(),
+        GpuPlan {
+            stages: 2,
+            ..gpu::matmul_register_tiled_vectors()
+        },
+        fixtures::matmul_tensor_cores(Mma::Tf32),
+    ];
+    for arch in ["sm_80", "sm_90"] {
+        for plan in &plans {
+            let source =
+                |job: Result<Option<mdh::gpu::Job>, mdh::Error>| job.unwrap().unwrap().source;
+            let plain = source(product::cuda::job(&bound, Some(plan), "*", limits()));
+            let fused = source(dense::cuda::job(
+                &bound,
+                &epilogue,
+                Some(plan),
+                "*",
+                limits(),
+            ));
+            let (_, plain_main, _) = main_sass(&plain, plan, arch);
+            let (c, fused_main, sass) = main_sass(&fused, plan, arch);
+            assert!(!c.log.contains("warning"), "{arch}: NVRTC warned:\n{}", c.log);
+            let mix =
+                |f: &mdh_gpu::sass::Function| f.opcodes(f.hot_loop_range().expect("a hot loop"));
+            let what = format!("{arch}, {plan:?}");
+            assert_eq!(mix(&plain_main), mix(&fused_main), "{what}\n{sass}");
+            assert!(
+                fused_main.count("FMNMX") > plain_main.count("FMNMX"),
+                "{what}: no ReLU after the loop\n{sass}"
+            );
+            eprintln!("{what}: hot loop {:?}", fused_main.hot_loop());
+        }
+    }
+}
+
 /// matmul's register-tiled plans in two pipeline stages executed on the
 /// CPU (`cp.async` as plain copies; see `gpu::matmul_stages_cases`).
 #[test]

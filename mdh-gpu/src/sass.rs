@@ -204,17 +204,39 @@ impl Function {
     /// one with the most multiply-adds per thread ([`LoopMix::fmas`]); of
     /// equals, the shortest.
     pub fn hot_loop(&self) -> Option<LoopMix> {
+        self.hot_loop_range().map(|r| self.mix(r))
+    }
+
+    /// The address range of [`Function::hot_loop`].
+    pub fn hot_loop_range(&self) -> Option<(u64, u64)> {
         let loops = self.loops();
         loops
             .iter()
-            .filter(|&&(h, e)| {
+            .copied()
+            .filter(|&(h, e)| {
                 !loops
                     .iter()
                     .any(|&(h2, e2)| (h2, e2) != (h, e) && h <= h2 && e2 <= e)
             })
-            .map(|&r| self.mix(r))
-            .filter(|m| m.fmas() > 0)
-            .max_by(|a, b| a.fmas().cmp(&b.fmas()).then(b.instrs.cmp(&a.instrs)))
+            .map(|r| (r, self.mix(r)))
+            .filter(|(_, m)| m.fmas() > 0)
+            .max_by(|(_, a), (_, b)| a.fmas().cmp(&b.fmas()).then(b.instrs.cmp(&a.instrs)))
+            .map(|(r, _)| r)
+    }
+
+    /// How often each opcode (with its modifiers, `LDS.U.128`) occurs over
+    /// `[head, end]`: a loop's whole instruction mix, to compare two
+    /// kernels' hot loops.
+    pub fn opcodes(&self, (head, end): (u64, u64)) -> std::collections::BTreeMap<String, usize> {
+        let mut m = std::collections::BTreeMap::new();
+        for i in self
+            .instrs
+            .iter()
+            .filter(|i| (head..=end).contains(&i.addr))
+        {
+            *m.entry(i.opcode().to_owned()).or_insert(0) += 1;
+        }
+        m
     }
 
     /// The instructions `base` (any modifiers: `LDGSTS` counts
