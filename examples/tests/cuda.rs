@@ -749,7 +749,11 @@ fn fused_epilogue_leaves_the_hot_loop_alone_in_sass() {
             ));
             let (_, plain_main, _) = main_sass(&plain, plan, arch);
             let (c, fused_main, sass) = main_sass(&fused, plan, arch);
-            assert!(!c.log.contains("warning"), "{arch}: NVRTC warned:\n{}", c.log);
+            assert!(
+                !c.log.contains("warning"),
+                "{arch}: NVRTC warned:\n{}",
+                c.log
+            );
             let mix =
                 |f: &mdh_gpu::sass::Function| f.opcodes(f.hot_loop_range().expect("a hot loop"));
             let what = format!("{arch}, {plan:?}");
@@ -1309,16 +1313,26 @@ fn fused_products_run() {
             product(matmul_bias_relu::SPEC),
             product(dense_residual::SPEC),
         );
+        // The fused job (made by `job` from the product's bound and the
+        // epilogue's part of the call) executed on the CPU.
+        type FusedJob<'a> =
+            &'a dyn Fn(&Bound, ArgSizes) -> Result<Option<mdh::gpu::Job>, mdh::Error>;
         let on_cpu = |kernel: &Checked,
-                      sizes: &[usize],
+                      [sizes, esizes]: [&[usize]; 2],
                       x: &[Vec<f32>],
                       y: &mut [f32],
                       params: &[Value],
-                      job: &dyn Fn(&Bound) -> Result<Option<mdh::gpu::Job>, mdh::Error>|
+                      job: FusedJob|
          -> Result<(), mdh::Error> {
             let desc = KernelDesc::from_kernel(kernel);
             let bound = desc.bind(sizes, &[x[0].len(), x[1].len()], &[y.len()])?;
-            let Some(job) = job(&bound)? else {
+            let (lens, out) = ([y.len(), x[2].len()], [y.len()]);
+            let args = ArgSizes {
+                sizes: esizes,
+                in_lens: &lens,
+                out_lens: &out,
+            };
+            let Some(job) = job(&bound, args)? else {
                 return Ok(());
             };
             let ins = [Buffer::from(x[0].clone()), Buffer::from(x[1].clone())];
@@ -1331,94 +1345,26 @@ fn fused_products_run() {
         let sim = "the CPU execution of CUDA";
         gpu::stages::fused_cases(gpu::stages::FusedRuns {
             dense: &|plan, x, y, _, [i, j, k]| {
-                let (s, es) = (
-                    dense::Sizes { I: i, J: j, K: k },
-                    dense_epilogue::Sizes { I: i, J: j },
-                );
-                let (esz, lens, out) = (es.values(), [y.len(), x[2].len()], [y.len()]);
-                let args = ArgSizes {
-                    sizes: &esz,
-                    in_lens: &lens,
-                    out_lens: &out,
-                };
-                on_cpu(&dense_k, &s.values(), x, y, &[], &|bound| {
-                    dense::cuda::job(
-                        bound,
-                        &dense::cuda::epilogue(args),
-                        Some(plan),
-                        sim,
-                        limits(),
-                    )
+                let s = dense::Sizes { I: i, J: j, K: k }.values();
+                let es = dense_epilogue::Sizes { I: i, J: j }.values();
+                on_cpu(&dense_k, [&s, &es], x, y, &[], &|bound, args| {
+                    let e = dense::cuda::epilogue(args);
+                    dense::cuda::job(bound, &e, Some(plan), sim, limits())
                 })
             },
             residual: &|plan, x, y, alpha, [i, j, k]| {
-                let s = residual::Sizes { I: i, J: j, K: k };
-                let es = residual_epilogue::Sizes { I: i, J: j };
-                let (esz, lens, out) = (es.values(), [y.len(), x[2].len()], [y.len()]);
-                let args = ArgSizes {
-                    sizes: &esz,
-                    in_lens: &lens,
-                    out_lens: &out,
-                };
-                on_cpu(
-                    &residual_k,
-                    &s.values(),
-                    x,
-                    y,
-                    &[Value::F32(alpha)],
-                    &|bound| {
-                        residual::cuda::job(
-                            bound,
-                            &residual::cuda::epilogue(args),
-                            Some(plan),
-                            sim,
-                            limits(),
-                        )
-                    },
-                )
+                let s = residual::Sizes { I: i, J: j, K: k }.values();
+                let es = residual_epilogue::Sizes { I: i, J: j }.values();
+                let params = [Value::F32(alpha)];
+                on_cpu(&residual_k, [&s, &es], x, y, &params, &|bound, args| {
+                    let e = residual::cuda::epilogue(args);
+                    residual::cuda::job(bound, &e, Some(plan), sim, limits())
+                })
             },
         });
     }
     if let Some(dev) = device() {
-        gpu::stages::fused_cases(gpu::stages::FusedRuns {
-            dense: &|plan, x, y, _, [i, j, k]| {
-                let up = |v: &Vec<f32>| dev.buffer_from(v);
-                let mut dy = dev.buffer_from(y)?;
-                let (s, es) = (
-                    dense::Sizes { I: i, J: j, K: k },
-                    dense_epilogue::Sizes { I: i, J: j },
-                );
-                dense::cuda::launch_with(
-                    dev,
-                    Some(plan),
-                    &up(&x[0])?,
-                    &up(&x[1])?,
-                    &mut dy,
-                    s,
-                    &up(&x[2])?,
-                    es,
-                )?;
-                dev.read(&dy, y)
-            },
-            residual: &|plan, x, y, alpha, [i, j, k]| {
-                let up = |v: &Vec<f32>| dev.buffer_from(v);
-                let mut dy = dev.buffer_from(y)?;
-                let s = residual::Sizes { I: i, J: j, K: k };
-                let es = residual_epilogue::Sizes { I: i, J: j };
-                residual::cuda::launch_with(
-                    dev,
-                    Some(plan),
-                    &up(&x[0])?,
-                    &up(&x[1])?,
-                    &mut dy,
-                    alpha,
-                    s,
-                    &up(&x[2])?,
-                    es,
-                )?;
-                dev.read(&dy, y)
-            },
-        });
+        fused_device_runs!(dev, cuda);
     }
 }
 

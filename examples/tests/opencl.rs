@@ -432,48 +432,7 @@ fn stages_run() {
 /// `mdh_combine`.
 #[test]
 fn fused_products_run() {
-    use dense_residual::fused::dense_residual_product as residual;
-    use dense_residual::stages::dense_residual_residual as residual_epilogue;
-    use matmul_bias_relu::fused::matmul_bias_relu_product as dense;
-    use matmul_bias_relu::stages::matmul_bias_relu_epilogue as dense_epilogue;
-    let Some(dev) = device() else { return };
-    gpu::stages::fused_cases(gpu::stages::FusedRuns {
-        dense: &|plan, x, y, _, [i, j, k]| {
-            let up = |v: &Vec<f32>| dev.buffer_from(v);
-            let mut dy = dev.buffer_from(y)?;
-            let (s, es) = (
-                dense::Sizes { I: i, J: j, K: k },
-                dense_epilogue::Sizes { I: i, J: j },
-            );
-            dense::opencl::launch_with(
-                dev,
-                Some(plan),
-                &up(&x[0])?,
-                &up(&x[1])?,
-                &mut dy,
-                s,
-                &up(&x[2])?,
-                es,
-            )?;
-            dev.read(&dy, y)
-        },
-        residual: &|plan, x, y, alpha, [i, j, k]| {
-            let up = |v: &Vec<f32>| dev.buffer_from(v);
-            let mut dy = dev.buffer_from(y)?;
-            let s = residual::Sizes { I: i, J: j, K: k };
-            let es = residual_epilogue::Sizes { I: i, J: j };
-            residual::opencl::launch_with(
-                dev,
-                Some(plan),
-                &up(&x[0])?,
-                &up(&x[1])?,
-                &mut dy,
-                alpha,
-                s,
-                &up(&x[2])?,
-                es,
-            )?;
-            dev.read(&dy, y)
-        },
-    });
+    if let Some(dev) = device() {
+        fused_device_runs!(dev, opencl);
+    }
 }

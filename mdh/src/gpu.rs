@@ -24,7 +24,7 @@ mod epilogue;
 pub mod model;
 pub mod space;
 pub mod tune;
-pub use calls::{call, launch, Call, CallKernel};
+pub use calls::{call, launch, Call, CallKernel, Wrapped};
 pub use choice::{CallDesc, DeviceMatch, GpuEntry};
 pub use devices::tuned_plan;
 pub use epilogue::Epilogue;

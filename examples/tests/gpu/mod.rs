@@ -20,6 +20,39 @@ use mdh_core::gpu_plan::{can_cache_locally, mma_dims, GpuPlan, Mma, MmaDims};
 use mdh_core::spec::ScalarType;
 use mdh_examples::check::{self, Rng};
 
+/// The fused products' runs (`stages::FusedRuns`) on device `$dev` of
+/// backend `$b` (`opencl`, `cuda`): the inputs uploaded, the fused
+/// module's `launch_with`, the output read back.
+macro_rules! fused_device_runs {
+    ($dev:expr, $b:ident) => {{
+        use dense_residual::fused::dense_residual_product as residual;
+        use dense_residual::stages::dense_residual_residual as residual_epilogue;
+        use matmul_bias_relu::fused::matmul_bias_relu_product as dense;
+        use matmul_bias_relu::stages::matmul_bias_relu_epilogue as dense_epilogue;
+        let dev = $dev;
+        gpu::stages::fused_cases(gpu::stages::FusedRuns {
+            dense: &|plan, x, y, _, [i, j, k]| {
+                let up = |v: &Vec<f32>| dev.buffer_from(v);
+                let mut dy = dev.buffer_from(y)?;
+                let s = dense::Sizes { I: i, J: j, K: k };
+                let es = dense_epilogue::Sizes { I: i, J: j };
+                let (a, b, bias) = (up(&x[0])?, up(&x[1])?, up(&x[2])?);
+                dense::$b::launch_with(dev, Some(plan), &a, &b, &mut dy, s, &bias, es)?;
+                dev.read(&dy, y)
+            },
+            residual: &|plan, x, y, alpha, [i, j, k]| {
+                let up = |v: &Vec<f32>| dev.buffer_from(v);
+                let mut dy = dev.buffer_from(y)?;
+                let s = residual::Sizes { I: i, J: j, K: k };
+                let es = residual_epilogue::Sizes { I: i, J: j };
+                let (a, b, r) = (up(&x[0])?, up(&x[1])?, up(&x[2])?);
+                residual::$b::launch_with(dev, Some(plan), &a, &b, &mut dy, alpha, s, &r, es)?;
+                dev.read(&dy, y)
+            },
+        });
+    }};
+}
+
 /// Calls `$m! { family: budget; … }` with every example family and the most
 /// points of its index space a random case may have.
 macro_rules! with_families {

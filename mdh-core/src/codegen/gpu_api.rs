@@ -461,7 +461,8 @@ fn device_fns(k: &Checked, backend: Backend, epilogue: Option<&FusedEpilogue<'_>
             #e_call_param
         ) -> ::core::result::Result<::std::sync::Arc<::mdh::__rt::gpu::Call<D>>, ::mdh::Error> {
             let __args = ::mdh::__rt::ArgSizes { sizes, in_lens, out_lens };
-            ::mdh::__rt::gpu::call(device, &INFO, super::desc(), __entries, plan, __args, ::mdh::__rt::gpu::tuned_plan, #e_call_arg)
+            let __kernel = ::mdh::__rt::gpu::Wrapped { info: &INFO, desc: super::desc(), entries: __entries };
+            ::mdh::__rt::gpu::call(device, __kernel, plan, __args, ::mdh::__rt::gpu::tuned_plan, #e_call_arg)
         }
 
         /// The source and launches of one call on a device named

@@ -42,6 +42,15 @@ pub struct CallKernel<'a> {
     pub bound: &'a Bound,
 }
 
+/// What a generated wrapper passes of its kernel to [`call`]: its
+/// statics and its configured entries.
+#[derive(Clone, Copy)]
+pub struct Wrapped {
+    pub info: &'static KernelInfo,
+    pub desc: &'static KernelDesc,
+    pub entries: fn() -> Vec<GpuEntry>,
+}
+
 /// A prepared call of one kernel with some sizes and plan on one device.
 pub struct Call<D: GpuDevice> {
     kernel: usize,
@@ -158,23 +167,20 @@ fn key_hash(
     h.finish()
 }
 
-/// The prepared call of the kernel of `info` and `desc` with the sizes and
-/// buffer lengths `args` and `plan` (`None`: the plan `tuned` gives, which
-/// run-time tuning keeps, else the configured plans, `entries`) on `dev`:
+/// The prepared call of `kernel` with the sizes and buffer lengths `args`
+/// and `plan` (`None`: the plan `tuned` gives, which run-time tuning
+/// keeps, else the kernel's configured entries) on `dev`:
 /// found, or made and kept. An `Err` when the lengths do not fit the sizes,
 /// or the plan is invalid or does not fit the device; errors are not kept.
 /// `tuned` is [`super::devices::tuned_plan`] (passed by the generated
 /// wrappers: this module does not know run-time tuning, which forgets
 /// prepared calls). With `epilogue` the kernel is a producing stage with
-/// its epilogue fused (`info`'s template is the fused one): its arguments
+/// its epilogue fused (its template is the fused one): its arguments
 /// are part of the call, and the plan tuning keeps for the producer alone
 /// is the fused kernel's (the epilogue adds nothing to the hot loop).
-#[allow(clippy::too_many_arguments)]
 pub fn call<D: GpuDevice>(
     dev: &D,
-    info: &'static KernelInfo,
-    desc: &'static KernelDesc,
-    entries: fn() -> Vec<GpuEntry>,
+    kernel: Wrapped,
     plan: Option<&GpuPlan>,
     args: ArgSizes<'_>,
     tuned: fn(&D, &CallKernel<'_>) -> Option<GpuPlan>,
@@ -185,6 +191,11 @@ pub fn call<D: GpuDevice>(
         in_lens,
         out_lens,
     } = args;
+    let Wrapped {
+        info,
+        desc,
+        entries,
+    } = kernel;
     // The kernel is named by the address of its `KernelInfo` (a static of
     // the generated module).
     let kernel = info as *const KernelInfo as usize;

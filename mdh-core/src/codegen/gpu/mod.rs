@@ -818,7 +818,7 @@ pub fn template(k: &Checked, d: Dialect) -> String {
 }
 
 /// The template of a producing stage `k` with its epilogue `e` (of kernel
-/// `ek`) fused into its stores ([`epilogue`]); the epilogue's definitions
+/// `ek`) fused into its stores ([`crate::fusion`]); the epilogue's definitions
 /// for a call (`mdh_rt::gpu_plan::epilogue_defines`) complete it beside
 /// the producer's.
 pub fn fused_template(k: &Checked, ek: &Checked, e: &Epilogue, d: Dialect) -> String {
