@@ -3,6 +3,7 @@
 //! computes what the interpreter does; the cache file is written; later
 //! calls run the kept plan, in this process (on the same device and on a
 //! fresh one, whose prepared calls read the file) and in another process;
+//! a stage fused with its epilogue runs the plan kept for the stage alone;
 //! a corrupt, truncated or other version's file is ignored (and replaced);
 //! processes tuning the same call at once leave one whole file; without a
 //! cache folder (no `HOME`, one that cannot be made) autotuned calls still
@@ -24,7 +25,7 @@ use std::time::Duration;
 use mdh::gpu::{bind_sizes, GpuDevice as _, TuneReport};
 use mdh::opencl::Device;
 use mdh::reference::Buffer;
-use mdh_example_kernels::{dot, matmul};
+use mdh_example_kernels::{dot, matmul, matmul_bias_relu};
 
 /// A search budget that leaves a test in seconds.
 const BUDGET: Duration = Duration::from_millis(1500);
@@ -69,11 +70,12 @@ fn f32s(n: usize, seed: u32) -> Vec<f32> {
         .collect()
 }
 
-/// The outputs of `SPEC` by the reference interpreter.
+/// The outputs of `SPEC` (of one md_hom or of stages) by the reference
+/// interpreter.
 fn interpreted(spec: &str, sizes: &[usize], inputs: &[Buffer], outputs: &[Buffer]) -> Vec<Buffer> {
-    let k = mdh::reference::kernel(spec).unwrap();
+    let k = mdh::reference::program(spec).unwrap();
     let mut want = outputs.to_vec();
-    mdh::reference::run(&k, sizes, inputs, &mut want, &[]).unwrap();
+    mdh::reference::run_program(&k, sizes, inputs, &mut want, &[]).unwrap();
     want
 }
 
@@ -197,6 +199,61 @@ fn matmul_keeps_a_checked_plan_that_later_calls_and_processes_run() {
     if r.plan != r.before {
         assert!(said.contains(&format!("{:?}", r.plan)), "{said}");
     }
+}
+
+/// A stage fused with its epilogue runs the plan run-time tuning keeps
+/// for the stage alone: `matmul_bias_relu`'s product tuned, the fused
+/// call's source on this device (its prepared call forgotten with the
+/// product's) and on a fresh one is the fused job of the kept plan, and
+/// the kernel's `run` computes what the interpreter does.
+#[test]
+fn a_fused_stage_runs_the_plan_kept_for_its_producer() {
+    use matmul_bias_relu::fused::matmul_bias_relu_product as fused;
+    use matmul_bias_relu::stages::matmul_bias_relu_epilogue as epilogue;
+    use matmul_bias_relu::stages::matmul_bias_relu_product as product;
+    let Some((_one_at_a_time, _)) = setup(false) else {
+        return;
+    };
+    let (i, j, k) = (40, 24, 56);
+    let sizes = fused::Sizes { I: i, J: j, K: k }.values();
+    let esizes = epilogue::Sizes { I: i, J: j }.values();
+    let (lens, outs) = ([i * j, j], [i * j]);
+    let args = mdh::__rt::ArgSizes {
+        sizes: &esizes,
+        in_lens: &lens,
+        out_lens: &outs,
+    };
+    let call_source = |dev: &Device| {
+        let e = fused::opencl::epilogue(args);
+        let call = fused::opencl::call(dev, None, &sizes, &[i * k, k * j], &[i * j], &e);
+        call.unwrap().ready().unwrap().job().source.clone()
+    };
+    let job_source = |dev: &Device, plan: Option<&mdh::__rt::GpuPlan>| {
+        let bound = bind_sizes(fused::desc(), &sizes).unwrap();
+        let e = fused::opencl::epilogue(args);
+        let job = fused::opencl::job(&bound, &e, plan, dev.name(), dev.limits());
+        job.unwrap().unwrap().source
+    };
+    let dev = fresh_device();
+    assert_eq!(call_source(&dev), job_source(&dev, None));
+    let s = product::Sizes { I: i, J: j, K: k };
+    let r = product::opencl::tune(&dev, s, BUDGET).unwrap();
+    eprintln!("{r:?}");
+    let kept = job_source(&dev, Some(&r.plan));
+    assert_eq!(call_source(&dev), kept);
+    assert_eq!(call_source(&fresh_device()), kept);
+    let (a, b, bias) = (f32s(i * k, 1), f32s(k * j, 2), f32s(j, 3));
+    let mut y = vec![0.0; i * j];
+    let s = matmul_bias_relu::Sizes { I: i, J: j, K: k };
+    matmul_bias_relu::opencl::run(&dev, &a, &b, &bias, &mut y, s).unwrap();
+    let inputs = [Buffer::from(a), Buffer::from(b), Buffer::from(bias)];
+    let want = interpreted(
+        matmul_bias_relu::SPEC,
+        &s.values(),
+        &inputs,
+        &[Buffer::from(y.clone())],
+    );
+    assert_close(&y, &want[0]);
 }
 
 /// Run by [`matmul_keeps_a_checked_plan_that_later_calls_and_processes_run`]

@@ -2,7 +2,9 @@
 //! kernel's generated `NAME::cuda::launch` on device buffers) and, for the
 //! BLAS cases, `cublas` (FP32 math), and for the matrix products
 //! `cublas-tf32` (the same `cublasSgemm` on a handle in TF32 tensor-op math
-//! mode: the peer of plans that use tensor cores, `mma: tf32`). All are
+//! mode: the peer of plans that use tensor cores, `mma: tf32`), and for
+//! matmul + bias + ReLU `cublaslt-bias-relu` (cuBLASLt's `RELU_BIAS`
+//! epilogue, TF32 compute as cudarc's `CudaBlasLT` asks for f32). All are
 //! timed as launch + synchronize on data that
 //! was uploaded once before timing (host transfers are not what either
 //! library is about); the result is read back once after the last timed run
@@ -15,6 +17,7 @@
 use std::sync::OnceLock;
 
 use mdh::cuda::cudarc::cublas::{sys as blas_sys, CudaBlas, Gemm, GemmConfig, Gemv, GemvConfig};
+use mdh::cuda::cudarc::cublaslt::{self, Activation, CudaBlasLT, Matmul, MatmulConfig};
 use mdh::cuda::cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr};
 use mdh::cuda::{CudaSlice, Device};
 
@@ -172,6 +175,81 @@ fn blas_tf32() -> Option<&'static CudaBlas> {
         Some(tf32)
     })
     .as_ref()
+}
+
+/// A cuBLASLt handle on the device's stream (`None`, with the reason
+/// printed once, without cuBLASLt).
+fn blas_lt() -> Option<&'static CudaBlasLT> {
+    static LT: OnceLock<Option<CudaBlasLT>> = OnceLock::new();
+    LT.get_or_init(|| {
+        let dev = device()?;
+        // SAFETY: only tries to dlopen libcublasLt by its usual names (as
+        // for cuBLAS above).
+        if !unsafe { cublaslt::sys::is_culib_present() } {
+            eprintln!("no cublaslt rows: libcublasLt could not be loaded");
+            return None;
+        }
+        CudaBlasLT::new(dev.stream().clone())
+            .map_err(|e| eprintln!("no cublaslt rows: {e:?}"))
+            .ok()
+    })
+    .as_ref()
+}
+
+/// `cublaslt-bias-relu`: row-major `y[i×j] = max(A[i×k] · B[k×j] +
+/// bias[j], 0)` as cuBLASLt's column-major `yᵀ = Bᵀ · Aᵀ` with its
+/// `RELU_BIAS` epilogue (the bias along `yᵀ`'s rows: `y`'s columns). `None`
+/// without cuBLASLt.
+pub fn lt_bias_relu(
+    a: &[f32],
+    b: &[f32],
+    bias: &[f32],
+    [i, j, k]: [usize; 3],
+) -> Result<Option<Impl>, String> {
+    let Some(lt) = blas_lt() else {
+        return Ok(None);
+    };
+    let (m, n, kk) = (j as u64, i as u64, k as u64);
+    let cfg = MatmulConfig {
+        transa: false,
+        transb: false,
+        transc: false,
+        m,
+        n,
+        k: kk,
+        alpha: 1.0,
+        lda: m as i64,
+        ldb: kk as i64,
+        beta: 0.0,
+        ldc: m as i64,
+        stride_a: None,
+        stride_b: None,
+        stride_c: None,
+        stride_bias: None,
+        batch_size: None,
+    };
+    on_device(
+        "cublaslt-bias-relu",
+        &[a, b, bias],
+        &vec![f32::NAN; i * j],
+        move |_, s| {
+            let (ab, bias) = s.ins.split_at(2);
+            // SAFETY: B (k×j), A (i×k), y (i×j) and the bias (j) have exactly
+            // the extents and leading dimensions of `cfg` (on_device uploaded
+            // them whole).
+            unsafe {
+                lt.matmul(
+                    cfg,
+                    &ab[1],
+                    &ab[0],
+                    &mut s.out,
+                    Some(&bias[0]),
+                    Some(&Activation::Relu),
+                )
+            }
+            .map_err(|e| format!("cuBLASLt: {e:?}"))
+        },
+    )
 }
 
 /// The math of a cuBLAS matrix product row.

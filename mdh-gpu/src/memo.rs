@@ -60,11 +60,12 @@ impl Memo {
         value
     }
 
-    /// Drops the value of type `T` under `hash` for which `is` holds (its
-    /// users keep it alive through their `Arc`s): the next lookup builds
-    /// it again.
-    pub fn remove<T: Any + Send + Sync>(&self, hash: u64, is: impl Fn(&T) -> bool) {
-        if let Some(slots) = lock(&self.map).get_mut(&hash) {
+    /// Drops every value of type `T` for which `is` holds, under any hash
+    /// (their users keep them alive through their `Arc`s): the next lookups
+    /// build them again. It reads every value: for rare events (a plan
+    /// tuned), not per call.
+    pub fn remove_all<T: Any + Send + Sync>(&self, is: impl Fn(&T) -> bool) {
+        for slots in lock(&self.map).values_mut() {
             slots.retain(|s| !s.downcast_ref::<T>().is_some_and(&is));
         }
     }
@@ -104,8 +105,10 @@ mod tests {
         assert!(m.find(8, |v: &(u32, &str)| v.0 == 1).is_none());
         // Another type under the same hash is not found as this one.
         assert!(m.find(7, |_: &u64| true).is_none());
-        m.remove(7, |v: &(u32, &str)| v.0 == 2);
+        m.insert(9, Arc::new((2u32, "d")), |v: &(u32, &str)| v.0 == 2);
+        m.remove_all(|v: &(u32, &str)| v.0 == 2);
         assert!(m.find(7, |v: &(u32, &str)| v.0 == 2).is_none());
+        assert!(m.find(9, |v: &(u32, &str)| v.0 == 2).is_none());
         assert_eq!(m.len(), 1);
         m.clear();
         assert!(m.is_empty());

@@ -5,10 +5,10 @@ use std::rc::Rc;
 
 use rayon::prelude::*;
 
-use super::{err, nan, out, Opts, Rng, RTOL};
-use crate::blas;
+use super::{err, nan, out, push_opencl, with_gpu, Opts, Rng, RTOL};
 use crate::dnnl::{self, MatmulShape, Prepared, Values};
 use crate::harness::{imp, Case, Impl};
+use crate::{blas, cuda};
 use mdh_example_kernels::{attention, layernorm, matmul, matmul_bias_relu, softmax};
 
 /// `c = max(c + bias, 0)`, row by row (`bias` along the rows): the pass a
@@ -24,7 +24,7 @@ fn bias_relu(c: &mut [f32], bias: &[f32]) {
 
 /// A dense layer `y = max(A · B + bias, 0)` with `A[i×k]`, `B[k×j]`.
 pub(super) fn matmul_bias_relu_case(
-    _: &Opts,
+    o: &Opts,
     i: usize,
     j: usize,
     k: usize,
@@ -86,14 +86,40 @@ pub(super) fn matmul_bias_relu_case(
             |(_, _, _, y)| out(y),
         ),
     ];
-    let notes = push_onednn(&mut impls, "onednn-postops", onednn);
+    let mut notes = push_onednn(&mut impls, "onednn-postops", onednn);
+    // The GPUs run the product with its epilogue fused (`run` on OpenCL,
+    // the fused stage's `launch` on device buffers on CUDA).
+    let slow = (i * j * k >= 1 << 30).then_some("seconds per run on PoCL");
+    notes.extend(push_opencl(&mut impls, o, slow, |dev| {
+        imp(
+            "mdh-opencl",
+            state(),
+            move |(a, b, bias, y)| {
+                matmul_bias_relu::opencl::run(dev, a, b, bias, y, s).map_err(err)
+            },
+            |(_, _, _, y)| out(y),
+        )
+    }));
+    use matmul_bias_relu::fused::matmul_bias_relu_product as fused;
+    let (fs, es) = (
+        fused::Sizes { I: i, J: j, K: k },
+        matmul_bias_relu::stages::matmul_bias_relu_epilogue::Sizes { I: i, J: j },
+    );
+    let gpu = [
+        cuda::mdh_cuda(
+            &[&a[..], &b[..], &bias[..]],
+            &nan(i * j),
+            move |dev, x, y| fused::cuda::launch(dev, &x[0], &x[1], y, fs, &x[2], es),
+        ),
+        cuda::lt_bias_relu(&a, &b, &bias, [i, j, k]),
+    ];
     Ok(Case {
         what: format!("y[{i}x{j}] = max(A[{i}x{k}] B[{k}x{j}] + bias[{j}], 0)"),
         flops: Some(2.0 * (i * j * k) as f64),
         bf16_products: false,
         bytes: None,
         rtol: RTOL,
-        impls,
+        impls: with_gpu(impls, gpu)?,
         notes,
     })
 }

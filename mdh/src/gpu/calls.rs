@@ -58,6 +58,9 @@ pub struct Call<D: GpuDevice> {
     plan: Option<GpuPlan>,
     /// A fused epilogue's sizes and lengths ([`Epilogue::key`]).
     epilogue: Option<Vec<usize>>,
+    /// The kernel whose plan run-time tuning keeps this call runs (its
+    /// own, or a fused epilogue's producer's), named as `kernel` is.
+    tuned_as: usize,
     in_lens: Vec<usize>,
     out_lens: Vec<usize>,
     ready: Option<Ready<D>>,
@@ -278,6 +281,7 @@ pub fn call<D: GpuDevice>(
         sizes: sizes.to_vec(),
         plan: plan.cloned(),
         epilogue: ekey.clone(),
+        tuned_as: epilogue.map_or(kernel, |e| e.producer as *const KernelInfo as usize),
         in_lens: in_lens.to_vec(),
         out_lens: out_lens.to_vec(),
         ready,
@@ -330,15 +334,14 @@ pub fn launch<D: RawDevice>(
     Ok(())
 }
 
-/// Drops the prepared call of the kernel of `info` with `sizes` and the
-/// configured plans from `dev`'s memo: the next call chooses its plan
-/// again (after tuning).
+/// Drops the prepared calls with `sizes` and the configured plans that run
+/// the plan run-time tuning keeps for the kernel of `info` (its own, and
+/// those of stages fused with it) from `dev`'s memo: the next call chooses
+/// its plan again (after tuning).
 pub(super) fn forget<D: GpuDevice>(dev: &D, info: &'static KernelInfo, sizes: &[usize]) {
     let kernel = info as *const KernelInfo as usize;
     dev.memo()
-        .remove(key_hash(kernel, sizes, None, None), |c: &Call<D>| {
-            c.kernel == kernel && c.sizes == sizes && c.plan.is_none() && c.epilogue.is_none()
-        });
+        .remove_all(|c: &Call<D>| c.tuned_as == kernel && c.sizes == sizes && c.plan.is_none());
 }
 
 /// The bytes of `len` partial results of `elem` bytes.
