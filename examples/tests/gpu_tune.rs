@@ -203,8 +203,8 @@ fn matmul_keeps_a_checked_plan_that_later_calls_and_processes_run() {
 
 /// A stage fused with its epilogue runs the plan run-time tuning keeps
 /// for the stage alone: `matmul_bias_relu`'s product tuned, the fused
-/// call's source on this device (its prepared call forgotten with the
-/// product's) and on a fresh one is the fused job of the kept plan, and
+/// call on this device is made again (forgotten with the product's), its
+/// source there and on a fresh device the fused job of the kept plan, and
 /// the kernel's `run` computes what the interpreter does.
 #[test]
 fn a_fused_stage_runs_the_plan_kept_for_its_producer() {
@@ -223,11 +223,11 @@ fn a_fused_stage_runs_the_plan_kept_for_its_producer() {
         in_lens: &lens,
         out_lens: &outs,
     };
-    let call_source = |dev: &Device| {
+    let call = |dev: &Device| {
         let e = fused::opencl::epilogue(args);
-        let call = fused::opencl::call(dev, None, &sizes, &[i * k, k * j], &[i * j], &e);
-        call.unwrap().ready().unwrap().job().source.clone()
+        fused::opencl::call(dev, None, &sizes, &[i * k, k * j], &[i * j], &e).unwrap()
     };
+    let source = |c: &mdh::__rt::gpu::Call<Device>| c.ready().unwrap().job().source.clone();
     let job_source = |dev: &Device, plan: Option<&mdh::__rt::GpuPlan>| {
         let bound = bind_sizes(fused::desc(), &sizes).unwrap();
         let e = fused::opencl::epilogue(args);
@@ -235,13 +235,20 @@ fn a_fused_stage_runs_the_plan_kept_for_its_producer() {
         job.unwrap().unwrap().source
     };
     let dev = fresh_device();
-    assert_eq!(call_source(&dev), job_source(&dev, None));
+    let before = call(&dev);
+    assert_eq!(source(&before), job_source(&dev, None));
     let s = product::Sizes { I: i, J: j, K: k };
     let r = product::opencl::tune(&dev, s, BUDGET).unwrap();
     eprintln!("{r:?}");
+    // Made again (whether or not tuning found a faster plan).
+    let after = call(&dev);
+    assert!(
+        !std::sync::Arc::ptr_eq(&before, &after),
+        "the fused call was kept"
+    );
     let kept = job_source(&dev, Some(&r.plan));
-    assert_eq!(call_source(&dev), kept);
-    assert_eq!(call_source(&fresh_device()), kept);
+    assert_eq!(source(&after), kept);
+    assert_eq!(source(&call(&fresh_device())), kept);
     let (a, b, bias) = (f32s(i * k, 1), f32s(k * j, 2), f32s(j, 3));
     let mut y = vec![0.0; i * j];
     let s = matmul_bias_relu::Sizes { I: i, J: j, K: k };
