@@ -312,6 +312,18 @@ impl CpuPlan {
     /// rows; 64: 2.9 ms, 128: 1.9): I = 2..5 × 4096 × 4096 1.66, 1.78,
     /// 1.79, 1.88 ms against 2.07, 2.55, 2.62, 2.82 in place. One row keeps
     /// B in place (1.37 ms against 1.90 packed as pairs: memory-bound).
+    ///
+    /// Three rows, where no plan of pairs takes them, get a register tile
+    /// of their own (3 rows × 4 vectors): the 4-row tile cut to 3 rows ran
+    /// as two tiles of row pairs, each reading B. Zen 4, f32, one process,
+    /// old against new interleaved, best of 60: 3 × 1000 × 2048
+    /// 0.132–0.138 ms against 0.082–0.084, 3 × 4096 × 4096 3.28–3.35
+    /// against 2.63–2.67 (2 and 4 rows unchanged). A 5-row tile (5 rows
+    /// ran as 4 and 1: 0.127 ms against 0.094 at 5 × 1000 × 2048, 3.7
+    /// against 3.3 at 5 × 4096 × 4096) was left out: each plan of few rows
+    /// is two more task bodies in every product's build (the matmul
+    /// example's release build 11.7 s, 12.9 with the 3-row plan, 14.1 with
+    /// both).
     pub fn few_rows_for(k: &Checked) -> Vec<(CpuPlan, RowsWithin)> {
         let Class::Contraction {
             simd: s,
@@ -357,6 +369,8 @@ impl CpuPlan {
             p.l1[s] = (256 / p.reg[s]).max(1) * p.reg[s];
             plans.push((p, within(2, 5)));
         }
+        // Before the plan of 2..5 rows: ranks take the first that holds.
+        plans.push((plan(3, 4, 3), within(3, 3)));
         plans.push((plan(4, 4, 5), within(2, 5)));
         plans
             .into_iter()
@@ -778,27 +792,33 @@ mod tests {
             plans.iter().map(|(_, r)| (r.param, r.min, r.max)).collect();
         // `I`, the first size parameter, is the rows' extent.
         assert_eq!(k.size_params[0], "I");
-        assert_eq!(rows, [(0, 1, 1), (0, 2, 5)]);
+        assert_eq!(rows, [(0, 1, 1), (0, 3, 3), (0, 2, 5)]);
         assert!(plans
             .iter()
             .all(|(p, _)| !crate::codegen::cpu::runs_pairs(&k, p)));
-        let (one, four) = (&plans[0].0, &plans[1].0);
+        let (one, three, four) = (&plans[0].0, &plans[1].0, &plans[2].0);
         assert_eq!(
             (one.reg.clone(), four.reg.clone()),
             (vec![1, 128, 1], vec![4, 64, 1])
         );
+        // Three rows in a register tile of their own: a tile of 4 rows cut
+        // to 3 ran as two tiles of row pairs (B read twice).
+        assert_eq!(three.reg, vec![3, 64, 1]);
+        assert_eq!((three.l1[0], three.l2[0]), (3, 3));
         assert_eq!(
             (one.l1[0], one.l1[1], one.l2[1], one.l1[2]),
             (1, 128, 1024, 512)
         );
         // All five rows in one L1 tile: B's tile read from memory once.
         assert_eq!((four.l1[0], four.l2[0], four.l2[1]), (8, 8, 1024));
-        for (p, _) in &plans {
+        for (p, rows) in &plans {
             assert_eq!(p.pack, vec![Vec::<usize>::new(); 2]);
             assert_eq!(p.cor, vec![0, 4, 0]);
-            // 8 and 16 zmm of accumulators; on AVX2 narrowed to 8 ymm.
+            // 8, 12 and 16 zmm of accumulators; on AVX2 narrowed to 8, 12
+            // (a row's 4) and 8 ymm.
             let avx2 = p.narrowed(&k, Isa::Avx2).expect("narrowed to AVX2");
-            assert_eq!(avx2.accumulator_bytes(&k), 256);
+            let ymm = if rows.min == 3 { 12 } else { 8 };
+            assert_eq!(avx2.accumulator_bytes(&k), ymm * 32, "{rows:?}");
         }
         // Other classes, tensor contractions, and rows whose extent is not
         // a size parameter have none.
