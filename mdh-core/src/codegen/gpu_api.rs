@@ -360,13 +360,13 @@ fn device_fns(k: &Checked, backend: Backend, epilogue: Option<&FusedEpilogue<'_>
     };
     let e_binding = e.as_ref().map(|e| e.binding(&elements));
     let e_fns = e.as_ref().map(|e| e.fns());
-    let (e_call_param, e_call_arg, e_job_param) = match e {
+    // `call` and `job` of a fused module take the epilogue's part.
+    let (e_param, e_call_arg) = match e {
         Some(_) => (
             quote!(epilogue: &::mdh::__rt::gpu::Epilogue<'_>,),
             quote!(::core::option::Option::Some(epilogue)),
-            quote!(epilogue: &::mdh::__rt::gpu::Epilogue<'_>,),
         ),
-        None => (quote!(), quote!(::core::option::Option::None), quote!()),
+        None => (quote!(), quote!(::core::option::Option::None)),
     };
     let job_body = quote!(::mdh::__rt::gpu::job(
         super::desc(),
@@ -458,7 +458,7 @@ fn device_fns(k: &Checked, backend: Backend, epilogue: Option<&FusedEpilogue<'_>
             sizes: &[usize],
             in_lens: &[usize],
             out_lens: &[usize],
-            #e_call_param
+            #e_param
         ) -> ::core::result::Result<::std::sync::Arc<::mdh::__rt::gpu::Call<D>>, ::mdh::Error> {
             let __args = ::mdh::__rt::ArgSizes { sizes, in_lens, out_lens };
             let __kernel = ::mdh::__rt::gpu::Wrapped { info: &INFO, desc: super::desc(), entries: __entries };
@@ -472,7 +472,7 @@ fn device_fns(k: &Checked, backend: Backend, epilogue: Option<&FusedEpilogue<'_>
         #[doc(hidden)]
         pub fn job(
             bound: &::mdh::__rt::Bound,
-            #e_job_param
+            #e_param
             plan: ::core::option::Option<&::mdh::__rt::GpuPlan>,
             device: &str,
             limits: ::mdh::__rt::gpu::DeviceLimits,
